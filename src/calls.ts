@@ -1,0 +1,99 @@
+/**
+ * The call table: every client request that reached mcpguard, from arrival to
+ * its one final state, and the child's own requests awaiting a client answer.
+ * Pure state; the session does the IO.
+ */
+import type { RequestId } from './jsonrpc.js';
+
+/** A call's final state, named from what mcpguard observed (never guessed). */
+export type CallState =
+  | 'completed' // the child answered with a result
+  | 'error' // the child answered with a JSON-RPC error
+  | 'rejected' // mcpguard refused the frame; nothing reached the child
+  | 'cancelled_before_dispatch' // cancelled while still queued inside mcpguard
+  | 'cancelled_after_dispatch' // cancelled (by the client or by mcpguard's shutdown) after the child got it
+  | 'timed_out_after_dispatch' // --call-timeout expired after the child got it
+  | 'unknown_after_dispatch'; // the child exited with the call in flight: the action may have happened
+
+export interface Call {
+  /** mcpguard's own id for the call (stable across records). */
+  callId: string;
+  requestId: RequestId | null;
+  idKey: string | null;
+  method: string | null;
+  /** `params.name` of a tools/call. */
+  tool: string | null;
+  startedAt: number;
+  dispatchedAt: number | null;
+  /** Set once, when the call ends. */
+  state: CallState | null;
+  endedAt: number | null;
+  /** Why it ended, in words, for records and error answers. */
+  detail: string | null;
+  /** The client asked to cancel it (notifications/cancelled). */
+  cancelRequested: boolean;
+  /** Deadline timer, if --call-timeout is set. */
+  timer: NodeJS.Timeout | null;
+}
+
+let counter = 0;
+const prefix = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+
+/** A call id unique within this host's runs: pid + start time + counter. */
+export function newCallId(): string {
+  counter++;
+  return `c_${prefix}_${counter.toString(36)}`;
+}
+
+export function newCall(requestId: RequestId | null, idKey: string | null, method: string | null, tool: string | null): Call {
+  return {
+    callId: newCallId(),
+    requestId,
+    idKey,
+    method,
+    tool,
+    startedAt: Date.now(),
+    dispatchedAt: null,
+    state: null,
+    endedAt: null,
+    detail: null,
+    cancelRequested: false,
+    timer: null,
+  };
+}
+
+export class CallTable {
+  /** Client requests the child has not answered, by id key (ended calls with a reserved id included). */
+  readonly inFlight = new Map<string, Call>();
+  /** The child's requests to the client not yet answered, by id key. */
+  readonly childRequests = new Map<string, { id: RequestId; method: string }>();
+
+  /**
+   * End a call exactly once; returns false if it had already ended. With
+   * `reserveId` the id stays taken after the call ended (timed out, cancelled
+   * after dispatch): the child may still answer it, and that late answer must
+   * be dropped, not paired with a new request that reused the id.
+   */
+  finish(call: Call, state: CallState, detail: string | null = null, reserveId = false): boolean {
+    if (call.state !== null) return false;
+    call.state = state;
+    call.detail = detail;
+    call.endedAt = Date.now();
+    if (call.timer !== null) clearTimeout(call.timer);
+    call.timer = null;
+    if (!reserveId && call.idKey !== null && this.inFlight.get(call.idKey) === call) this.inFlight.delete(call.idKey);
+    return true;
+  }
+
+  /** Calls still waiting for the child, oldest first. */
+  *pending(): IterableIterator<Call> {
+    for (const call of this.inFlight.values()) if (call.state === null) yield call;
+  }
+
+  /** Ids of calls in flight, oldest first. */
+  inFlightCallIds(): string[] {
+    const ids: string[] = [];
+    for (const call of this.pending()) ids.push(call.callId);
+    return ids;
+  }
+}

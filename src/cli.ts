@@ -1,0 +1,138 @@
+/**
+ * The command line: the only module that knows about argv. It dispatches to
+ * the relay (`mcpguard [options] -- command args...`) or to a subcommand, and
+ * turns every mcpguard failure into a message on stderr and an exit code.
+ */
+import { readFileSync } from 'node:fs';
+import { Diagnostics } from './diagnostics.js';
+import { GuardError } from './errors.js';
+import { RUN_OPTIONS, parseArgv, type OptionSpec, type OptionValues } from './options.js';
+import { openOutput } from './output.js';
+import { Session, type SessionSummary } from './session.js';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** Run mcpguard with `argv` (without node and script); resolves to the exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const first = argv[0];
+  if (first === '--help' || first === '-h' || first === 'help') return print(helpText());
+  if (first === '--version' || first === '-V') return print(`mcpguard ${VERSION}\n`);
+  try {
+    return await runRelay(argv);
+  } catch (error) {
+    if (error instanceof GuardError) {
+      process.stderr.write(`mcpguard: ${error.message}\n`);
+      return error.exitCode;
+    }
+    throw error;
+  }
+}
+
+async function runRelay(argv: readonly string[]): Promise<number> {
+  const parsed = parseArgv(argv, RUN_OPTIONS);
+  if (parsed.command.length === 0) throw new GuardError('no_command', 'no command to run: mcpguard [options] -- <command> [args...]');
+  const v = parsed.values;
+  const diag = new Diagnostics(openOutput(2));
+  const output = openOutput(1);
+  const [command, ...args] = parsed.command as [string, ...string[]];
+  const session = new Session(
+    {
+      command,
+      args,
+      maxFrameBytes: v['max-frame-bytes'] as number,
+      onInvalid: v['on-invalid'] as 'close' | 'reject',
+      onChildNoise: v['on-child-noise'] as 'continue' | 'close',
+      allowBatch: v['allow-batch'] as boolean,
+      callTimeout: v['call-timeout'] as number | null,
+      graceMs: v.grace as number,
+      drainMs: v['drain-ms'] as number,
+    },
+    { input: process.stdin, output, diag, observers: [] },
+  );
+  const stopSignals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+  const onSignal = (signal: NodeJS.Signals) => {
+    session.end(`signal_${signal}`);
+    session.escalate();
+  };
+  for (const s of stopSignals) process.on(s, onSignal);
+  // A client that vanished must not kill mcpguard before its shutdown ran.
+  process.on('SIGPIPE', () => {});
+
+  const summary = await session.run();
+  if (v['session-summary'] === 'on') diag.writeRaw(Buffer.from(`${JSON.stringify(summaryLine(summary))}\n`));
+  await Promise.all([flushed(output, Math.max(1000, v['drain-ms'] as number)), diag.flush(1000)]);
+  return summary.status;
+}
+
+/** The session-end record as one JSON object (until the audit log carries it). */
+function summaryLine(s: SessionSummary): Record<string, unknown> {
+  return {
+    mcpguard: 'session_end',
+    end_reason: s.endReason,
+    pid: s.pid,
+    exit_code: s.exitCode,
+    signal: s.signal,
+    status: s.status,
+    spawn_error: s.spawnError,
+    forced_kill: s.forcedKill,
+    unkillable: s.unkillable,
+    signals_sent: s.signalsSent,
+    survivors: s.survivors,
+    trigger_to_exit_ms: s.triggerToExitMs,
+    stream_end: s.streamEnd,
+    stderr_bytes_seen: s.stderrBytes,
+    frames: { client: s.counters.clientFrames, child: s.counters.childFrames },
+    rejected: { client: s.counters.rejectedClient, child: s.counters.noiseLines },
+    stdout_noise_lines: s.counters.noiseLines,
+    stdout_noise_bytes: s.counters.noiseBytes,
+    late_responses: s.counters.lateResponses,
+    output_dropped_frames: s.outputDropped,
+    duration_ms: s.endedAt - s.startedAt,
+  };
+}
+
+function flushed(stream: NodeJS.WritableStream & { writableLength?: number }, ms: number): Promise<void> {
+  if (!stream.writableLength) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    stream.once('drain', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+function print(text: string): number {
+  process.stdout.write(text);
+  return 0;
+}
+
+function optionHelp(table: Record<string, OptionSpec>): string {
+  return Object.entries(table)
+    .map(([name, spec]) => {
+      const arg = spec.kind === 'flag' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'ms' ? ' MS' : spec.kind === 'bytes' ? ' BYTES' : ' VALUE';
+      const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
+      return `  --${name}${arg}\n      ${spec.help}${def}\n`;
+    })
+    .join('');
+}
+
+function helpText(): string {
+  return `mcpguard ${VERSION}: a strict supervisor for MCP stdio servers
+
+Usage:
+  mcpguard [options] -- <command> [args...]
+
+Relays JSON-RPC between the client (mcpguard's stdin/stdout) and the server
+(the command's stdin/stdout), one message per line, checking every line in
+both directions. See man mcpguard.
+
+Options:
+${optionHelp(RUN_OPTIONS)}  --help, --version
+
+Exit status: the server's exit code, or 128+N if it died of signal N;
+125 bad usage, 126 command not executable, 127 command not found.
+`;
+}
+
+export type { OptionValues };

@@ -1,0 +1,120 @@
+/**
+ * Newline framing for one byte stream. A line is everything up to a `\n` byte
+ * (split on `\n` only; a `\r` before it stays part of the line and is JSON
+ * whitespace). Lines longer than the cap are never buffered past the cap: the
+ * splitter switches to counting and reports the overflow as a value.
+ *
+ * Chunks are kept in a list with a running length and only the newest chunk is
+ * searched for `\n`, so a long line costs one copy, not one concat per chunk.
+ * Because nothing is decoded here, a UTF-8 character split across chunks is
+ * simply bytes in two chunks.
+ */
+
+/** Bytes of an oversize line kept for diagnostics. */
+export const OVERSIZE_HEAD_BYTES = 256;
+
+export type LineEvent =
+  /** `frame` is the line's bytes followed by its `\n`. */
+  | { kind: 'line'; line: number; frame: Buffer }
+  /** A line longer than the cap; `bytes` excludes the `\n` (or is the count at EOF). */
+  | { kind: 'oversize'; line: number; bytes: number; head: Buffer; atEof: boolean }
+  /** Bytes after the last `\n` when the stream ended. */
+  | { kind: 'partial'; line: number; bytes: Buffer };
+
+export class LineSplitter {
+  private readonly maxBytes: number;
+  private readonly onEvent: (event: LineEvent) => void;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** Non-null while discarding an oversize line: its first bytes. */
+  private oversizeHead: Buffer | null = null;
+  private lineNo = 0;
+
+  constructor(maxBytes: number, onEvent: (event: LineEvent) => void) {
+    this.maxBytes = maxBytes;
+    this.onEvent = onEvent;
+  }
+
+  /** Lines seen so far, complete or not. */
+  get lines(): number {
+    return this.lineNo;
+  }
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(10, start);
+      if (nl === -1) {
+        this.hold(chunk, start, chunk.length);
+        return;
+      }
+      const lineBytes = this.pendingBytes + (nl - start);
+      this.lineNo++;
+      if (this.oversizeHead !== null || lineBytes > this.maxBytes) {
+        const head = this.oversizeHead ?? this.headOf(chunk, start, nl);
+        this.reset();
+        this.onEvent({ kind: 'oversize', line: this.lineNo, bytes: lineBytes, head, atEof: false });
+      } else if (this.pending.length === 0) {
+        // The whole line lies in this chunk: hand out a view, no copy.
+        this.onEvent({ kind: 'line', line: this.lineNo, frame: chunk.subarray(start, nl + 1) });
+      } else {
+        const frame = Buffer.allocUnsafe(lineBytes + 1);
+        let at = 0;
+        for (const piece of this.pending) at += piece.copy(frame, at);
+        chunk.copy(frame, at, start, nl + 1);
+        this.reset();
+        this.onEvent({ kind: 'line', line: this.lineNo, frame });
+      }
+      start = nl + 1;
+    }
+  }
+
+  /** Signal end of stream: reports what remains after the last newline. */
+  end(): void {
+    if (this.oversizeHead !== null) {
+      const head = this.oversizeHead;
+      const bytes = this.pendingBytes;
+      this.reset();
+      this.onEvent({ kind: 'oversize', line: ++this.lineNo, bytes, head, atEof: true });
+      return;
+    }
+    if (this.pendingBytes === 0) return;
+    const bytes = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    this.reset();
+    this.onEvent({ kind: 'partial', line: ++this.lineNo, bytes });
+  }
+
+  private hold(chunk: Buffer, start: number, end: number): void {
+    const size = end - start;
+    if (this.oversizeHead !== null) {
+      this.pendingBytes += size; // counting only
+      return;
+    }
+    if (this.pendingBytes + size > this.maxBytes) {
+      this.oversizeHead = this.headOf(chunk, start, end);
+      this.pending = [];
+      this.pendingBytes += size;
+      return;
+    }
+    this.pending.push(chunk.subarray(start, end));
+    this.pendingBytes += size;
+  }
+
+  /** First bytes of the current line (pending pieces, then this chunk), copied. */
+  private headOf(chunk: Buffer, start: number, end: number): Buffer {
+    const head = Buffer.allocUnsafe(OVERSIZE_HEAD_BYTES);
+    let at = 0;
+    for (const piece of this.pending) {
+      if (at >= OVERSIZE_HEAD_BYTES) break;
+      at += piece.copy(head, at, 0, Math.min(piece.length, OVERSIZE_HEAD_BYTES - at));
+    }
+    if (at < OVERSIZE_HEAD_BYTES) at += chunk.copy(head, at, start, Math.min(end, start + OVERSIZE_HEAD_BYTES - at));
+    return head.subarray(0, at);
+  }
+
+  private reset(): void {
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.oversizeHead = null;
+  }
+}

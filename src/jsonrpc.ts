@@ -1,0 +1,194 @@
+/**
+ * JSON-RPC 2.0 as mcpguard accepts it on the wire: one line in, one typed
+ * message (or a typed rejection) out. Stateless: whether a response matches a
+ * request in flight is the call table's job (calls.ts).
+ *
+ * Deliberately stricter than JSON-RPC in places where two parsers could read
+ * the same bytes differently: duplicate keys, members outside the message's
+ * shape, ids that are not exact integers in the safe range, invalid UTF-8.
+ */
+import { isUtf8 } from 'node:buffer';
+import { scanJson, stringValue, type JsonNode } from './json-scan.js';
+
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const INVALID_PARAMS = -32602;
+/** The code the MCP SDKs use when the connection closes with a request pending. */
+export const CONNECTION_CLOSED = -32000;
+/** The code the MCP SDKs use for a request that timed out. */
+export const REQUEST_TIMEOUT = -32001;
+
+export type RequestId = string | number;
+
+interface Base {
+  /** The line's bytes including its trailing `\n`: what is forwarded, never re-serialised. */
+  frame: Buffer;
+}
+export interface Request extends Base {
+  kind: 'request';
+  id: RequestId;
+  /** A canonical key for the id: strings and numbers never collide. */
+  idKey: string;
+  method: string;
+  params: JsonNode | undefined;
+}
+export interface Notification extends Base {
+  kind: 'notification';
+  method: string;
+  params: JsonNode | undefined;
+}
+export interface Response extends Base {
+  kind: 'response';
+  id: RequestId;
+  idKey: string;
+  isError: boolean;
+  /** The `result` or `error` node. */
+  body: JsonNode;
+}
+export interface Batch extends Base {
+  kind: 'batch';
+  items: Array<Request | Notification | Response>;
+}
+export interface Invalid {
+  kind: 'invalid';
+  code: number;
+  reason: string;
+  /** The request's id when it could be read, else null. */
+  id: RequestId | null;
+  /** The method when it could be read (for the rejected call's record). */
+  method: string | null;
+}
+export type Message = Request | Notification | Response;
+export type Classified = Message | Batch | Invalid;
+
+export interface ClassifyOptions {
+  /** Accept JSON arrays (JSON-RPC batches, protocol 2025-03-26 only). */
+  allowBatch: boolean;
+}
+
+/** Classify one line (`frame` ends with `\n`). */
+export function classifyFrame(frame: Buffer, options: ClassifyOptions): Classified {
+  const end = frame.length - 1;
+  if (!isUtf8(frame)) return invalid(PARSE_ERROR, 'not valid UTF-8');
+  const scanned = scanJson(frame, 0, end);
+  if (!scanned.ok) return invalid(PARSE_ERROR, `not JSON: ${scanned.reason} at byte ${scanned.offset}`);
+  const root = scanned.value;
+  if (root.type === 'array') {
+    if (!options.allowBatch) return invalid(INVALID_REQUEST, 'batch (JSON array) not allowed; batches exist only in protocol 2025-03-26 (see --allow-batch)');
+    const items = root.items!;
+    if (items.length === 0) return invalid(INVALID_REQUEST, 'empty batch');
+    const messages: Message[] = [];
+    for (const [index, item] of items.entries()) {
+      const message = classifyNode(frame, item);
+      if (message.kind === 'invalid') return { ...message, reason: `batch item ${index}: ${message.reason}`, id: null, method: null };
+      messages.push(message);
+    }
+    return { kind: 'batch', frame, items: messages };
+  }
+  return classifyNode(frame, root);
+}
+
+const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
+const RESPONSE_KEYS = new Set(['jsonrpc', 'id', 'result', 'error']);
+
+function classifyNode(frame: Buffer, node: JsonNode): Message | Invalid {
+  if (node.type !== 'object') return invalid(INVALID_REQUEST, `a JSON-RPC message must be an object, got ${node.type}`);
+  const m = node.members!;
+  // Read the id first so that every later rejection can carry it.
+  const idNode = m.get('id');
+  const idRead = idNode === undefined ? undefined : readId(frame, idNode);
+  const id = idRead !== undefined && typeof idRead !== 'object' ? idRead : null;
+  const methodNode = m.get('method');
+  const method = methodNode?.type === 'string' ? stringValue(frame, methodNode) : null;
+  const fail = (code: number, reason: string): Invalid => ({ kind: 'invalid', code, reason, id, method });
+
+  const version = m.get('jsonrpc');
+  if (version === undefined) return fail(INVALID_REQUEST, 'missing "jsonrpc": "2.0"');
+  if (version.type !== 'string' || stringValue(frame, version) !== '2.0') return fail(INVALID_REQUEST, '"jsonrpc" must be exactly "2.0"');
+  if (idRead !== undefined && typeof idRead === 'object') return fail(INVALID_REQUEST, idRead.reason);
+
+  if (methodNode !== undefined) {
+    for (const key of m.keys()) if (!REQUEST_KEYS.has(key)) return fail(INVALID_REQUEST, `unexpected member ${JSON.stringify(key)} in a request or notification`);
+    if (method === null) return fail(INVALID_REQUEST, '"method" must be a string');
+    const params = m.get('params');
+    if (params !== undefined && params.type !== 'object') return fail(INVALID_PARAMS, `"params" must be an object, got ${params.type}`);
+    if (idNode === undefined) return { kind: 'notification', frame, method, params };
+    return { kind: 'request', frame, id: id!, idKey: idKey(id!), method, params };
+  }
+
+  for (const key of m.keys()) if (!RESPONSE_KEYS.has(key)) return fail(INVALID_REQUEST, `unexpected member ${JSON.stringify(key)} in a response`);
+  if (idNode === undefined) return fail(INVALID_REQUEST, 'neither "method" nor "id": not a request, notification or response');
+  const result = m.get('result');
+  const error = m.get('error');
+  if (result !== undefined && error !== undefined) return fail(INVALID_REQUEST, 'a response carries both "result" and "error"');
+  if (result === undefined && error === undefined) return fail(INVALID_REQUEST, 'a response without "result" or "error"');
+  if (error !== undefined) {
+    const reason = checkErrorObject(frame, error);
+    if (reason !== null) return fail(INVALID_REQUEST, reason);
+  }
+  if (id === null) return fail(INVALID_REQUEST, 'response with id null (matches no request)');
+  return { kind: 'response', frame, id, idKey: idKey(id), isError: error !== undefined, body: (result ?? error)! };
+}
+
+function checkErrorObject(frame: Buffer, error: JsonNode): string | null {
+  if (error.type !== 'object') return '"error" must be an object';
+  const code = error.members!.get('code');
+  if (code === undefined || code.type !== 'number' || !isIntegerText(frame, code)) return '"error.code" must be an integer';
+  const message = error.members!.get('message');
+  if (message === undefined || message.type !== 'string') return '"error.message" must be a string';
+  return null;
+}
+
+/** A request id, `undefined`-free: a value, or an object explaining why it is not one. */
+function readId(frame: Buffer, node: JsonNode): RequestId | { reason: string } {
+  if (node.type === 'string') return stringValue(frame, node);
+  if (node.type === 'number') {
+    if (!isIntegerText(frame, node)) return { reason: '"id" must be a string or an integer written without fraction or exponent' };
+    const value = Number(frame.toString('latin1', node.start, node.end));
+    if (!Number.isSafeInteger(value)) return { reason: '"id" integer is outside the exactly representable range (±2^53−1)' };
+    return Object.is(value, -0) ? 0 : value;
+  }
+  return { reason: `"id" must be a string or an integer, got ${node.type}` };
+}
+
+function isIntegerText(frame: Buffer, node: JsonNode): boolean {
+  for (let i = node.start; i < node.end; i++) {
+    const c = frame[i]!;
+    if (c === 0x2e || c === 0x65 || c === 0x45) return false;
+  }
+  return true;
+}
+
+/** Canonical in-flight key of an id: `1` and `"1"` are different requests. */
+export function idKey(id: RequestId): string {
+  return typeof id === 'string' ? `s${id}` : `n${id}`;
+}
+
+function invalid(code: number, reason: string): Invalid {
+  return { kind: 'invalid', code, reason, id: null, method: null };
+}
+
+/** Serialise an error response (a frame mcpguard itself writes). */
+export function errorResponse(id: RequestId | null, code: number, message: string, data?: Record<string, unknown>): Buffer {
+  const error = data === undefined ? { code, message } : { code, message, data };
+  return Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id, error })}\n`);
+}
+
+/** Serialise a notification mcpguard originates (e.g. a cancellation toward the child). */
+export function notification(method: string, params: Record<string, unknown>): Buffer {
+  return Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', method, params })}\n`);
+}
+
+/** Read a member of an object node as a string, if it is one. */
+export function memberString(frame: Buffer, node: JsonNode | undefined, key: string): string | undefined {
+  const member = node?.members?.get(key);
+  return member?.type === 'string' ? stringValue(frame, member) : undefined;
+}
+
+/** Read a member of an object node as a request id, if it is a valid one. */
+export function memberId(frame: Buffer, node: JsonNode | undefined, key: string): RequestId | undefined {
+  const member = node?.members?.get(key);
+  if (member === undefined) return undefined;
+  const id = readId(frame, member);
+  return typeof id === 'object' ? undefined : id;
+}

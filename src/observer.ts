@@ -1,0 +1,31 @@
+/**
+ * What a session reports as it runs. Records (the audit log) and stderr
+ * accounting subscribe here instead of reaching into the relay. Every method is
+ * called synchronously at the moment it names: `callStarted` runs before the
+ * frame is forwarded, which is what makes the audit log write-ahead.
+ */
+import type { Call } from './calls.js';
+
+export type Direction = 'client' | 'child';
+
+export interface Rejection {
+  direction: Direction;
+  /** Line number within that direction's stream (1-based). */
+  line: number;
+  /** JSON-RPC code answered to the client (client direction), null for child noise. */
+  code: number | null;
+  reason: string;
+  /** The frame's bytes when they were kept (never for oversize lines). */
+  frame: Buffer | null;
+  /** The line's length in bytes, without its newline. */
+  bytes: number;
+}
+
+export interface SessionObserver {
+  callStarted?(call: Call): void;
+  callDispatched?(call: Call): void;
+  callEnded?(call: Call): void;
+  rejected?(rejection: Rejection): void;
+  /** A chunk of the child's stderr and the calls in flight when it arrived. */
+  childStderr?(chunk: Buffer, inFlight: readonly string[]): void;
+}

@@ -1,0 +1,122 @@
+/**
+ * Every option of the relay, in one table: its type, default and check. The
+ * command line and the config file (`--config FILE`, keys named after the
+ * options) both go through `setOption`, so a bad value gets the same message
+ * wherever it came from: it names the option and the value.
+ */
+import { GuardError } from './errors.js';
+
+export type OptionKind = 'flag' | 'ms' | 'bytes' | 'enum' | 'string';
+
+export interface OptionSpec {
+  kind: OptionKind;
+  /** Default value; null means "off" for optional numbers. */
+  default: boolean | number | string | null;
+  values?: readonly string[];
+  /** Smallest accepted number. */
+  min?: number;
+  help: string;
+}
+
+export const RUN_OPTIONS = {
+  'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, help: 'longest accepted line in either direction, without its newline' },
+  'on-invalid': { kind: 'enum', default: 'close', values: ['close', 'reject'], help: 'after rejecting a client frame: close the session, or reject it and go on' },
+  'on-child-noise': { kind: 'enum', default: 'continue', values: ['continue', 'close'], help: 'after diverting a non-protocol line from the server: go on, or close the session' },
+  'allow-batch': { kind: 'flag', default: false, help: 'accept JSON-RPC batches (JSON arrays; protocol 2025-03-26 only)' },
+  grace: { kind: 'ms', default: 5000, min: 0, help: 'each shutdown step waits this long: stdin close, then SIGTERM, then SIGKILL' },
+  'drain-ms': { kind: 'ms', default: 1000, min: 0, help: "after the server exits, wait this long for its pipes to reach EOF, then cut them" },
+  'call-timeout': { kind: 'ms', default: null, min: 1, help: 'answer a request with a timeout error and cancel it at the server after this long (default: off)' },
+  'session-summary': { kind: 'enum', default: 'on', values: ['on', 'off'], help: 'print the session summary as one JSON line on stderr at exit' },
+} as const satisfies Record<string, OptionSpec>;
+
+export type RunOptionName = keyof typeof RUN_OPTIONS;
+export type OptionValues = Record<string, boolean | number | string | null>;
+
+/** Defaults of a table as a plain object. */
+export function defaultsOf(table: Record<string, OptionSpec>): OptionValues {
+  const values: OptionValues = {};
+  for (const [name, spec] of Object.entries(table)) values[name] = spec.default;
+  return values;
+}
+
+const MULTIPLIERS: Record<string, number> = { '': 1, k: 1024, kib: 1024, m: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gib: 1024 ** 3 };
+
+/** Parse and check one value; `raw` is a string from argv or any JSON value from a config file. */
+export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, source = `--${name}`): boolean | number | string | null {
+  const shown = typeof raw === 'string' ? `'${raw}'` : JSON.stringify(raw);
+  switch (spec.kind) {
+    case 'flag':
+      if (typeof raw === 'boolean') return raw;
+      if (raw === 'true' || raw === 'false') return raw === 'true';
+      throw new GuardError('bad_option', `${source} expects true or false, got ${shown}`);
+    case 'enum':
+      if (typeof raw === 'string' && spec.values!.includes(raw)) return raw;
+      throw new GuardError('bad_option', `${source} expects one of ${spec.values!.join(', ')}, got ${shown}`);
+    case 'string':
+      if (typeof raw === 'string' && raw.length > 0) return raw;
+      throw new GuardError('bad_option', `${source} expects a non-empty string, got ${shown}`);
+    case 'ms': {
+      const ms = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseDuration(raw) : NaN;
+      if (raw === 'off' && spec.default === null) return null;
+      if (!Number.isSafeInteger(ms) || ms < (spec.min ?? 0)) throw new GuardError('bad_option', `${source} expects milliseconds (e.g. 5000, 250ms, 5s)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`);
+      return ms;
+    }
+    case 'bytes': {
+      const bytes = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseBytes(raw) : NaN;
+      if (!Number.isSafeInteger(bytes) || bytes < (spec.min ?? 0)) throw new GuardError('bad_option', `${source} expects a byte count (e.g. 16384, 64KiB, 16MiB)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`);
+      return bytes;
+    }
+  }
+}
+
+function parseDuration(text: string): number {
+  const match = /^(\d+)(ms|s)?$/.exec(text);
+  if (match === null) return NaN;
+  return Number(match[1]) * (match[2] === 's' ? 1000 : 1);
+}
+
+function parseBytes(text: string): number {
+  const match = /^(\d+)([a-zA-Z]*)$/.exec(text);
+  const multiplier = match === null ? undefined : MULTIPLIERS[match[2]!.toLowerCase()];
+  return multiplier === undefined ? NaN : Number(match![1]) * multiplier;
+}
+
+export interface ParsedArgs {
+  values: OptionValues;
+  /** Names set on the command line (they override a config file). */
+  given: Set<string>;
+  command: string[];
+}
+
+/**
+ * Parse `[options] [--] command [args...]`. Options end at `--` or at the
+ * first word that is not an option; everything after belongs to the child,
+ * untouched (no number coercion, no flag parsing).
+ */
+export function parseArgv(argv: readonly string[], table: Record<string, OptionSpec>): ParsedArgs {
+  const values = defaultsOf(table);
+  const given = new Set<string>();
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      i++;
+      break;
+    }
+    if (!arg.startsWith('--')) break;
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    const spec = table[name];
+    if (spec === undefined) throw new GuardError('unknown_option', `unknown option --${name} (see mcpguard --help)`);
+    let raw: string;
+    if (eq !== -1) raw = arg.slice(eq + 1);
+    else if (spec.kind === 'flag') raw = 'true';
+    else {
+      if (i + 1 >= argv.length) throw new GuardError('bad_option', `--${name} expects a value`);
+      raw = argv[++i]!;
+    }
+    values[name] = parseOptionValue(name, spec, raw);
+    given.add(name);
+  }
+  return { values, given, command: argv.slice(i) };
+}

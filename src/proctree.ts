@@ -1,0 +1,99 @@
+/**
+ * The child's process tree, read from procfs (Linux). Used to find descendants
+ * that left the child's process group (setsid, double fork) so that shutdown
+ * can kill them too or name them as survivors. Each process is identified by
+ * pid *and* start time, so a recycled pid is never mistaken for a descendant.
+ * On systems without /proc the snapshot is empty and only the group is signalled.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+
+export interface ProcInfo {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  sid: number;
+  /** Start time in clock ticks since boot (field 22 of /proc/PID/stat). */
+  start: string;
+  comm: string;
+}
+
+/** Parse /proc/PID/stat; null if the process is gone. */
+export function readProc(pid: number): ProcInfo | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return null;
+  }
+  // comm is in parentheses and may itself contain spaces and ')'.
+  const close = text.lastIndexOf(')');
+  const comm = text.slice(text.indexOf('(') + 1, close);
+  const fields = text.slice(close + 2).split(' ');
+  // fields[0] is state (field 3); ppid is field 4, pgrp 5, session 6, starttime 22.
+  if (fields[0] === 'Z') return null; // a zombie is already dead
+  return { pid, ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]), start: fields[19] ?? '', comm };
+}
+
+/** Every living descendant of `root` (not root itself). */
+export function descendantsOf(root: number): ProcInfo[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const children = new Map<number, ProcInfo[]>();
+  for (const name of entries) {
+    const c = name.charCodeAt(0);
+    if (c < 0x30 || c > 0x39) continue;
+    const info = readProc(Number(name));
+    if (info === null) continue;
+    const list = children.get(info.ppid);
+    if (list === undefined) children.set(info.ppid, [info]);
+    else list.push(info);
+  }
+  const found: ProcInfo[] = [];
+  const stack = [root];
+  while (stack.length > 0) {
+    for (const child of children.get(stack.pop()!) ?? []) {
+      found.push(child);
+      stack.push(child.pid);
+    }
+  }
+  return found;
+}
+
+/** True if the same process (pid and start time) is still alive. */
+export function stillAlive(info: ProcInfo): boolean {
+  const now = readProc(info.pid);
+  return now !== null && now.start === info.start;
+}
+
+/**
+ * Remembers every descendant ever seen, so that processes orphaned by their
+ * parent's exit (re-parented to init) can still be found at shutdown.
+ */
+export class DescendantTracker {
+  private readonly known = new Map<number, ProcInfo>();
+
+  constructor(private readonly root: number) {}
+
+  snapshot(): void {
+    for (const info of descendantsOf(this.root)) this.known.set(info.pid, info);
+    // Children of known descendants that were orphaned are found by walking from each of them too.
+    for (const info of [...this.known.values()]) {
+      if (!stillAlive(info)) continue;
+      for (const more of descendantsOf(info.pid)) this.known.set(more.pid, more);
+    }
+  }
+
+  /** Known descendants still alive outside the group `pgid`. */
+  outsideGroup(pgid: number): ProcInfo[] {
+    const out: ProcInfo[] = [];
+    for (const info of this.known.values()) {
+      const now = readProc(info.pid);
+      if (now !== null && now.start === info.start && now.pgid !== pgid) out.push(now);
+    }
+    return out;
+  }
+}

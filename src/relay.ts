@@ -1,0 +1,267 @@
+/**
+ * The relay: every line from either side becomes one decision — forward its
+ * original bytes, answer it with an error, or divert it as noise — and every
+ * client request ends in exactly one state with exactly one answer.
+ */
+import { CallTable, newCall, type Call, type CallState } from './calls.js';
+import { escapeBytes, type Diagnostics } from './diagnostics.js';
+import type { LineEvent } from './framing.js';
+import {
+  classifyFrame, errorResponse, idKey, memberId, memberString, notification,
+  CONNECTION_CLOSED, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT,
+  type Classified, type Message, type RequestId,
+} from './jsonrpc.js';
+import type { Rejection, SessionObserver } from './observer.js';
+import type { FrameWriter } from './writer.js';
+
+export interface RelayOptions {
+  maxFrameBytes: number;
+  onInvalid: 'close' | 'reject';
+  onChildNoise: 'continue' | 'close';
+  allowBatch: boolean;
+  /** Milliseconds, or null for no deadline. */
+  callTimeout: number | null;
+}
+
+export interface RelayCounters {
+  clientFrames: number;
+  childFrames: number;
+  rejectedClient: number;
+  noiseLines: number;
+  noiseBytes: number;
+  lateResponses: number;
+  ignoredClientBytes: number;
+}
+
+export class Relay {
+  readonly calls = new CallTable();
+  readonly counters: RelayCounters = {
+    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0,
+  };
+  /** Set when mcpguard accepts no more client input (on-invalid close, shutdown). */
+  inputClosed = false;
+
+  constructor(
+    private readonly options: RelayOptions,
+    private readonly toClient: FrameWriter,
+    private readonly toChild: FrameWriter,
+    private readonly diag: Diagnostics,
+    private readonly observers: readonly SessionObserver[],
+    /** Asks the session to end; the first reason wins there. */
+    private readonly requestEnd: (reason: string) => void,
+  ) {}
+
+  // ---- client → child ----
+
+  fromClient(event: LineEvent): void {
+    if (this.inputClosed) return this.refuseAfterClose(event);
+    if (event.kind === 'oversize') {
+      return this.reject(event.line, INVALID_REQUEST, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, null, null, event.bytes);
+    }
+    if (event.kind === 'partial') {
+      return this.reject(event.line, PARSE_ERROR, 'incomplete line at end of input (no newline)', null, event.bytes, event.bytes.length);
+    }
+    const message = classifyFrame(event.frame, this.options);
+    if (message.kind === 'invalid') {
+      return this.reject(event.line, message.code, message.reason, message.id, event.frame, event.frame.length - 1, message.method);
+    }
+    const items = message.kind === 'batch' ? message.items : [message];
+    const problem = this.checkClientState(items);
+    if (problem !== null) return this.reject(event.line, INVALID_REQUEST, problem.reason, problem.id, event.frame, event.frame.length - 1);
+    this.counters.clientFrames++;
+    this.forwardToChild(message.frame, items);
+  }
+
+  /**
+   * Input after the session closed is never forwarded. A request in it still
+   * gets its one answer (the client must not wait forever) and its record.
+   */
+  private refuseAfterClose(event: LineEvent): void {
+    this.counters.ignoredClientBytes += event.kind === 'oversize' ? event.bytes : event.kind === 'line' ? event.frame.length : event.bytes.length;
+    if (event.kind !== 'line') return;
+    const message = classifyFrame(event.frame, this.options);
+    if (message.kind !== 'request') return;
+    const call = newCall(message.id, null, message.method, null);
+    for (const o of this.observers) o.callStarted?.(call);
+    this.end(call, 'rejected', 'arrived after the session closed');
+    this.toClient.write(errorResponse(message.id, CONNECTION_CLOSED, 'mcpguard: the session is closed; request not forwarded', { state: 'rejected' }));
+  }
+
+  /** Checks that need the call table; the whole batch is checked before any of it is applied. */
+  private checkClientState(items: readonly Message[]): { reason: string; id: RequestId | null } | null {
+    const seen = new Set<string>();
+    for (const item of items) {
+      if (item.kind === 'request') {
+        // Answering with the reused id would pair the error with the request in flight.
+        if (this.calls.inFlight.has(item.idKey) || seen.has(item.idKey)) return { reason: `request id ${JSON.stringify(item.id)} is already in flight`, id: null };
+        seen.add(item.idKey);
+      } else if (item.kind === 'response') {
+        if (!this.calls.childRequests.has(item.idKey) || seen.has(`r${item.idKey}`)) return { reason: `response to id ${JSON.stringify(item.id)}, which the server did not ask (or was already answered)`, id: null };
+        seen.add(`r${item.idKey}`);
+      }
+    }
+    return null;
+  }
+
+  private forwardToChild(frame: Buffer, items: readonly Message[]): void {
+    const started: Call[] = [];
+    let forward = true;
+    for (const item of items) {
+      if (item.kind === 'request') {
+        const tool = item.method === 'tools/call' ? memberString(item.frame, item.params, 'name') ?? null : null;
+        const call = newCall(item.id, item.idKey, item.method, tool);
+        this.calls.inFlight.set(item.idKey, call);
+        for (const o of this.observers) o.callStarted?.(call);
+        this.armDeadline(call);
+        started.push(call);
+      } else if (item.kind === 'response') {
+        this.calls.childRequests.delete(item.idKey);
+      } else if (item.method === 'notifications/cancelled' && items.length === 1) {
+        forward = this.clientCancels(item);
+      }
+    }
+    if (!forward) return;
+    this.toChild.write(frame, () => {
+      const now = Date.now();
+      for (const call of started) {
+        if (call.state !== null) continue;
+        call.dispatchedAt = now;
+        for (const o of this.observers) o.callDispatched?.(call);
+      }
+    }, started.length === 1 ? started[0] : undefined);
+  }
+
+  /** A client cancellation; returns whether to forward it to the child. */
+  private clientCancels(message: Message & { kind: 'notification' }): boolean {
+    const requestId = memberId(message.frame, message.params, 'requestId');
+    const call = requestId === undefined ? undefined : this.calls.inFlight.get(idKey(requestId));
+    if (call === undefined || call.state !== null) {
+      this.diag.line(`client cancelled request ${JSON.stringify(requestId ?? null)}, which is not in flight; not forwarded`);
+      return false;
+    }
+    if (call.method === 'initialize') {
+      this.diag.line('client tried to cancel initialize, which must not be cancelled; not forwarded');
+      return false;
+    }
+    call.cancelRequested = true;
+    if (call.dispatchedAt === null && this.toChild.withdraw(call)) {
+      this.end(call, 'cancelled_before_dispatch', 'cancelled by the client before it reached the server');
+      return false;
+    }
+    this.end(call, 'cancelled_after_dispatch', 'cancelled by the client', true);
+    return true;
+  }
+
+  private armDeadline(call: Call): void {
+    if (this.options.callTimeout === null) return;
+    call.timer = setTimeout(() => this.expire(call), this.options.callTimeout);
+    call.timer.unref();
+  }
+
+  private expire(call: Call): void {
+    if (call.state !== null) return;
+    const ms = this.options.callTimeout;
+    if (call.dispatchedAt === null && this.toChild.withdraw(call)) {
+      this.end(call, 'cancelled_before_dispatch', `--call-timeout ${ms} ms expired before it reached the server`);
+    } else {
+      // initialize must never be cancelled: answer the client, tell the child nothing.
+      if (call.method !== 'initialize') {
+        this.toChild.write(notification('notifications/cancelled', { requestId: call.requestId, reason: `mcpguard: --call-timeout ${ms} ms expired` }));
+      }
+      this.end(call, 'timed_out_after_dispatch', `--call-timeout ${ms} ms expired`, true);
+    }
+    this.answer(call, REQUEST_TIMEOUT, `mcpguard: request timed out after ${ms} ms (--call-timeout)`);
+  }
+
+  private reject(line: number, code: number, reason: string, id: RequestId | null, frame: Buffer | null, bytes: number, method: string | null = null): void {
+    this.counters.rejectedClient++;
+    this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${reason}`));
+    this.diag.line(`rejected client line ${line}: ${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`);
+    // A request with a readable id still gets its one final record.
+    if (id !== null) {
+      const call = newCall(id, null, method, null);
+      for (const o of this.observers) o.callStarted?.(call);
+      this.end(call, 'rejected', reason);
+    }
+    this.notify({ direction: 'client', line, code, reason, frame, bytes });
+    if (this.options.onInvalid === 'close') {
+      this.inputClosed = true;
+      this.requestEnd('invalid_client_frame');
+    }
+  }
+
+  // ---- child → client ----
+
+  fromChild(event: LineEvent): void {
+    if (event.kind === 'oversize') return this.noise(event.line, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, event.head, event.bytes);
+    if (event.kind === 'partial') return this.noise(event.line, 'incomplete line at end of output (no newline)', event.bytes, event.bytes.length);
+    const message: Classified = classifyFrame(event.frame, this.options);
+    if (message.kind === 'invalid') return this.noise(event.line, message.reason, event.frame, event.frame.length - 1);
+    const items = message.kind === 'batch' ? message.items : [message];
+    // Validate the whole line against the call table before acting on any of it.
+    for (const item of items) {
+      if (item.kind === 'response' && !this.calls.inFlight.has(item.idKey)) {
+        return this.noise(event.line, `response to id ${JSON.stringify(item.id)}, which no client request in flight has`, event.frame, event.frame.length - 1);
+      }
+      if (item.kind === 'request' && this.calls.childRequests.has(item.idKey)) {
+        return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is already in flight`, event.frame, event.frame.length - 1);
+      }
+    }
+    let late = 0;
+    for (const item of items) {
+      if (item.kind === 'request') this.calls.childRequests.set(item.idKey, { id: item.id, method: item.method });
+      else if (item.kind === 'response') {
+        const call = this.calls.inFlight.get(item.idKey)!;
+        this.calls.inFlight.delete(item.idKey);
+        if (call.state !== null) late++;
+        else this.end(call, item.isError ? 'error' : 'completed', null);
+      }
+    }
+    if (late > 0 && late === items.length) {
+      // The client was already answered (timeout) or stopped waiting (cancel).
+      this.counters.lateResponses += late;
+      this.diag.line(`dropped late response on child line ${event.line} (the call had already ended)`);
+      return;
+    }
+    this.counters.childFrames++;
+    this.toClient.write(message.frame);
+  }
+
+  private noise(line: number, reason: string, bytes: Buffer, length: number): void {
+    this.counters.noiseLines++;
+    this.counters.noiseBytes += length;
+    const shown = bytes.length > 0 && bytes[bytes.length - 1] === 10 ? bytes.subarray(0, -1) : bytes;
+    this.diag.line(`child stdout line ${line} is not JSON-RPC: ${escapeBytes(shown)} (${reason})`);
+    this.notify({ direction: 'child', line, code: null, reason, frame: shown, bytes: length });
+    if (this.options.onChildNoise === 'close') this.requestEnd('child_noise');
+  }
+
+  // ---- endings ----
+
+  /**
+   * Answer every call still waiting (and drop queued ones): the child exited
+   * or the session is ending. `state` says what is known about calls the child
+   * had already received.
+   */
+  answerPending(state: CallState, why: string): void {
+    for (const call of [...this.calls.pending()]) {
+      const dispatched = call.dispatchedAt !== null || !this.toChild.withdraw(call);
+      this.end(call, dispatched ? state : 'cancelled_before_dispatch', why);
+      this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
+    }
+  }
+
+  private end(call: Call, state: CallState, detail: string | null, reserveId = false): void {
+    if (!this.calls.finish(call, state, detail, reserveId)) return;
+    for (const o of this.observers) o.callEnded?.(call);
+  }
+
+  private answer(call: Call, code: number, message: string): void {
+    this.toClient.write(errorResponse(call.requestId, code, message, { state: call.state }));
+  }
+
+  private notify(rejection: Rejection): void {
+    for (const o of this.observers) o.rejected?.(rejection);
+  }
+}
+

@@ -1,0 +1,242 @@
+/**
+ * A session owns the child: the process, both stream readers, the relay, the
+ * timers and the shutdown. It is started once and resolves once, with a
+ * summary of what was observed. Every ending goes through `end(reason)`, where
+ * the first reason wins, and then through the one shutdown sequence.
+ */
+import { constants } from 'node:os';
+import type { Readable, Writable } from 'node:stream';
+import { exitCodeOf, spawnInGroup } from './child.js';
+import type { Diagnostics } from './diagnostics.js';
+import { LineSplitter } from './framing.js';
+import type { SessionObserver } from './observer.js';
+import { DescendantTracker } from './proctree.js';
+import { Relay, type RelayCounters, type RelayOptions } from './relay.js';
+import { shutdownTree, type ShutdownReport } from './shutdown.js';
+import { armWatchdog } from './watchdog.js';
+import { FrameWriter } from './writer.js';
+
+export interface SessionOptions extends RelayOptions {
+  command: string;
+  args: readonly string[];
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Grace period of each shutdown step, ms. */
+  graceMs: number;
+  /** How long to wait for the child's pipes to reach EOF after it exited, ms. */
+  drainMs: number;
+}
+
+export interface SessionIO {
+  input: Readable;
+  output: Writable;
+  diag: Diagnostics;
+  observers: SessionObserver[];
+}
+
+export type StreamEnd = 'eof' | 'cut_after_drain_timeout' | 'not_started';
+
+export interface SessionSummary {
+  endReason: string;
+  pid: number | null;
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  /** What mcpguard exits with: the child's code, or 128 + signal number. */
+  status: number;
+  spawnError: string | null;
+  forcedKill: boolean;
+  unkillable: boolean;
+  signalsSent: string[];
+  survivors: Array<{ pid: number; comm: string }>;
+  /** From the ending's trigger to the child's exit, ms (null if it never started). */
+  triggerToExitMs: number | null;
+  streamEnd: { stdout: StreamEnd; stderr: StreamEnd };
+  stderrBytes: number;
+  counters: RelayCounters;
+  outputDropped: number;
+  startedAt: number;
+  endedAt: number;
+}
+
+export class Session {
+  private readonly toClient: FrameWriter;
+  private reason: string | null = null;
+  private triggeredAt = 0;
+  private escalations: Array<() => void> = [];
+  private ended!: () => void;
+  private readonly endRequested = new Promise<void>((resolve) => (this.ended = resolve));
+  private stderrBytes = 0;
+
+  constructor(private readonly options: SessionOptions, private readonly io: SessionIO) {
+    // Created before the child so a client that is already gone is noticed; the
+    // pressure callback is bound to the child's stdout once it exists.
+    this.toClient = new FrameWriter(io.output, (full) => this.pauseChildStdout(full), () => this.end('client_gone'));
+  }
+
+  private pauseChildStdout: (full: boolean) => void = () => {};
+
+  /** First cause wins; later calls only escalate a shutdown already under way. */
+  end(reason: string): void {
+    if (this.reason !== null) return;
+    this.reason = reason;
+    this.triggeredAt = Date.now();
+    this.ended();
+  }
+
+  /** A further signal while shutting down: cut the current wait short. */
+  escalate(): void {
+    const waiting = this.escalations;
+    this.escalations = [];
+    for (const resolve of waiting) resolve();
+  }
+
+  async run(): Promise<SessionSummary> {
+    const startedAt = Date.now();
+    const { options, io } = this;
+    const child = spawnInGroup(options.command, options.args, { cwd: options.cwd, env: options.env });
+    const spawned = await new Promise<Error | null>((resolve) => {
+      child.once('spawn', () => resolve(null));
+      child.once('error', (error) => resolve(error));
+    });
+    if (spawned !== null || child.pid === undefined) return this.spawnFailed(spawned, startedAt);
+    const pid = child.pid;
+    const watchdog = armWatchdog(pid, options.graceMs);
+    const tracker = process.platform === 'linux' ? new DescendantTracker(pid) : null;
+
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
+    });
+    let exitInfo: { code: number | null; signal: NodeJS.Signals | null; at: number } | null = null;
+    void exited.then((info) => {
+      exitInfo = info;
+      this.end('child_exit');
+    });
+
+    const toChild = new FrameWriter(child.stdin, (full) => (full ? io.input.pause() : io.input.resume()), () => {});
+    const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason));
+    this.pauseChildStdout = (full) => (full ? child.stdout.pause() : child.stdout.resume());
+
+    // Child stdout → relay.
+    const childLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromChild(event));
+    const stdoutEnded = streamEnded(child.stdout);
+    child.stdout.on('data', (chunk: Buffer) => childLines.push(chunk));
+    void stdoutEnded.then(() => childLines.end());
+
+    // Child stderr: always drained, never paused.
+    const stderrEnded = streamEnded(child.stderr);
+    child.stderr.on('data', (chunk: Buffer) => {
+      this.stderrBytes += chunk.length;
+      const inFlight = relay.calls.inFlightCallIds();
+      for (const o of io.observers) o.childStderr?.(chunk, inFlight);
+    });
+
+    // Client stdin → relay.
+    const clientLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromClient(event));
+    const onInput = (chunk: Buffer) => clientLines.push(chunk);
+    io.input.on('data', onInput);
+    io.input.once('end', () => {
+      clientLines.end();
+      this.end('client_eof');
+    });
+    io.input.once('error', () => this.end('client_eof'));
+
+    // Periodic snapshots find descendants before an exit re-parents them.
+    const sampler = tracker === null ? null : setInterval(() => tracker.snapshot(), 1000);
+    sampler?.unref();
+
+    await this.endRequested;
+    relay.inputClosed = true;
+    const shutdown: ShutdownReport = await shutdownTree(
+      {
+        pgid: pid,
+        closeStdin: () => toChild.end(),
+        exited,
+        hasExited: () => exitInfo !== null,
+        tracker,
+      },
+      options.graceMs,
+      () => new Promise<void>((resolve) => this.escalations.push(resolve)),
+    );
+    if (sampler !== null) clearInterval(sampler);
+    watchdog.disarm();
+    const exit = await exited;
+
+    // Wait for the pipes to reach EOF, but not forever: a stray process may hold them.
+    // Answers the child wrote just before exiting are still in the pipe: relay them first.
+    const drainDeadline = Math.max(0, exit.at + options.drainMs - Date.now());
+    const [outEnd, errEnd] = await Promise.all([
+      cutAfter(stdoutEnded, drainDeadline, () => child.stdout.destroy()),
+      cutAfter(stderrEnded, drainDeadline, () => child.stderr.destroy()),
+    ]);
+    if (outEnd !== 'eof') childLines.end();
+
+    // Requests the child never answered get their one answer now.
+    const ownExit = this.reason === 'child_exit';
+    relay.answerPending(
+      ownExit ? 'unknown_after_dispatch' : 'cancelled_after_dispatch',
+      ownExit ? `the server exited (${describeExit(exit.code, exit.signal)}) before answering` : `the session ended (${this.reason}) before the server answered`,
+    );
+    io.input.off('data', onInput);
+    io.input.pause();
+
+    return {
+      endReason: this.reason ?? 'child_exit',
+      pid,
+      exitCode: exit.code,
+      signal: exit.signal,
+      status: exitCodeOf(exit.code, exit.signal, constants.signals as unknown as Record<string, number>),
+      spawnError: null,
+      forcedKill: shutdown.forced,
+      unkillable: shutdown.unkillable,
+      signalsSent: shutdown.signals,
+      survivors: shutdown.survivors,
+      triggerToExitMs: Math.max(0, exit.at - this.triggeredAt),
+      streamEnd: { stdout: outEnd, stderr: errEnd },
+      stderrBytes: this.stderrBytes,
+      counters: relay.counters,
+      outputDropped: this.toClient.dropped,
+      startedAt,
+      endedAt: Date.now(),
+    };
+  }
+
+  private spawnFailed(error: Error | null, startedAt: number): SessionSummary {
+    const code = (error as NodeJS.ErrnoException | null)?.code;
+    const status = code === 'ENOENT' ? 127 : 126;
+    const message = code === 'ENOENT' ? 'command not found' : error?.message ?? 'spawn failed';
+    this.io.diag.line(`cannot start ${JSON.stringify(this.options.command)}: ${message}`);
+    this.reason = 'spawn_failed';
+    return {
+      endReason: 'spawn_failed', pid: null, exitCode: null, signal: null, status, spawnError: message,
+      forcedKill: false, unkillable: false, signalsSent: [], survivors: [], triggerToExitMs: null,
+      streamEnd: { stdout: 'not_started', stderr: 'not_started' }, stderrBytes: 0,
+      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0 },
+      outputDropped: 0, startedAt, endedAt: Date.now(),
+    };
+  }
+}
+
+function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal !== null ? `killed by ${signal}` : `exit code ${code}`;
+}
+
+function streamEnded(stream: Readable): Promise<void> {
+  return new Promise((resolve) => {
+    stream.once('end', resolve);
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
+  });
+}
+
+async function cutAfter(ended: Promise<void>, ms: number, cut: () => void): Promise<StreamEnd> {
+  let timer: NodeJS.Timeout | undefined;
+  const result = await Promise.race([
+    ended.then(() => 'eof' as const),
+    new Promise<'cut_after_drain_timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('cut_after_drain_timeout'), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (result !== 'eof') cut();
+  return result;
+}
