@@ -4,6 +4,7 @@
  * so `kill(-pid)` reaches it and every descendant that stayed in its group.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { groupMembers } from './proctree.js';
 
 export interface SpawnOptions {
   cwd?: string;
@@ -32,9 +33,10 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   }
 }
 
-/** True while any process of the group is alive (zombies included until reaped). */
+/** True while any process of the group is alive (not counting zombies where procfs can tell). */
 export function groupAlive(pgid: number): boolean {
-  return signalGroup(pgid, 0);
+  const members = groupMembers(pgid);
+  return members === null ? signalGroup(pgid, 0) : members.length > 0;
 }
 
 /** Exit code convention of shells: the code, or 128 + signal number. */

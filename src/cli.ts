@@ -47,7 +47,8 @@ async function runRelay(argv: readonly string[]): Promise<number> {
       graceMs: v.grace as number,
       drainMs: v['drain-ms'] as number,
     },
-    { input: process.stdin, output, diag, observers: [] },
+    // Until stderr budgets land: mirror the child's stderr, drained and never paused.
+    { input: process.stdin, output, diag, observers: [{ childStderr: (chunk) => void diag.writeRaw(chunk) }] },
   );
   const stopSignals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -86,6 +87,7 @@ function summaryLine(s: SessionSummary): Record<string, unknown> {
     stdout_noise_lines: s.counters.noiseLines,
     stdout_noise_bytes: s.counters.noiseBytes,
     late_responses: s.counters.lateResponses,
+    calls: s.counters.states,
     output_dropped_frames: s.outputDropped,
     duration_ms: s.endedAt - s.startedAt,
   };

@@ -34,20 +34,37 @@ export function readProc(pid: number): ProcInfo | null {
   return { pid, ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]), start: fields[19] ?? '', comm };
 }
 
-/** Every living descendant of `root` (not root itself). */
-export function descendantsOf(root: number): ProcInfo[] {
+/** Every living (non-zombie) process, or null without procfs. */
+function allProcs(): ProcInfo[] | null {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return [];
+    return null;
   }
-  const children = new Map<number, ProcInfo[]>();
+  const procs: ProcInfo[] = [];
   for (const name of entries) {
     const c = name.charCodeAt(0);
     if (c < 0x30 || c > 0x39) continue;
     const info = readProc(Number(name));
-    if (info === null) continue;
+    if (info !== null) procs.push(info);
+  }
+  return procs;
+}
+
+/**
+ * Living members of process group `pgid`, or null without procfs. Unlike
+ * `kill(-pgid, 0)` this does not count zombies, which a container's init may
+ * never reap and which no signal can end anyway.
+ */
+export function groupMembers(pgid: number): ProcInfo[] | null {
+  return allProcs()?.filter((p) => p.pgid === pgid) ?? null;
+}
+
+/** Every living descendant of `root` (not root itself). */
+export function descendantsOf(root: number): ProcInfo[] {
+  const children = new Map<number, ProcInfo[]>();
+  for (const info of allProcs() ?? []) {
     const list = children.get(info.ppid);
     if (list === undefined) children.set(info.ppid, [info]);
     else list.push(info);

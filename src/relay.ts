@@ -31,12 +31,14 @@ export interface RelayCounters {
   noiseBytes: number;
   lateResponses: number;
   ignoredClientBytes: number;
+  /** Calls per final state. */
+  states: Partial<Record<CallState, number>>;
 }
 
 export class Relay {
   readonly calls = new CallTable();
   readonly counters: RelayCounters = {
-    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0,
+    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, states: {},
   };
   /** Set when mcpguard accepts no more client input (on-invalid close, shutdown). */
   inputClosed = false;
@@ -253,6 +255,7 @@ export class Relay {
 
   private end(call: Call, state: CallState, detail: string | null, reserveId = false): void {
     if (!this.calls.finish(call, state, detail, reserveId)) return;
+    this.counters.states[state] = (this.counters.states[state] ?? 0) + 1;
     for (const o of this.observers) o.callEnded?.(call);
   }
 

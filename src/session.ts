@@ -70,7 +70,11 @@ export class Session {
   constructor(private readonly options: SessionOptions, private readonly io: SessionIO) {
     // Created before the child so a client that is already gone is noticed; the
     // pressure callback is bound to the child's stdout once it exists.
-    this.toClient = new FrameWriter(io.output, (full) => this.pauseChildStdout(full), () => this.end('client_gone'));
+    this.toClient = new FrameWriter(io.output, {
+      queueLimit: options.maxFrameBytes,
+      onPressure: (full) => this.pauseChildStdout(full),
+      onClosed: () => this.end('client_gone'),
+    });
   }
 
   private pauseChildStdout: (full: boolean) => void = () => {};
@@ -112,7 +116,12 @@ export class Session {
       this.end('child_exit');
     });
 
-    const toChild = new FrameWriter(child.stdin, (full) => (full ? io.input.pause() : io.input.resume()), () => {});
+    const toChild = new FrameWriter(child.stdin, {
+      queueLimit: options.maxFrameBytes,
+      onPressure: (full) => (full ? io.input.pause() : io.input.resume()),
+      // The child closed its stdin or exited: its exit ends the session; frames after it are counted drops.
+      onClosed: () => {},
+    });
     const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason));
     this.pauseChildStdout = (full) => (full ? child.stdout.pause() : child.stdout.resume());
 
@@ -210,7 +219,7 @@ export class Session {
       endReason: 'spawn_failed', pid: null, exitCode: null, signal: null, status, spawnError: message,
       forcedKill: false, unkillable: false, signalsSent: [], survivors: [], triggerToExitMs: null,
       streamEnd: { stdout: 'not_started', stderr: 'not_started' }, stderrBytes: 0,
-      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0 },
+      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, states: {} },
       outputDropped: 0, startedAt, endedAt: Date.now(),
     };
   }

@@ -1,0 +1,177 @@
+/**
+ * The record subcommands: `sessions`, `activity [SESSION]`, `show CALL_ID` and
+ * `verify`. Tables for people, `--json` (one object per line) for tools. These
+ * are not the relay, so they write to process.stdout.
+ *
+ * Exit codes: 0 success; 1 nothing found, or (verify) a chain that does not
+ * verify: tampering, a wrong or missing key, an unreadable file; 2 (verify)
+ * every chain is intact but some log is unsealed or torn (a running session, a
+ * crash or a cut tail; `--allow-unsealed` makes that 0); 125 bad options.
+ */
+import { statSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { EXIT_USAGE, GuardError } from '../errors.js';
+import type { LogRecord } from './chain.js';
+import { clip, formatClock, formatDate, formatDuration, printable, table } from './format.js';
+import { loadAuditKey } from './key.js';
+import { resolveRecordDir } from './location.js';
+import { verifyDir, type VerifyResult } from './verify.js';
+import { activityRows, callRecords, loadLogs, sessionRow, type LoadedLog } from './views.js';
+
+export type RecordsCommandName = 'sessions' | 'activity' | 'show' | 'verify';
+
+/** Where a command writes; tests pass their own. */
+export interface CommandIO {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+type Values = { 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string; 'allow-unsealed'?: boolean };
+
+const COMMON = { 'record-dir': { type: 'string' }, json: { type: 'boolean' } } as const;
+const VERIFY = { ...COMMON, 'audit-key-file': { type: 'string' }, 'allow-unsealed': { type: 'boolean' } } as const;
+const MAX_POSITIONALS: Record<RecordsCommandName, [number, number]> = { sessions: [0, 0], activity: [0, 1], show: [1, 1], verify: [0, 0] };
+
+/** Run one record subcommand with its arguments (after the subcommand name); resolves to the exit code. */
+export async function runRecordsCommand(
+  name: RecordsCommandName, argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  // `mcpguard sessions | head` closes the pipe early; that is not an error worth a stack trace.
+  if (io.stdout === process.stdout) process.stdout.on('error', (error: NodeJS.ErrnoException) => { if (error.code !== 'EPIPE') throw error; });
+  const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard ${name}: ${message}\n`); return code; };
+  let values: Values;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: argv, options: name === 'verify' ? VERIFY : COMMON, allowPositionals: true, strict: true }));
+  } catch (error) {
+    return fail(optionError(error as Error, argv), EXIT_USAGE);
+  }
+  const [min, max] = MAX_POSITIONALS[name];
+  if (positionals.length > max) return fail(`unexpected argument '${positionals[max]}'`, EXIT_USAGE);
+  if (positionals.length < min) return fail('expects a CALL_ID', EXIT_USAGE);
+  if (values['record-dir'] === '') return fail("--record-dir expects a directory, got ''", EXIT_USAGE);
+  const dir = resolveRecordDir(values['record-dir']);
+  const kind = statKind(dir);
+  if (kind !== 'dir' && (values['record-dir'] !== undefined || kind === 'other')) {
+    return fail(`--record-dir expects a directory, got '${values['record-dir'] ?? dir}' (${kind === 'none' ? 'does not exist' : 'not a directory'})`, EXIT_USAGE);
+  }
+  const out = (text: string): void => { io.stdout.write(text); };
+  const json = values.json === true;
+  try {
+    if (name === 'verify') return verify(dir, kind === 'dir', values, out, io);
+    const logs = kind === 'dir' ? loadLogs(dir) : [];
+    if (name === 'sessions') return sessions(logs, json, out, io);
+    if (name === 'activity') return activity(logs, positionals[0], json, out, io, dir);
+    return show(logs, positionals[0]!, json, out, io, dir);
+  } catch (error) {
+    if (error instanceof GuardError) return fail(error.message, error.exitCode);
+    return fail((error as Error).message, 1);
+  }
+}
+
+function sessions(logs: LoadedLog[], json: boolean, out: (text: string) => void, io: CommandIO): number {
+  logs.forEach((log) => warnUnreadable(log, io));
+  const rows = logs.map(sessionRow);
+  if (json) rows.forEach((row) => out(`${JSON.stringify(row)}\n`));
+  else out(table(['SESSION', 'START', 'DURATION', 'COMMAND', 'END', 'EXIT', 'CALLS', 'REJECTED', 'SEALED'], rows.map((r) => [
+    r.session_id, formatDate(r.started_at), formatDuration(r.duration_ms), clip(r.command.join(' ') || '-', 40), r.end_reason ?? '-',
+    r.exit_code !== null ? String(r.exit_code) : r.signal ?? '-', String(r.calls), String(r.rejected), r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
+  ])));
+  return 0;
+}
+
+function activity(logs: LoadedLog[], wanted: string | undefined, json: boolean, out: (text: string) => void, io: CommandIO, dir: string): number {
+  const log = pickSession(logs, wanted, dir);
+  if (typeof log === 'string') return notFound(io, log);
+  warnUnreadable(log, io);
+  const rows = activityRows(log);
+  if (json) { rows.forEach((row) => out(`${JSON.stringify(row)}\n`)); return 0; }
+  out(`session ${log.sessionId}  ${formatDate(sessionRow(log).started_at)}  ${log.file}\n`);
+  out(table(['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'], rows.map((r) => r.kind === 'call'
+    ? [r.call_id, formatClock(r.time), r.method ?? '-', r.tool ?? '-', r.state,
+      r.stderr_bytes_seen === null ? '-' : `${r.stderr_bytes_seen}/${r.stderr_bytes_retained ?? '-'}${r.stderr_truncated ? ' truncated' : ''}`, formatDuration(r.duration_ms)]
+    : ['(rejected)', formatClock(r.time), '-', '-', `from ${r.direction ?? '?'}: ${r.reason ?? '?'}${r.code !== null ? ` (${String(r.code)})` : ''}`, '-', '-'])));
+  return 0;
+}
+
+function show(logs: LoadedLog[], callId: string, json: boolean, out: (text: string) => void, io: CommandIO, dir: string): number {
+  const found = callRecords(logs, callId);
+  if (found === null) return notFound(io, `no call '${callId}' in '${dir}'`);
+  if (json) { found.records.forEach((r) => out(`${JSON.stringify(r)}\n`)); return 0; }
+  out(`call ${printable(callId)} in session ${found.log.sessionId}  ${found.log.file}\n`);
+  for (const record of found.records) {
+    out(`\n#${String(record.seq)}  ${printable(String(record.ts))}  ${printable(String(record.type))}\n`);
+    out(fields(record));
+  }
+  return 0;
+}
+
+const CHAIN_ONLY = new Set(['seq', 'ts', 'type', 'prev', 'hash', 'call_id']);
+
+function fields(record: LogRecord): string {
+  const keys = Object.keys(record).filter((k) => !CHAIN_ONLY.has(k)).sort();
+  const width = Math.max(0, ...keys.map((k) => k.length));
+  return keys.map((k) => `  ${k.padEnd(width)}  ${printable(typeof record[k] === 'string' ? record[k] as string : JSON.stringify(record[k]))}\n`).join('');
+}
+
+function verify(dir: string, exists: boolean, values: Values, out: (text: string) => void, io: CommandIO): number {
+  const keyFile = values['audit-key-file'];
+  const key = keyFile === undefined ? undefined : loadAuditKey(keyFile, dir);
+  const results = exists ? verifyDir(dir, key) : [];
+  if (results.length === 0) io.stderr.write(`mcpguard verify: no session logs in '${dir}'\n`);
+  const crashOnly = (r: VerifyResult): boolean => r.status === 'unsealed' || r.status === 'torn';
+  if (values.json === true) results.forEach((r) => out(`${JSON.stringify(r)}\n`));
+  else {
+    out(table(['STATUS', 'FILE', 'RECORDS', 'DETAIL'], results.map((r) => [
+      r.status === 'ok' ? 'ok' : r.status.toUpperCase(), r.file, String(r.records),
+      r.reason === null ? '' : r.line === null ? r.reason : `line ${r.line} (seq ${r.line - 1}): ${r.reason}`,
+    ])));
+    const counts = new Map<string, number>();
+    results.forEach((r) => counts.set(r.status, (counts.get(r.status) ?? 0) + 1));
+    out(`${results.length} log${results.length === 1 ? '' : 's'}: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}\n`);
+  }
+  if (results.some((r) => r.status !== 'ok' && !crashOnly(r))) return 1;
+  if (results.some(crashOnly) && values['allow-unsealed'] !== true) return 2;
+  return 0;
+}
+
+const VALUE_NAMES: Record<string, string> = { '--record-dir': 'a directory', '--audit-key-file': 'a key file' };
+
+// parseArgs' messages, reworded to name the option and the value as the rest of mcpguard does.
+function optionError(error: Error, argv: string[]): string {
+  const option = /'(-[^' ]+)/.exec(error.message)?.[1] ?? '';
+  if (/^Unknown option/.test(error.message)) return `unknown option '${option}'`;
+  if (/argument missing/.test(error.message)) return `${option} expects ${VALUE_NAMES[option] ?? 'a value'}, got nothing`;
+  const given = argv.find((arg) => arg.startsWith(`${option}=`));
+  if (given !== undefined) return `${option} takes no value, got '${given.slice(option.length + 1)}'`;
+  return error.message;
+}
+
+// The session a name means: exact id, else a unique prefix; the latest when none is named.
+function pickSession(logs: LoadedLog[], wanted: string | undefined, dir: string): LoadedLog | string {
+  if (wanted === undefined) return logs.at(-1) ?? `no sessions in '${dir}'`;
+  const exact = logs.find((l) => l.sessionId === wanted);
+  if (exact !== undefined) return exact;
+  const prefixed = logs.filter((l) => l.sessionId.startsWith(wanted));
+  if (prefixed.length === 1) return prefixed[0]!;
+  return prefixed.length === 0 ? `no session '${wanted}' in '${dir}'` : `'${wanted}' matches ${prefixed.length} sessions; give more of the id`;
+}
+
+function notFound(io: CommandIO, message: string): number {
+  io.stderr.write(`mcpguard: ${message}\n`);
+  return 1;
+}
+
+function warnUnreadable(log: LoadedLog, io: CommandIO): void {
+  if (log.unreadable.length > 0) {
+    io.stderr.write(`mcpguard: ${log.file}: ${log.unreadable.length} unreadable line(s) (first: line ${log.unreadable[0]}); run mcpguard verify\n`);
+  }
+}
+
+function statKind(path: string): 'dir' | 'other' | 'none' {
+  try {
+    return statSync(path).isDirectory() ? 'dir' : 'other';
+  } catch {
+    return 'none';
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * Identifiers and the frame fingerprint. Session ids sort by creation time (to
+ * the second; the random tail keeps concurrent sessions apart), and double as
+ * file names, so they are restricted to characters that cannot leave the
+ * record directory.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+
+const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/** A new session id such as `s_20261129T112233Z_1a2b3c4d`. */
+export function newSessionId(now: Date = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `s_${stamp}_${randomBytes(4).toString('hex')}`;
+}
+
+/** True when `id` is safe to use as a session id and file name. */
+export function isSessionId(id: string): boolean {
+  return SESSION_ID.test(id);
+}
+
+/** A new call id: `c_` and 12 random hex digits. */
+export function newCallId(): string {
+  return `c_${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * Identify a frame without revealing it: the first 16 hex digits of its SHA-256
+ * and its length. A rejected frame may hold secrets, so records keep only this.
+ */
+export function fingerprint(bytes: Buffer): { sha256_16: string; bytes: number } {
+  return { sha256_16: createHash('sha256').update(bytes).digest('hex').slice(0, 16), bytes: bytes.length };
+}

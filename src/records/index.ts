@@ -1,0 +1,10 @@
+/**
+ * The records module's public surface, for the core and the CLI: session logs
+ * (store), where they live (location, key), offline verification and the views.
+ */
+export { SessionLog, fingerprint, newCallId, newSessionId, type RecordStoreOptions } from './store.js';
+export { ensureRecordDir, resolveRecordDir } from './location.js';
+export { loadAuditKey } from './key.js';
+export { verifyBytes, verifyDir, verifyFile, type VerifyResult, type VerifyStatus } from './verify.js';
+export { runRecordsCommand, type CommandIO, type RecordsCommandName } from './commands.js';
+export { canonical } from './canonical.js';

@@ -1,0 +1,141 @@
+/**
+ * SessionLog: one session's append-only, hash-chained record file.
+ *
+ * One file per session (`<session_id>.jsonl`), so any number of mcpguard
+ * processes can share a record directory without interleaving or sharing a
+ * chain. Each record is one canonical JSON line written with one writeSync on
+ * an O_APPEND descriptor: a reader sees whole records, and only a crash in the
+ * middle of that write can leave a torn last line, which verify reports as torn.
+ *
+ * A failed write throws and poisons the log: after a short or failed write the
+ * file's tail is unknown, so chaining further records onto it would be a lie.
+ */
+import { closeSync, constants, fchmodSync, fsyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { GuardError } from '../errors.js';
+import { canonical } from './canonical.js';
+import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, keyId, recordHash, type LogRecord } from './chain.js';
+import { isSessionId, newSessionId } from './ids.js';
+import { describe, ensureRecordDir } from './location.js';
+
+export { fingerprint, newCallId, newSessionId } from './ids.js';
+
+/** Where and how a session log is written. `key` turns the chain into HMAC-SHA256. */
+export interface RecordStoreOptions {
+  dir: string;
+  fsync: boolean;
+  key?: Buffer;
+}
+
+const OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+/** An append-only, hash-chained log of one session. Not shared between processes. */
+export class SessionLog {
+  readonly sessionId: string;
+  readonly path: string;
+  private fd: number | null;
+  private seq = 0;
+  private prev = ZERO_HASH;
+  private failure: string | null = null;
+
+  private constructor(sessionId: string, path: string, fd: number, private readonly opts: RecordStoreOptions) {
+    this.sessionId = sessionId;
+    this.path = path;
+    this.fd = fd;
+  }
+
+  /**
+   * Create `<dir>/<sessionId>.jsonl` (mode 0600, in a 0700 directory made if
+   * missing) and write its header. The file must not exist yet. Throws
+   * GuardError (`ERR_RECORD_DIR`, `ERR_RECORD_OPEN`, `ERR_RECORD_WRITE`).
+   */
+  static create(opts: RecordStoreOptions, sessionId: string = newSessionId()): SessionLog {
+    if (!isSessionId(sessionId)) throw new GuardError('ERR_RECORD_OPEN', `invalid session id '${sessionId}'`);
+    ensureRecordDir(opts.dir);
+    const path = join(opts.dir, `${sessionId}.jsonl`);
+    let fd: number;
+    try {
+      fd = openSync(path, OPEN_FLAGS, 0o600);
+    } catch (error) {
+      throw new GuardError('ERR_RECORD_OPEN', `cannot create session log '${path}': ${describe(error)}`);
+    }
+    const log = new SessionLog(sessionId, path, fd, opts);
+    try {
+      fchmodSync(fd, 0o600); // the umask may have taken bits from the open mode
+      if (opts.fsync) syncDirectory(opts.dir); // so the new file's name survives a crash too
+      log.write({
+        type: 'header',
+        log_id: sessionId,
+        alg: chainAlg(opts.key),
+        key_id: opts.key === undefined ? null : keyId(opts.key),
+        created_at: new Date().toISOString(),
+        version: RECORD_VERSION,
+        writer_pid: process.pid,
+      });
+    } catch (error) {
+      // A log without its header proves nothing; do not leave it behind.
+      log.close();
+      try { unlinkSync(path); } catch { /* already gone or unwritable: the error below says enough */ }
+      throw error instanceof GuardError ? error : new GuardError('ERR_RECORD_WRITE', `cannot write session log '${path}': ${describe(error)}`);
+    }
+    return log;
+  }
+
+  /** True once seal() has run. */
+  get sealed(): boolean {
+    return this.fd === null && this.failure === null;
+  }
+
+  /**
+   * Append one event: `body` plus `type`, `seq`, `prev`, `ts` and `hash`, as one
+   * line in one write (and an fsync when asked). `body` may not set those
+   * fields. Throws GuardError `ERR_RECORD_WRITE` on any write failure and
+   * `ERR_RECORD_CLOSED` after seal() or an earlier failure.
+   */
+  append(type: string, body: Record<string, unknown>): void {
+    if (type === 'header' || type === 'seal') throw new TypeError(`record type '${type}' is written by SessionLog itself`);
+    for (const field of CHAIN_FIELDS) {
+      if (Object.hasOwn(body, field)) throw new TypeError(`record body may not set '${field}' (type '${type}')`);
+    }
+    this.write({ ...body, type, ts: new Date().toISOString() });
+  }
+
+  /** Write the seal record (`records` = how many records the file holds, seal included) and close the file. */
+  seal(): void {
+    this.write({ type: 'seal', records: this.seq + 1, ts: new Date().toISOString() });
+    this.close();
+  }
+
+  private write(fields: LogRecord): void {
+    if (this.fd === null) {
+      throw new GuardError('ERR_RECORD_CLOSED', `session log '${this.path}' is ${this.failure === null ? 'sealed' : `unusable after an earlier failure (${this.failure})`}`);
+    }
+    const unhashed = { ...fields, seq: this.seq, prev: this.prev };
+    const hash = recordHash(unhashed, this.opts.key);
+    const line = Buffer.from(`${canonical({ ...unhashed, hash })}\n`);
+    try {
+      const written = writeSync(this.fd, line);
+      // Only a full disk or a file size limit makes a regular file take part of a write.
+      if (written !== line.length) throw new Error(`short write: ${written} of ${line.length} bytes; the log now ends in a torn line`);
+      if (this.opts.fsync) fsyncSync(this.fd);
+    } catch (error) {
+      this.failure = describe(error);
+      this.close();
+      throw new GuardError('ERR_RECORD_WRITE', `cannot write record ${this.seq} to '${this.path}': ${this.failure}`);
+    }
+    this.seq += 1;
+    this.prev = hash;
+  }
+
+  private close(): void {
+    if (this.fd === null) return;
+    const fd = this.fd;
+    this.fd = null;
+    try { closeSync(fd); } catch { /* EBADF: the descriptor is gone either way */ }
+  }
+}
+
+function syncDirectory(dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY);
+  try { fsyncSync(fd); } finally { closeSync(fd); }
+}
