@@ -26,8 +26,9 @@ export class LineSplitter {
   private readonly onEvent: (event: LineEvent) => void;
   private pending: Buffer[] = [];
   private pendingBytes = 0;
-  /** Non-null while discarding an oversize line: its first bytes. */
+  /** Non-null while discarding an oversize line: room for its first bytes, filled up to `headBytes`. */
   private oversizeHead: Buffer | null = null;
+  private headBytes = 0;
   private lineNo = 0;
 
   constructor(maxBytes: number, onEvent: (event: LineEvent) => void) {
@@ -51,7 +52,9 @@ export class LineSplitter {
       const lineBytes = this.pendingBytes + (nl - start);
       this.lineNo++;
       if (this.oversizeHead !== null || lineBytes > this.maxBytes) {
-        const head = this.oversizeHead ?? this.headOf(chunk, start, nl);
+        if (this.oversizeHead === null) this.startOversize(chunk, start, nl);
+        else this.fillHead(chunk, start, nl);
+        const head = this.oversizeHead!.subarray(0, this.headBytes);
         this.reset();
         this.onEvent({ kind: 'oversize', line: this.lineNo, bytes: lineBytes, head, atEof: false });
       } else if (this.pending.length === 0) {
@@ -72,7 +75,7 @@ export class LineSplitter {
   /** Signal end of stream: reports what remains after the last newline. */
   end(): void {
     if (this.oversizeHead !== null) {
-      const head = this.oversizeHead;
+      const head = this.oversizeHead.subarray(0, this.headBytes);
       const bytes = this.pendingBytes;
       this.reset();
       this.onEvent({ kind: 'oversize', line: ++this.lineNo, bytes, head, atEof: true });
@@ -87,12 +90,12 @@ export class LineSplitter {
   private hold(chunk: Buffer, start: number, end: number): void {
     const size = end - start;
     if (this.oversizeHead !== null) {
+      this.fillHead(chunk, start, end);
       this.pendingBytes += size; // counting only
       return;
     }
     if (this.pendingBytes + size > this.maxBytes) {
-      this.oversizeHead = this.headOf(chunk, start, end);
-      this.pending = [];
+      this.startOversize(chunk, start, end);
       this.pendingBytes += size;
       return;
     }
@@ -100,21 +103,25 @@ export class LineSplitter {
     this.pendingBytes += size;
   }
 
-  /** First bytes of the current line (pending pieces, then this chunk), copied. */
-  private headOf(chunk: Buffer, start: number, end: number): Buffer {
-    const head = Buffer.allocUnsafe(OVERSIZE_HEAD_BYTES);
-    let at = 0;
-    for (const piece of this.pending) {
-      if (at >= OVERSIZE_HEAD_BYTES) break;
-      at += piece.copy(head, at, 0, Math.min(piece.length, OVERSIZE_HEAD_BYTES - at));
-    }
-    if (at < OVERSIZE_HEAD_BYTES) at += chunk.copy(head, at, start, Math.min(end, start + OVERSIZE_HEAD_BYTES - at));
-    return head.subarray(0, at);
+  /** Enter discard mode: keep the line's first bytes (pending pieces, then this chunk), drop the rest. */
+  private startOversize(chunk: Buffer, start: number, end: number): void {
+    this.oversizeHead = Buffer.allocUnsafe(OVERSIZE_HEAD_BYTES);
+    this.headBytes = 0;
+    for (const piece of this.pending) this.fillHead(piece, 0, piece.length);
+    this.pending = [];
+    this.fillHead(chunk, start, end);
+  }
+
+  /** Copy bytes into the head until it is full, whatever the chunking. */
+  private fillHead(chunk: Buffer, start: number, end: number): void {
+    const room = OVERSIZE_HEAD_BYTES - this.headBytes;
+    if (room > 0) this.headBytes += chunk.copy(this.oversizeHead!, this.headBytes, start, Math.min(end, start + room));
   }
 
   private reset(): void {
     this.pending = [];
     this.pendingBytes = 0;
     this.oversizeHead = null;
+    this.headBytes = 0;
   }
 }

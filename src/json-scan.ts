@@ -56,7 +56,16 @@ function describe(byte: number): string {
   return `byte 0x${byte.toString(16).padStart(2, '0')}`;
 }
 
+/** Objects with more keys than this track them in a Set instead of comparing byte ranges. */
+const LINEAR_KEY_LIMIT = 16;
+
 class Scanner {
+  /** Byte ranges of the keys of the objects being scanned (a stack shared by all nesting levels). */
+  private readonly keyStart: number[] = [];
+  private readonly keyEnd: number[] = [];
+  /** Set by `string()`: the string just scanned contained a backslash escape. */
+  private escaped = false;
+
   constructor(private readonly buf: Buffer, private readonly end: number) {}
 
   skipWs(pos: number): number {
@@ -73,85 +82,146 @@ class Scanner {
     throw new ScanError(reason, offset);
   }
 
+  /** Scan a value and describe it (used near the top, where the shape check looks). */
   value(pos: number, level: number): JsonNode {
     if (pos >= this.end) this.fail('unexpected end of input (truncated JSON)', pos);
     const c = this.buf[pos]!;
-    if (c === LBRACE) return this.object(pos, level);
-    if (c === LBRACKET) return this.array(pos, level);
-    if (c === QUOTE) return { type: 'string', start: pos, end: this.string(pos) };
-    if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return { type: 'number', start: pos, end: this.number(pos) };
+    if (c === LBRACE) {
+      const members = level < RECORD_OBJECT_LEVELS ? new Map<string, JsonNode>() : undefined;
+      return { type: 'object', start: pos, end: this.object(pos, level, members), members };
+    }
+    if (c === LBRACKET) {
+      // Only a top-level array (a batch) needs its items.
+      const items = level === 0 ? ([] as JsonNode[]) : undefined;
+      return { type: 'array', start: pos, end: this.array(pos, level, items), items };
+    }
+    return { type: this.typeAt(pos), start: pos, end: this.skip(pos, level) };
+  }
+
+  private typeAt(pos: number): JsonType {
+    const c = this.buf[pos]!;
+    if (c === QUOTE) return 'string';
+    if (c === 0x74) return 'true';
+    if (c === 0x66) return 'false';
+    if (c === 0x6e) return 'null';
+    return 'number';
+  }
+
+  /** Scan a value without describing it; returns the offset just past it. Allocates nothing. */
+  skip(pos: number, level: number): number {
+    if (pos >= this.end) this.fail('unexpected end of input (truncated JSON)', pos);
+    const c = this.buf[pos]!;
+    if (c === QUOTE) return this.string(pos);
+    if (c === LBRACE) return this.object(pos, level, undefined);
+    if (c === LBRACKET) return this.array(pos, level, undefined);
+    if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.number(pos);
     if (c === 0x74) return this.literal(pos, 'true');
     if (c === 0x66) return this.literal(pos, 'false');
     if (c === 0x6e) return this.literal(pos, 'null');
     return this.fail(`unexpected ${describe(c)} where a JSON value should start`, pos);
   }
 
-  literal(pos: number, word: 'true' | 'false' | 'null'): JsonNode {
+  literal(pos: number, word: 'true' | 'false' | 'null'): number {
     const { buf } = this;
     for (let i = 0; i < word.length; i++) {
       if (pos + i >= this.end || buf[pos + i] !== word.charCodeAt(i)) this.fail(`invalid literal, expected ${word}`, pos);
     }
-    return { type: word, start: pos, end: pos + word.length };
+    return pos + word.length;
   }
 
-  object(pos: number, level: number): JsonNode {
+  /** Scan an object; records its members into `members` when given. Returns the offset past `}`. */
+  object(pos: number, level: number, members: Map<string, JsonNode> | undefined): number {
     if (level >= MAX_DEPTH) this.fail(`nesting deeper than ${MAX_DEPTH}`, pos);
-    const { buf, end } = this;
-    const start = pos;
-    const members = level < RECORD_OBJECT_LEVELS ? new Map<string, JsonNode>() : undefined;
-    let firstKey: string | undefined;
-    let keys: Set<string> | undefined;
+    const { buf, end, keyStart, keyEnd } = this;
+    const base = keyStart.length;
+    // Keys are compared as raw byte ranges until an escape or a large object makes a Set cheaper.
+    let keySet: Set<string> | undefined;
     pos = this.skipWs(pos + 1);
-    if (pos < end && buf[pos] === RBRACE) return { type: 'object', start, end: pos + 1, members };
-    for (;;) {
-      if (pos >= end) this.fail('unexpected end of input inside an object (truncated JSON)', pos);
-      if (buf[pos] !== QUOTE) this.fail(`expected a string key, got ${describe(buf[pos]!)}`, pos);
-      const keyEnd = this.string(pos);
-      const key = this.keyText(pos, keyEnd);
-      // Track keys cheaply: most objects are small, so the Set is built lazily.
-      if (firstKey === undefined) firstKey = key;
-      else {
-        if (keys === undefined) keys = new Set([firstKey]);
-        if (keys.has(key)) this.fail(`duplicate key ${JSON.stringify(key)}`, pos);
-        keys.add(key);
+    if (pos < end && buf[pos] === RBRACE) return pos + 1;
+    try {
+      for (;;) {
+        if (pos >= end) this.fail('unexpected end of input inside an object (truncated JSON)', pos);
+        if (buf[pos] !== QUOTE) this.fail(`expected a string key, got ${describe(buf[pos]!)}`, pos);
+        const keyEndPos = this.string(pos);
+        if (keySet === undefined && (this.escaped || keyStart.length - base >= LINEAR_KEY_LIMIT)) {
+          keySet = new Set();
+          for (let k = base; k < keyStart.length; k++) keySet.add(this.keyText(keyStart[k]!, keyEnd[k]!));
+        }
+        if (keySet !== undefined) {
+          const key = this.keyText(pos, keyEndPos);
+          if (keySet.has(key)) this.fail(`duplicate key ${JSON.stringify(key)}`, pos);
+          keySet.add(key);
+        } else {
+          if (this.repeatsKey(base, pos, keyEndPos)) this.fail(`duplicate key ${JSON.stringify(this.keyText(pos, keyEndPos))}`, pos);
+          keyStart.push(pos);
+          keyEnd.push(keyEndPos);
+        }
+        const keyAt = pos;
+        pos = this.skipWs(keyEndPos);
+        if (pos >= end || buf[pos] !== COLON) this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
+        pos = this.skipWs(pos + 1);
+        if (members !== undefined) {
+          const value = this.value(pos, level + 1);
+          members.set(this.keyText(keyAt, keyEndPos), value);
+          pos = value.end;
+        } else {
+          pos = this.skip(pos, level + 1);
+        }
+        pos = this.skipWs(pos);
+        if (pos >= end) this.fail('unexpected end of input inside an object (truncated JSON)', pos);
+        const c = buf[pos]!;
+        if (c === RBRACE) return pos + 1;
+        if (c !== COMMA) this.fail(`expected ',' or '}' in an object, got ${describe(c)}`, pos);
+        pos = this.skipWs(pos + 1);
       }
-      pos = this.skipWs(keyEnd);
-      if (pos >= end || buf[pos] !== COLON) this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
-      const value = this.value(this.skipWs(pos + 1), level + 1);
-      members?.set(key, value);
-      pos = this.skipWs(value.end);
-      if (pos >= end) this.fail('unexpected end of input inside an object (truncated JSON)', pos);
-      const c = buf[pos]!;
-      if (c === RBRACE) return { type: 'object', start, end: pos + 1, members };
-      if (c !== COMMA) this.fail(`expected ',' or '}' in an object, got ${describe(c)}`, pos);
-      pos = this.skipWs(pos + 1);
+    } finally {
+      keyStart.length = base;
+      keyEnd.length = base;
     }
   }
 
-  array(pos: number, level: number): JsonNode {
+  /** True if the raw key bytes [start, end) equal one of this object's earlier keys. */
+  private repeatsKey(base: number, start: number, end: number): boolean {
+    const { buf, keyStart, keyEnd } = this;
+    const length = end - start;
+    for (let k = base; k < keyStart.length; k++) {
+      const s = keyStart[k]!;
+      if (keyEnd[k]! - s !== length) continue;
+      let i = 1; // skip the opening quote, equal by construction
+      while (i < length && buf[s + i] === buf[start + i]) i++;
+      if (i === length) return true;
+    }
+    return false;
+  }
+
+  /** Scan an array; records its items into `items` when given. Returns the offset past `]`. */
+  array(pos: number, level: number, items: JsonNode[] | undefined): number {
     if (level >= MAX_DEPTH) this.fail(`nesting deeper than ${MAX_DEPTH}`, pos);
     const { buf, end } = this;
-    const start = pos;
-    // Only a top-level array (a batch) needs its items.
-    const items = level === 0 ? [] as JsonNode[] : undefined;
     pos = this.skipWs(pos + 1);
-    if (pos < end && buf[pos] === RBRACKET) return { type: 'array', start, end: pos + 1, items };
+    if (pos < end && buf[pos] === RBRACKET) return pos + 1;
     for (;;) {
-      const value = this.value(pos, level + 1);
-      items?.push(value);
-      pos = this.skipWs(value.end);
+      if (items !== undefined) {
+        const value = this.value(pos, level + 1);
+        items.push(value);
+        pos = value.end;
+      } else {
+        pos = this.skip(pos, level + 1);
+      }
+      pos = this.skipWs(pos);
       if (pos >= end) this.fail('unexpected end of input inside an array (truncated JSON)', pos);
       const c = buf[pos]!;
-      if (c === RBRACKET) return { type: 'array', start, end: pos + 1, items };
+      if (c === RBRACKET) return pos + 1;
       if (c !== COMMA) this.fail(`expected ',' or ']' in an array, got ${describe(c)}`, pos);
       pos = this.skipWs(pos + 1);
     }
   }
 
-  /** Returns the offset just past the closing quote. */
+  /** Returns the offset just past the closing quote; sets `escaped`. */
   string(pos: number): number {
     const { buf, end } = this;
     let i = pos + 1;
+    this.escaped = false;
     for (;;) {
       // Hot loop: most bytes are plain text.
       while (i < end) {
@@ -163,7 +233,7 @@ class Scanner {
       const c = buf[i]!;
       if (c === QUOTE) return i + 1;
       if (c < 0x20) this.fail(`raw control character 0x${c.toString(16).padStart(2, '0')} inside a string`, i);
-      // Backslash escape.
+      this.escaped = true;
       const e = i + 1 < end ? buf[i + 1]! : -1;
       if (e === 0x75) {
         for (let k = 2; k < 6; k++) {
