@@ -236,10 +236,13 @@ class Scanner {
       this.escaped = true;
       const e = i + 1 < end ? buf[i + 1]! : -1;
       if (e === 0x75) {
-        for (let k = 2; k < 6; k++) {
-          const h = i + k < end ? buf[i + k]! : -1;
-          const hex = (h >= 0x30 && h <= 0x39) || (h >= 0x41 && h <= 0x46) || (h >= 0x61 && h <= 0x66);
-          if (!hex) this.fail('invalid \\u escape in a string', i);
+        const unit = this.hex4(i);
+        // I-JSON (RFC 7493): no lone surrogates; parsers disagree on them (kept, replaced, refused).
+        if (unit >= 0xdc00 && unit <= 0xdfff) this.fail('lone low surrogate escape in a string', i);
+        if (unit >= 0xd800 && unit <= 0xdbff) {
+          const low = buf[i + 6] === BACKSLASH && buf[i + 7] === 0x75 ? this.hex4(i + 6) : -1;
+          if (low < 0xdc00 || low > 0xdfff) this.fail('lone high surrogate escape in a string', i);
+          i += 6;
         }
         i += 6;
       } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
@@ -248,6 +251,18 @@ class Scanner {
         this.fail('invalid escape in a string', i);
       }
     }
+  }
+
+  /** The code unit of the `\\uXXXX` escape at `i`. */
+  private hex4(i: number): number {
+    let unit = 0;
+    for (let k = 2; k < 6; k++) {
+      const h = i + k < this.end ? this.buf[i + k]! : -1;
+      const digit = h >= 0x30 && h <= 0x39 ? h - 0x30 : h >= 0x41 && h <= 0x46 ? h - 0x37 : h >= 0x61 && h <= 0x66 ? h - 0x57 : -1;
+      if (digit < 0) this.fail('invalid \\u escape in a string', i);
+      unit = unit * 16 + digit;
+    }
+    return unit;
   }
 
   number(pos: number): number {

@@ -126,6 +126,8 @@ function classifyNode(frame: Buffer, node: JsonNode): Message | Invalid {
     const reason = checkErrorObject(frame, error);
     if (reason !== null) return fail(INVALID_REQUEST, reason);
   }
+  // JSON-RPC allows any result; every MCP result is an object.
+  if (result !== undefined && result.type !== 'object') return fail(INVALID_REQUEST, `"result" must be an object, got ${result.type}`);
   if (id === null) return fail(INVALID_REQUEST, 'response with id null (matches no request)');
   return { kind: 'response', frame, id, idKey: idKey(id), isError: error !== undefined, body: (result ?? error)! };
 }
@@ -134,6 +136,7 @@ function checkErrorObject(frame: Buffer, error: JsonNode): string | null {
   if (error.type !== 'object') return '"error" must be an object';
   const code = error.members!.get('code');
   if (code === undefined || code.type !== 'number' || !isIntegerText(frame, code)) return '"error.code" must be an integer';
+  if (!Number.isSafeInteger(Number(frame.toString('latin1', code.start, code.end)))) return '"error.code" is outside the exactly representable range (±2^53−1)';
   const message = error.members!.get('message');
   if (message === undefined || message.type !== 'string') return '"error.message" must be a string';
   return null;
