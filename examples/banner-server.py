@@ -35,6 +35,8 @@ for line in sys.stdin:
                     "serverInfo": {"name": "banner-server", "version": "1.0.0"}})
     elif method == "tools/list":
         reply(rid, {"tools": TOOLS})
+    elif method == "ping":
+        reply(rid, {})
     elif method == "tools/call":
         args = msg["params"].get("arguments", {})
         print(f"adding {args}", file=sys.stderr)  # diagnostics belong on stderr

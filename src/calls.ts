@@ -34,6 +34,8 @@ export interface Call {
   cancelRequested: boolean;
   /** Deadline timer, if --call-timeout is set. */
   timer: NodeJS.Timeout | null;
+  /** Stderr accounting for the call's window, filled in when it ends. */
+  stderr: { seen: number; retained: number; truncated: boolean; shared: boolean } | null;
 }
 
 let counter = 0;
@@ -59,6 +61,7 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
     detail: null,
     cancelRequested: false,
     timer: null,
+    stderr: null,
   };
 }
 

@@ -4,9 +4,14 @@
  * turns every mcpguard failure into a message on stderr and an exit code.
  */
 import { readFileSync } from 'node:fs';
+import { runCheck } from './check.js';
 import { Diagnostics } from './diagnostics.js';
 import { GuardError } from './errors.js';
-import { RUN_OPTIONS, parseArgv, type OptionSpec, type OptionValues } from './options.js';
+import { withMetaEntry, type Response } from './jsonrpc.js';
+import type { Call } from './calls.js';
+import { RUN_OPTIONS, applyConfigFile, parseArgv, type OptionSpec, type OptionValues } from './options.js';
+import type { RetainMode } from './stderr/ring.js';
+import { StderrTap, type StderrSummary } from './stderr/tap.js';
 import { openOutput } from './output.js';
 import { Session, type SessionSummary } from './session.js';
 
@@ -17,6 +22,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const first = argv[0];
   if (first === '--help' || first === '-h' || first === 'help') return print(helpText());
   if (first === '--version' || first === '-V') return print(`mcpguard ${VERSION}\n`);
+  if (first === 'check') return runCheck(argv.slice(1));
   try {
     return await runRelay(argv);
   } catch (error) {
@@ -30,11 +36,30 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 async function runRelay(argv: readonly string[]): Promise<number> {
   const parsed = parseArgv(argv, RUN_OPTIONS);
+  if (typeof parsed.values.config === 'string') applyConfigFile(parsed, RUN_OPTIONS, parsed.values.config);
   if (parsed.command.length === 0) throw new GuardError('no_command', 'no command to run: mcpguard [options] -- <command> [args...]');
   const v = parsed.values;
-  const diag = new Diagnostics(openOutput(2));
+  if ((v['stderr-call-bytes'] as number) > (v['stderr-process-bytes'] as number)) {
+    throw new GuardError('bad_option', `--stderr-call-bytes (${v['stderr-call-bytes']}) must not exceed --stderr-process-bytes (${v['stderr-process-bytes']})`);
+  }
+  const diagStream = openOutput(2);
+  const diag = new Diagnostics(diagStream);
   const output = openOutput(1);
   const [command, ...args] = parsed.command as [string, ...string[]];
+  const stderr = new StderrTap(
+    {
+      callBytes: v['stderr-call-bytes'] as number,
+      processBytes: v['stderr-process-bytes'] as number,
+      excerptBytes: v['stderr-excerpt-bytes'] as number,
+      retain: v['stderr-retain'] as RetainMode,
+      passthroughBytes: v['stderr-passthrough'] === 'on' ? (v['stderr-passthrough-bytes'] as number) : null,
+      excerptOnError: v['stderr-excerpt-on-error'] as boolean,
+    },
+    process.env,
+    (bytes) => diag.writeRaw(bytes),
+  );
+  diagStream.on('drain', () => stderr.resumeMirror());
+  const decorate = v['stderr-excerpt-on-error'] ? excerptDecorator(stderr) : undefined;
   const session = new Session(
     {
       command,
@@ -47,8 +72,8 @@ async function runRelay(argv: readonly string[]): Promise<number> {
       graceMs: v.grace as number,
       drainMs: v['drain-ms'] as number,
     },
-    // Until stderr budgets land: mirror the child's stderr, drained and never paused.
-    { input: process.stdin, output, diag, observers: [{ childStderr: (chunk) => void diag.writeRaw(chunk) }] },
+    // The stderr tap observes first: a call's stderr counts are set before anyone records the call.
+    { input: process.stdin, output, diag, observers: [stderr], stderr, decorate },
   );
   const stopSignals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -60,13 +85,15 @@ async function runRelay(argv: readonly string[]): Promise<number> {
   process.on('SIGPIPE', () => {});
 
   const summary = await session.run();
-  if (v['session-summary'] === 'on') diag.writeRaw(Buffer.from(`${JSON.stringify(summaryLine(summary))}\n`));
+  const mirrorSummary = stderr.mirrorSummary();
+  if (mirrorSummary !== null) diag.writeLine(mirrorSummary);
+  if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify(summaryLine(summary, stderr.summary())));
   await Promise.all([flushed(output, Math.max(1000, v['drain-ms'] as number)), diag.flush(1000)]);
   return summary.status;
 }
 
 /** The session-end record as one JSON object (until the audit log carries it). */
-function summaryLine(s: SessionSummary): Record<string, unknown> {
+function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, unknown> {
   return {
     mcpguard: 'session_end',
     end_reason: s.endReason,
@@ -82,6 +109,7 @@ function summaryLine(s: SessionSummary): Record<string, unknown> {
     trigger_to_exit_ms: s.triggerToExitMs,
     stream_end: s.streamEnd,
     stderr_bytes_seen: s.stderrBytes,
+    stderr,
     frames: { client: s.counters.clientFrames, child: s.counters.childFrames },
     rejected: { client: s.counters.rejectedClient, child: s.counters.noiseLines },
     stdout_noise_lines: s.counters.noiseLines,
@@ -90,6 +118,27 @@ function summaryLine(s: SessionSummary): Record<string, unknown> {
     calls: s.counters.states,
     output_dropped_frames: s.outputDropped,
     duration_ms: s.endedAt - s.startedAt,
+  };
+}
+
+/** The key under `_meta` that carries a failed call's stderr excerpt. */
+export const STDERR_META_KEY = 'io.mcpguard/stderr';
+
+/**
+ * For --stderr-excerpt-on-error: a tools/call that ended in a JSON-RPC error
+ * or in a result with `isError: true` gets its retained stderr, cut to the
+ * excerpt budget, under `_meta`; every other answer is left as it came.
+ */
+function excerptDecorator(stderr: StderrTap): (call: Call, response: Response) => Buffer | null {
+  return (call, response) => {
+    if (call.method !== 'tools/call') return null;
+    const failed = response.isError || response.body.members?.get('isError')?.type === 'true';
+    if (!failed) {
+      stderr.release(call);
+      return null;
+    }
+    const excerpt = stderr.takeExcerpt(call);
+    return excerpt === null ? null : withMetaEntry(response, STDERR_META_KEY, excerpt);
   };
 }
 
@@ -124,6 +173,7 @@ function helpText(): string {
 
 Usage:
   mcpguard [options] -- <command> [args...]
+  mcpguard check [options] -- <command> [args...]   the clean-stdout release test (mcpguard check --help)
 
 Relays JSON-RPC between the client (mcpguard's stdin/stdout) and the server
 (the command's stdin/stdout), one message per line, checking every line in

@@ -21,18 +21,28 @@ export class Diagnostics {
 
   /** Write raw bytes (e.g. mirrored child stderr); false if they were dropped. */
   writeRaw(bytes: Buffer): boolean {
+    if (bytes.length === 0) return true;
     if (this.closed || this.stream.writableLength > MAX_QUEUED_BYTES) {
       this.dropped += bytes.length;
       return false;
     }
     this.stream.write(bytes);
+    this.atLineStart = bytes[bytes.length - 1] === 0x0a;
     return true;
   }
 
-  /** One diagnostic line. */
+  /** One diagnostic line, always starting on a line of its own. */
   line(text: string): void {
-    this.writeRaw(Buffer.from(`mcpguard: ${text}\n`));
+    this.writeLine(`mcpguard: ${text}`);
   }
+
+  /** A whole line of mcpguard's own (e.g. the JSON summary), after a newline if mirrored text left a partial line. */
+  writeLine(text: string): void {
+    this.writeRaw(Buffer.from(`${this.atLineStart ? '' : '\n'}${text}\n`));
+  }
+
+  /** Whether the last byte written was a newline (mirrored child stderr may end mid-line). */
+  private atLineStart = true;
 
   /** Resolves when queued output has been written, or after `ms`. */
   flush(ms: number): Promise<void> {

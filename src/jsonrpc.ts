@@ -195,3 +195,31 @@ export function memberId(frame: Buffer, node: JsonNode | undefined, key: string)
   const id = readId(frame, member);
   return typeof id === 'object' ? undefined : id;
 }
+
+/**
+ * A copy of a response frame with one entry added under `_meta`: the result's
+ * `_meta` for a result, `error.data._meta` for an error. Everything else keeps
+ * its original bytes. Null when there is no room that leaves the rest
+ * unchanged (the key already exists, `_meta` or `data` is not an object, or a
+ * nested `_meta` could not be inspected).
+ */
+export function withMetaEntry(response: Response, key: string, value: unknown): Buffer | null {
+  const { frame, body } = response;
+  const entry = `${JSON.stringify(key)}:${JSON.stringify(value)}`;
+  let target: JsonNode;
+  let text: string;
+  if (!response.isError) {
+    const meta = body.members!.get('_meta');
+    if (meta === undefined) [target, text] = [body, `"_meta":{${entry}}`];
+    else if (meta.type === 'object' && !meta.members!.has(key)) [target, text] = [meta, entry];
+    else return null;
+  } else {
+    const data = body.members!.get('data');
+    if (data === undefined) [target, text] = [body, `"data":{"_meta":{${entry}}}`];
+    else if (data.type === 'object' && !data.members!.has('_meta')) [target, text] = [data, `"_meta":{${entry}}`];
+    else return null;
+  }
+  const at = target.start + 1;
+  const insert = Buffer.from(target.members!.size === 0 ? text : `${text},`);
+  return Buffer.concat([frame.subarray(0, at), insert, frame.subarray(at)]);
+}

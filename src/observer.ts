@@ -26,6 +26,4 @@ export interface SessionObserver {
   callDispatched?(call: Call): void;
   callEnded?(call: Call): void;
   rejected?(rejection: Rejection): void;
-  /** A chunk of the child's stderr and the calls in flight when it arrived. */
-  childStderr?(chunk: Buffer, inFlight: readonly string[]): void;
 }

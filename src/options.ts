@@ -4,6 +4,7 @@
  * options) both go through `setOption`, so a bad value gets the same message
  * wherever it came from: it names the option and the value.
  */
+import { readFileSync } from 'node:fs';
 import { GuardError } from './errors.js';
 
 export type OptionKind = 'flag' | 'ms' | 'bytes' | 'enum' | 'string';
@@ -27,6 +28,14 @@ export const RUN_OPTIONS = {
   'drain-ms': { kind: 'ms', default: 1000, min: 0, help: "after the server exits, wait this long for its pipes to reach EOF, then cut them" },
   'call-timeout': { kind: 'ms', default: null, min: 1, help: 'answer a request with a timeout error and cancel it at the server after this long (default: off)' },
   'session-summary': { kind: 'enum', default: 'on', values: ['on', 'off'], help: 'print the session summary as one JSON line on stderr at exit' },
+  'stderr-call-bytes': { kind: 'bytes', default: 16384, min: 0, help: "child stderr retained per call" },
+  'stderr-process-bytes': { kind: 'bytes', default: 262144, min: 0, help: 'child stderr retained by the whole process: all calls and the session tail together' },
+  'stderr-excerpt-bytes': { kind: 'bytes', default: 4096, min: 128, help: 'most stderr text that ever goes into anything an agent sees (label and marker included)' },
+  'stderr-retain': { kind: 'enum', default: 'tail', values: ['tail', 'head', 'head+tail'], help: 'which part of a stream each budget keeps' },
+  'stderr-passthrough': { kind: 'enum', default: 'on', values: ['on', 'off'], help: "mirror the child's (masked) stderr to mcpguard's stderr" },
+  'stderr-passthrough-bytes': { kind: 'bytes', default: 1024 * 1024, min: 0, help: 'most child stderr mirrored; the rest is counted and reported in one line' },
+  'stderr-excerpt-on-error': { kind: 'flag', default: false, help: "attach a failed tools/call's stderr excerpt to its answer under _meta \"io.mcpguard/stderr\"" },
+  config: { kind: 'string', default: null, help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
 } as const satisfies Record<string, OptionSpec>;
 
 export type RunOptionName = keyof typeof RUN_OPTIONS;
@@ -119,4 +128,31 @@ export function parseArgv(argv: readonly string[], table: Record<string, OptionS
     given.add(name);
   }
   return { values, given, command: argv.slice(i) };
+}
+
+/**
+ * Merge a JSON config file under the command line: keys are option names
+ * (`"stderr-call-bytes": 65536` or `"65536"`); unknown keys and bad values are
+ * errors naming the file, the key and the value. `config` itself is not a key.
+ */
+export function applyConfigFile(parsed: ParsedArgs, table: Record<string, OptionSpec>, path: string): void {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new GuardError('bad_config', `--config cannot read '${path}': ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    throw new GuardError('bad_config', `--config '${path}' is not valid JSON: ${(error as Error).message}`);
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) throw new GuardError('bad_config', `--config '${path}' must hold a JSON object of option names`);
+  for (const [key, raw] of Object.entries(data)) {
+    const spec = table[key];
+    if (spec === undefined || key === 'config') throw new GuardError('bad_config', `--config '${path}': unknown key "${key}"`);
+    const value = parseOptionValue(key, spec, raw, `--config '${path}' key "${key}"`);
+    if (!parsed.given.has(key)) parsed.values[key] = value;
+  }
 }

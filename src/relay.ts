@@ -9,7 +9,7 @@ import type { LineEvent } from './framing.js';
 import {
   classifyFrame, errorResponse, idKey, memberId, memberString, notification,
   CONNECTION_CLOSED, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT,
-  type Classified, type Message, type RequestId,
+  type Classified, type Message, type RequestId, type Response,
 } from './jsonrpc.js';
 import type { Rejection, SessionObserver } from './observer.js';
 import type { FrameWriter } from './writer.js';
@@ -51,6 +51,8 @@ export class Relay {
     private readonly observers: readonly SessionObserver[],
     /** Asks the session to end; the first reason wins there. */
     private readonly requestEnd: (reason: string) => void,
+    /** May return a replacement frame for a single response that ends a call. */
+    private readonly decorate: ((call: Call, response: Response) => Buffer | null) | null = null,
   ) {}
 
   // ---- client → child ----
@@ -210,13 +212,18 @@ export class Relay {
       }
     }
     let late = 0;
+    let frame = message.frame;
     for (const item of items) {
       if (item.kind === 'request') this.calls.childRequests.set(item.idKey, { id: item.id, method: item.method });
       else if (item.kind === 'response') {
         const call = this.calls.inFlight.get(item.idKey)!;
         this.calls.inFlight.delete(item.idKey);
         if (call.state !== null) late++;
-        else this.end(call, item.isError ? 'error' : 'completed', null);
+        else {
+          this.end(call, item.isError ? 'error' : 'completed', null);
+          const decorated = this.decorate?.(call, item) ?? null;
+          if (decorated !== null && items.length === 1) frame = decorated;
+        }
       }
     }
     if (late > 0 && late === items.length) {
@@ -226,7 +233,7 @@ export class Relay {
       return;
     }
     this.counters.childFrames++;
-    this.toClient.write(message.frame);
+    this.toClient.write(frame);
   }
 
   private noise(line: number, reason: string, bytes: Buffer, length: number): void {

@@ -7,7 +7,9 @@
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { exitCodeOf, spawnInGroup } from './child.js';
+import type { Call } from './calls.js';
 import type { Diagnostics } from './diagnostics.js';
+import type { Response } from './jsonrpc.js';
 import { LineSplitter } from './framing.js';
 import type { SessionObserver } from './observer.js';
 import { DescendantTracker } from './proctree.js';
@@ -27,11 +29,20 @@ export interface SessionOptions extends RelayOptions {
   drainMs: number;
 }
 
+/** Where the child's stderr goes: every chunk, as it arrives, never paused. */
+export interface StderrSink {
+  write(chunk: Buffer, inFlight: readonly string[]): void;
+  end(): void;
+}
+
 export interface SessionIO {
   input: Readable;
   output: Writable;
   diag: Diagnostics;
   observers: SessionObserver[];
+  stderr: StderrSink;
+  /** Decorates a tools/call answer before it is written (the stderr excerpt). */
+  decorate?: (call: Call, response: Response) => Buffer | null;
 }
 
 export type StreamEnd = 'eof' | 'cut_after_drain_timeout' | 'not_started';
@@ -122,7 +133,7 @@ export class Session {
       // The child closed its stdin or exited: its exit ends the session; frames after it are counted drops.
       onClosed: () => {},
     });
-    const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason));
+    const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason), io.decorate ?? null);
     this.pauseChildStdout = (full) => (full ? child.stdout.pause() : child.stdout.resume());
 
     // Child stdout → relay.
@@ -135,9 +146,9 @@ export class Session {
     const stderrEnded = streamEnded(child.stderr);
     child.stderr.on('data', (chunk: Buffer) => {
       this.stderrBytes += chunk.length;
-      const inFlight = relay.calls.inFlightCallIds();
-      for (const o of io.observers) o.childStderr?.(chunk, inFlight);
+      io.stderr.write(chunk, relay.calls.inFlightCallIds());
     });
+    void stderrEnded.then(() => io.stderr.end());
 
     // Client stdin → relay.
     const clientLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromClient(event));

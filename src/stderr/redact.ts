@@ -3,7 +3,7 @@
  * retained or mirrored. Works on bytes: env values are matched as their UTF-8
  * bytes, and nothing is decoded.
  *
- * `push` passes through every byte it has decided about and holds back the
+ * `push`/`feed` pass through every byte they have decided about and hold back the
  * rest: the bytes from the first position where a secret may be starting but
  * the read ended too early to tell. That tail is at most MAX_HOLD_BYTES, so a
  * secret split across reads (even byte by byte) is masked, and output is the
@@ -14,42 +14,23 @@
  * A PEM private-key block that never ends masks everything after its BEGIN
  * line: showing key material is worse than losing diagnostics.
  */
-import { findPemEnd, matchPemBegin, matchWordStart, ALNUM, MAX_WINDOW, NEED, NO, PEM_FIRST, STATIC_FLAGS, WORD_START_FLAG, type Match, type MatchResult } from './secret-shapes.js';
+import { ENV_COMMIT_BYTES, envSecrets, type EnvSecret } from './env-secrets.js';
+import { findPemEnd, matchPemBegin, matchWordStart, ALNUM, MAX_WINDOW, NEED, NO, PEM_FIRST, STATIC_FLAGS, STATIC_PAIRS, WORD_START_FLAG, type Match, type MatchResult } from './secret-shapes.js';
 
-/** Env values shorter than this are not masked: they would mask every `1` or `true`. */
-export const MIN_ENV_SECRET_BYTES = 6;
-/**
- * Bytes of an env value that must match before it is masked. Longer values are
- * confirmed by this prefix and their remainder is dropped byte by byte, so the
- * hold-back does not grow with the longest value.
- */
-export const ENV_COMMIT_BYTES = 64;
 /** Most bytes `push` ever holds back. */
 export const MAX_HOLD_BYTES = Math.max(MAX_WINDOW, ENV_COMMIT_BYTES);
-
-const SECRET_NAME = /TOKEN|SECRET|KEY|PASSWORD|PASSWD|PASSPHRASE|PASS$|AUTH|CREDENTIAL|COOKIE|SESSION|PRIVATE|SIGNATURE|DSN/i;
-// Desktop and agent plumbing whose names match the words above but whose values
-// are sockets, paths and common words ("ubuntu", "wayland").
-const NOT_SECRET_NAME = /^(XDG_|DBUS_)|^(DESKTOP_SESSION|SESSION_MANAGER|SSH_AUTH_SOCK|GPG_AGENT_INFO|KEYMAP|KEYBOARD\w*)$|AUTHOR/i;
-
-/** True if an environment variable with this name should have its value masked. */
-export function isSecretEnvName(name: string): boolean {
-  return SECRET_NAME.test(name) && !NOT_SECRET_NAME.test(name);
-}
+/** Chunk bytes copied next to held-back bytes to decide them: more than any window. */
+const JUNCTION_BYTES = 2 * MAX_HOLD_BYTES;
 
 export interface RedactorOptions {
   /** The child's environment; values of secret-looking names are masked. */
   env?: Record<string, string | undefined>;
 }
 
-interface EnvSecret {
-  value: Buffer;
-  commit: number;
-  replacement: Buffer;
-}
-
 const EMPTY = Buffer.alloc(0);
-const ENV_FLAG = 1;
+const NO_SECRETS: readonly EnvSecret[] = [];
+/** Flag for bytes that start a secret even inside a word (env values, PEM dashes). */
+const ANYWHERE_FLAG = 1;
 const SCAN = 0;
 const CLASS = 1;
 const LINE = 2;
@@ -64,6 +45,10 @@ export class Redactor {
   /** Bytes returned by `push` and `flush`. */
   bytesOut = 0;
   readonly #flags: Uint8Array;
+  /** Indexed by (previous byte << 8 | byte): 1 where a secret may start. */
+  readonly #starts = new Uint8Array(65536);
+  /** Indexed by (byte << 8 | next byte): 1 if a secret may start with these two bytes. */
+  readonly #pairs = Uint8Array.from(STATIC_PAIRS);
   readonly #envByFirst: (EnvSecret[] | undefined)[] = new Array(256);
   #held: Buffer = EMPTY;
   /** The stream byte just before the first byte of the next work buffer. */
@@ -75,19 +60,20 @@ export class Redactor {
 
   constructor(options: RedactorOptions = {}) {
     this.#flags = Uint8Array.from(STATIC_FLAGS);
-    this.#flags[PEM_FIRST] = this.#flags[PEM_FIRST]! | ENV_FLAG;
-    const seen = new Set<string>();
-    for (const [name, value] of Object.entries(options.env ?? {})) {
-      if (value === undefined || !isSecretEnvName(name)) continue;
-      const bytes = Buffer.from(value, 'utf8');
-      if (bytes.length < MIN_ENV_SECRET_BYTES || seen.has(value)) continue;
-      seen.add(value);
-      const first = bytes[0]!;
-      (this.#envByFirst[first] ??= []).push({ value: bytes, commit: Math.min(bytes.length, ENV_COMMIT_BYTES), replacement: Buffer.from(`[REDACTED:${name}]`) });
-      this.#flags[first] = this.#flags[first]! | ENV_FLAG;
+    this.#flags[PEM_FIRST] = this.#flags[PEM_FIRST]! | ANYWHERE_FLAG;
+    for (const secret of envSecrets(options.env ?? {})) {
+      const first = secret.value[0]!;
+      (this.#envByFirst[first] ??= []).push(secret);
+      this.#flags[first] = this.#flags[first]! | ANYWHERE_FLAG;
+      this.#pairs[(first << 8) | secret.value[1]!] = 1;
     }
-    // Longest first: when one value is a prefix of another, the longer one wins.
-    for (const list of this.#envByFirst) list?.sort((a, b) => b.value.length - a.value.length);
+    // One lookup per byte decides "maybe a secret starts here", word start included.
+    for (let prev = 0; prev < 256; prev++) {
+      for (let b = 0; b < 256; b++) {
+        const f = this.#flags[b]!;
+        if (f & ANYWHERE_FLAG || (f & WORD_START_FLAG && ALNUM[prev] !== 1)) this.#starts[(prev << 8) | b] = 1;
+      }
+    }
   }
 
   /** Bytes currently held back (never more than MAX_HOLD_BYTES). */
@@ -95,10 +81,39 @@ export class Redactor {
     return this.#held.length;
   }
 
-  /** Mask what can be decided; the returned bytes are safe to keep or show. */
+  /**
+   * Mask what can be decided; the returned bytes are safe to keep or show.
+   * Copies the chunk when the previous read ended on a possible secret start;
+   * `feed` never does.
+   */
   push(chunk: Buffer): Buffer {
+    const parts: Buffer[] = [];
+    this.feed(chunk, (safe) => parts.push(safe));
+    return parts.length === 0 ? EMPTY : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  }
+
+  /**
+   * Like `push`, for the hot path: the safe bytes go to `emit` in up to two
+   * pieces, in order, and the chunk is not copied (pieces are views of it)
+   * unless a secret in it was masked. Only a junction of at most
+   * MAX_HOLD_BYTES + 2 * MAX_HOLD_BYTES bytes is copied after a held tail.
+   */
+  feed(chunk: Buffer, emit: (safe: Buffer) => void): void {
     this.bytesIn += chunk.length;
-    return this.#run(chunk, false);
+    const held = this.#held.length;
+    if (held === 0 || chunk.length <= JUNCTION_BYTES) {
+      emitIf(emit, this.#run(chunk, false));
+      return;
+    }
+    // Decide the held bytes on a small copy: held ++ the chunk's first bytes.
+    // Its windows are shorter than JUNCTION_BYTES, so anything it holds again
+    // lies inside the chunk and is scanned there instead, in the same state.
+    const junction = Buffer.concat([this.#held, chunk.subarray(0, JUNCTION_BYTES)]);
+    this.#held = EMPTY;
+    emitIf(emit, this.#run(junction, false));
+    const back = this.#held.length;
+    this.#held = EMPTY;
+    emitIf(emit, this.#run(chunk.subarray(JUNCTION_BYTES - back), false));
   }
 
   /** End of stream: decide the held-back bytes. A PEM block still open stays masked. */
@@ -117,16 +132,18 @@ export class Redactor {
     let emitFrom = 0;
     let holdFrom = end;
     const flags = this.#flags;
+    const starts = this.#starts;
+    const pairs = this.#pairs;
     while (pos < end) {
       if (this.#state === SCAN) {
         let i = pos;
         let r: MatchResult = NO;
-        for (; i < end; i++) {
-          const f = flags[buf[i]!]!;
-          if (f === 0) continue;
-          if (f === WORD_START_FLAG && ALNUM[i > 0 ? buf[i - 1]! : this.#prev] === 1) continue;
-          r = this.#matchAt(buf, i, end, eof, f);
+        for (;;) {
+          i = nextStart(buf, i, end, i > 0 ? buf[i - 1]! : this.#prev, starts, pairs);
+          if (i === end) break;
+          r = this.#matchAt(buf, i, end, eof, flags[buf[i]!]!);
           if (r !== NO) break;
+          i++;
         }
         if (i === end) break;
         if (r === NEED) {
@@ -146,11 +163,12 @@ export class Redactor {
         while (pos < end && cls[buf[pos]!] === 1) pos++;
         if (pos < end) this.#state = SCAN;
       } else if (this.#state === LINE) {
+        // Look for `\r` only before the next `\n`: a chunk of many header lines stays linear.
         const lf = buf.indexOf(0x0a, pos);
-        const cr = buf.indexOf(0x0d, pos);
-        const stop = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
-        pos = stop === -1 ? end : stop;
-        if (stop !== -1) this.#state = SCAN;
+        const lineEnd = lf === -1 ? end : lf;
+        const cr = buf.subarray(pos, lineEnd).indexOf(0x0d);
+        pos = cr === -1 ? lineEnd : pos + cr;
+        if (pos < end) this.#state = SCAN;
       } else if (this.#state === ENV) {
         const v = this.#envValue;
         while (pos < end && this.#envAt < v.length && buf[pos] === v[this.#envAt]) {
@@ -186,9 +204,9 @@ export class Redactor {
 
   /** The first decisive answer at `i`, in a fixed order: env values, PEM, then word-start shapes. */
   #matchAt(buf: Buffer, i: number, end: number, eof: boolean, f: number): MatchResult {
-    if (f & ENV_FLAG) {
+    if (f & ANYWHERE_FLAG) {
       const b = buf[i]!;
-      for (const secret of this.#envByFirst[b] ?? []) {
+      for (const secret of this.#envByFirst[b] ?? NO_SECRETS) {
         const r = this.#matchEnv(secret, buf, i, end, eof);
         if (r !== NO) return r;
       }
@@ -229,4 +247,24 @@ export class Redactor {
     }
     return r;
   }
+}
+
+/**
+ * The first index from `from` where a secret may start (judged by the byte
+ * before, the byte, and the byte after), or `end`. This is the loop every byte
+ * of a flood goes through: keep it tiny.
+ */
+function nextStart(buf: Buffer, from: number, end: number, prev: number, starts: Uint8Array, pairs: Uint8Array): number {
+  let p = prev;
+  const last = end - 1;
+  for (let i = from; i < end; i++) {
+    const b = buf[i]!;
+    if (starts[(p << 8) | b] === 1 && (i === last || pairs[(b << 8) | buf[i + 1]!] === 1)) return i;
+    p = b;
+  }
+  return end;
+}
+
+function emitIf(emit: (safe: Buffer) => void, bytes: Buffer): void {
+  if (bytes.length > 0) emit(bytes);
 }

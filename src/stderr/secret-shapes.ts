@@ -99,15 +99,28 @@ const PEM_REDACTED = Buffer.from('[REDACTED:PRIVATE KEY]');
 /** Matchers that need a word start, by first byte (both cases for case-insensitive ones). */
 const WORD_START: ((buf: Buffer, i: number, end: number, eof: boolean) => MatchResult)[][] = Array.from({ length: 256 }, () => []);
 
-for (const rule of TOKEN_RULES) WORD_START[rule.prefix[0]!]!.push((b, i, e, eof) => matchToken(rule, b, i, e, eof));
-for (const name of HEADER_NAMES) {
-  const m = (b: Buffer, i: number, e: number, eof: boolean) => matchHeader(name, b, i, e, eof);
-  WORD_START[name[0]!]!.push(m);
-  WORD_START[upper(name[0]!)]!.push(m);
+/**
+ * Indexed by (byte << 8 | next byte): 1 if some shape starts with those two
+ * bytes. Every shape starts with at least two literal bytes, so this rejects
+ * almost every candidate position without calling a matcher.
+ */
+export const STATIC_PAIRS = new Uint8Array(65536);
+
+/** Register a matcher under the first two bytes of its literal start (both cases if `fold`). */
+function register(lit: Buffer, fold: boolean, m: (buf: Buffer, i: number, end: number, eof: boolean) => MatchResult): void {
+  const firsts = fold ? [lit[0]!, upper(lit[0]!)] : [lit[0]!];
+  const seconds = fold ? [lit[1]!, upper(lit[1]!)] : [lit[1]!];
+  for (const a of new Set(firsts)) {
+    WORD_START[a]!.push(m);
+    for (const b of seconds) STATIC_PAIRS[(a << 8) | b] = 1;
+  }
 }
-WORD_START[0x62]!.push(matchBearer);
-WORD_START[0x42]!.push(matchBearer);
-WORD_START[0x65]!.push(matchJwt);
+
+for (const rule of TOKEN_RULES) register(rule.prefix, false, (b, i, e, eof) => matchToken(rule, b, i, e, eof));
+for (const name of HEADER_NAMES) register(name, true, (b, i, e, eof) => matchHeader(name, b, i, e, eof));
+register(BEARER_WORD, true, matchBearer);
+register(JWT_START, false, matchJwt);
+STATIC_PAIRS[(PEM_BEGIN[0]! << 8) | PEM_BEGIN[1]!] = 1;
 
 /** Per byte: 2 if some word-start matcher begins with it. redact.ts adds its own bits. */
 export const WORD_START_FLAG = 2;

@@ -1,0 +1,128 @@
+/**
+ * `mcpguard check [options] -- <command> [args...]`: the clean-stdout release
+ * test as one command. It starts the server as it would be run, speaks the
+ * opening of an MCP session, closes stdin, waits through the grace path, and
+ * reports every byte on stdout that is not a protocol message, every answer
+ * that is missing or malformed, and how the server ended. Unlike the relay,
+ * this command's stdout is its report.
+ *
+ *   exit 0  every run clean
+ *   exit 1  violations found
+ *   exit 2  could not run (bad options, command not found, interrupted)
+ *
+ * The parts: check/options.ts (argv), check/run.ts (one run: the process),
+ * check/conversation.ts (the requests and their answers), check/transcript.ts
+ * (stdout as raw bytes), check/report.ts (text and JSON).
+ */
+import { readFileSync } from 'node:fs';
+import type { Writable } from 'node:stream';
+import { GuardError } from './errors.js';
+import { openOutput } from './output.js';
+import type { OptionSpec } from './options.js';
+import { CHECK_OPTIONS, parseCheckArgv, type CheckPlan } from './check/options.js';
+import { jsonReport, resultOf, textReport } from './check/report.js';
+import { checkOnce, type Interrupt, type RunReport } from './check/run.js';
+
+export const CHECK_CLEAN = 0;
+export const CHECK_VIOLATIONS = 1;
+export const CHECK_COULD_NOT_RUN = 2;
+
+/** How long the report may take to reach a slow stdout reader before it is given up. */
+const OUTPUT_WAIT_MS = 10000;
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/**
+ * Run `mcpguard check` with `argv` (the words after `check`); resolves to the
+ * exit code once the report is written. Never throws for what the server does.
+ */
+export async function runCheck(argv: readonly string[]): Promise<number> {
+  const out = openOutput(1);
+  const err = openOutput(2);
+  let plan: CheckPlan | null;
+  try {
+    plan = parseCheckArgv(argv);
+  } catch (error) {
+    if (!(error instanceof GuardError)) throw error;
+    await writeAll(err, `mcpguard check: ${error.message}\n`);
+    return CHECK_COULD_NOT_RUN;
+  }
+  if (plan === null) {
+    await writeAll(out, checkHelp());
+    return CHECK_CLEAN;
+  }
+
+  const { interrupt, undo } = listenForInterrupts();
+  const runs: RunReport[] = [];
+  try {
+    for (let run = 1; run <= plan.runs; run++) {
+      const report = await checkOnce(plan, VERSION, run, interrupt);
+      runs.push(report);
+      if (report.status === 'could_not_run' || report.status === 'interrupted') break;
+    }
+  } finally {
+    undo();
+  }
+
+  const result = resultOf(runs);
+  const code = result === 'clean' ? CHECK_CLEAN : result === 'violations' ? CHECK_VIOLATIONS : CHECK_COULD_NOT_RUN;
+  const failed = runs.find((r) => r.error !== null);
+  if (failed !== undefined) await writeAll(err, `mcpguard check: ${failed.error}\n`);
+  if (plan.json) await writeAll(out, `${JSON.stringify(jsonReport(plan, runs, code))}\n`);
+  else if (result !== 'could_not_run') await writeAll(out, textReport(plan, runs));
+  return code;
+}
+
+/** SIGINT/SIGTERM/SIGHUP: the first ends the conversation, a second cuts the grace waits short. */
+function listenForInterrupts(): { interrupt: Interrupt; undo: () => void } {
+  let first!: () => void;
+  let second!: () => void;
+  const firstSeen = new Promise<void>((resolve) => (first = resolve));
+  const secondSeen = new Promise<void>((resolve) => (second = resolve));
+  const interrupt: Interrupt = { first: firstSeen, second: () => secondSeen, signal: null, cut: false };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupt.signal === null) {
+      interrupt.signal = signal;
+      first();
+    } else {
+      interrupt.cut = true;
+      second();
+    }
+  };
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  for (const s of signals) process.on(s, onSignal);
+  return { interrupt, undo: () => { for (const s of signals) process.off(s, onSignal); } };
+}
+
+/** Write and wait until the bytes are handed to the OS (or the reader is gone, or too slow). */
+function writeAll(stream: Writable, text: string): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, OUTPUT_WAIT_MS);
+    stream.once('error', () => {}); // EPIPE: nobody reads the report; the exit code still tells
+    stream.write(text, () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+export function checkHelp(): string {
+  const table: Record<string, OptionSpec> = CHECK_OPTIONS;
+  const options = Object.entries(table).map(([name, spec]) => {
+    const arg = spec.kind === 'flag' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'ms' ? ' MS' : spec.kind === 'bytes' ? ' BYTES' : name === 'env' ? ' KEY=VALUE' : name === 'runs' ? ' N' : name === 'cwd' ? ' DIR' : name === 'call' ? ' NAME' : ' JSON';
+    const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
+    return `  --${name}${arg}\n      ${spec.help}${def}\n`;
+  });
+  return `Usage:
+  mcpguard check [options] -- <command> [args...]
+
+Starts the server as it would be run, sends initialize, notifications/initialized,
+tools/list, ping (and --call), closes stdin and waits through the grace path.
+Reports every stdout line that is not a JSON-RPC message, answers that are
+missing or malformed, and how the server exited; shows stderr separately.
+
+Options:
+${options.join('')}
+Exit status: 0 clean, 1 violations found, 2 could not run.
+`;
+}

@@ -1,0 +1,150 @@
+/**
+ * The command line of `mcpguard check`: the same option table format and the
+ * same `parseArgv` as the relay, so a bad value gets the same kind of message
+ * ("--grace expects milliseconds …, got 'soon'"). Two options need more than
+ * the table offers and are taken out before `parseArgv` sees the rest:
+ * `--env` is repeatable, and `--runs` is a count, not a duration or a size.
+ */
+import { statSync } from 'node:fs';
+import { GuardError } from '../errors.js';
+import { parseArgv, type OptionSpec } from '../options.js';
+
+/** Released MCP revisions that have the `initialize` handshake this check speaks. */
+export const PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;
+
+/**
+ * The newest released revision (the 2026-07-28 draft has no `initialize`). It is
+ * what current clients send (the TypeScript SDK's LATEST_PROTOCOL_VERSION), and
+ * a server that knows only an older one answers with that one, which the check
+ * accepts: testing with the newest version exercises the negotiation too.
+ */
+export const DEFAULT_PROTOCOL_VERSION = '2025-11-25';
+
+export const MAX_RUNS = 100;
+
+export const CHECK_OPTIONS = {
+  'protocol-version': { kind: 'enum', default: DEFAULT_PROTOCOL_VERSION, values: PROTOCOL_VERSIONS, help: 'the protocolVersion sent in initialize' },
+  call: { kind: 'string', default: null, help: 'also call this tool (tools/call) after tools/list and ping' },
+  args: { kind: 'string', default: null, help: 'the arguments of --call, a JSON object (default {})' },
+  env: { kind: 'string', default: null, help: 'KEY=VALUE added to the server environment; repeatable' },
+  cwd: { kind: 'string', default: null, help: 'run the server in this directory (default: the current one)' },
+  runs: { kind: 'string', default: '1', help: `repeat the whole check N times, 1 to ${MAX_RUNS}` },
+  'start-timeout': { kind: 'ms', default: 30000, min: 1, help: 'wait this long for the answer to initialize, which includes the server starting (npx may install first)' },
+  timeout: { kind: 'ms', default: 10000, min: 1, help: 'wait this long for each later response' },
+  grace: { kind: 'ms', default: 5000, min: 0, help: 'after stdin closes, wait this long for the exit; then SIGTERM, wait again, SIGKILL' },
+  'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, help: 'longest stdout line accepted, without its newline' },
+  json: { kind: 'flag', default: false, help: 'print one JSON report object instead of the text report' },
+} as const satisfies Record<string, OptionSpec>;
+
+export interface ToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** Everything one `mcpguard check` invocation will do, checked. */
+export interface CheckPlan {
+  command: string;
+  args: string[];
+  cwd: string | undefined;
+  /** The server's whole environment: mcpguard's own plus every --env. */
+  env: NodeJS.ProcessEnv;
+  /** The --env pairs, in order, for the report. */
+  addedEnv: string[];
+  protocolVersion: string;
+  call: ToolCall | null;
+  runs: number;
+  startTimeoutMs: number;
+  timeoutMs: number;
+  graceMs: number;
+  maxFrameBytes: number;
+  json: boolean;
+}
+
+/** Parse `check`'s argv (without the word `check`); null means `--help`. */
+export function parseCheckArgv(argv: readonly string[]): CheckPlan | null {
+  if (argv[0] === '-h') return null;
+  const table: Record<string, OptionSpec> = CHECK_OPTIONS;
+  const addedEnv: string[] = [];
+  const rest: string[] = [];
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      i++;
+      break;
+    }
+    if (!arg.startsWith('--')) break;
+    if (arg === '--help') return null;
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    if (table[name] === undefined) throw new GuardError('unknown_option', `unknown option --${name} (see mcpguard check --help)`);
+    const takesNext = eq === -1 && table[name]!.kind !== 'flag';
+    if (takesNext && i + 1 >= argv.length) throw new GuardError('bad_option', `--${name} expects a value`);
+    const value = eq !== -1 ? arg.slice(eq + 1) : takesNext ? argv[i + 1]! : '';
+    if (name === 'env') addedEnv.push(checkEnvPair(value));
+    else rest.push(arg, ...(takesNext ? [value] : []));
+    if (takesNext) i++;
+  }
+  const parsed = parseArgv([...rest, '--', ...argv.slice(i)], table);
+  const v = parsed.values;
+  if (parsed.command.length === 0) throw new GuardError('no_command', 'no command to check: mcpguard check [options] -- <command> [args...]');
+  const [command, ...args] = parsed.command as [string, ...string[]];
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const pair of addedEnv) env[pair.slice(0, pair.indexOf('='))] = pair.slice(pair.indexOf('=') + 1);
+  return {
+    command,
+    args,
+    cwd: v.cwd === null ? undefined : checkDirectory(v.cwd as string),
+    env,
+    addedEnv,
+    protocolVersion: v['protocol-version'] as string,
+    call: toolCall(v.call as string | null, v.args as string | null),
+    runs: checkRuns(v.runs as string),
+    startTimeoutMs: v['start-timeout'] as number,
+    timeoutMs: v.timeout as number,
+    graceMs: v.grace as number,
+    maxFrameBytes: v['max-frame-bytes'] as number,
+    json: v.json as boolean,
+  };
+}
+
+function checkEnvPair(pair: string): string {
+  if (pair.indexOf('=') < 1) throw new GuardError('bad_option', `--env expects KEY=VALUE, got '${pair}'`);
+  return pair;
+}
+
+function checkRuns(raw: string): number {
+  const runs = /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
+  if (!(runs >= 1 && runs <= MAX_RUNS)) throw new GuardError('bad_option', `--runs expects a whole number from 1 to ${MAX_RUNS}, got '${raw}'`);
+  return runs;
+}
+
+function checkDirectory(dir: string): string {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch {
+    // missing or unreadable: same message
+  }
+  // Checked here: spawn would report a missing cwd as ENOENT, i.e. as "command not found".
+  if (!isDirectory) throw new GuardError('bad_option', `--cwd expects an existing directory, got '${dir}'`);
+  return dir;
+}
+
+function toolCall(name: string | null, argsText: string | null): ToolCall | null {
+  if (name === null) {
+    if (argsText !== null) throw new GuardError('bad_option', `--args needs --call NAME, got --args '${argsText}' alone`);
+    return null;
+  }
+  if (argsText === null) return { name, arguments: {} };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(argsText);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new GuardError('bad_option', `--args expects a JSON object, got '${argsText}'`);
+  }
+  return { name, arguments: parsed as Record<string, unknown> };
+}

@@ -1,0 +1,44 @@
+/**
+ * Which values of the child's environment are secrets to mask in its stderr:
+ * those of variables whose names look secret. Matching is on the UTF-8 bytes
+ * of the value, wherever it appears (no word boundary: `https://u:<pw>@host`).
+ */
+
+/** Values shorter than this are not masked: they would mask every `1` or `true`. */
+export const MIN_ENV_SECRET_BYTES = 6;
+/**
+ * Bytes of a value that must match before it is masked. Longer values are
+ * confirmed by this prefix and their remainder is dropped byte by byte, so the
+ * redactor's hold-back does not grow with the longest value.
+ */
+export const ENV_COMMIT_BYTES = 64;
+
+const SECRET_NAME = /TOKEN|SECRET|KEY|PASSWORD|PASSWD|PASSPHRASE|PASS$|AUTH|CREDENTIAL|COOKIE|SESSION|PRIVATE|SIGNATURE|DSN/i;
+// Desktop and agent plumbing whose names match the words above but whose values
+// are sockets, paths and common words ("ubuntu", "wayland"), and git authors.
+const NOT_SECRET_NAME = /^(XDG_|DBUS_)|^(DESKTOP_SESSION|SESSION_MANAGER|SSH_AUTH_SOCK|GPG_AGENT_INFO|KEYMAP|KEYBOARD\w*)$|AUTHOR/i;
+
+/** True if an environment variable with this name should have its value masked. */
+export function isSecretEnvName(name: string): boolean {
+  return SECRET_NAME.test(name) && !NOT_SECRET_NAME.test(name);
+}
+
+export interface EnvSecret {
+  value: Buffer;
+  /** Leading bytes that confirm a match: min(value length, ENV_COMMIT_BYTES). */
+  commit: number;
+  /** `[REDACTED:NAME]`: the name is not secret and tells a reader what was there. */
+  replacement: Buffer;
+}
+
+/** The secrets of an environment, one per distinct value, longest first (a value that is a prefix of another loses). */
+export function envSecrets(env: Record<string, string | undefined>): EnvSecret[] {
+  const byValue = new Map<string, EnvSecret>();
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || byValue.has(value) || !isSecretEnvName(name)) continue;
+    const bytes = Buffer.from(value, 'utf8');
+    if (bytes.length < MIN_ENV_SECRET_BYTES) continue;
+    byValue.set(value, { value: bytes, commit: Math.min(bytes.length, ENV_COMMIT_BYTES), replacement: Buffer.from(`[REDACTED:${name}]`) });
+  }
+  return [...byValue.values()].sort((a, b) => b.value.length - a.value.length);
+}

@@ -1,0 +1,121 @@
+/**
+ * The child's stderr, end to end: counted raw, redacted, then retained per
+ * call and per process and mirrored to a human within budget. The session
+ * feeds it every chunk (never pausing the pipe); the relay's observers tell it
+ * when calls start and end, so each call's record carries its own counts and
+ * an error answer can carry its excerpt.
+ */
+import type { Call } from '../calls.js';
+import type { SessionObserver } from '../observer.js';
+import { StderrStore, type CallStderr } from './budget.js';
+import { renderExcerpt } from './excerpt.js';
+import { Passthrough } from './passthrough.js';
+import { Redactor } from './redact.js';
+import type { RetainMode } from './ring.js';
+
+export interface StderrOptions {
+  callBytes: number;
+  processBytes: number;
+  excerptBytes: number;
+  retain: RetainMode;
+  /** Mirror budget in bytes, or null for no mirror. */
+  passthroughBytes: number | null;
+  /** Keep each tools/call's stderr until its answer is written, for the excerpt. */
+  excerptOnError: boolean;
+}
+
+/** What the session record says about stderr. */
+export interface StderrSummary {
+  bytes_seen: number;
+  bytes_retained: number;
+  truncated: boolean;
+  redactions: number;
+  mirrored_bytes: number;
+  suppressed_bytes: number;
+  /** The session ring (bytes outside any call), rendered with its marker. */
+  tail: string;
+}
+
+export class StderrTap implements SessionObserver {
+  private readonly redactor: Redactor;
+  private readonly store: StderrStore;
+  private readonly mirror: Passthrough | null;
+  private seen = 0;
+  private inFlight: readonly string[] = [];
+  private readonly emit = (safe: Buffer): void => {
+    this.store.write(safe, this.inFlight);
+    this.mirror?.write(safe);
+  };
+
+  constructor(
+    private readonly options: StderrOptions,
+    env: Record<string, string | undefined>,
+    mirrorWrite: (bytes: Buffer) => boolean,
+  ) {
+    this.redactor = new Redactor({ env });
+    this.store = new StderrStore({ callBytes: options.callBytes, processBytes: options.processBytes, retain: options.retain });
+    this.mirror = options.passthroughBytes === null ? null : new Passthrough({ limitBytes: options.passthroughBytes, write: mirrorWrite });
+  }
+
+  /** A raw chunk from the child's stderr and the calls in flight when it arrived. */
+  write(chunk: Buffer, inFlight: readonly string[]): void {
+    this.seen += chunk.length; // exact, before anything is decoded or masked
+    this.inFlight = inFlight;
+    this.redactor.feed(chunk, this.emit);
+  }
+
+  /** The stream ended (or was cut): release what the redactor held back. */
+  end(): void {
+    this.inFlight = [];
+    this.emit(this.redactor.flush());
+  }
+
+  /** The mirror's destination drained: mirror again. */
+  resumeMirror(): void {
+    this.mirror?.resume();
+  }
+
+  callStarted(call: Call): void {
+    this.store.openCall(call.callId);
+  }
+
+  callEnded(call: Call): void {
+    call.stderr = this.store.closeCall(call.callId);
+    // Only a call the child answered can get an excerpt (the relay decorates that answer next).
+    const answered = call.state === 'completed' || call.state === 'error';
+    if (!(this.options.excerptOnError && call.method === 'tools/call' && answered)) this.store.releaseCall(call.callId);
+  }
+
+  /** A call's retained stderr as labelled, marked text within the excerpt budget (then released). */
+  takeExcerpt(call: Call): string | null {
+    const snapshot = this.store.callSnapshot(call.callId);
+    this.store.releaseCall(call.callId);
+    if (snapshot === undefined || snapshot.seen === 0) return null;
+    return renderExcerpt(snapshot, { maxBytes: this.options.excerptBytes, label: true });
+  }
+
+  /** Drop a kept call without using it. */
+  release(call: Call): void {
+    this.store.releaseCall(call.callId);
+  }
+
+  /** The mirror's closing line ("suppressed N bytes ..."), if it suppressed anything. */
+  mirrorSummary(): string | null {
+    return this.mirror?.summary() ?? null;
+  }
+
+  summary(): StderrSummary {
+    const session = this.store.sessionSnapshot();
+    return {
+      bytes_seen: this.seen,
+      bytes_retained: this.store.retained,
+      truncated: this.store.seen > this.store.retained,
+      redactions: this.redactor.count,
+      mirrored_bytes: this.mirror?.mirrored ?? 0,
+      suppressed_bytes: this.mirror?.suppressed ?? 0,
+      tail: session.seen === 0 ? '' : renderExcerpt(session, { maxBytes: this.options.callBytes + 256, label: true }),
+    };
+  }
+}
+
+export type { CallStderr };
