@@ -34,6 +34,10 @@ export interface Call {
   cancelRequested: boolean;
   /** Deadline timer, if --call-timeout is set. */
   timer: NodeJS.Timeout | null;
+  /** The child's exit, when it was observed with the call in flight; else null. */
+  exitStatus: { code: number | null; signal: string | null } | null;
+  /** How the child's streams ended, for calls cut off by the child's end; else null (streams still open). */
+  streamEnd: { stdout: string; stderr: string } | null;
   /** Stderr accounting for the call's window, filled in when it ends. */
   stderr: { seen: number; retained: number; truncated: boolean; shared: boolean } | null;
 }
@@ -61,6 +65,8 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
     detail: null,
     cancelRequested: false,
     timer: null,
+    exitStatus: null,
+    streamEnd: null,
     stderr: null,
   };
 }

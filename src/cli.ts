@@ -12,6 +12,8 @@ import type { Call } from './calls.js';
 import { RUN_OPTIONS, applyConfigFile, parseArgv, type OptionSpec, type OptionValues } from './options.js';
 import type { RetainMode } from './stderr/ring.js';
 import { StderrTap, type StderrSummary } from './stderr/tap.js';
+import { AuditLog } from './audit.js';
+import { ensureRecordDir, loadAuditKey, resolveRecordDir, runRecordsCommand } from './records/index.js';
 import { openOutput } from './output.js';
 import { Session, type SessionSummary } from './session.js';
 
@@ -23,6 +25,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (first === '--help' || first === '-h' || first === 'help') return print(helpText());
   if (first === '--version' || first === '-V') return print(`mcpguard ${VERSION}\n`);
   if (first === 'check') return runCheck(argv.slice(1));
+  if (first === 'sessions' || first === 'activity' || first === 'show' || first === 'verify') return runRecordsCommand(first, argv.slice(1));
   try {
     return await runRelay(argv);
   } catch (error) {
@@ -60,7 +63,10 @@ async function runRelay(argv: readonly string[]): Promise<number> {
   );
   diagStream.on('drain', () => stderr.resumeMirror());
   const decorate = v['stderr-excerpt-on-error'] ? excerptDecorator(stderr) : undefined;
-  const session = new Session(
+  let session: Session | undefined;
+  const audit = v.records === 'on' ? openAudit(v, diag, () => session?.end('record_failure')) : null;
+  audit?.sessionStarted({ command, args, cwd: process.cwd(), options: recordedOptions(v) });
+  session = new Session(
     {
       command,
       args,
@@ -73,7 +79,15 @@ async function runRelay(argv: readonly string[]): Promise<number> {
       drainMs: v['drain-ms'] as number,
     },
     // The stderr tap observes first: a call's stderr counts are set before anyone records the call.
-    { input: process.stdin, output, diag, observers: [stderr], stderr, decorate },
+    {
+      input: process.stdin,
+      output,
+      diag,
+      observers: audit === null ? [stderr] : [stderr, audit],
+      stderr,
+      decorate,
+      onSpawn: (pid) => audit?.childSpawned(pid),
+    },
   );
   const stopSignals = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -87,7 +101,10 @@ async function runRelay(argv: readonly string[]): Promise<number> {
   const summary = await session.run();
   const mirrorSummary = stderr.mirrorSummary();
   if (mirrorSummary !== null) diag.writeLine(mirrorSummary);
-  if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify(summaryLine(summary, stderr.summary())));
+  const record = summaryLine(summary, stderr.summary());
+  audit?.sessionEnded(record);
+  if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
+  if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: audit?.sessionId ?? null, ...record }));
   await Promise.all([flushed(output, Math.max(1000, v['drain-ms'] as number)), diag.flush(1000)]);
   return summary.status;
 }
@@ -95,7 +112,6 @@ async function runRelay(argv: readonly string[]): Promise<number> {
 /** The session-end record as one JSON object (until the audit log carries it). */
 function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, unknown> {
   return {
-    mcpguard: 'session_end',
     end_reason: s.endReason,
     pid: s.pid,
     exit_code: s.exitCode,
@@ -112,6 +128,7 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
     stderr,
     frames: { client: s.counters.clientFrames, child: s.counters.childFrames },
     rejected: { client: s.counters.rejectedClient, child: s.counters.noiseLines },
+    redactions: stderr.redactions,
     stdout_noise_lines: s.counters.noiseLines,
     stdout_noise_bytes: s.counters.noiseBytes,
     late_responses: s.counters.lateResponses,
@@ -119,6 +136,26 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
     output_dropped_frames: s.outputDropped,
     duration_ms: s.endedAt - s.startedAt,
   };
+}
+
+/** Open this session's audit log; a bad directory or key stops mcpguard before the child starts. */
+function openAudit(v: OptionValues, diag: Diagnostics, onFailure: () => void): AuditLog {
+  const dir = resolveRecordDir(typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined);
+  ensureRecordDir(dir);
+  const keyFile = v['audit-key-file'];
+  const key = typeof keyFile === 'string' ? loadAuditKey(keyFile, dir) : undefined;
+  return new AuditLog({ dir, fsync: v.fsync as boolean, key }, (error) => {
+    diag.line(`cannot write the audit log: ${error.message}; ending the session`);
+    onFailure();
+  });
+}
+
+/** The options worth keeping in the session record (no paths to keys). */
+function recordedOptions(v: OptionValues): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(v)) if (name !== 'audit-key-file' && name !== 'config') kept[name] = value;
+  kept['audit-key'] = typeof v['audit-key-file'] === 'string';
+  return kept;
 }
 
 /** The key under `_meta` that carries a failed call's stderr excerpt. */

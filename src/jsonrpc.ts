@@ -13,6 +13,7 @@ import { scanJson, stringValue, type JsonNode } from './json-scan.js';
 export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
 export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
 /** The code the MCP SDKs use when the connection closes with a request pending. */
 export const CONNECTION_CLOSED = -32000;
 /** The code the MCP SDKs use for a request that timed out. */

@@ -22,7 +22,8 @@ export interface Rejection {
 }
 
 export interface SessionObserver {
-  callStarted?(call: Call): void;
+  /** Before the call's frame is forwarded. Returning false vetoes the dispatch (the record could not be written). */
+  callStarted?(call: Call): boolean | void;
   callDispatched?(call: Call): void;
   callEnded?(call: Call): void;
   rejected?(rejection: Rejection): void;

@@ -8,7 +8,7 @@ import { escapeBytes, type Diagnostics } from './diagnostics.js';
 import type { LineEvent } from './framing.js';
 import {
   classifyFrame, errorResponse, idKey, memberId, memberString, notification,
-  CONNECTION_CLOSED, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT,
+  CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT,
   type Classified, type Message, type RequestId, type Response,
 } from './jsonrpc.js';
 import type { Rejection, SessionObserver } from './observer.js';
@@ -86,7 +86,6 @@ export class Relay {
     const message = classifyFrame(event.frame, this.options);
     if (message.kind !== 'request') return;
     const call = newCall(message.id, null, message.method, null);
-    for (const o of this.observers) o.callStarted?.(call);
     this.end(call, 'rejected', 'arrived after the session closed');
     this.toClient.write(errorResponse(message.id, CONNECTION_CLOSED, 'mcpguard: the session is closed; request not forwarded', { state: 'rejected' }));
   }
@@ -109,13 +108,16 @@ export class Relay {
 
   private forwardToChild(frame: Buffer, items: readonly Message[]): void {
     const started: Call[] = [];
+    const vetoed: Call[] = [];
     let forward = true;
     for (const item of items) {
       if (item.kind === 'request') {
         const tool = item.method === 'tools/call' ? memberString(item.frame, item.params, 'name') ?? null : null;
         const call = newCall(item.id, item.idKey, item.method, tool);
         this.calls.inFlight.set(item.idKey, call);
-        for (const o of this.observers) o.callStarted?.(call);
+        let recorded = true;
+        for (const o of this.observers) if (o.callStarted?.(call) === false) recorded = false;
+        if (!recorded) vetoed.push(call);
         this.armDeadline(call);
         started.push(call);
       } else if (item.kind === 'response') {
@@ -123,6 +125,14 @@ export class Relay {
       } else if (item.method === 'notifications/cancelled' && items.length === 1) {
         forward = this.clientCancels(item);
       }
+    }
+    if (vetoed.length > 0) {
+      // Write-ahead failed: nothing of this line may reach the child.
+      for (const call of started) {
+        this.end(call, 'rejected', 'mcpguard could not write its audit record');
+        this.answer(call, INTERNAL_ERROR, 'mcpguard: the audit record could not be written; request not forwarded');
+      }
+      return;
     }
     if (!forward) return;
     this.toChild.write(frame, () => {
@@ -181,12 +191,8 @@ export class Relay {
     this.counters.rejectedClient++;
     this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${reason}`));
     this.diag.line(`rejected client line ${line}: ${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`);
-    // A request with a readable id still gets its one final record.
-    if (id !== null) {
-      const call = newCall(id, null, method, null);
-      for (const o of this.observers) o.callStarted?.(call);
-      this.end(call, 'rejected', reason);
-    }
+    // A request with a readable id still gets its one final record; it never had an attempt.
+    if (id !== null) this.end(newCall(id, null, method, null), 'rejected', reason);
     this.notify({ direction: 'client', line, code, reason, frame, bytes });
     if (this.options.onInvalid === 'close') {
       this.inputClosed = true;
@@ -252,9 +258,11 @@ export class Relay {
    * or the session is ending. `state` says what is known about calls the child
    * had already received.
    */
-  answerPending(state: CallState, why: string): void {
+  answerPending(state: CallState, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
     for (const call of [...this.calls.pending()]) {
       const dispatched = call.dispatchedAt !== null || !this.toChild.withdraw(call);
+      call.exitStatus = observed.exitStatus;
+      call.streamEnd = observed.streamEnd;
       this.end(call, dispatched ? state : 'cancelled_before_dispatch', why);
       this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
     }

@@ -41,6 +41,8 @@ export interface SessionIO {
   diag: Diagnostics;
   observers: SessionObserver[];
   stderr: StderrSink;
+  /** Called once the child is running, before any frame reaches it. */
+  onSpawn?: (pid: number) => void;
   /** Decorates a tools/call answer before it is written (the stderr excerpt). */
   decorate?: (call: Call, response: Response) => Buffer | null;
 }
@@ -115,6 +117,7 @@ export class Session {
     });
     if (spawned !== null || child.pid === undefined) return this.spawnFailed(spawned, startedAt);
     const pid = child.pid;
+    io.onSpawn?.(pid);
     const watchdog = armWatchdog(pid, options.graceMs);
     const tracker = process.platform === 'linux' ? new DescendantTracker(pid) : null;
 
@@ -195,6 +198,7 @@ export class Session {
     relay.answerPending(
       ownExit ? 'unknown_after_dispatch' : 'cancelled_after_dispatch',
       ownExit ? `the server exited (${describeExit(exit.code, exit.signal)}) before answering` : `the session ended (${this.reason}) before the server answered`,
+      { exitStatus: { code: exit.code, signal: exit.signal }, streamEnd: { stdout: outEnd, stderr: errEnd } },
     );
     io.input.off('data', onInput);
     io.input.pause();

@@ -21,7 +21,7 @@ describe('SDK Client → mcpguard → stdlib Python server', { timeout: TIMEOUT 
   const stderr = [];
 
   before(async () => {
-    transport = new StdioClientTransport({ command: process.execPath, args: [BIN, '--', 'python3', SERVER], stderr: 'pipe', cwd: ROOT });
+    transport = new StdioClientTransport({ command: process.execPath, args: [BIN, '--', 'python3', SERVER], stderr: 'pipe', cwd: ROOT, env: { ...process.env } });
     transport.stderr.on('data', (chunk) => stderr.push(chunk));
     client = new Client({ name: 'mcpguard-python-test', version: '1.0.0' });
     await client.connect(transport);

@@ -13,7 +13,7 @@ const TIMEOUT = 60000;
 
 /** Connect an SDK client to `command args`; stderr is piped and always drained. */
 async function connect(command, args) {
-  const transport = new StdioClientTransport({ command, args, stderr: 'pipe', cwd: ROOT });
+  const transport = new StdioClientTransport({ command, args, stderr: 'pipe', cwd: ROOT, env: { ...process.env } });
   const stderr = [];
   transport.stderr.on('data', (chunk) => stderr.push(chunk));
   const client = new Client({ name: 'mcpguard-sdk-test', version: '1.0.0' });

@@ -13,54 +13,77 @@
  */
 export function canonical(value: unknown): string {
   if (value === undefined) throw new TypeError('canonical: the value is undefined');
-  const keys = new Set<string>();
-  collectKeys(value, keys, [], []);
-  // With an array replacer, JSON.stringify writes every object's members in the
-  // array's order (integer-like keys included, which plain enumeration would put
-  // first). It is several times faster than concatenating the text ourselves.
-  return JSON.stringify(value, [...keys].sort());
+  const walk: Walk = { ancestors: [], trail: [], digitKeys: false };
+  const sorted = sortedCopy(value, walk);
+  // The fast path: JSON.stringify of objects whose keys were inserted in order.
+  if (!walk.digitKeys) return JSON.stringify(sorted);
+  // JS objects enumerate integer-like keys ("7", "10") first whatever the insertion
+  // order; an array replacer makes JSON.stringify follow the list's order instead.
+  return JSON.stringify(sorted, [...allKeys(sorted, new Set())].sort());
 }
 
-// Every object key at any depth, checking on the way that JSON can spell each value.
-// `trail` holds the keys and indexes down to `value`; it becomes text only for an error.
-function collectKeys(value: unknown, keys: Set<string>, ancestors: object[], trail: (string | number)[]): void {
+interface Walk {
+  ancestors: object[];
+  /** Keys and indexes down to the current value; made into text only for an error. */
+  trail: (string | number)[];
+  digitKeys: boolean;
+}
+
+// A copy with every object's keys inserted in sorted order, checking on the way
+// that JSON can spell each value.
+function sortedCopy(value: unknown, walk: Walk): unknown {
   switch (typeof value) {
     case 'string':
     case 'boolean':
-      return;
+      return value;
     case 'number':
-      if (!Number.isFinite(value)) throw new TypeError(`canonical: ${pathOf(trail)} is ${value}, which JSON cannot represent`);
-      return;
+      if (!Number.isFinite(value)) throw new TypeError(`canonical: ${pathOf(walk.trail)} is ${value}, which JSON cannot represent`);
+      return value;
     case 'object':
-      if (value === null) return;
+      if (value === null) return null;
       break;
     default:
-      throw new TypeError(`canonical: ${pathOf(trail)} is a ${typeof value}, which JSON cannot represent`);
+      throw new TypeError(`canonical: ${pathOf(walk.trail)} is a ${typeof value}, which JSON cannot represent`);
   }
   const object = value as { toJSON?: () => unknown } & Record<string, unknown>;
-  if (typeof object.toJSON === 'function') return collectKeys(object.toJSON(), keys, ancestors, trail);
-  if (ancestors.includes(object)) throw new TypeError(`canonical: ${pathOf(trail)} refers back to itself`);
-  ancestors.push(object);
+  if (typeof object.toJSON === 'function') return sortedCopy(object.toJSON(), walk);
+  if (walk.ancestors.includes(object)) throw new TypeError(`canonical: ${pathOf(walk.trail)} refers back to itself`);
+  walk.ancestors.push(object);
+  let copy: unknown[] | Record<string, unknown>;
   if (Array.isArray(object)) {
-    // An index loop reaches holes too; JSON.stringify writes them, like undefined, as null.
-    for (let i = 0; i < object.length; i++) {
-      if (object[i] === undefined) continue;
-      trail.push(i);
-      collectKeys(object[i], keys, ancestors, trail);
-      trail.pop();
-    }
+    // An index loop reaches holes too; undefined elements stay undefined and print as null.
+    copy = new Array<unknown>(object.length);
+    for (let i = 0; i < object.length; i++) copy[i] = object[i] === undefined ? undefined : step(walk, i, object[i]);
   } else {
-    for (const key of Object.keys(object)) {
+    copy = {};
+    for (const key of Object.keys(object).sort()) {
       if (object[key] === undefined) continue;
-      keys.add(key);
-      trail.push(key);
-      collectKeys(object[key], keys, ancestors, trail);
-      trail.pop();
+      if (!walk.digitKeys && /^\d+$/.test(key)) walk.digitKeys = true;
+      const member = step(walk, key, object[key]);
+      // Assigning "__proto__" would set the prototype; JSON.parse makes it an own key, and so must we.
+      if (key === '__proto__') Object.defineProperty(copy, key, { value: member, enumerable: true, writable: true, configurable: true });
+      else copy[key] = member;
     }
   }
-  ancestors.pop();
+  walk.ancestors.pop();
+  return copy;
+}
+
+function step(walk: Walk, at: string | number, value: unknown): unknown {
+  walk.trail.push(at);
+  const copy = sortedCopy(value, walk);
+  walk.trail.pop();
+  return copy;
+}
+
+function allKeys(value: unknown, keys: Set<string>): Set<string> {
+  if (typeof value === 'object' && value !== null) {
+    if (!Array.isArray(value)) Object.keys(value).forEach((key) => keys.add(key));
+    Object.values(value).forEach((member) => allKeys(member, keys));
+  }
+  return keys;
 }
 
 function pathOf(trail: (string | number)[]): string {
-  return `$${trail.map((step) => (typeof step === 'number' ? `[${step}]` : `.${step}`)).join('')}`;
+  return `$${trail.map((at) => (typeof at === 'number' ? `[${at}]` : `.${at}`)).join('')}`;
 }

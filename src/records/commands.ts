@@ -30,14 +30,13 @@ type Values = { 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string
 
 const COMMON = { 'record-dir': { type: 'string' }, json: { type: 'boolean' } } as const;
 const VERIFY = { ...COMMON, 'audit-key-file': { type: 'string' }, 'allow-unsealed': { type: 'boolean' } } as const;
-const MAX_POSITIONALS: Record<RecordsCommandName, [number, number]> = { sessions: [0, 0], activity: [0, 1], show: [1, 1], verify: [0, 0] };
+const POSITIONALS: Record<RecordsCommandName, [number, number]> = { sessions: [0, 0], activity: [0, 1], show: [1, 1], verify: [0, 0] };
 
 /** Run one record subcommand with its arguments (after the subcommand name); resolves to the exit code. */
 export async function runRecordsCommand(
   name: RecordsCommandName, argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
-  // `mcpguard sessions | head` closes the pipe early; that is not an error worth a stack trace.
-  if (io.stdout === process.stdout) process.stdout.on('error', (error: NodeJS.ErrnoException) => { if (error.code !== 'EPIPE') throw error; });
+  if (io.stdout === process.stdout) tolerateEpipe();
   const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard ${name}: ${message}\n`); return code; };
   let values: Values;
   let positionals: string[];
@@ -46,14 +45,16 @@ export async function runRecordsCommand(
   } catch (error) {
     return fail(optionError(error as Error, argv), EXIT_USAGE);
   }
-  const [min, max] = MAX_POSITIONALS[name];
+  const [min, max] = POSITIONALS[name];
   if (positionals.length > max) return fail(`unexpected argument '${positionals[max]}'`, EXIT_USAGE);
   if (positionals.length < min) return fail('expects a CALL_ID', EXIT_USAGE);
   if (values['record-dir'] === '') return fail("--record-dir expects a directory, got ''", EXIT_USAGE);
   const dir = resolveRecordDir(values['record-dir']);
   const kind = statKind(dir);
-  if (kind !== 'dir' && (values['record-dir'] !== undefined || kind === 'other')) {
-    return fail(`--record-dir expects a directory, got '${values['record-dir'] ?? dir}' (${kind === 'none' ? 'does not exist' : 'not a directory'})`, EXIT_USAGE);
+  // A missing default directory only means nothing was recorded yet.
+  if (kind === 'other' || (kind === 'none' && values['record-dir'] !== undefined)) {
+    const problem = kind === 'none' ? 'does not exist' : 'not a directory';
+    return fail(values['record-dir'] === undefined ? `record directory '${dir}': ${problem}` : `--record-dir expects a directory, got '${values['record-dir']}' (${problem})`, EXIT_USAGE);
   }
   const out = (text: string): void => { io.stdout.write(text); };
   const json = values.json === true;
@@ -166,6 +167,17 @@ function warnUnreadable(log: LoadedLog, io: CommandIO): void {
   if (log.unreadable.length > 0) {
     io.stderr.write(`mcpguard: ${log.file}: ${log.unreadable.length} unreadable line(s) (first: line ${log.unreadable[0]}); run mcpguard verify\n`);
   }
+}
+
+let epipeTolerated = false;
+
+// `mcpguard sessions | head` closes the pipe early; that is not an error worth a stack trace.
+function tolerateEpipe(): void {
+  if (epipeTolerated) return;
+  epipeTolerated = true;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
 }
 
 function statKind(path: string): 'dir' | 'other' | 'none' {

@@ -11,7 +11,7 @@
  * file's tail is unknown, so chaining further records onto it would be a lie.
  */
 import { closeSync, constants, fchmodSync, fsyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { resolve } from 'node:path';
 import { GuardError } from '../errors.js';
 import { canonical } from './canonical.js';
 import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, keyId, recordHash, type LogRecord } from './chain.js';
@@ -52,7 +52,7 @@ export class SessionLog {
   static create(opts: RecordStoreOptions, sessionId: string = newSessionId()): SessionLog {
     if (!isSessionId(sessionId)) throw new GuardError('ERR_RECORD_OPEN', `invalid session id '${sessionId}'`);
     ensureRecordDir(opts.dir);
-    const path = join(opts.dir, `${sessionId}.jsonl`);
+    const path = resolve(opts.dir, `${sessionId}.jsonl`);
     let fd: number;
     try {
       fd = openSync(path, OPEN_FLAGS, 0o600);
@@ -110,6 +110,7 @@ export class SessionLog {
     if (this.fd === null) {
       throw new GuardError('ERR_RECORD_CLOSED', `session log '${this.path}' is ${this.failure === null ? 'sealed' : `unusable after an earlier failure (${this.failure})`}`);
     }
+    // Spread into fresh objects rather than adding properties to one: measurably faster in V8.
     const unhashed = { ...fields, seq: this.seq, prev: this.prev };
     const hash = recordHash(unhashed, this.opts.key);
     const line = Buffer.from(`${canonical({ ...unhashed, hash })}\n`);

@@ -28,6 +28,7 @@ import { RECORD_VERSION, ZERO_HASH, keyId, recordHash, type ChainAlg, type LogRe
 import { describe } from './location.js';
 import { listLogFiles, parseRecord, splitLines } from './read.js';
 
+/** How a file fared; see the module comment for what each status means. */
 export type VerifyStatus = 'ok' | 'unsealed' | 'torn' | 'tampered' | 'key' | 'unreadable';
 
 /** The verdict on one file. */

@@ -65,6 +65,7 @@ export interface SessionRow {
   records: number;
 }
 
+/** Summarise one session from its start, end and call records; a missing end leaves nulls. */
 export function sessionRow(log: LoadedLog): SessionRow {
   const start = find(log, 'session_start');
   const end = find(log, 'session_end');
@@ -98,7 +99,8 @@ export type ActivityRow =
 /**
  * Calls in the order they were first recorded, each folded from its
  * attempt/dispatch/end records, and rejections in between. A call without a
- * final record shows state `open` (still running, or lost in a crash).
+ * final record shows state `open` while the session runs (or after a crash), and
+ * `no_final_record` once the session has ended.
  */
 export function activityRows(log: LoadedLog): ActivityRow[] {
   const rows: ActivityRow[] = [];
@@ -128,6 +130,10 @@ export function activityRows(log: LoadedLog): ActivityRow[] {
         duration_ms: started !== null && ended !== null ? ended - started : null,
       });
     }
+  }
+  // Once the session has ended, a call without a final record broke the "one final record per call" promise.
+  if (log.sealed || find(log, 'session_end') !== undefined) {
+    for (const row of calls.values()) if (row.state === 'open') row.state = 'no_final_record';
   }
   return rows;
 }

@@ -10,6 +10,14 @@ export const BIN = join(ROOT, 'bin', 'mcpguard.js');
 export const FIXTURES = join(ROOT, 'test', 'fixtures');
 export const fixture = (name) => join(FIXTURES, name);
 
+// Every mcpguard a test starts keeps its records in this process's own temporary
+// home, never in the user's ~/.local/state (tests that inspect records pass --record-dir).
+if (!process.env.MCPGUARD_HOME) {
+  process.env.MCPGUARD_HOME = mkdtempSync(join(tmpdir(), 'mcpguard-home-'));
+  const home = process.env.MCPGUARD_HOME;
+  process.on('exit', () => rmSync(home, { recursive: true, force: true }));
+}
+
 const started = new Set();
 
 /** Kill every process a test started and is still running (call from after/afterEach). */

@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { canonical } from '../../dist/records/canonical.js';
+
+// The model: the plain recursive definition, with an explicit code-unit comparison.
+// (JSON.stringify cannot be the model: JS objects enumerate integer-like keys first.)
+function compareUnits(a, b) {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    if (a.charCodeAt(i) !== b.charCodeAt(i)) return a.charCodeAt(i) - b.charCodeAt(i);
+  }
+  return a.length - b.length;
+}
+function model(value) {
+  if (Array.isArray(value)) return `[${value.map(model).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const members = Object.entries(value).sort(([a], [b]) => compareUnits(a, b));
+    return `{${members.map(([k, v]) => `${JSON.stringify(k)}:${model(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+test('sorts keys at every depth and writes no whitespace', () => {
+  assert.equal(canonical({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'x' } }), '{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}');
+});
+
+test('orders keys by UTF-16 code units, as RFC 8785 does', () => {
+  const value = { '\u20ac': 'euro', '\r': 'cr', '\ud83d\ude00': 'smile', 1: 'one', a: 'a', A: 'A' };
+  assert.equal(canonical(value), '{"\\r":"cr","1":"one","A":"A","a":"a","€":"euro","😀":"smile"}');
+});
+
+test('integer-like keys sort as strings, not first as JS enumerates them', () => {
+  assert.equal(canonical({ 10: 'a', 9: 'b', '': 'c', x: 'd' }), '{"":"c","10":"a","9":"b","x":"d"}');
+});
+
+test('a "__proto__" key, as JSON.parse makes it, stays an ordinary key', () => {
+  const parsed = JSON.parse('{"b":{"__proto__":{"x":1}},"__proto__":2}');
+  assert.equal(canonical(parsed), '{"__proto__":2,"b":{"__proto__":{"x":1}}}');
+});
+
+test('prints numbers and strings exactly as JSON.stringify does', () => {
+  for (const n of [0, -0, 1, -1, 0.1, 1e21, 1e-7, 123456789012345680000, 5e-324, 1.7976931348623157e308, 0.000001, 2 ** 53]) {
+    assert.equal(canonical(n), JSON.stringify(n), String(n));
+  }
+  assert.equal(canonical(-0), '0');
+  assert.equal(canonical('quote " backslash \\ newline \n nul \0 lone \ud800 é'), JSON.stringify('quote " backslash \\ newline \n nul \0 lone \ud800 é'));
+  assert.equal(canonical([true, false, null]), '[true,false,null]');
+});
+
+test('undefined members are left out and undefined elements and holes become null, like JSON.stringify', () => {
+  assert.equal(canonical({ a: undefined, b: 1 }), '{"b":1}');
+  // eslint-disable-next-line no-sparse-arrays
+  assert.equal(canonical([undefined, , 1]), '[null,null,1]');
+  assert.equal(canonical({ when: new Date(0) }), '{"when":"1970-01-01T00:00:00.000Z"}');
+});
+
+test('refuses values JSON cannot represent faithfully, naming where they are', () => {
+  assert.throws(() => canonical({ a: { b: NaN } }), /\$\.a\.b is NaN/);
+  assert.throws(() => canonical([Infinity]), /\$\[0\] is Infinity/);
+  assert.throws(() => canonical({ n: 1n }), /bigint/);
+  assert.throws(() => canonical({ f() {} }), /function/);
+  assert.throws(() => canonical({ s: Symbol('x') }), /symbol/);
+  assert.throws(() => canonical(undefined), /undefined/);
+  const cycle = { a: {} };
+  cycle.a.back = cycle;
+  assert.throws(() => canonical(cycle), /refers back to itself/);
+  // The same object twice is not a cycle.
+  const shared = { x: 1 };
+  assert.equal(canonical({ a: shared, b: [shared] }), '{"a":{"x":1},"b":[{"x":1}]}');
+});
+
+test('property: equals the model, and is a fixed point of parse', () => {
+  fc.assert(fc.property(fc.jsonValue(), (value) => {
+    const text = canonical(value);
+    assert.equal(text, model(value));
+    assert.equal(canonical(JSON.parse(text)), text);
+  }), { numRuns: 500 });
+});
+
+test('property: objects with integer-like keys (the slow path) still match the model', () => {
+  const key = fc.oneof(fc.string(), fc.nat().map(String), fc.constantFrom('0', '00', '01', '4294967295', '-1', '1.5'));
+  const tree = fc.letrec((tie) => ({
+    node: fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 1 }), fc.array(tie('node'), { maxLength: 3 }), fc.dictionary(key, tie('node'), { maxKeys: 4 })),
+  })).node;
+  fc.assert(fc.property(fc.dictionary(key, tree), (value) => {
+    assert.equal(canonical(value), model(value));
+  }), { numRuns: 500 });
+});
+
+test('property: insertion order of keys does not matter', () => {
+  fc.assert(fc.property(fc.dictionary(fc.string(), fc.jsonValue()), (object) => {
+    const reversed = Object.fromEntries(Object.entries(object).reverse());
+    assert.equal(canonical(reversed), canonical(object));
+  }), { numRuns: 300 });
+});

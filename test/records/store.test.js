@@ -1,0 +1,161 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SessionLog, fingerprint, newCallId, newSessionId } from '../../dist/records/store.js';
+import { verifyDir, verifyFile } from '../../dist/records/verify.js';
+
+const STORE_URL = new URL('../../dist/records/store.js', import.meta.url).href;
+const root = mkdtempSync(join(tmpdir(), 'mcpguard-store-'));
+const children = new Set();
+after(() => {
+  for (const child of children) child.kill('SIGKILL');
+  rmSync(root, { recursive: true, force: true });
+});
+let n = 0;
+const freshDir = () => join(root, `d${n++}`);
+const readRecords = (path) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+
+// Run a node ESM snippet; resolves to { code, signal, stderr }.
+function runNode(source, { shell } = {}) {
+  const child = shell
+    ? spawn('sh', ['-c', `${shell}; exec "$0" --input-type=module -e "$1"`, process.execPath, source], { stdio: ['ignore', 'ignore', 'pipe'] })
+    : spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.add(child);
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  return new Promise((resolve) => child.on('exit', (code, signal) => { children.delete(child); resolve({ code, signal, stderr }); }));
+}
+
+test('ids: session ids sort by time and are file-name safe; call ids and fingerprints have their shape', () => {
+  const a = newSessionId(new Date('2026-11-29T11:22:33.456Z'));
+  assert.match(a, /^s_20261129T112233Z_[0-9a-f]{8}$/);
+  assert.ok(newSessionId(new Date('2026-11-29T11:22:34Z')) > a);
+  assert.match(newCallId(), /^c_[0-9a-f]{12}$/);
+  assert.notEqual(newCallId(), newCallId());
+  const secret = Buffer.from('{"jsonrpc":"2.0","params":{"token":"hunter2"}}');
+  const fp = fingerprint(secret);
+  assert.deepEqual(Object.keys(fp).sort(), ['bytes', 'sha256_16']);
+  assert.equal(fp.bytes, secret.length);
+  assert.match(fp.sha256_16, /^[0-9a-f]{16}$/);
+});
+
+test('a session log is a header, one line per event with seq/prev/hash/ts, and a seal', () => {
+  const dir = freshDir();
+  const log = SessionLog.create({ dir, fsync: true }, 's_test_1');
+  assert.equal(log.sessionId, 's_test_1');
+  assert.equal(log.path, join(dir, 's_test_1.jsonl'));
+  log.append('session_start', { command: 'python', args: ['server.py'], cwd: '/', pid: 42, started_at: 'x' });
+  log.append('call_attempt', { call_id: 'c_1', request_id: 1, method: 'tools/list', tool: null });
+  log.seal();
+  assert.equal(log.sealed, true);
+  const records = readRecords(log.path);
+  assert.deepEqual(records.map((r) => [r.seq, r.type]), [[0, 'header'], [1, 'session_start'], [2, 'call_attempt'], [3, 'seal']]);
+  const [header, start, , seal] = records;
+  assert.equal(header.prev, '0'.repeat(64));
+  assert.deepEqual({ ...header, hash: undefined, created_at: undefined, writer_pid: undefined },
+    { type: 'header', log_id: 's_test_1', alg: 'sha256', key_id: null, version: 1, seq: 0, prev: '0'.repeat(64), hash: undefined, created_at: undefined, writer_pid: undefined });
+  assert.equal(start.prev, header.hash);
+  assert.equal(start.pid, 42);
+  assert.match(start.ts, /^\d{4}-\d\d-\d\dT/);
+  assert.equal(seal.records, 4);
+  assert.equal(verifyFile(log.path).status, 'ok');
+});
+
+test('append after seal, a second seal, reserved fields and reserved types throw', () => {
+  const log = SessionLog.create({ dir: freshDir(), fsync: false });
+  assert.throws(() => log.append('x', { seq: 7 }), /may not set 'seq'/);
+  assert.throws(() => log.append('x', { hash: 'h' }), /may not set 'hash'/);
+  assert.throws(() => log.append('header', {}), /written by SessionLog/);
+  assert.throws(() => log.append('x', { bad: NaN }), /NaN/);
+  log.seal();
+  assert.throws(() => log.append('x', {}), (error) => error.code === 'ERR_RECORD_CLOSED' && /sealed/.test(error.message));
+  assert.throws(() => log.seal(), { code: 'ERR_RECORD_CLOSED' });
+  // Nothing that threw was written: the file still verifies.
+  assert.equal(verifyFile(log.path).status, 'ok');
+});
+
+test('an existing session file or an unsafe session id is refused', () => {
+  const dir = freshDir();
+  SessionLog.create({ dir, fsync: false }, 's_same');
+  assert.throws(() => SessionLog.create({ dir, fsync: false }, 's_same'), (e) => e.code === 'ERR_RECORD_OPEN' && /EEXIST/.test(e.message));
+  for (const id of ['../escape', 'a/b', '.hidden', '', 'x'.repeat(200)]) {
+    assert.throws(() => SessionLog.create({ dir, fsync: false }, id), { code: 'ERR_RECORD_OPEN' }, id);
+  }
+});
+
+test('a write error throws a clear error and poisons the log (EBADF)', () => {
+  const log = SessionLog.create({ dir: freshDir(), fsync: false });
+  closeSync(log.fd); // the descriptor vanishes under the log
+  assert.throws(() => log.append('x', { a: 1 }), (e) => e.code === 'ERR_RECORD_WRITE' && /EBADF/.test(e.message) && e.message.includes(log.path));
+  assert.throws(() => log.append('x', { a: 2 }), (e) => e.code === 'ERR_RECORD_CLOSED' && /earlier failure/.test(e.message));
+  assert.throws(() => log.seal(), { code: 'ERR_RECORD_CLOSED' });
+  assert.equal(log.sealed, false);
+});
+
+test('a short write (file size limit, like a full disk) throws, and verify then reports the log as torn', { timeout: 20_000 }, async () => {
+  const dir = freshDir();
+  const source = `
+    import { SessionLog } from ${JSON.stringify(STORE_URL)};
+    const log = SessionLog.create({ dir: ${JSON.stringify(dir)}, fsync: false });
+    try { for (let i = 0; i < 50; i++) log.append('pad', { i, pad: 'y'.repeat(100) }); process.exit(3); }
+    catch (e) { console.error(e.code + ' ' + e.message); }
+    try { log.append('pad', {}); } catch (e) { console.error(e.code); process.exit(0); }
+    process.exit(4);`;
+  // SIGXFSZ ignored so the kernel shortens the write instead of killing node.
+  const { code, stderr } = await runNode(source, { shell: "trap '' XFSZ; ulimit -f 4" });
+  assert.equal(code, 0, stderr);
+  assert.match(stderr, /ERR_RECORD_WRITE .*(short write|EFBIG)/);
+  assert.match(stderr, /ERR_RECORD_CLOSED/);
+  const [result] = verifyDir(dir);
+  assert.ok(['torn', 'unsealed'].includes(result.status), JSON.stringify(result));
+});
+
+test('20 writer processes sharing one directory: every chain verifies and no record is lost', { timeout: 60_000 }, async () => {
+  const dir = freshDir();
+  const writers = 20;
+  const perWriter = 200;
+  const source = (w) => `
+    import { SessionLog } from ${JSON.stringify(STORE_URL)};
+    const log = SessionLog.create({ dir: ${JSON.stringify(dir)}, fsync: false });
+    for (let i = 0; i < ${perWriter}; i++) log.append('call_attempt', { writer: ${w}, i, call_id: 'c_' + ${w} + '_' + i, pad: 'x'.repeat(i % 97) });
+    log.seal();`;
+  const results = await Promise.all(Array.from({ length: writers }, (_, w) => runNode(source(w))));
+  results.forEach((r) => assert.equal(r.code, 0, r.stderr));
+  const verdicts = verifyDir(dir);
+  assert.equal(verdicts.length, writers);
+  for (const verdict of verdicts) assert.deepEqual([verdict.status, verdict.records], ['ok', perWriter + 2], JSON.stringify(verdict));
+  const seen = new Set();
+  for (const name of readdirSync(dir)) {
+    const records = readRecords(join(dir, name)).filter((r) => r.type === 'call_attempt');
+    assert.deepEqual(records.map((r) => r.i), Array.from({ length: perWriter }, (_, i) => i));
+    assert.equal(new Set(records.map((r) => r.writer)).size, 1, 'one writer per file');
+    seen.add(records[0].writer);
+  }
+  assert.equal(seen.size, writers);
+});
+
+test('files are 0600 and the directory 0700 whatever the umask; an existing loose directory is tightened', () => {
+  const previous = process.umask(0o000);
+  try {
+    const dir = join(freshDir(), 'nested', 'records');
+    const log = SessionLog.create({ dir, fsync: false });
+    assert.equal(statSync(dir).mode & 0o777, 0o700);
+    assert.equal(statSync(log.path).mode & 0o777, 0o600);
+    process.umask(0o277); // would leave the file read-only and the directory without search permission
+    const strict = SessionLog.create({ dir: freshDir(), fsync: false });
+    strict.append('x', { ok: true });
+    assert.equal(statSync(join(strict.path, '..')).mode & 0o777, 0o700);
+    assert.equal(statSync(strict.path).mode & 0o777, 0o600);
+    process.umask(0o000);
+    const loose = freshDir();
+    mkdirSync(loose, { mode: 0o777 });
+    assert.equal(statSync(loose).mode & 0o777, 0o777);
+    SessionLog.create({ dir: loose, fsync: false });
+    assert.equal(statSync(loose).mode & 0o777, 0o700);
+  } finally {
+    process.umask(previous);
+  }
+});
