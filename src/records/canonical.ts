@@ -18,8 +18,19 @@ export function canonical(value: unknown): string {
   // The fast path: JSON.stringify of objects whose keys were inserted in order.
   if (!walk.digitKeys) return JSON.stringify(sorted);
   // JS objects enumerate integer-like keys ("7", "10") first whatever the insertion
-  // order; an array replacer makes JSON.stringify follow the list's order instead.
-  return JSON.stringify(sorted, [...allKeys(sorted, new Set())].sort());
+  // order, so such trees are written member by member in sorted order. (An array
+  // replacer for JSON.stringify would apply its key list to every nested object and
+  // read inherited names like "__proto__" off objects that lack them.)
+  return writeSorted(sorted);
+}
+
+/** JSON text of a checked, copied tree, with object keys in sorted order. */
+function writeSorted(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : writeSorted(item))).join(',')}]`;
+  const object = value as Record<string, unknown>;
+  const members = Object.keys(object).sort().map((key) => `${JSON.stringify(key)}:${writeSorted(object[key])}`);
+  return `{${members.join(',')}}`;
 }
 
 interface Walk {
@@ -74,14 +85,6 @@ function step(walk: Walk, at: string | number, value: unknown): unknown {
   const copy = sortedCopy(value, walk);
   walk.trail.pop();
   return copy;
-}
-
-function allKeys(value: unknown, keys: Set<string>): Set<string> {
-  if (typeof value === 'object' && value !== null) {
-    if (!Array.isArray(value)) Object.keys(value).forEach((key) => keys.add(key));
-    Object.values(value).forEach((member) => allKeys(member, keys));
-  }
-  return keys;
 }
 
 function pathOf(trail: (string | number)[]): string {
