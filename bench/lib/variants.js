@@ -1,0 +1,51 @@
+// The command lines under test. Every relay runs the same server; only what
+// sits between the measuring client and that server changes.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const NODE = process.execPath;
+/** The mcpguard entry under test (a live binding: `snapshotGuard` repoints it). */
+export let MCPGUARD = `${ROOT}bin/mcpguard.js`;
+export const ECHO_SERVER = `${ROOT}bench/fixtures/echo-server.js`;
+export const COPY_RELAY = `${ROOT}bench/fixtures/copy-relay.js`;
+export const SDK_RELAY = `${ROOT}bench/fixtures/sdk-relay.js`;
+export const STDERR_FLOOD = `${ROOT}bench/fixtures/stderr-flood.js`;
+export const STDERR_READER = `${ROOT}bench/fixtures/stderr-reader.js`;
+
+/** mcpguard with its defaults (what a user runs), in front of `server`. */
+export function guarded(server, options = []) {
+  return [NODE, MCPGUARD, ...options, '--', ...server];
+}
+
+/** The four ways to reach `server` that every relay row compares. */
+export function relayVariants(server = [NODE, ECHO_SERVER]) {
+  return [
+    { name: 'direct', label: 'direct (no relay)', argv: server },
+    { name: 'copy', label: 'byte-copy relay', argv: [NODE, COPY_RELAY, ...server] },
+    { name: 'mcpguard', label: 'mcpguard', argv: guarded(server) },
+    { name: 'sdk', label: 'SDK stdio relay', argv: [NODE, SDK_RELAY, ...server] },
+  ];
+}
+
+/**
+ * Copy bin/, dist/ and package.json into `dir` and benchmark that copy: a
+ * rebuild of dist/ during a long run (npm test builds) must not change the
+ * code under test halfway, or break an import mid-write.
+ */
+export function snapshotGuard(dir) {
+  mkdirSync(dir, { recursive: true });
+  for (const part of ['bin', 'dist', 'package.json']) cpSync(join(ROOT, part), join(dir, part), { recursive: true });
+  MCPGUARD = join(dir, 'bin', 'mcpguard.js');
+  help = null;
+  return MCPGUARD;
+}
+
+let help = null;
+/** `mcpguard --help` of the build under test: which options (records, ...) exist. */
+export function mcpguardHelp() {
+  help ??= execFileSync(NODE, [MCPGUARD, '--help'], { encoding: 'utf8' });
+  return help;
+}
