@@ -45,3 +45,48 @@ export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null, s
   if (signal !== null) return 128 + (signals[signal] ?? 0);
   return 1;
 }
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** When the exit was observed (ms since the epoch). */
+  at: number;
+}
+
+/** A child whose `spawn`/`error` and `exit` are already being watched. */
+export interface StartedChild {
+  child: ChildProcessWithoutNullStreams;
+  /** null once running; the error if it could not start (then `exit` never comes). */
+  spawned: Promise<Error | null>;
+  exited: Promise<ExitInfo>;
+  /** Stop holding the output streams; call after attaching the real readers. */
+  release(): void;
+}
+
+/**
+ * Spawn and attach the lifecycle listeners in the same tick: an `error` with no
+ * listener would crash mcpguard, and an `exit` emitted before anyone listens
+ * would be lost. Until the session reads them, the output streams are held by
+ * a 'readable' listener that reads nothing: without any listener, Node
+ * discards a stream's unread bytes when the child exits ("flushStdio"); with
+ * one, they wait (up to the stream's buffer, then in the pipe: backpressure).
+ */
+export function startChild(command: string, args: readonly string[], options: SpawnOptions = {}): StartedChild {
+  const child = spawnInGroup(command, args, options);
+  const spawned = new Promise<Error | null>((resolve) => {
+    child.once('spawn', () => resolve(null));
+    child.once('error', (error) => resolve(error));
+  });
+  const exited = new Promise<ExitInfo>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
+  });
+  const hold = (): void => {};
+  child.stdout.on('readable', hold);
+  child.stderr.on('readable', hold);
+  const release = (): void => {
+    // With 'data' listeners attached, removing the last 'readable' one resumes the flow.
+    child.stdout.off('readable', hold);
+    child.stderr.off('readable', hold);
+  };
+  return { child, spawned, exited, release };
+}

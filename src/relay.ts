@@ -92,15 +92,16 @@ export class Relay {
 
   /** Checks that need the call table; the whole batch is checked before any of it is applied. */
   private checkClientState(items: readonly Message[]): { reason: string; id: RequestId | null } | null {
-    const seen = new Set<string>();
+    // A Set is needed only to catch repeats inside a batch.
+    const seen = items.length > 1 ? new Set<string>() : null;
     for (const item of items) {
       if (item.kind === 'request') {
         // Answering with the reused id would pair the error with the request in flight.
-        if (this.calls.inFlight.has(item.idKey) || seen.has(item.idKey)) return { reason: `request id ${JSON.stringify(item.id)} is already in flight`, id: null };
-        seen.add(item.idKey);
+        if (this.calls.inFlight.has(item.idKey) || seen?.has(item.idKey)) return { reason: `request id ${JSON.stringify(item.id)} is already in flight`, id: null };
+        seen?.add(item.idKey);
       } else if (item.kind === 'response') {
-        if (!this.calls.childRequests.has(item.idKey) || seen.has(`r${item.idKey}`)) return { reason: `response to id ${JSON.stringify(item.id)}, which the server did not ask (or was already answered)`, id: null };
-        seen.add(`r${item.idKey}`);
+        if (!this.calls.childRequests.has(item.idKey) || seen?.has(`r${item.idKey}`)) return { reason: `response to id ${JSON.stringify(item.id)}, which the server did not ask (or was already answered)`, id: null };
+        seen?.add(`r${item.idKey}`);
       }
     }
     return null;
@@ -219,17 +220,19 @@ export class Relay {
     }
     let late = 0;
     let frame = message.frame;
+    const answered: Array<[Call, CallState]> = [];
     for (const item of items) {
       if (item.kind === 'request') this.calls.childRequests.set(item.idKey, { id: item.id, method: item.method });
       else if (item.kind === 'response') {
         const call = this.calls.inFlight.get(item.idKey)!;
         this.calls.inFlight.delete(item.idKey);
-        if (call.state !== null) late++;
-        else {
-          this.end(call, item.isError ? 'error' : 'completed', null);
-          const decorated = this.decorate?.(call, item) ?? null;
-          if (decorated !== null && items.length === 1) frame = decorated;
+        if (call.state !== null) {
+          late++;
+          continue;
         }
+        answered.push([call, item.isError ? 'error' : 'completed']);
+        const decorated = items.length === 1 ? this.decorate?.(call, item) ?? null : null;
+        if (decorated !== null) frame = decorated;
       }
     }
     if (late > 0 && late === items.length) {
@@ -239,7 +242,9 @@ export class Relay {
       return;
     }
     this.counters.childFrames++;
+    // The answer goes out first; the final records follow (only the attempt must be write-ahead).
     this.toClient.write(frame);
+    for (const [call, state] of answered) this.end(call, state, null);
   }
 
   private noise(line: number, reason: string, bytes: Buffer, length: number): void {

@@ -6,7 +6,7 @@
  */
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
-import { exitCodeOf, spawnInGroup } from './child.js';
+import { exitCodeOf, type ExitInfo, type StartedChild } from './child.js';
 import type { Call } from './calls.js';
 import type { Diagnostics } from './diagnostics.js';
 import type { Response } from './jsonrpc.js';
@@ -15,7 +15,7 @@ import type { SessionObserver } from './observer.js';
 import { DescendantTracker } from './proctree.js';
 import { Relay, type RelayCounters, type RelayOptions } from './relay.js';
 import { shutdownTree, type ShutdownReport } from './shutdown.js';
-import { armWatchdog } from './watchdog.js';
+import { armWatchdog, type Watchdog } from './watchdog.js';
 import { FrameWriter } from './writer.js';
 
 export interface SessionOptions extends RelayOptions {
@@ -41,6 +41,8 @@ export interface SessionIO {
   diag: Diagnostics;
   observers: SessionObserver[];
   stderr: StderrSink;
+  /** A watchdog armed when the child was started; else the session arms one. */
+  watchdog?: Watchdog;
   /** Called once the child is running, before any frame reaches it. */
   onSpawn?: (pid: number) => void;
   /** Decorates a tools/call answer before it is written (the stderr excerpt). */
@@ -107,24 +109,18 @@ export class Session {
     for (const resolve of waiting) resolve();
   }
 
-  async run(): Promise<SessionSummary> {
-    const startedAt = Date.now();
+  /** Run the session over a child started with `startChild` (so its start can overlap mcpguard's own). */
+  async run(started: StartedChild, startedAt = Date.now()): Promise<SessionSummary> {
     const { options, io } = this;
-    const child = spawnInGroup(options.command, options.args, { cwd: options.cwd, env: options.env });
-    const spawned = await new Promise<Error | null>((resolve) => {
-      child.once('spawn', () => resolve(null));
-      child.once('error', (error) => resolve(error));
-    });
+    const { child, exited } = started;
+    const spawned = await started.spawned;
     if (spawned !== null || child.pid === undefined) return this.spawnFailed(spawned, startedAt);
     const pid = child.pid;
     io.onSpawn?.(pid);
-    const watchdog = armWatchdog(pid, options.graceMs);
+    const watchdog = io.watchdog ?? armWatchdog(pid, options.graceMs);
     const tracker = process.platform === 'linux' ? new DescendantTracker(pid) : null;
 
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) => {
-      child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() }));
-    });
-    let exitInfo: { code: number | null; signal: NodeJS.Signals | null; at: number } | null = null;
+    let exitInfo: ExitInfo | null = null;
     void exited.then((info) => {
       exitInfo = info;
       this.end('child_exit');
@@ -152,6 +148,8 @@ export class Session {
       io.stderr.write(chunk, relay.calls.inFlightCallIds());
     });
     void stderrEnded.then(() => io.stderr.end());
+
+    started.release();
 
     // Client stdin → relay.
     const clientLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromClient(event));

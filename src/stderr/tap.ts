@@ -20,8 +20,6 @@ export interface StderrOptions {
   retain: RetainMode;
   /** Mirror budget in bytes, or null for no mirror. */
   passthroughBytes: number | null;
-  /** Keep each tools/call's stderr until its answer is written, for the excerpt. */
-  excerptOnError: boolean;
 }
 
 /** What the session record says about stderr. */
@@ -81,22 +79,14 @@ export class StderrTap implements SessionObserver {
 
   callEnded(call: Call): void {
     call.stderr = this.store.closeCall(call.callId);
-    // Only a call the child answered can get an excerpt (the relay decorates that answer next).
-    const answered = call.state === 'completed' || call.state === 'error';
-    if (!(this.options.excerptOnError && call.method === 'tools/call' && answered)) this.store.releaseCall(call.callId);
+    this.store.releaseCall(call.callId);
   }
 
-  /** A call's retained stderr as labelled, marked text within the excerpt budget (then released). */
-  takeExcerpt(call: Call): string | null {
+  /** A call's retained stderr so far, as labelled, marked text within the excerpt budget. */
+  excerpt(call: Call): string | null {
     const snapshot = this.store.callSnapshot(call.callId);
-    this.store.releaseCall(call.callId);
     if (snapshot === undefined || snapshot.seen === 0) return null;
     return renderExcerpt(snapshot, { maxBytes: this.options.excerptBytes, label: true });
-  }
-
-  /** Drop a kept call without using it. */
-  release(call: Call): void {
-    this.store.releaseCall(call.callId);
   }
 
   /** The mirror's closing line ("suppressed N bytes ..."), if it suppressed anything. */

@@ -1,0 +1,165 @@
+/**
+ * The relay's wiring: everything a session needs besides the child itself,
+ * which the command line has already started (so the server's start-up runs
+ * while these modules load). Builds the stderr tap, the audit log and the
+ * session, runs it, and writes the session record and summary.
+ */
+import type { StartedChild } from './child.js';
+import type { Call } from './calls.js';
+import { AuditLog } from './audit.js';
+import { Diagnostics } from './diagnostics.js';
+import { withMetaEntry, type Response } from './jsonrpc.js';
+import type { OptionValues } from './options.js';
+import { openOutput } from './output.js';
+import { Session, type SessionSummary } from './session.js';
+import type { RetainMode } from './stderr/ring.js';
+import { StderrTap, type StderrSummary } from './stderr/tap.js';
+import type { Watchdog } from './watchdog.js';
+
+/** What the command line prepared before the child started. */
+export interface Prepared {
+  values: OptionValues;
+  command: string;
+  args: string[];
+  started: StartedChild;
+  startedAt: number;
+  watchdog: Watchdog | undefined;
+  /** Record directory and key, already checked; null with --records off. */
+  records: { dir: string; key: Buffer | undefined } | null;
+  /** Signals that arrived before the session existed, and where later ones go. */
+  signals: { pending: NodeJS.Signals[]; handler: ((signal: NodeJS.Signals) => void) | null };
+}
+
+/** Run the relay session; resolves to mcpguard's exit status. */
+export async function runRelay(p: Prepared): Promise<number> {
+  const v = p.values;
+  const diagStream = openOutput(2);
+  const diag = new Diagnostics(diagStream);
+  const output = openOutput(1);
+  const stderr = new StderrTap(
+    {
+      callBytes: v['stderr-call-bytes'] as number,
+      processBytes: v['stderr-process-bytes'] as number,
+      excerptBytes: v['stderr-excerpt-bytes'] as number,
+      retain: v['stderr-retain'] as RetainMode,
+      passthroughBytes: v['stderr-passthrough'] === 'on' ? (v['stderr-passthrough-bytes'] as number) : null,
+    },
+    process.env,
+    (bytes) => diag.writeRaw(bytes),
+  );
+  diagStream.on('drain', () => stderr.resumeMirror());
+  const decorate = v['stderr-excerpt-on-error'] ? excerptDecorator(stderr) : undefined;
+  let session: Session | undefined;
+  const audit = p.records === null ? null : new AuditLog({ dir: p.records.dir, fsync: v.fsync as boolean, key: p.records.key }, (error) => {
+    diag.line(`cannot write the audit log: ${error.message}; ending the session`);
+    session?.end('record_failure');
+  });
+  audit?.sessionStarted({ command: p.command, args: p.args, cwd: process.cwd(), options: recordedOptions(v) });
+  session = new Session(
+    {
+      command: p.command,
+      args: p.args,
+      maxFrameBytes: v['max-frame-bytes'] as number,
+      onInvalid: v['on-invalid'] as 'close' | 'reject',
+      onChildNoise: v['on-child-noise'] as 'continue' | 'close',
+      allowBatch: v['allow-batch'] as boolean,
+      callTimeout: v['call-timeout'] as number | null,
+      graceMs: v.grace as number,
+      drainMs: v['drain-ms'] as number,
+    },
+    // The stderr tap observes first: a call's stderr counts are set before anyone records the call.
+    {
+      input: process.stdin,
+      output,
+      diag,
+      observers: audit === null ? [stderr] : [stderr, audit],
+      stderr,
+      decorate,
+      watchdog: p.watchdog,
+      onSpawn: (pid) => audit?.childSpawned(pid),
+    },
+  );
+  const live = session;
+  p.signals.handler = (signal) => {
+    live.end(`signal_${signal}`);
+    live.escalate();
+  };
+  for (const signal of p.signals.pending.splice(0)) p.signals.handler(signal);
+
+  const summary = await session.run(p.started, p.startedAt);
+  const mirrorSummary = stderr.mirrorSummary();
+  if (mirrorSummary !== null) diag.writeLine(mirrorSummary);
+  const record = summaryLine(summary, stderr.summary());
+  audit?.sessionEnded(record);
+  if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
+  if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: audit?.sessionId ?? null, ...record }));
+  await Promise.all([flushed(output, Math.max(1000, v['drain-ms'] as number)), diag.flush(1000)]);
+  return summary.status;
+}
+
+/** The session-end record as one JSON object (until the audit log carries it). */
+function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, unknown> {
+  return {
+    end_reason: s.endReason,
+    pid: s.pid,
+    exit_code: s.exitCode,
+    signal: s.signal,
+    status: s.status,
+    spawn_error: s.spawnError,
+    forced_kill: s.forcedKill,
+    unkillable: s.unkillable,
+    signals_sent: s.signalsSent,
+    survivors: s.survivors,
+    trigger_to_exit_ms: s.triggerToExitMs,
+    stream_end: s.streamEnd,
+    stderr_bytes_seen: s.stderrBytes,
+    stderr,
+    frames: { client: s.counters.clientFrames, child: s.counters.childFrames },
+    rejected: { client: s.counters.rejectedClient, child: s.counters.noiseLines },
+    redactions: stderr.redactions,
+    stdout_noise_lines: s.counters.noiseLines,
+    stdout_noise_bytes: s.counters.noiseBytes,
+    late_responses: s.counters.lateResponses,
+    calls: s.counters.states,
+    output_dropped_frames: s.outputDropped,
+    duration_ms: s.endedAt - s.startedAt,
+  };
+}
+
+/** The options worth keeping in the session record (no paths to keys). */
+function recordedOptions(v: OptionValues): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(v)) if (name !== 'audit-key-file' && name !== 'config') kept[name] = value;
+  kept['audit-key'] = typeof v['audit-key-file'] === 'string';
+  return kept;
+}
+
+/** The key under `_meta` that carries a failed call's stderr excerpt. */
+export const STDERR_META_KEY = 'io.mcpguard/stderr';
+
+/**
+ * For --stderr-excerpt-on-error: a tools/call that ended in a JSON-RPC error
+ * or in a result with `isError: true` gets its retained stderr, cut to the
+ * excerpt budget, under `_meta`; every other answer is left as it came.
+ */
+function excerptDecorator(stderr: StderrTap): (call: Call, response: Response) => Buffer | null {
+  return (call, response) => {
+    if (call.method !== 'tools/call') return null;
+    const failed = response.isError || response.body.members?.get('isError')?.type === 'true';
+    if (!failed) return null;
+    const excerpt = stderr.excerpt(call);
+    return excerpt === null ? null : withMetaEntry(response, STDERR_META_KEY, excerpt);
+  };
+}
+
+function flushed(stream: NodeJS.WritableStream & { writableLength?: number }, ms: number): Promise<void> {
+  if (!stream.writableLength) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    stream.once('drain', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
