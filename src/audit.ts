@@ -3,7 +3,8 @@
  * before its frame is forwarded (write-ahead; with --fsync it is on disk
  * first), then its dispatch and its one final record; rejected frames are
  * recorded apart from calls, by reason and fingerprint, never by content; the
- * session record and the seal come last. One event = one line = one write.
+ * session record and the seal come last. One event = one line, never split
+ * across writes; lines that need not be write-ahead share the next write.
  *
  * A record that cannot be written vetoes the dispatch of the call it
  * describes: a call that happened must never be missing from the log.
@@ -51,11 +52,11 @@ export class AuditLog implements SessionObserver {
   }
 
   callDispatched(call: Call): void {
-    this.append('call_dispatched', { call_id: call.callId, dispatched_at: iso(call.dispatchedAt) });
+    this.defer('call_dispatched', { call_id: call.callId, dispatched_at: iso(call.dispatchedAt) });
   }
 
   callEnded(call: Call): void {
-    this.append('call_end', {
+    this.defer('call_end', {
       call_id: call.callId,
       session_id: this.sessionId,
       request_id: call.requestId,
@@ -77,7 +78,7 @@ export class AuditLog implements SessionObserver {
   }
 
   rejected(rejection: Rejection): void {
-    this.append('reject', {
+    this.defer('reject', {
       direction: rejection.direction,
       line: rejection.line,
       code: rejection.code,
@@ -107,6 +108,34 @@ export class AuditLog implements SessionObserver {
       return false;
     }
   }
+
+  /**
+   * Records that need not precede anything (dispatch, a call's end, a
+   * rejection) are chained now and written with the next write-ahead record,
+   * or at the latest once the current burst of I/O has been handled.
+   */
+  private defer(type: string, body: Record<string, unknown>): void {
+    if (this.failure !== null) return;
+    try {
+      this.log.defer(type, body);
+    } catch (error) {
+      this.fail(error as Error);
+      return;
+    }
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      if (this.failure !== null) return;
+      try {
+        this.log.flush();
+      } catch (error) {
+        this.fail(error as Error);
+      }
+    });
+  }
+
+  private flushScheduled = false;
 
   private fail(error: Error): void {
     this.failure ??= error;

@@ -40,3 +40,27 @@ export function recordHash(unhashed: LogRecord, key: Buffer | undefined): string
   const h = key === undefined ? createHash('sha256') : createHmac('sha256', key);
   return h.update(bytes).digest('hex');
 }
+
+/**
+ * Hash a record and produce its line in one pass: the top-level members are
+ * serialised once, hashed without `hash`, then joined again with `hash` in its
+ * sorted place. The result is byte-identical to canonical({...record, hash}),
+ * which is what the verifier recomputes (the record tests check both agree).
+ */
+export function chainLine(unhashed: LogRecord, key: Buffer | undefined): { hash: string; line: string } {
+  const keys = Object.keys(unhashed).filter((k) => unhashed[k] !== undefined).sort();
+  const parts = keys.map((k) => `${JSON.stringify(k)}:${memberText(unhashed[k])}`);
+  const h = key === undefined ? createHash('sha256') : createHmac('sha256', key);
+  const hash = h.update(`{${parts.join(',')}}`).digest('hex');
+  let at = 0;
+  while (at < keys.length && keys[at]! < 'hash') at++;
+  parts.splice(at, 0, `"hash":"${hash}"`);
+  return { hash, line: `{${parts.join(',')}}` };
+}
+
+/** A member value's canonical text: plain values directly, anything nested through canonical(). */
+function memberText(value: unknown): string {
+  if (typeof value === 'string' || typeof value === 'boolean' || value === null) return JSON.stringify(value);
+  if (typeof value === 'number' && Number.isFinite(value)) return JSON.stringify(value);
+  return canonical(value);
+}

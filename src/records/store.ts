@@ -3,9 +3,15 @@
  *
  * One file per session (`<session_id>.jsonl`), so any number of mcpguard
  * processes can share a record directory without interleaving or sharing a
- * chain. Each record is one canonical JSON line written with one writeSync on
+ * chain. Each record is one canonical JSON line, never split across writes, on
  * an O_APPEND descriptor: a reader sees whole records, and only a crash in the
- * middle of that write can leave a torn last line, which verify reports as torn.
+ * middle of a write can leave a torn last line, which verify reports as torn.
+ *
+ * `append` writes at once (with everything deferred before it, in one write).
+ * `defer` chains the record at once but lets its bytes wait for the next
+ * `append` or `flush`: records that need not be on disk before anything else
+ * happens (a dispatch, a call's end) then cost no write of their own on the
+ * relay's hot path. With `fsync`, nothing is deferred.
  *
  * A failed write throws and poisons the log: after a short or failed write the
  * file's tail is unknown, so chaining further records onto it would be a lie.
@@ -13,8 +19,7 @@
 import { closeSync, constants, fchmodSync, fsyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { GuardError } from '../errors.js';
-import { canonical } from './canonical.js';
-import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, keyId, recordHash, type LogRecord } from './chain.js';
+import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, chainLine, keyId, type LogRecord } from './chain.js';
 import { isSessionId, newSessionId } from './ids.js';
 import { describe, ensureRecordDir } from './location.js';
 
@@ -37,6 +42,8 @@ export class SessionLog {
   private seq = 0;
   private prev = ZERO_HASH;
   private failure: string | null = null;
+  /** Chained lines not yet written, in order. */
+  private pending: string[] = [];
 
   private constructor(sessionId: string, path: string, fd: number, private readonly opts: RecordStoreOptions) {
     this.sessionId = sessionId;
@@ -100,32 +107,57 @@ export class SessionLog {
     this.write({ ...body, type, ts: new Date().toISOString() });
   }
 
+  /**
+   * Like `append`, but the line may wait for the next append or `flush`
+   * (it is chained now, so the order on disk is the order of the calls).
+   */
+  defer(type: string, body: Record<string, unknown>): void {
+    if (this.opts.fsync) return this.append(type, body);
+    if (type === 'header' || type === 'seal') throw new TypeError(`record type '${type}' is written by SessionLog itself`);
+    for (const field of CHAIN_FIELDS) {
+      if (Object.hasOwn(body, field)) throw new TypeError(`record body may not set '${field}' (type '${type}')`);
+    }
+    this.write({ ...body, type, ts: new Date().toISOString() }, true);
+  }
+
+  /** Write every deferred line now (one write). */
+  flush(): void {
+    if (this.pending.length > 0 && this.fd !== null) this.write(null);
+  }
+
   /** Write the seal record (`records` = how many records the file holds, seal included) and close the file. */
   seal(): void {
     this.write({ type: 'seal', records: this.seq + 1, ts: new Date().toISOString() });
     this.close();
   }
 
-  private write(fields: LogRecord): void {
+  /** Chain `fields` (unless null: only flush) and write it with every deferred line, unless `deferred`. */
+  private write(fields: LogRecord | null, deferred = false): void {
     if (this.fd === null) {
       throw new GuardError('ERR_RECORD_CLOSED', `session log '${this.path}' is ${this.failure === null ? 'sealed' : `unusable after an earlier failure (${this.failure})`}`);
     }
-    // Spread into fresh objects rather than adding properties to one: measurably faster in V8.
-    const unhashed = { ...fields, seq: this.seq, prev: this.prev };
-    const hash = recordHash(unhashed, this.opts.key);
-    const line = Buffer.from(`${canonical({ ...unhashed, hash })}\n`);
+    if (fields !== null) {
+      // Spread into fresh objects rather than adding properties to one: measurably faster in V8.
+      const { hash, line } = chainLine({ ...fields, seq: this.seq, prev: this.prev }, this.opts.key);
+      this.pending.push(`${line}\n`);
+      this.seq += 1;
+      this.prev = hash;
+      if (deferred) return;
+    }
+    // Written as a string: Node encodes it into its own scratch memory, no Buffer per record.
+    const text = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
+    this.pending = [];
+    const length = Buffer.byteLength(text);
     try {
-      const written = writeSync(this.fd, line);
+      const written = writeSync(this.fd, text);
       // Only a full disk or a file size limit makes a regular file take part of a write.
-      if (written !== line.length) throw new Error(`short write: ${written} of ${line.length} bytes; the log now ends in a torn line`);
+      if (written !== length) throw new Error(`short write: ${written} of ${length} bytes; the log now ends in a torn line`);
       if (this.opts.fsync) fsyncSync(this.fd);
     } catch (error) {
       this.failure = describe(error);
       this.close();
-      throw new GuardError('ERR_RECORD_WRITE', `cannot write record ${this.seq} to '${this.path}': ${this.failure}`);
+      throw new GuardError('ERR_RECORD_WRITE', `cannot write records up to ${this.seq - 1} to '${this.path}': ${this.failure}`);
     }
-    this.seq += 1;
-    this.prev = hash;
   }
 
   private close(): void {

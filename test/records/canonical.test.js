@@ -93,3 +93,16 @@ test('property: insertion order of keys does not matter', () => {
     assert.equal(canonical(reversed), canonical(object));
   }), { numRuns: 300 });
 });
+
+test('property: chainLine writes exactly canonical({...record, hash}) and hashes canonical(record)', async () => {
+  const { chainLine, recordHash } = await import('../../dist/records/chain.js');
+  const key = fc.oneof(fc.string(), fc.constantFrom('hash', 'hasg', 'hasi', 'seq', '0', '10', '__proto__', 'type'));
+  fc.assert(fc.property(fc.dictionary(key.filter((k) => k !== 'hash'), fc.jsonValue()), fc.boolean(), (record, keyed) => {
+    const k = keyed ? Buffer.alloc(32, 7) : undefined;
+    const { hash, line } = chainLine(record, k);
+    assert.equal(hash, recordHash(record, k));
+    const withHash = JSON.parse(JSON.stringify(record));
+    Object.defineProperty(withHash, 'hash', { value: hash, enumerable: true, writable: true, configurable: true });
+    assert.equal(line, canonical(withHash));
+  }), { numRuns: 500 });
+});
