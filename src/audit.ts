@@ -11,7 +11,7 @@
  */
 import type { Call } from './calls.js';
 import type { Rejection, SessionObserver } from './observer.js';
-import { SessionLog, fingerprint, type RecordStoreOptions } from './records/index.js';
+import { SessionLog, fingerprint, type RecordStoreOptions } from './records/store.js';
 
 export class AuditLog implements SessionObserver {
   readonly log: SessionLog;

@@ -35,8 +35,10 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
 
 /** True while any process of the group is alive (not counting zombies where procfs can tell). */
 export function groupAlive(pgid: number): boolean {
+  // The signal is cheap (µs); the procfs scan (ms) only tells live members from zombies.
+  if (!signalGroup(pgid, 0)) return false;
   const members = groupMembers(pgid);
-  return members === null ? signalGroup(pgid, 0) : members.length > 0;
+  return members === null || members.length > 0;
 }
 
 /** Exit code convention of shells: the code, or 128 + signal number. */

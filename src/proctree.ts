@@ -5,7 +5,10 @@
  * pid *and* start time, so a recycled pid is never mistaken for a descendant.
  * On systems without /proc the snapshot is empty and only the group is signalled.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
+
+/** One scratch buffer for every stat read: a scan reads hundreds of small files. */
+const scratch = Buffer.allocUnsafe(4096);
 
 export interface ProcInfo {
   pid: number;
@@ -21,7 +24,12 @@ export interface ProcInfo {
 export function readProc(pid: number): ProcInfo | null {
   let text: string;
   try {
-    text = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fd = openSync(`/proc/${pid}/stat`, 'r');
+    try {
+      text = scratch.toString('latin1', 0, readSync(fd, scratch, 0, scratch.length, 0));
+    } finally {
+      closeSync(fd);
+    }
   } catch {
     return null;
   }
