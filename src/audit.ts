@@ -13,6 +13,9 @@ import type { Call } from './calls.js';
 import type { Rejection, SessionObserver } from './observer.js';
 import { SessionLog, fingerprint, type RecordStoreOptions } from './records/store.js';
 
+/** Longest time a deferred record waits for a write of its own. */
+export const DEFER_MS = 20;
+
 export class AuditLog implements SessionObserver {
   readonly log: SessionLog;
   /** Set once a write failed; no later record is attempted. */
@@ -112,7 +115,9 @@ export class AuditLog implements SessionObserver {
   /**
    * Records that need not precede anything (dispatch, a call's end, a
    * rejection) are chained now and written with the next write-ahead record,
-   * or at the latest once the current burst of I/O has been handled.
+   * or at the latest DEFER_MS later, so a busy relay pays one write per call.
+   * Only a crash inside that window can lose them (never an attempt), and the
+   * session's end writes everything.
    */
   private defer(type: string, body: Record<string, unknown>): void {
     if (this.failure !== null) return;
@@ -124,7 +129,7 @@ export class AuditLog implements SessionObserver {
     }
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => {
+    setTimeout(() => {
       this.flushScheduled = false;
       if (this.failure !== null) return;
       try {
@@ -132,7 +137,7 @@ export class AuditLog implements SessionObserver {
       } catch (error) {
         this.fail(error as Error);
       }
-    });
+    }, DEFER_MS).unref();
   }
 
   private flushScheduled = false;

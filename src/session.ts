@@ -13,6 +13,7 @@ import type { Response } from './jsonrpc.js';
 import { LineSplitter } from './framing.js';
 import type { SessionObserver } from './observer.js';
 import { DescendantTracker } from './proctree.js';
+import { ReadBufferReclaimer } from './reclaim.js';
 import { Relay, type RelayCounters, type RelayOptions } from './relay.js';
 import { shutdownTree, type ShutdownReport } from './shutdown.js';
 import { armWatchdog, type Watchdog } from './watchdog.js';
@@ -138,12 +139,17 @@ export class Session {
     // Child stdout → relay.
     const childLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromChild(event));
     const stdoutEnded = streamEnded(child.stdout);
-    child.stdout.on('data', (chunk: Buffer) => childLines.push(chunk));
+    const reclaimer = new ReadBufferReclaimer();
+    child.stdout.on('data', (chunk: Buffer) => {
+      reclaimer.account(chunk.length);
+      childLines.push(chunk);
+    });
     void stdoutEnded.then(() => childLines.end());
 
     // Child stderr: always drained, never paused.
     const stderrEnded = streamEnded(child.stderr);
     child.stderr.on('data', (chunk: Buffer) => {
+      reclaimer.account(chunk.length);
       this.stderrBytes += chunk.length;
       io.stderr.write(chunk, relay.calls.inFlightCallIds());
     });
