@@ -30,6 +30,9 @@ export interface Prepared {
   signals: { pending: NodeJS.Signals[]; handler: ((signal: NodeJS.Signals) => void) | null };
 }
 
+/** At exit, give up on a client that took nothing from stdout for this long. */
+export const OUTPUT_STALL_MS = 2000;
+
 /** Run the relay session; resolves to mcpguard's exit status. */
 export async function runRelay(p: Prepared): Promise<number> {
   const v = p.values;
@@ -87,13 +90,15 @@ export async function runRelay(p: Prepared): Promise<number> {
   for (const signal of p.signals.pending.splice(0)) p.signals.handler(signal);
 
   const summary = await session.run(p.started, p.startedAt);
+  // Everything the client is owed goes out before the summary, as long as the client keeps reading.
+  summary.outputUnflushedBytes = await session.flushOutput(OUTPUT_STALL_MS);
   const mirrorSummary = stderr.mirrorSummary();
   if (mirrorSummary !== null) diag.writeLine(mirrorSummary);
   const record = summaryLine(summary, stderr.summary());
   audit?.sessionEnded(record);
   if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
   if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: audit?.sessionId ?? null, ...record }));
-  await Promise.all([flushed(output, Math.max(1000, v['drain-ms'] as number)), diag.flush(1000)]);
+  await diag.flush(1000);
   return summary.status;
 }
 
@@ -122,6 +127,7 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
     late_responses: s.counters.lateResponses,
     calls: s.counters.states,
     output_dropped_frames: s.outputDropped,
+    output_unflushed_bytes: s.outputUnflushedBytes,
     duration_ms: s.endedAt - s.startedAt,
   };
 }
@@ -152,14 +158,4 @@ function excerptDecorator(stderr: StderrTap): (call: Call, response: Response) =
   };
 }
 
-function flushed(stream: NodeJS.WritableStream & { writableLength?: number }, ms: number): Promise<void> {
-  if (!stream.writableLength) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    stream.once('drain', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
 

@@ -70,6 +70,8 @@ export interface SessionSummary {
   stderrBytes: number;
   counters: RelayCounters;
   outputDropped: number;
+  /** Bytes the client never took before mcpguard gave up waiting at exit. */
+  outputUnflushedBytes: number;
   startedAt: number;
   endedAt: number;
 }
@@ -101,6 +103,11 @@ export class Session {
     this.reason = reason;
     this.triggeredAt = Date.now();
     this.ended();
+  }
+
+  /** Wait for the client to take what was written to it (see FrameWriter.drained); bytes left behind. */
+  flushOutput(stallMs: number): Promise<number> {
+    return this.toClient.drained(stallMs);
   }
 
   /** A further signal while shutting down: cut the current wait short. */
@@ -223,6 +230,7 @@ export class Session {
       stderrBytes: this.stderrBytes,
       counters: relay.counters,
       outputDropped: this.toClient.dropped,
+      outputUnflushedBytes: 0,
       startedAt,
       endedAt: Date.now(),
     };
@@ -239,7 +247,7 @@ export class Session {
       forcedKill: false, unkillable: false, signalsSent: [], survivors: [], triggerToExitMs: null,
       streamEnd: { stdout: 'not_started', stderr: 'not_started' }, stderrBytes: 0,
       counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, states: {} },
-      outputDropped: 0, startedAt, endedAt: Date.now(),
+      outputDropped: 0, outputUnflushedBytes: 0, startedAt, endedAt: Date.now(),
     };
   }
 }

@@ -46,6 +46,28 @@ export class FrameWriter {
     return this.closedError !== null;
   }
 
+  /** Bytes accepted but not yet taken by the destination (mcpguard's queue + the stream's buffer). */
+  get pendingBytes(): number {
+    return this.closedError !== null ? 0 : this.queuedBytes + this.stream.writableLength;
+  }
+
+  /**
+   * Wait until everything accepted has been taken, as long as the destination
+   * keeps taking bytes: give up after `stallMs` without progress. Resolves to
+   * the bytes left behind (0 when all went out).
+   */
+  async drained(stallMs: number, pollMs = 25): Promise<number> {
+    let last = this.pendingBytes;
+    let lastProgress = Date.now();
+    while (last > 0 && Date.now() - lastProgress < stallMs) {
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      const now = this.pendingBytes;
+      if (now < last) lastProgress = Date.now();
+      last = now;
+    }
+    return last;
+  }
+
   /**
    * Write a frame (bytes ending in `\n`). `onDispatch` runs when the frame is
    * handed to the stream; `tag` lets `withdraw` find it while it is queued.

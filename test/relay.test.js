@@ -3,6 +3,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { fixture, frame, killStarted, readLines, runGuard, sessionEnd, tempDir } from './helpers/run.js';
 import { assertProtocolStdout, messages } from './helpers/stdout-check.js';
 
@@ -145,5 +146,38 @@ describe('child → client: noise never reaches the client', () => {
     const out = messages(r.stdout);
     assert.equal(out.filter((m) => m.id === 1).length, 1, 'initialize answered exactly once');
     assert.equal(sessionEnd(r.stderr).end_reason, 'child_noise');
+  });
+});
+
+describe('bounded memory and backpressure', () => {
+  test('a client that stops reading stops the child, and memory stays bounded', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const count = join(dir, 'count');
+      const total = 128 << 20;
+      const g = runGuard(['--', 'python3', fixture('stdout-flood.py')], { keepOpen: true, env: { COUNT_FILE: count, TOTAL: String(total) } });
+      g.child.stdout.pause(); // the client stops reading
+      await new Promise((r) => setTimeout(r, 2000));
+      const writtenWhilePaused = Number(readFileSync(count, 'utf8'));
+      const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${g.child.pid}/status`, 'utf8'))[1]) * 1024;
+      assert.ok(writtenWhilePaused < 32 << 20, `the child kept writing: ${writtenWhilePaused} bytes`);
+      assert.ok(rss < 150 << 20, `mcpguard RSS ${rss}`);
+      let received = 0;
+      g.child.stdout.on('data', (c) => { received += c.length; });
+      g.child.stdout.resume(); // the client reads again: everything arrives
+      g.child.stdin.end();
+      const r = await g.done;
+      assert.equal(r.code, 0);
+      assert.equal(received, Number(readFileSync(count, 'utf8')), 'every byte the child wrote reached the client');
+      assert.ok(received >= total);
+    } finally { cleanup(); }
+  });
+
+  test('--allow-batch: a batch reaches the child as one line and each request gets one answer', { timeout: 30000 }, async () => {
+    const batch = `[${frame({ jsonrpc: '2.0', id: 1, method: 'ping' }).trim()},${frame({ jsonrpc: '2.0', id: 2, method: 'ping' }).trim()}]\n`;
+    const r = await throughGuard(batch, { extra: ['--allow-batch'] });
+    assert.deepEqual(r.childLines, [batch.trim()]);
+    const out = messages(r.stdout);
+    assert.deepEqual(out.map((m) => m.id).sort(), [1, 2]);
   });
 });
