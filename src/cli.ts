@@ -78,7 +78,7 @@ function print(text: string): number {
 function optionHelp(table: Record<string, OptionSpec>): string {
   return Object.entries(table)
     .map(([name, spec]) => {
-      const arg = spec.kind === 'flag' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'ms' ? ' MS' : spec.kind === 'bytes' ? ' BYTES' : ' VALUE';
+      const arg = spec.kind === 'flag' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'ms' ? ' MS' : spec.kind === 'bytes' ? ' BYTES' : spec.kind === 'count' ? ' N' : ' VALUE';
       const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
       return `  --${name}${arg}\n      ${spec.help}${def}\n`;
     })

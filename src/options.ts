@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { GuardError } from './errors.js';
 
-export type OptionKind = 'flag' | 'ms' | 'bytes' | 'enum' | 'string';
+export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string';
 
 export interface OptionSpec {
   kind: OptionKind;
@@ -16,6 +16,10 @@ export interface OptionSpec {
   values?: readonly string[];
   /** Smallest accepted number. */
   min?: number;
+  /** Largest accepted number (counts). */
+  max?: number;
+  /** May be given more than once; the values are collected in order (default []). */
+  repeatable?: boolean;
   help: string;
 }
 
@@ -43,12 +47,12 @@ export const RUN_OPTIONS = {
 } as const satisfies Record<string, OptionSpec>;
 
 export type RunOptionName = keyof typeof RUN_OPTIONS;
-export type OptionValues = Record<string, boolean | number | string | null>;
+export type OptionValues = Record<string, boolean | number | string | string[] | null>;
 
 /** Defaults of a table as a plain object. */
 export function defaultsOf(table: Record<string, OptionSpec>): OptionValues {
   const values: OptionValues = {};
-  for (const [name, spec] of Object.entries(table)) values[name] = spec.default;
+  for (const [name, spec] of Object.entries(table)) values[name] = spec.repeatable ? [] : spec.default;
   return values;
 }
 
@@ -73,6 +77,13 @@ export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, s
       if (raw === 'off' && spec.default === null) return null;
       if (!Number.isSafeInteger(ms) || ms < (spec.min ?? 0)) throw new GuardError('bad_option', `${source} expects milliseconds (e.g. 5000, 250ms, 5s)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`);
       return ms;
+    }
+    case 'count': {
+      const count = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
+      const min = spec.min ?? 0;
+      const max = spec.max ?? Number.MAX_SAFE_INTEGER;
+      if (!Number.isSafeInteger(count) || count < min || count > max) throw new GuardError('bad_option', `${source} expects a whole number from ${min} to ${max}, got ${shown}`);
+      return count;
     }
     case 'bytes': {
       const bytes = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseBytes(raw) : NaN;
@@ -106,7 +117,7 @@ export interface ParsedArgs {
  * first word that is not an option; everything after belongs to the child,
  * untouched (no number coercion, no flag parsing).
  */
-export function parseArgv(argv: readonly string[], table: Record<string, OptionSpec>): ParsedArgs {
+export function parseArgv(argv: readonly string[], table: Record<string, OptionSpec>, help = 'mcpguard --help'): ParsedArgs {
   const values = defaultsOf(table);
   const given = new Set<string>();
   let i = 0;
@@ -120,7 +131,7 @@ export function parseArgv(argv: readonly string[], table: Record<string, OptionS
     const eq = arg.indexOf('=');
     const name = arg.slice(2, eq === -1 ? undefined : eq);
     const spec = table[name];
-    if (spec === undefined) throw new GuardError('unknown_option', `unknown option --${name} (see mcpguard --help)`);
+    if (spec === undefined) throw new GuardError('unknown_option', `unknown option --${name} (see ${help})`);
     let raw: string;
     if (eq !== -1) raw = arg.slice(eq + 1);
     else if (spec.kind === 'flag') raw = 'true';
@@ -128,7 +139,8 @@ export function parseArgv(argv: readonly string[], table: Record<string, OptionS
       if (i + 1 >= argv.length) throw new GuardError('bad_option', `--${name} expects a value`);
       raw = argv[++i]!;
     }
-    values[name] = parseOptionValue(name, spec, raw);
+    const value = parseOptionValue(name, spec, raw);
+    values[name] = spec.repeatable ? [...(values[name] as string[]), String(value)] : value;
     given.add(name);
   }
   return { values, given, command: argv.slice(i) };

@@ -34,3 +34,17 @@ for (const [argv, message] of [
     assert.throws(() => parseArgv(argv, RUN_OPTIONS), (error) => error.name === 'GuardError' && error.exitCode === 125 && message.test(error.message));
   });
 }
+
+test('repeatable options collect their values in order; counts have bounds', () => {
+  const table = {
+    env: { kind: 'string', default: null, repeatable: true, help: '' },
+    runs: { kind: 'count', default: 1, min: 1, max: 100, help: '' },
+  };
+  const p = parseArgv(['--env', 'A=1', '--env=B=2', '--runs', '3', '--', 'x'], table);
+  assert.deepEqual(p.values.env, ['A=1', 'B=2']);
+  assert.equal(p.values.runs, 3);
+  assert.deepEqual(parseArgv(['x'], table).values.env, []);
+  assert.throws(() => parseArgv(['--runs', '101'], table), /--runs expects a whole number from 1 to 100, got '101'/);
+  assert.throws(() => parseArgv(['--runs', '2.5'], table), /got '2.5'/);
+  assert.throws(() => parseArgv(['--bogus'], table, 'mcpguard check --help'), /unknown option --bogus \(see mcpguard check --help\)/);
+});

@@ -1,9 +1,7 @@
 /**
  * The command line of `mcpguard check`: the same option table format and the
  * same `parseArgv` as the relay, so a bad value gets the same kind of message
- * ("--grace expects milliseconds …, got 'soon'"). Two options need more than
- * the table offers and are taken out before `parseArgv` sees the rest:
- * `--env` is repeatable, and `--runs` is a count, not a duration or a size.
+ * ("--grace expects milliseconds …, got 'soon'").
  */
 import { statSync } from 'node:fs';
 import { GuardError } from '../errors.js';
@@ -26,9 +24,9 @@ export const CHECK_OPTIONS = {
   'protocol-version': { kind: 'enum', default: DEFAULT_PROTOCOL_VERSION, values: PROTOCOL_VERSIONS, help: 'the protocolVersion sent in initialize' },
   call: { kind: 'string', default: null, help: 'also call this tool (tools/call) after tools/list and ping' },
   args: { kind: 'string', default: null, help: 'the arguments of --call, a JSON object (default {})' },
-  env: { kind: 'string', default: null, help: 'KEY=VALUE added to the server environment; repeatable' },
+  env: { kind: 'string', default: null, repeatable: true, help: 'KEY=VALUE added to the server environment; repeatable' },
   cwd: { kind: 'string', default: null, help: 'run the server in this directory (default: the current one)' },
-  runs: { kind: 'string', default: '1', help: `repeat the whole check N times, 1 to ${MAX_RUNS}` },
+  runs: { kind: 'count', default: 1, min: 1, max: MAX_RUNS, help: `repeat the whole check N times, 1 to ${MAX_RUNS}` },
   'start-timeout': { kind: 'ms', default: 30000, min: 1, help: 'wait this long for the answer to initialize, which includes the server starting (npx may install first)' },
   timeout: { kind: 'ms', default: 10000, min: 1, help: 'wait this long for each later response' },
   grace: { kind: 'ms', default: 5000, min: 0, help: 'after stdin closes, wait this long for the exit; then SIGTERM, wait again, SIGKILL' },
@@ -62,30 +60,9 @@ export interface CheckPlan {
 
 /** Parse `check`'s argv (without the word `check`); null means `--help`. */
 export function parseCheckArgv(argv: readonly string[]): CheckPlan | null {
-  if (argv[0] === '-h') return null;
-  const table: Record<string, OptionSpec> = CHECK_OPTIONS;
-  const addedEnv: string[] = [];
-  const rest: string[] = [];
-  let i = 0;
-  for (; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      i++;
-      break;
-    }
-    if (!arg.startsWith('--')) break;
-    if (arg === '--help') return null;
-    const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq === -1 ? undefined : eq);
-    if (table[name] === undefined) throw new GuardError('unknown_option', `unknown option --${name} (see mcpguard check --help)`);
-    const takesNext = eq === -1 && table[name]!.kind !== 'flag';
-    if (takesNext && i + 1 >= argv.length) throw new GuardError('bad_option', `--${name} expects a value`);
-    const value = eq !== -1 ? arg.slice(eq + 1) : takesNext ? argv[i + 1]! : '';
-    if (name === 'env') addedEnv.push(checkEnvPair(value));
-    else rest.push(arg, ...(takesNext ? [value] : []));
-    if (takesNext) i++;
-  }
-  const parsed = parseArgv([...rest, '--', ...argv.slice(i)], table);
+  if (wantsHelp(argv)) return null;
+  const parsed = parseArgv(argv, CHECK_OPTIONS, 'mcpguard check --help');
+  const addedEnv = (parsed.values.env as string[]).map(checkEnvPair);
   const v = parsed.values;
   if (parsed.command.length === 0) throw new GuardError('no_command', 'no command to check: mcpguard check [options] -- <command> [args...]');
   const [command, ...args] = parsed.command as [string, ...string[]];
@@ -99,7 +76,7 @@ export function parseCheckArgv(argv: readonly string[]): CheckPlan | null {
     addedEnv,
     protocolVersion: v['protocol-version'] as string,
     call: toolCall(v.call as string | null, v.args as string | null),
-    runs: checkRuns(v.runs as string),
+    runs: v.runs as number,
     startTimeoutMs: v['start-timeout'] as number,
     timeoutMs: v.timeout as number,
     graceMs: v.grace as number,
@@ -108,15 +85,19 @@ export function parseCheckArgv(argv: readonly string[]): CheckPlan | null {
   };
 }
 
+/** `-h` first, or `--help` among the options (before `--` or the command). */
+function wantsHelp(argv: readonly string[]): boolean {
+  if (argv[0] === '-h') return true;
+  for (const arg of argv) {
+    if (arg === '--help') return true;
+    if (arg === '--' || !arg.startsWith('--')) return false;
+  }
+  return false;
+}
+
 function checkEnvPair(pair: string): string {
   if (pair.indexOf('=') < 1) throw new GuardError('bad_option', `--env expects KEY=VALUE, got '${pair}'`);
   return pair;
-}
-
-function checkRuns(raw: string): number {
-  const runs = /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
-  if (!(runs >= 1 && runs <= MAX_RUNS)) throw new GuardError('bad_option', `--runs expects a whole number from 1 to ${MAX_RUNS}, got '${raw}'`);
-  return runs;
 }
 
 function checkDirectory(dir: string): string {
