@@ -4,6 +4,7 @@
  * Pure state; the session does the IO.
  */
 import type { RequestId } from './jsonrpc.js';
+import { newCallId } from './records/ids.js';
 
 /** A call's final state, named from what mcpguard observed (never guessed). */
 export type CallState =
@@ -40,15 +41,6 @@ export interface Call {
   streamEnd: { stdout: string; stderr: string } | null;
   /** Stderr accounting for the call's window, filled in when it ends. */
   stderr: { seen: number; retained: number; truncated: boolean; shared: boolean } | null;
-}
-
-let counter = 0;
-const prefix = `${process.pid.toString(36)}${Date.now().toString(36)}`;
-
-/** A call id unique within this host's runs: pid + start time + counter. */
-export function newCallId(): string {
-  counter++;
-  return `c_${prefix}_${counter.toString(36)}`;
 }
 
 export function newCall(requestId: RequestId | null, idKey: string | null, method: string | null, tool: string | null): Call {

@@ -3,43 +3,17 @@
 // protocol frames and nothing else (no banner, no npm or Node warning).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ROOT, fixture, frame, tempDir } from './helpers/run.js';
+import { ROOT, fixture, frame, killStarted, runCommand, tempDir } from './helpers/run.js';
 
 const run = promisify(execFile);
 const TIMEOUT = 120000;
 const VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
 // No update check, no funding or audit requests: nothing here needs the network.
 const NPM_ENV = { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
-
-const started = new Set();
-function killOurs() {
-  for (const child of started) if (child.exitCode === null && child.signalCode === null) try { child.kill('SIGKILL'); } catch {}
-}
-
-/** Run a command with `input` on stdin; raw stdout, text stderr, exit code. */
-function runInstalled(command, args, { input = '', cwd, timeout = 30000 } = {}) {
-  const child = spawn(command, args, { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
-  started.add(child);
-  const out = [];
-  const err = [];
-  child.stdout.on('data', (c) => out.push(c));
-  child.stderr.on('data', (c) => err.push(c));
-  child.stdin.on('error', () => {});
-  child.stdin.end(input);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${command} did not finish; stderr: ${Buffer.concat(err)}`)); }, timeout);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      started.delete(child);
-      resolve({ code, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') });
-    });
-  });
-}
 
 describe('the packed and installed package', { timeout: TIMEOUT }, () => {
   const packDir = tempDir('mcpguard-pack-');
@@ -59,7 +33,7 @@ describe('the packed and installed package', { timeout: TIMEOUT }, () => {
   });
 
   after(() => {
-    killOurs();
+    killStarted();
     packDir.cleanup();
     installDir.cleanup();
   });
@@ -79,7 +53,7 @@ describe('the packed and installed package', { timeout: TIMEOUT }, () => {
   test('initialize + ping: stdout is exactly the two response frames, exit 0', async () => {
     const input = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'pkg', version: '1' } } })
       + frame({ jsonrpc: '2.0', id: 2, method: 'ping' });
-    const r = await runInstalled(bin, ['--', 'python3', fixture('recorder.py')], { input, cwd: installDir.dir });
+    const r = (await runCommand(bin, ['--', 'python3', fixture('recorder.py')], { input, cwd: installDir.dir, timeout: 30000 }).done);
     const expected = '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"recorder","version":"1"}}}\n'
       + '{"jsonrpc":"2.0","id":2,"result":{}}\n';
     assert.equal(r.stdout.toString('latin1'), expected, `stderr: ${r.stderr}`);
@@ -89,7 +63,7 @@ describe('the packed and installed package', { timeout: TIMEOUT }, () => {
   });
 
   test('mcpguard --version prints the package version', async () => {
-    const r = await runInstalled(bin, ['--version'], { cwd: installDir.dir });
+    const r = (await runCommand(bin, ['--version'], { cwd: installDir.dir, timeout: 30000 }).done);
     assert.equal(r.stdout.toString('utf8'), `mcpguard ${VERSION}\n`);
     assert.equal(r.code, 0);
   });

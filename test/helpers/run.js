@@ -31,11 +31,12 @@ export function killStarted() {
 }
 
 /**
- * Run `mcpguard [...args]` with `input` written to stdin (then closed unless keepOpen),
- * collect stdout/stderr as raw Buffers. Rejects after `timeout` ms (and kills it).
+ * Run `command args` with `input` written to stdin (then closed unless keepOpen),
+ * collect stdout/stderr as raw Buffers. Rejects after `timeout` ms (and kills it);
+ * killStarted() kills it too if the test ends first.
  */
-export function runGuard(args, { input = '', env = {}, timeout = 20000, keepOpen = false, cwd } = {}) {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'], cwd });
+export function runCommand(command, args, { input = '', env = {}, timeout = 20000, keepOpen = false, cwd } = {}) {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'], cwd });
   started.add(child);
   const out = [];
   const err = [];
@@ -47,8 +48,13 @@ export function runGuard(args, { input = '', env = {}, timeout = 20000, keepOpen
   const done = new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       try { process.kill(child.pid, 'SIGKILL'); } catch {}
-      reject(new Error(`mcpguard ${args.join(' ')} did not finish within ${timeout} ms; stderr: ${Buffer.concat(err).toString()}`));
+      reject(new Error(`${[command, ...args].join(' ')} did not finish within ${timeout} ms; stderr: ${Buffer.concat(err).toString()}`));
     }, timeout);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      started.delete(child);
+      reject(error);
+    });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       started.delete(child);
@@ -56,6 +62,11 @@ export function runGuard(args, { input = '', env = {}, timeout = 20000, keepOpen
     });
   });
   return { child, done };
+}
+
+/** Run the repository's `mcpguard [...args]` (see runCommand). */
+export function runGuard(args, options = {}) {
+  return runCommand(process.execPath, [BIN, ...args], options);
 }
 
 /** A temporary directory removed by the returned cleanup. */
