@@ -25,8 +25,13 @@ export type ScanResult = { ok: true; value: JsonNode } | { ok: false; reason: st
 
 /** Nesting deeper than this is rejected rather than risking the stack. */
 export const MAX_DEPTH = 512;
-/** Objects nested this deep or shallower have their members recorded (0 = the top value). */
-const RECORD_OBJECT_LEVELS = 3;
+/**
+ * How many levels of objects have their members recorded, counted from the
+ * message (a batch's items count as messages): the message's own members and
+ * those of `params`/`result`/`error`. Deeper objects (tool arguments, results'
+ * content) are walked only; a caller that needs one rescans just that node.
+ */
+const RECORD_OBJECT_LEVELS = 2;
 
 class ScanError {
   constructor(readonly reason: string, readonly offset: number) {}
@@ -41,7 +46,7 @@ export function scanJson(buf: Buffer, start = 0, end = buf.length): ScanResult {
   try {
     let pos = scanner.skipWs(start);
     if (pos >= end) return { ok: false, reason: 'empty line, expected a JSON value', offset: pos };
-    const value = scanner.value(pos, 0);
+    const value = scanner.value(pos, 0, RECORD_OBJECT_LEVELS);
     pos = scanner.skipWs(value.end);
     if (pos < end) return { ok: false, reason: `unexpected ${describe(buf[pos]!)} after the JSON value`, offset: pos };
     return { ok: true, value };
@@ -82,18 +87,21 @@ class Scanner {
     throw new ScanError(reason, offset);
   }
 
-  /** Scan a value and describe it (used near the top, where the shape check looks). */
-  value(pos: number, level: number): JsonNode {
+  /**
+   * Scan a value and describe it (used near the top, where the shape check
+   * looks). `record` is how many more levels of object members to record.
+   */
+  value(pos: number, level: number, record: number): JsonNode {
     if (pos >= this.end) this.fail('unexpected end of input (truncated JSON)', pos);
     const c = this.buf[pos]!;
     if (c === LBRACE) {
-      const members = level < RECORD_OBJECT_LEVELS ? new Map<string, JsonNode>() : undefined;
-      return { type: 'object', start: pos, end: this.object(pos, level, members), members };
+      const members = record > 0 ? new Map<string, JsonNode>() : undefined;
+      return { type: 'object', start: pos, end: this.object(pos, level, members, record - 1), members };
     }
     if (c === LBRACKET) {
-      // Only a top-level array (a batch) needs its items.
+      // Only a top-level array (a batch) needs its items, each a message.
       const items = level === 0 ? ([] as JsonNode[]) : undefined;
-      return { type: 'array', start: pos, end: this.array(pos, level, items), items };
+      return { type: 'array', start: pos, end: this.array(pos, level, items, record), items };
     }
     return { type: this.typeAt(pos), start: pos, end: this.skip(pos, level) };
   }
@@ -112,8 +120,8 @@ class Scanner {
     if (pos >= this.end) this.fail('unexpected end of input (truncated JSON)', pos);
     const c = this.buf[pos]!;
     if (c === QUOTE) return this.string(pos);
-    if (c === LBRACE) return this.object(pos, level, undefined);
-    if (c === LBRACKET) return this.array(pos, level, undefined);
+    if (c === LBRACE) return this.object(pos, level, undefined, 0);
+    if (c === LBRACKET) return this.array(pos, level, undefined, 0);
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.number(pos);
     if (c === 0x74) return this.literal(pos, 'true');
     if (c === 0x66) return this.literal(pos, 'false');
@@ -130,7 +138,7 @@ class Scanner {
   }
 
   /** Scan an object; records its members into `members` when given. Returns the offset past `}`. */
-  object(pos: number, level: number, members: Map<string, JsonNode> | undefined): number {
+  object(pos: number, level: number, members: Map<string, JsonNode> | undefined, record: number): number {
     if (level >= MAX_DEPTH) this.fail(`nesting deeper than ${MAX_DEPTH}`, pos);
     const { buf, end, keyStart, keyEnd } = this;
     const base = keyStart.length;
@@ -161,7 +169,7 @@ class Scanner {
         if (pos >= end || buf[pos] !== COLON) this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
         pos = this.skipWs(pos + 1);
         if (members !== undefined) {
-          const value = this.value(pos, level + 1);
+          const value = this.value(pos, level + 1, record);
           members.set(this.keyText(keyAt, keyEndPos), value);
           pos = value.end;
         } else {
@@ -195,14 +203,14 @@ class Scanner {
   }
 
   /** Scan an array; records its items into `items` when given. Returns the offset past `]`. */
-  array(pos: number, level: number, items: JsonNode[] | undefined): number {
+  array(pos: number, level: number, items: JsonNode[] | undefined, record: number): number {
     if (level >= MAX_DEPTH) this.fail(`nesting deeper than ${MAX_DEPTH}`, pos);
     const { buf, end } = this;
     pos = this.skipWs(pos + 1);
     if (pos < end && buf[pos] === RBRACKET) return pos + 1;
     for (;;) {
       if (items !== undefined) {
-        const value = this.value(pos, level + 1);
+        const value = this.value(pos, level + 1, record);
         items.push(value);
         pos = value.end;
       } else {

@@ -210,17 +210,30 @@ export function withMetaEntry(response: Response, key: string, value: unknown): 
   let target: JsonNode;
   let text: string;
   if (!response.isError) {
-    const meta = body.members!.get('_meta');
+    const meta = membersOf(frame, body.members!.get('_meta'));
     if (meta === undefined) [target, text] = [body, `"_meta":{${entry}}`];
-    else if (meta.type === 'object' && !meta.members!.has(key)) [target, text] = [meta, entry];
+    else if (meta !== null && !meta.members!.has(key)) [target, text] = [meta, entry];
     else return null;
   } else {
-    const data = body.members!.get('data');
+    const data = membersOf(frame, body.members!.get('data'));
     if (data === undefined) [target, text] = [body, `"data":{"_meta":{${entry}}}`];
-    else if (data.type === 'object' && !data.members!.has('_meta')) [target, text] = [data, `"_meta":{${entry}}`];
+    else if (data !== null && !data.members!.has('_meta')) [target, text] = [data, `"_meta":{${entry}}`];
     else return null;
   }
   const at = target.start + 1;
   const insert = Buffer.from(target.members!.size === 0 ? text : `${text},`);
   return Buffer.concat([frame.subarray(0, at), insert, frame.subarray(at)]);
+}
+
+/**
+ * An object node with its members, rescanning it if the first scan did not
+ * record them (it records only the message's top levels); undefined if there
+ * is no node, null if it is not an object.
+ */
+export function membersOf(frame: Buffer, node: JsonNode | undefined): JsonNode | null | undefined {
+  if (node === undefined) return undefined;
+  if (node.type !== 'object') return null;
+  if (node.members !== undefined) return node;
+  const rescanned = scanJson(frame, node.start, node.end);
+  return rescanned.ok ? rescanned.value : null;
 }

@@ -10,7 +10,7 @@
  * there too). After the server has gone, nothing else is sent either.
  */
 import { scanJson, stringValue, nodeText, type JsonNode } from '../json-scan.js';
-import type { RequestId, Response } from '../jsonrpc.js';
+import { membersOf, type RequestId, type Response } from '../jsonrpc.js';
 import { PROTOCOL_VERSIONS, type CheckPlan } from './options.js';
 import type { Sent, Transcript } from './transcript.js';
 
@@ -120,8 +120,9 @@ export async function converse(plan: CheckPlan, version: string, io: Conversatio
   } else {
     const result = init.body;
     const chosen = member(result, 'protocolVersion', 'string');
-    const capabilities = member(result, 'capabilities', 'object');
-    const info = member(result, 'serverInfo', 'object');
+    // Objects inside the result lie below what the first scan records: rescan each.
+    const capabilities = membersOf(init.frame, member(result, 'capabilities', 'object')) ?? undefined;
+    const info = membersOf(init.frame, member(result, 'serverInfo', 'object')) ?? undefined;
     if (chosen === undefined) fail('initialize', 'bad_result', 'initialize: the result has no "protocolVersion" string');
     if (capabilities === undefined) fail('initialize', 'bad_result', 'initialize: the result has no "capabilities" object');
     if (info === undefined) fail('initialize', 'bad_result', 'initialize: the result has no "serverInfo" object');
