@@ -6,7 +6,7 @@
  */
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
-import { exitCodeOf, type ExitInfo, type StartedChild } from './child.js';
+import { exitCodeOf, type StartedChild } from './child.js';
 import type { Call } from './calls.js';
 import type { Diagnostics } from './diagnostics.js';
 import type { Response } from './jsonrpc.js';
@@ -22,8 +22,6 @@ import { FrameWriter } from './writer.js';
 export interface SessionOptions extends RelayOptions {
   command: string;
   args: readonly string[];
-  cwd?: string;
-  env?: NodeJS.ProcessEnv;
   /** Grace period of each shutdown step, ms. */
   graceMs: number;
   /** How long to wait for the child's pipes to reach EOF after it exited, ms. */
@@ -128,11 +126,7 @@ export class Session {
     const watchdog = io.watchdog ?? armWatchdog(pid, options.graceMs);
     const tracker = process.platform === 'linux' ? new DescendantTracker(pid) : null;
 
-    let exitInfo: ExitInfo | null = null;
-    void exited.then((info) => {
-      exitInfo = info;
-      this.end('child_exit');
-    });
+    void exited.then(() => this.end('child_exit'));
 
     const toChild = new FrameWriter(child.stdin, {
       queueLimit: options.maxFrameBytes,
@@ -185,7 +179,6 @@ export class Session {
         pgid: pid,
         closeStdin: () => toChild.end(),
         exited,
-        hasExited: () => exitInfo !== null,
         tracker,
       },
       options.graceMs,

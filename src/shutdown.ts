@@ -21,7 +21,6 @@ export interface ShutdownTarget {
   closeStdin(): void;
   /** Resolves when the child has exited. */
   exited: Promise<unknown>;
-  hasExited(): boolean;
   tracker: DescendantTracker | null;
 }
 

@@ -121,7 +121,6 @@ export async function checkOnce(plan: CheckPlan, version: string, run: number, i
         child.stdin.end();
       },
       exited,
-      hasExited: () => exitInfo !== null,
       tracker,
     },
     plan.graceMs,
