@@ -11,10 +11,20 @@
  */
 import type { Call } from './calls.js';
 import type { Rejection, SessionObserver } from './observer.js';
+import { RecordShape, isoAt } from './records/chain.js';
 import { SessionLog, fingerprint, type RecordStoreOptions } from './records/store.js';
 
 /** Longest time a deferred record waits for a write of its own. */
 export const DEFER_MS = 20;
+
+// The records every call writes, in the order of the values passed for them.
+const ATTEMPT = new RecordShape('call_attempt', ['call_id', 'request_id', 'method', 'tool', 'started_at']);
+const DISPATCHED = new RecordShape('call_dispatched', ['call_id', 'dispatched_at']);
+const END = new RecordShape('call_end', [
+  'call_id', 'session_id', 'request_id', 'method', 'tool', 'state', 'detail', 'cancel_requested',
+  'stderr_bytes_seen', 'stderr_bytes_retained', 'stderr_truncated', 'stderr_shared_window',
+  'exit_status', 'stream_end', 'started_at', 'dispatched_at', 'ended_at',
+]);
 
 export class AuditLog implements SessionObserver {
   readonly log: SessionLog;
@@ -45,39 +55,20 @@ export class AuditLog implements SessionObserver {
   }
 
   callStarted(call: Call): boolean {
-    return this.append('call_attempt', {
-      call_id: call.callId,
-      request_id: call.requestId,
-      method: call.method,
-      tool: call.tool,
-      started_at: iso(call.startedAt),
-    });
+    return this.shaped(ATTEMPT, [call.callId, call.requestId, call.method, call.tool, isoAt(call.startedAt)], false);
   }
 
   callDispatched(call: Call): void {
-    this.defer('call_dispatched', { call_id: call.callId, dispatched_at: iso(call.dispatchedAt) });
+    this.shaped(DISPATCHED, [call.callId, iso(call.dispatchedAt)], true);
   }
 
   callEnded(call: Call): void {
-    this.defer('call_end', {
-      call_id: call.callId,
-      session_id: this.sessionId,
-      request_id: call.requestId,
-      method: call.method,
-      tool: call.tool,
-      state: call.state,
-      detail: call.detail,
-      cancel_requested: call.cancelRequested,
-      stderr_bytes_seen: call.stderr?.seen ?? 0,
-      stderr_bytes_retained: call.stderr?.retained ?? 0,
-      stderr_truncated: call.stderr?.truncated ?? false,
-      stderr_shared_window: call.stderr?.shared ?? false,
-      exit_status: call.exitStatus,
-      stream_end: call.streamEnd,
-      started_at: iso(call.startedAt),
-      dispatched_at: iso(call.dispatchedAt),
-      ended_at: iso(call.endedAt),
-    });
+    const stderr = call.stderr;
+    this.shaped(END, [
+      call.callId, this.sessionId, call.requestId, call.method, call.tool, call.state, call.detail, call.cancelRequested,
+      stderr?.seen ?? 0, stderr?.retained ?? 0, stderr?.truncated ?? false, stderr?.shared ?? false,
+      call.exitStatus, call.streamEnd, isoAt(call.startedAt), iso(call.dispatchedAt), iso(call.endedAt),
+    ], true);
   }
 
   rejected(rejection: Rejection): void {
@@ -99,6 +90,19 @@ export class AuditLog implements SessionObserver {
     } catch (error) {
       this.fail(error as Error);
     }
+  }
+
+  /** A call's record: written at once (write-ahead), or deferred like `defer`. */
+  private shaped(shape: RecordShape, values: unknown[], deferred: boolean): boolean {
+    if (this.failure !== null) return false;
+    try {
+      this.log.appendShaped(shape, values, deferred);
+    } catch (error) {
+      this.fail(error as Error);
+      return false;
+    }
+    if (deferred) this.scheduleFlush();
+    return true;
   }
 
   private append(type: string, body: Record<string, unknown>): boolean {
@@ -127,6 +131,10 @@ export class AuditLog implements SessionObserver {
       this.fail(error as Error);
       return;
     }
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setTimeout(() => {
@@ -149,5 +157,5 @@ export class AuditLog implements SessionObserver {
 }
 
 function iso(ms: number | null): string | null {
-  return ms === null ? null : new Date(ms).toISOString();
+  return ms === null ? null : isoAt(ms);
 }

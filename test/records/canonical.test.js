@@ -106,3 +106,28 @@ test('property: chainLine writes exactly canonical({...record, hash}) and hashes
     assert.equal(line, canonical(withHash));
   }), { numRuns: 500 });
 });
+
+test('property: a shaped record chains to the same hash and line as chainLine', async () => {
+  const { RecordShape, chainLine } = await import('../../dist/records/chain.js');
+  // Field names around `hash` and the chain fields in sort order, and any others.
+  const name = fc.oneof(fc.string(), fc.constantFrom('call_id', 'hasg', 'hasi', 'h', 'a', '0', '10', '__proto__', 'zzz', 'pre', 'seqq', 'ts0', 'typ'));
+  const fields = fc.uniqueArray(name.filter((k) => !['seq', 'prev', 'hash', 'ts', 'type'].includes(k)), { maxLength: 8 });
+  const value = fc.oneof(fc.constant(undefined), fc.jsonValue());
+  fc.assert(fc.property(fields.chain((f) => fc.tuple(fc.constant(f), fc.array(value, { minLength: f.length, maxLength: f.length }))),
+    fc.string(), fc.nat(), fc.boolean(), ([names, values], type, seq, keyed) => {
+      const k = keyed ? Buffer.alloc(32, 7) : undefined;
+      const prev = 'ab'.repeat(32);
+      const ts = '2026-11-29T13:10:23.636Z';
+      const shape = new RecordShape(type, names);
+      const record = {};
+      names.forEach((n, i) => Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true }));
+      Object.assign(record, { type, ts, seq, prev });
+      assert.deepEqual(shape.line(values, seq, prev, ts, k), chainLine(record, k));
+    }), { numRuns: 500 });
+});
+
+test('a record shape refuses fields the chain owns, and repeated fields', async () => {
+  const { RecordShape } = await import('../../dist/records/chain.js');
+  assert.throws(() => new RecordShape('x', ['a', 'seq']), /may not set 'seq'/);
+  assert.throws(() => new RecordShape('x', ['a', 'a']), /names a field twice/);
+});
