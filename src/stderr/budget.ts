@@ -45,6 +45,9 @@ export interface CallStderr {
   evicted: number;
 }
 
+/** A call during which no stderr arrived (most calls): no ring was ever opened for it. */
+const NOTHING_SEEN: CallStderr = Object.freeze({ seen: 0, retained: 0, truncated: false, shared: false, evicted: 0 });
+
 interface Entry {
   ring: ByteRing;
   shared: boolean;
@@ -112,7 +115,7 @@ export class StderrStore {
   /** The call left flight: its ring is kept (first in line for eviction) until `releaseCall`. */
   closeCall(callId: string): CallStderr {
     const entry = this.#open.get(callId) ?? this.#ended.get(callId);
-    if (entry === undefined) return { seen: 0, retained: 0, truncated: false, shared: false, evicted: 0 };
+    if (entry === undefined) return NOTHING_SEEN;
     if (this.#open.delete(callId)) this.#ended.set(callId, entry);
     const r = entry.ring;
     return { seen: r.seen, retained: r.retained, truncated: r.truncated, shared: entry.shared, evicted: r.evicted };

@@ -1,9 +1,10 @@
 /**
  * The child's stderr, end to end: counted raw, redacted, then retained per
  * call and per process and mirrored to a human within budget. The session
- * feeds it every chunk (never pausing the pipe); the relay's observers tell it
- * when calls start and end, so each call's record carries its own counts and
- * an error answer can carry its excerpt.
+ * feeds it every chunk with the calls in flight (never pausing the pipe), so a
+ * call's ring opens with its first stderr byte, and most calls, which see none,
+ * cost nothing here; the relay's observers tell it when calls end, so each
+ * call's record carries its own counts and an error answer can carry its excerpt.
  */
 import type { Call } from '../calls.js';
 import type { SessionObserver } from '../observer.js';
@@ -71,10 +72,6 @@ export class StderrTap implements SessionObserver {
   /** The mirror's destination drained: mirror again. */
   resumeMirror(): void {
     this.mirror?.resume();
-  }
-
-  callStarted(call: Call): void {
-    this.store.openCall(call.callId);
   }
 
   callEnded(call: Call): void {
