@@ -118,10 +118,10 @@ export class AuditLog implements SessionObserver {
 
   /**
    * Records that need not precede anything (dispatch, a call's end, a
-   * rejection) are chained now and written with the next write-ahead record,
-   * or at the latest DEFER_MS later, so a busy relay pays one write per call.
-   * Only a crash inside that window can lose them (never an attempt), and the
-   * session's end writes everything.
+   * rejection) wait in the log's queue and are chained and written together
+   * at most DEFER_MS later, so the request path pays for one record (the
+   * attempt) and one write per call. Only a crash inside that window can lose
+   * them (never an attempt), and the session's end writes everything.
    */
   private defer(type: string, body: Record<string, unknown>): void {
     if (this.failure !== null) return;

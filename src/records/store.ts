@@ -7,11 +7,15 @@
  * an O_APPEND descriptor: a reader sees whole records, and only a crash in the
  * middle of a write can leave a torn last line, which verify reports as torn.
  *
- * `append` writes at once (with everything deferred before it, in one write).
- * `defer` chains the record at once but lets its bytes wait for the next
- * `append` or `flush`: records that need not be on disk before anything else
- * happens (a dispatch, a call's end) then cost no write of their own on the
- * relay's hot path. With `fsync`, nothing is deferred.
+ * `append` writes at once. `defer` queues a record whose bytes need not be on
+ * disk before anything else happens (a dispatch, a call's end, a rejection);
+ * the queue is chained and written in one go by the next `flush` (the audit
+ * log flushes within a few ms), so on a busy relay those records cost no write
+ * and no hashing on the request path, and are chained in a tight loop instead.
+ * A record written at once with `appendShaped` (a call's write-ahead attempt)
+ * is chained ahead of records still queued: the file's order is the order
+ * records were chained, and every record's `ts` says when its event happened.
+ * With `fsync`, nothing is queued.
  *
  * A failed write throws and poisons the log: after a short or failed write the
  * file's tail is unknown, so chaining further records onto it would be a lie.
@@ -44,6 +48,8 @@ export class SessionLog {
   private failure: string | null = null;
   /** Chained lines not yet written, in order. */
   private pending: string[] = [];
+  /** Deferred records not yet chained, in the order they were deferred. */
+  private queued: Deferred[] = [];
 
   private constructor(sessionId: string, path: string, fd: number, private readonly opts: RecordStoreOptions) {
     this.sessionId = sessionId;
@@ -104,45 +110,73 @@ export class SessionLog {
   }
 
   /**
-   * Like `append`, but the line may wait for the next append or `flush`
-   * (it is chained now, so the order on disk is the order of the calls).
+   * Like `append`, but the record waits in a queue for the next `flush` (or
+   * the next `append`, which chains the queue first, so its order holds).
    */
   defer(type: string, body: Record<string, unknown>): void {
-    this.write(event(type, body), !this.opts.fsync);
+    const fields = event(type, body);
+    if (this.opts.fsync) return this.write(fields);
+    this.ensureOpen();
+    this.queued.push({ shape: null, fields });
   }
 
   /**
    * `append` (or, with `deferred`, `defer`) for a record of a fixed shape:
    * `values` in the order of `shape.fields`. The line is the one `append`
    * would write for the same members, built without copying or sorting.
+   * Written at once, it goes ahead of deferred records still queued.
    */
   appendShaped(shape: RecordShape, values: readonly unknown[], deferred = false): void {
     this.ensureOpen();
-    const { hash, line } = shape.line(values, this.seq, this.prev, isoAt(Date.now()), this.opts.key);
+    const ts = isoAt(Date.now());
+    if (deferred && !this.opts.fsync) {
+      this.queued.push({ shape, values, ts });
+      return;
+    }
+    const { hash, line } = shape.line(values, this.seq, this.prev, ts, this.opts.key);
     this.chained(hash, line);
-    if (!deferred || this.opts.fsync) this.writePending();
+    this.writePending();
   }
 
-  /** Write every deferred line now (one write). */
+  /** Chain and write every deferred record now (one write). */
   flush(): void {
-    if (this.pending.length > 0 && this.fd !== null) this.write(null);
+    if (this.fd === null) return;
+    this.chainQueued();
+    this.writePending();
   }
 
   /** Write the seal record (`records` = how many records the file holds, seal included) and close the file. */
   seal(): void {
+    this.ensureOpen();
+    this.chainQueued(); // so `records` counts them
     this.write({ type: 'seal', records: this.seq + 1, ts: new Date().toISOString() });
     this.close();
   }
 
-  /** Chain `fields` (unless null: only flush) and write it with every deferred line, unless `deferred`. */
-  private write(fields: LogRecord | null, deferred = false): void {
+  /** Chain the queue, then `fields`, and write them all in one write. */
+  private write(fields: LogRecord): void {
     this.ensureOpen();
-    if (fields !== null) {
-      const { hash, line } = chainLine({ ...fields, seq: this.seq, prev: this.prev }, this.opts.key);
-      this.chained(hash, line);
-      if (deferred) return;
-    }
+    this.chainQueued();
+    this.chainFields(fields);
     this.writePending();
+  }
+
+  private chainFields(fields: LogRecord): void {
+    const { hash, line } = chainLine({ ...fields, seq: this.seq, prev: this.prev }, this.opts.key);
+    this.chained(hash, line);
+  }
+
+  private chainQueued(): void {
+    if (this.queued.length === 0) return;
+    const queued = this.queued;
+    this.queued = [];
+    for (const record of queued) {
+      if (record.shape === null) this.chainFields(record.fields);
+      else {
+        const { hash, line } = record.shape.line(record.values, this.seq, this.prev, record.ts, this.opts.key);
+        this.chained(hash, line);
+      }
+    }
   }
 
   private ensureOpen(): void {
@@ -158,9 +192,9 @@ export class SessionLog {
     this.prev = hash;
   }
 
-  /** Write every queued line in one write (and fsync when asked). */
+  /** Write every chained line in one write (and fsync when asked). */
   private writePending(): void {
-    if (this.fd === null) return;
+    if (this.fd === null || this.pending.length === 0) return;
     // Written as a string: Node encodes it into its own scratch memory, no Buffer per record.
     const text = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
     this.pending = [];
@@ -184,6 +218,9 @@ export class SessionLog {
     try { closeSync(fd); } catch { /* EBADF: the descriptor is gone either way */ }
   }
 }
+
+/** A record waiting to be chained: a fixed shape's values and time, or an event's fields. */
+type Deferred = { shape: RecordShape; values: readonly unknown[]; ts: string } | { shape: null; fields: LogRecord };
 
 /** An event's fields: its body, `type` and `ts`; the body may not set what the log owns. */
 function event(type: string, body: Record<string, unknown>): LogRecord {
