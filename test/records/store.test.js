@@ -66,6 +66,38 @@ test('a session log is a header, one line per event with seq/prev/hash/ts, and a
   assert.equal(verifyFile(log.path).status, 'ok');
 });
 
+test('deferred records wait unchained until flush; a write-ahead record goes ahead of them; seal writes them all', async () => {
+  const { RecordShape } = await import('../../dist/records/chain.js');
+  const attempt = new RecordShape('call_attempt', ['call_id']);
+  const end = new RecordShape('call_end', ['call_id', 'state']);
+  const log = SessionLog.create({ dir: freshDir(), fsync: false }, 's_test_defer');
+  const types = () => readRecords(log.path).map((r) => `${r.type}:${r.call_id ?? ''}`);
+  log.appendShaped(attempt, ['c_1']);
+  log.appendShaped(end, ['c_1', 'completed'], true);
+  log.defer('reject', { reason: 'not JSON' });
+  assert.deepEqual(types(), ['header:', 'call_attempt:c_1'], 'deferred records are not written yet');
+  log.appendShaped(attempt, ['c_2']);
+  assert.deepEqual(types(), ['header:', 'call_attempt:c_1', 'call_attempt:c_2'], 'the attempt does not wait for them');
+  log.flush();
+  assert.deepEqual(types(), ['header:', 'call_attempt:c_1', 'call_attempt:c_2', 'call_end:c_1', 'reject:']);
+  log.appendShaped(end, ['c_2', 'error'], true);
+  log.seal();
+  const records = readRecords(log.path);
+  assert.deepEqual(records.map((r) => r.seq), [0, 1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(records.slice(-2).map((r) => [r.type, r.state ?? r.records]), [['call_end', 'error'], ['seal', 7]]);
+  assert.equal(verifyFile(log.path).status, 'ok');
+});
+
+test('with --fsync nothing waits: a deferred record is written (and flushed) at once', async () => {
+  const { RecordShape } = await import('../../dist/records/chain.js');
+  const end = new RecordShape('call_end', ['call_id']);
+  const log = SessionLog.create({ dir: freshDir(), fsync: true }, 's_test_defer_fsync');
+  log.appendShaped(end, ['c_1'], true);
+  log.defer('reject', { reason: 'x' });
+  assert.deepEqual(readRecords(log.path).map((r) => r.type), ['header', 'call_end', 'reject']);
+  log.seal();
+});
+
 test('append after seal, a second seal, reserved fields and reserved types throw', () => {
   const log = SessionLog.create({ dir: freshDir(), fsync: false });
   assert.throws(() => log.append('x', { seq: 7 }), /may not set 'seq'/);
