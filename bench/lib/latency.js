@@ -7,7 +7,7 @@ import { Peer, requestFrame } from './rpc.js';
 import { readMemory } from './rss.js';
 import { median, pairedRatio, percentiles } from './stats.js';
 import { line, num, ratioText } from './table.js';
-import { ECHO_SERVER, NODE, guarded, mcpguardHelp, relayVariants } from './variants.js';
+import { ECHO_SERVER, NODE, VALIDATE_RELAY, guarded, mcpguardHelp, relayVariants } from './variants.js';
 
 const SMALL = { name: 'echo', arguments: { size: 64 } };
 
@@ -39,6 +39,8 @@ export async function latencyRows({ rounds, requests, warmup, warmupRounds = 1 }
   if (/--records\s+on\|off/.test(mcpguardHelp())) {
     variants.splice(3, 0, { name: 'norecords', label: 'mcpguard --records off', argv: guarded([NODE, ECHO_SERVER], ['--records', 'off']) });
   }
+  // What validation alone costs: the copy relay plus mcpguard's classifyFrame on every line.
+  variants.splice(2, 0, { name: 'validate', label: 'copy + mcpguard validator', argv: [NODE, VALIDATE_RELAY, NODE, ECHO_SERVER] });
   const samples = await interleave(variants, rounds, async (v, r) => {
     progress(`latency ${v.name} ${roundName(r, rounds)}`);
     const { micros, hwmKiB } = await roundTrips(v.argv, requests, warmup);

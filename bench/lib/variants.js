@@ -12,6 +12,8 @@ export let MCPGUARD = `${ROOT}bin/mcpguard.js`;
 export const ECHO_SERVER = `${ROOT}bench/fixtures/echo-server.js`;
 export const COPY_RELAY = `${ROOT}bench/fixtures/copy-relay.js`;
 export const SDK_RELAY = `${ROOT}bench/fixtures/sdk-relay.js`;
+/** The copy relay plus mcpguard's validator (a live binding: `snapshotGuard` repoints it to the snapshot's copy). */
+export let VALIDATE_RELAY = `${ROOT}bench/fixtures/validate-relay.js`;
 export const STDERR_FLOOD = `${ROOT}bench/fixtures/stderr-flood.js`;
 export const STDERR_READER = `${ROOT}bench/fixtures/stderr-reader.js`;
 
@@ -31,14 +33,16 @@ export function relayVariants(server = [NODE, ECHO_SERVER]) {
 }
 
 /**
- * Copy bin/, dist/ and package.json into `dir` and benchmark that copy: a
+ * Copy bin/, dist/, package.json (and the validator relay, which imports
+ * dist/) into `dir` and benchmark that copy: a
  * rebuild of dist/ during a long run (npm test builds) must not change the
  * code under test halfway, or break an import mid-write.
  */
 export function snapshotGuard(dir) {
   mkdirSync(dir, { recursive: true });
-  for (const part of ['bin', 'dist', 'package.json']) cpSync(join(ROOT, part), join(dir, part), { recursive: true });
+  for (const part of ['bin', 'dist', 'package.json', 'bench/fixtures/validate-relay.js']) cpSync(join(ROOT, part), join(dir, part), { recursive: true });
   MCPGUARD = join(dir, 'bin', 'mcpguard.js');
+  VALIDATE_RELAY = join(dir, 'bench', 'fixtures', 'validate-relay.js');
   help = null;
   return MCPGUARD;
 }
