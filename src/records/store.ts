@@ -10,7 +10,7 @@
  * `append` writes at once. `defer` queues a record whose bytes need not be on
  * disk before anything else happens (a dispatch, a call's end, a rejection);
  * the queue is chained and written in one go by the next `flush` (the audit
- * log flushes within a few ms), so on a busy relay those records cost no write
+ * log flushes within 20 ms), so on a busy relay those records cost no write
  * and no hashing on the request path, and are chained in a tight loop instead.
  * A record written at once with `appendShaped` (a call's write-ahead attempt)
  * is chained ahead of records still queued: the file's order is the order
