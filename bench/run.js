@@ -9,6 +9,7 @@
 //   node bench/run.js --rows=latency,throughput
 //   node bench/run.js --flood-bytes=512MiB
 //   node bench/run.js --rows=micro      only bench/records.js, bench/stderr.js (if present)
+//   node bench/run.js --rows=warmup     p50 by call index as the JIT warms up (run only when named)
 //   node bench/run.js --profile=throughput|latency|flood|shutdown|startup [--keep-profile] [--top=N] [--guard-opts='--records off']
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +17,7 @@ import { parseArgs } from 'node:util';
 import { floodRows } from './lib/flood.js';
 import { latencyRows } from './lib/latency.js';
 import { microSections } from './lib/micro.js';
+import { warmupRows } from './lib/warmup.js';
 import { describeBuild, describeMachine, load } from './lib/machine.js';
 import { benchHome, killAll } from './lib/proc.js';
 import { profileGuard, WORKLOADS } from './lib/profile.js';
@@ -26,25 +28,29 @@ import { render } from './lib/table.js';
 import { throughputRows } from './lib/throughput.js';
 import { ROOT, mcpguardHelp, snapshotGuard } from './lib/variants.js';
 
-const ROWS = ['latency', 'throughput', 'startup', 'flood', 'shutdown', 'records'];
+const ROWS = ['latency', 'throughput', 'startup', 'flood', 'shutdown', 'records', 'warmup'];
+/** Rows run only when --rows names them. */
+const ON_REQUEST = ['warmup'];
 /** Not table rows: other helpers' micro-benchmarks, appended when present (full runs of all rows, or --rows=micro). */
 const EXTRA = ['micro'];
 const MODES = {
   quick: {
-    latency: { rounds: 3, requests: 300, warmup: 50 },
+    latency: { rounds: 3, requests: 300, warmup: 500, cold: 100 },
     throughput: { rounds: 3, frames: 16, window: 4 },
     startup: { rounds: 5 },
     flood: { rounds: 2, bytes: 64 * 2 ** 20 },
     shutdown: { rounds: 5 },
-    records: { rounds: 3, requests: 300, warmup: 50 },
+    records: { rounds: 3, requests: 300, warmup: 500 },
+    warmup: { rounds: 2 },
   },
   full: {
-    latency: { rounds: 15, requests: 2000, warmup: 200 },
+    latency: { rounds: 11, requests: 2000, warmup: 5000, cold: 200 },
     throughput: { rounds: 7, frames: 64, window: 4 },
     startup: { rounds: 21 },
     flood: { rounds: 3, bytes: 2 * 2 ** 30 },
     shutdown: { rounds: 15 },
-    records: { rounds: 9, requests: 1000, warmup: 100 },
+    records: { rounds: 9, requests: 1000, warmup: 5000 },
+    warmup: { rounds: 5 },
   },
 };
 
@@ -81,7 +87,7 @@ try {
 
 if (!existsSync(new URL('../dist/cli.js', import.meta.url))) usage('dist/ is missing: run `npm run build` first (npm run bench does)');
 const config = structuredClone(args.quick ? MODES.quick : MODES.full);
-const rows = args.rows === undefined ? [...ROWS, ...(args.quick ? [] : EXTRA)] : args.rows.split(',').map((r) => r.trim());
+const rows = args.rows === undefined ? [...ROWS.filter((r) => !ON_REQUEST.includes(r)), ...(args.quick ? [] : EXTRA)] : args.rows.split(',').map((r) => r.trim());
 for (const r of rows) if (!ROWS.includes(r) && !EXTRA.includes(r)) usage(`--rows: unknown row '${r}' (rows: ${[...ROWS, ...EXTRA].join(', ')})`);
 // Quick mode skips the unrecorded warm-up round (each connection still warms up with requests).
 for (const c of Object.values(config)) c.warmupRounds = args.quick ? 0 : 1;
@@ -122,7 +128,7 @@ if (args.profile !== undefined) {
   process.exit(0);
 }
 
-const RUNNERS = { latency: latencyRows, throughput: throughputRows, startup: startupRows, flood: floodRows, shutdown: shutdownRows, records: recordsRows };
+const RUNNERS = { warmup: warmupRows, latency: latencyRows, throughput: throughputRows, startup: startupRows, flood: floodRows, shutdown: shutdownRows, records: recordsRows };
 const started = Date.now();
 const lines = [];
 const notes = [];

@@ -45,8 +45,13 @@ test('bench/run.js --quick --rows=latency prints the latency rows with numbers',
   assert.match(stdout, /^reproduce: node bench\/run\.js --quick --rows=latency --rounds=2/m);
 
   const rows = tableRows(stdout);
-  for (const stat of ['p50', 'p99']) {
-    const mine = rows.filter((r) => r.row === `latency ${stat} (µs), 300 req × 2 rounds`);
+  const ROW_NAMES = {
+    p50: 'latency p50 (µs), calls 501-800 × 2 rounds',
+    p99: 'latency p99 (µs), calls 501-800 × 2 rounds',
+    cold: 'latency p50 (µs) of calls 1-100 (JIT cold), × 2 rounds',
+  };
+  for (const [stat, name] of Object.entries(ROW_NAMES)) {
+    const mine = rows.filter((r) => r.row === name);
     // The four variants of issue 7, in order; mcpguard variants with other options may sit between them.
     assert.deepEqual(mine.map((r) => r.variant).filter((v) => VARIANTS.includes(v)), VARIANTS, `${stat} rows:\n${stdout}`);
     for (const r of mine) {
@@ -58,7 +63,7 @@ test('bench/run.js --quick --rows=latency prints the latency rows with numbers',
   }
   assert.equal(rows.length, rows.filter((r) => r.row.startsWith('latency ')).length, 'only latency rows were asked for');
   // mcpguard's p50 line carries both comparisons and its target.
-  const guardP50 = rows.find((r) => r.row.startsWith('latency p50') && r.variant === 'mcpguard');
+  const guardP50 = rows.find((r) => r.row === ROW_NAMES.p50 && r.variant === 'mcpguard');
   assert.match(guardP50.ratio, /^\d+\.\d\d× copy; \d+\.\d\d× sdk$/);
   assert.match(guardP50.target, /^≤ 1\.25× copy and < 1× sdk [✓✗]$/);
 });
