@@ -118,10 +118,11 @@ export class AuditLog implements SessionObserver {
 
   /**
    * Records that need not precede anything (dispatch, a call's end, a
-   * rejection) wait in the log's queue and are chained and written together
-   * at most DEFER_MS later, so the request path pays for one record (the
-   * attempt) and one write per call. Only a crash inside that window can lose
-   * them (never an attempt), and the session's end writes everything.
+   * rejection) wait in the log's queue, are chained when the current turn is
+   * over and written with the next write, at most DEFER_MS later, so the
+   * request path pays for one record (the attempt) and one write per call.
+   * Only a crash inside that window can lose them (never an attempt), and the
+   * session's end writes everything.
    */
   private defer(type: string, body: Record<string, unknown>): void {
     if (this.failure !== null) return;
@@ -135,6 +136,10 @@ export class AuditLog implements SessionObserver {
   }
 
   private scheduleFlush(): void {
+    if (!this.chainScheduled) {
+      this.chainScheduled = true;
+      setImmediate(this.chainDeferred).unref();
+    }
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setTimeout(() => {
@@ -148,6 +153,19 @@ export class AuditLog implements SessionObserver {
     }, DEFER_MS).unref();
   }
 
+  /**
+   * Once the turn that queued records is over (the answer that ended a call
+   * is already written), chain them: a few at a time, while the client reads
+   * its answer, instead of hundreds in one stall every DEFER_MS. Their lines
+   * then ride along with the next write, usually the next call's attempt.
+   */
+  private readonly chainDeferred = (): void => {
+    this.chainScheduled = false;
+    if (this.failure !== null) return;
+    this.log.chainDeferred();
+  };
+
+  private chainScheduled = false;
   private flushScheduled = false;
 
   private fail(error: Error): void {
