@@ -14,9 +14,6 @@ import type { Rejection, SessionObserver } from './observer.js';
 import { RecordShape, isoAt } from './records/chain.js';
 import { SessionLog, fingerprint, type RecordStoreOptions } from './records/store.js';
 
-/** Longest time a deferred record waits for a write of its own. */
-export const DEFER_MS = 20;
-
 // The records every call writes, in the order of the values passed for them.
 const ATTEMPT = new RecordShape('call_attempt', ['call_id', 'request_id', 'method', 'tool', 'started_at']);
 const DISPATCHED = new RecordShape('call_dispatched', ['call_id', 'dispatched_at']);
@@ -118,11 +115,12 @@ export class AuditLog implements SessionObserver {
 
   /**
    * Records that need not precede anything (dispatch, a call's end, a
-   * rejection) wait in the log's queue, are chained when the current turn is
-   * over and written with the next write, at most DEFER_MS later, so the
-   * request path pays for one record (the attempt) and one write per call.
-   * Only a crash inside that window can lose them (never an attempt), and the
-   * session's end writes everything.
+   * rejection) wait in the log's queue until the current turn of the event
+   * loop is over (by then the answer that ended a call has been written), and
+   * are then chained and written together in one write. So the request path
+   * pays for one record (the attempt) and one write per call, and the queue
+   * never grows into a long stall. Only a crash within that turn can lose them
+   * (never an attempt), and the session's end writes everything.
    */
   private defer(type: string, body: Record<string, unknown>): void {
     if (this.failure !== null) return;
@@ -136,36 +134,21 @@ export class AuditLog implements SessionObserver {
   }
 
   private scheduleFlush(): void {
-    if (!this.chainScheduled) {
-      this.chainScheduled = true;
-      setImmediate(this.chainDeferred).unref();
-    }
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setTimeout(() => {
-      this.flushScheduled = false;
-      if (this.failure !== null) return;
-      try {
-        this.log.flush();
-      } catch (error) {
-        this.fail(error as Error);
-      }
-    }, DEFER_MS).unref();
+    setImmediate(this.flushDeferred).unref();
   }
 
-  /**
-   * Once the turn that queued records is over (the answer that ended a call
-   * is already written), chain them: a few at a time, while the client reads
-   * its answer, instead of hundreds in one stall every DEFER_MS. Their lines
-   * then ride along with the next write, usually the next call's attempt.
-   */
-  private readonly chainDeferred = (): void => {
-    this.chainScheduled = false;
+  private readonly flushDeferred = (): void => {
+    this.flushScheduled = false;
     if (this.failure !== null) return;
-    this.log.chainDeferred();
+    try {
+      this.log.flush();
+    } catch (error) {
+      this.fail(error as Error);
+    }
   };
 
-  private chainScheduled = false;
   private flushScheduled = false;
 
   private fail(error: Error): void {

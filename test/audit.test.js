@@ -104,6 +104,30 @@ describe('records written by a session', () => {
     } finally { cleanup(); }
   });
 
+  test('dispatch and final records reach the file while the session runs; a SIGKILL then loses none of them', { timeout: 30000 }, async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const g = runGuard([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { keepOpen: true });
+      let answers = 0;
+      g.child.stdout.on('data', (c) => { answers += c.toString().split('\n').length - 1; });
+      g.child.stdin.write(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }) + tool(2, 'record', { v: 1 }));
+      while (answers < 2) await sleep(20);
+      // No more input and no session end: only the deferred flush can write the final records now.
+      const callRecords = () => (readdirSync(dir).some((f) => f.endsWith('.jsonl')) ? records(dir)[0] : [])
+        .filter((r) => r.type.startsWith('call_')).map((r) => `${r.type}:${r.call_id === undefined ? '' : 'c'}`);
+      const deadline = Date.now() + 5000;
+      while (callRecords().length < 6 && Date.now() < deadline) await sleep(20);
+      assert.deepEqual(callRecords().sort(), ['call_attempt:c', 'call_attempt:c', 'call_dispatched:c', 'call_dispatched:c', 'call_end:c', 'call_end:c']);
+      g.child.kill('SIGKILL');
+      await g.done;
+      const [log] = records(dir);
+      assert.deepEqual([...finals(log).keys()].sort(), ['1', '2']);
+      // Unsealed (mcpguard was killed) but intact: verify exits 2, not 1.
+      const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
+      assert.equal(v.code, 2, v.stdout.toString() + v.stderr);
+    } finally { cleanup(); }
+  });
+
   test('rejected frames are recorded by reason and fingerprint, never by content', { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {

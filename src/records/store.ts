@@ -8,16 +8,14 @@
  * middle of a write can leave a torn last line, which verify reports as torn.
  *
  * `append` writes at once. `defer` queues a record whose bytes need not be on
- * disk before anything else happens (a dispatch, a call's end, a rejection).
- * `chainDeferred` chains the queue without writing it (the audit log does so
- * once its event-loop turn is over, off the request path), and the chained
- * lines go out with the next write: the next record written at once, or the
- * next `flush` (the audit log flushes within 20 ms). On a busy relay those
- * records therefore cost no write of their own and no hashing on the request
- * path. A record written at once with `appendShaped` (a call's write-ahead
- * attempt) is chained ahead of records still queued, never ahead of chained
- * ones: the file's order is the order records were chained, and every
- * record's `ts` says when its event happened. With `fsync`, nothing is queued.
+ * disk before anything else happens (a dispatch, a call's end, a rejection);
+ * the queue is chained and written in one go by the next `flush` (the audit
+ * log flushes when its event-loop turn is over), so those records cost no
+ * write and no hashing on the request path.
+ * A record written at once with `appendShaped` (a call's write-ahead attempt)
+ * is chained ahead of records still queued: the file's order is the order
+ * records were chained, and every record's `ts` says when its event happened.
+ * With `fsync`, nothing is queued.
  *
  * A failed write throws and poisons the log: after a short or failed write the
  * file's tail is unknown, so chaining further records onto it would be a lie.
@@ -138,12 +136,6 @@ export class SessionLog {
     const { hash, line } = shape.line(values, this.seq, this.prev, ts, this.opts.key);
     this.chained(hash, line);
     this.writePending();
-  }
-
-  /** Chain the deferred records now; they are written with the next write. */
-  chainDeferred(): void {
-    if (this.fd === null) return;
-    this.chainQueued();
   }
 
   /** Chain and write every deferred record now (one write). */

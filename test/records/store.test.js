@@ -88,29 +88,6 @@ test('deferred records wait unchained until flush; a write-ahead record goes ahe
   assert.equal(verifyFile(log.path).status, 'ok');
 });
 
-test('chainDeferred chains the queue without writing it; the next write carries those lines ahead of its own', async () => {
-  const { RecordShape } = await import('../../dist/records/chain.js');
-  const attempt = new RecordShape('call_attempt', ['call_id']);
-  const end = new RecordShape('call_end', ['call_id', 'state']);
-  const log = SessionLog.create({ dir: freshDir(), fsync: false }, 's_test_chain_deferred');
-  const types = () => readRecords(log.path).map((r) => `${r.type}:${r.call_id ?? ''}`);
-  log.appendShaped(attempt, ['c_1']);
-  log.appendShaped(end, ['c_1', 'completed'], true);
-  log.chainDeferred();
-  assert.deepEqual(types(), ['header:', 'call_attempt:c_1'], 'chained, not written');
-  // A record deferred after the chaining still waits in the queue, behind the next attempt.
-  log.defer('reject', { reason: 'not JSON' });
-  log.appendShaped(attempt, ['c_2']);
-  assert.deepEqual(types(), ['header:', 'call_attempt:c_1', 'call_end:c_1', 'call_attempt:c_2'], 'the chained end went out with the attempt, in chain order');
-  log.flush();
-  assert.deepEqual(types().at(-1), 'reject:');
-  log.chainDeferred(); // nothing queued: nothing happens
-  log.seal();
-  const records = readRecords(log.path);
-  assert.deepEqual(records.map((r) => r.seq), [0, 1, 2, 3, 4, 5]);
-  assert.equal(verifyFile(log.path).status, 'ok');
-});
-
 test('with --fsync nothing waits: a deferred record is written (and flushed) at once', async () => {
   const { RecordShape } = await import('../../dist/records/chain.js');
   const end = new RecordShape('call_end', ['call_id']);
