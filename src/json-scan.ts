@@ -65,9 +65,14 @@ function describe(byte: number): string {
 const LINEAR_KEY_LIMIT = 16;
 
 class Scanner {
-  /** Byte ranges of the keys of the objects being scanned (a stack shared by all nesting levels). */
+  /**
+   * Byte ranges of the keys of the objects being scanned: a stack shared by
+   * all nesting levels, `keyTop` entries deep. Entries above `keyTop` are
+   * stale and overwritten; the arrays never shrink (cheaper than resizing).
+   */
   private readonly keyStart: number[] = [];
   private readonly keyEnd: number[] = [];
+  private keyTop = 0;
   /** Set by `string()`: the string just scanned contained a backslash escape. */
   private escaped = false;
 
@@ -141,50 +146,50 @@ class Scanner {
   object(pos: number, level: number, members: Map<string, JsonNode> | undefined, record: number): number {
     if (level >= MAX_DEPTH) this.fail(`nesting deeper than ${MAX_DEPTH}`, pos);
     const { buf, end, keyStart, keyEnd } = this;
-    const base = keyStart.length;
+    // This object's keys sit above `base`; every return pops them (a throw abandons the scanner).
+    const base = this.keyTop;
     // Keys are compared as raw byte ranges until an escape or a large object makes a Set cheaper.
     let keySet: Set<string> | undefined;
     pos = this.skipWs(pos + 1);
     if (pos < end && buf[pos] === RBRACE) return pos + 1;
-    try {
-      for (;;) {
-        if (pos >= end) this.fail('unexpected end of input inside an object (truncated JSON)', pos);
-        if (buf[pos] !== QUOTE) this.fail(`expected a string key, got ${describe(buf[pos]!)}`, pos);
-        const keyEndPos = this.string(pos);
-        if (keySet === undefined && (this.escaped || keyStart.length - base >= LINEAR_KEY_LIMIT)) {
-          keySet = new Set();
-          for (let k = base; k < keyStart.length; k++) keySet.add(this.keyText(keyStart[k]!, keyEnd[k]!));
-        }
-        if (keySet !== undefined) {
-          const key = this.keyText(pos, keyEndPos);
-          if (keySet.has(key)) this.fail(`duplicate key ${JSON.stringify(key)}`, pos);
-          keySet.add(key);
-        } else {
-          if (this.repeatsKey(base, pos, keyEndPos)) this.fail(`duplicate key ${JSON.stringify(this.keyText(pos, keyEndPos))}`, pos);
-          keyStart.push(pos);
-          keyEnd.push(keyEndPos);
-        }
-        const keyAt = pos;
-        pos = this.skipWs(keyEndPos);
-        if (pos >= end || buf[pos] !== COLON) this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
-        pos = this.skipWs(pos + 1);
-        if (members !== undefined) {
-          const value = this.value(pos, level + 1, record);
-          members.set(this.keyText(keyAt, keyEndPos), value);
-          pos = value.end;
-        } else {
-          pos = this.skip(pos, level + 1);
-        }
-        pos = this.skipWs(pos);
-        if (pos >= end) this.fail('unexpected end of input inside an object (truncated JSON)', pos);
-        const c = buf[pos]!;
-        if (c === RBRACE) return pos + 1;
-        if (c !== COMMA) this.fail(`expected ',' or '}' in an object, got ${describe(c)}`, pos);
-        pos = this.skipWs(pos + 1);
+    for (;;) {
+      if (pos >= end) this.fail('unexpected end of input inside an object (truncated JSON)', pos);
+      if (buf[pos] !== QUOTE) this.fail(`expected a string key, got ${describe(buf[pos]!)}`, pos);
+      const keyEndPos = this.string(pos);
+      if (keySet === undefined && (this.escaped || this.keyTop - base >= LINEAR_KEY_LIMIT)) {
+        keySet = new Set();
+        for (let k = base; k < this.keyTop; k++) keySet.add(this.keyText(keyStart[k]!, keyEnd[k]!));
       }
-    } finally {
-      keyStart.length = base;
-      keyEnd.length = base;
+      if (keySet !== undefined) {
+        const key = this.keyText(pos, keyEndPos);
+        if (keySet.has(key)) this.fail(`duplicate key ${JSON.stringify(key)}`, pos);
+        keySet.add(key);
+      } else {
+        if (this.repeatsKey(base, pos, keyEndPos)) this.fail(`duplicate key ${JSON.stringify(this.keyText(pos, keyEndPos))}`, pos);
+        keyStart[this.keyTop] = pos;
+        keyEnd[this.keyTop] = keyEndPos;
+        this.keyTop++;
+      }
+      const keyAt = pos;
+      pos = this.skipWs(keyEndPos);
+      if (pos >= end || buf[pos] !== COLON) this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
+      pos = this.skipWs(pos + 1);
+      if (members !== undefined) {
+        const value = this.value(pos, level + 1, record);
+        members.set(this.keyText(keyAt, keyEndPos), value);
+        pos = value.end;
+      } else {
+        pos = this.skip(pos, level + 1);
+      }
+      pos = this.skipWs(pos);
+      if (pos >= end) this.fail('unexpected end of input inside an object (truncated JSON)', pos);
+      const c = buf[pos]!;
+      if (c === RBRACE) {
+        this.keyTop = base;
+        return pos + 1;
+      }
+      if (c !== COMMA) this.fail(`expected ',' or '}' in an object, got ${describe(c)}`, pos);
+      pos = this.skipWs(pos + 1);
     }
   }
 
@@ -192,7 +197,7 @@ class Scanner {
   private repeatsKey(base: number, start: number, end: number): boolean {
     const { buf, keyStart, keyEnd } = this;
     const length = end - start;
-    for (let k = base; k < keyStart.length; k++) {
+    for (let k = base; k < this.keyTop; k++) {
       const s = keyStart[k]!;
       if (keyEnd[k]! - s !== length) continue;
       let i = 1; // skip the opening quote, equal by construction
@@ -298,15 +303,53 @@ class Scanner {
 
   /** The decoded text of a key; escapes are resolved so "a" and "\u0061" collide. */
   keyText(start: number, end: number): string {
-    const raw = this.buf.toString('utf8', start + 1, end - 1);
-    return raw.includes('\\') ? (JSON.parse(this.buf.toString('utf8', start, end)) as string) : raw;
+    return decodeString(this.buf, start, end);
   }
 }
 
 /** Decode a scanned string node. */
 export function stringValue(buf: Buffer, node: JsonNode): string {
-  const raw = buf.toString('utf8', node.start + 1, node.end - 1);
-  return raw.includes('\\') ? (JSON.parse(buf.toString('utf8', node.start, node.end)) as string) : raw;
+  return decodeString(buf, node.start, node.end);
+}
+
+/** The text of the JSON string literal at [start, end) (quotes included). */
+function decodeString(buf: Buffer, start: number, end: number): string {
+  const common = commonString(buf, start + 1, end - 1);
+  if (common !== undefined) return common;
+  const raw = buf.toString('utf8', start + 1, end - 1);
+  return raw.includes('\\') ? (JSON.parse(buf.toString('utf8', start, end)) as string) : raw;
+}
+
+/**
+ * Strings every message carries (JSON-RPC and MCP member names, the version,
+ * common methods). Recognised by their bytes, they are returned as these
+ * constants instead of being decoded into a new string each time.
+ */
+const COMMON_STRINGS = [
+  'jsonrpc', '2.0', 'id', 'method', 'params', 'result', 'error', 'code', 'message', 'data', '_meta',
+  'name', 'arguments', 'content', 'isError', 'structuredContent', 'requestId', 'reason',
+  'progressToken', 'progress', 'total', 'cursor', 'nextCursor', 'uri',
+  'protocolVersion', 'capabilities', 'clientInfo', 'serverInfo',
+  'initialize', 'ping', 'tools/call', 'tools/list', 'resources/read', 'resources/list', 'prompts/get', 'prompts/list',
+  'notifications/initialized', 'notifications/cancelled', 'notifications/progress',
+];
+/** COMMON_STRINGS by byte length: each as its text and its char codes (all ASCII). */
+const COMMON_BY_LENGTH: Array<Array<{ text: string; codes: number[] }> | undefined> = [];
+for (const text of COMMON_STRINGS) {
+  (COMMON_BY_LENGTH[text.length] ??= []).push({ text, codes: Array.from(text, (c) => c.charCodeAt(0)) });
+}
+
+/** The common string whose raw bytes are exactly buf[start, end), if any (no escapes: none has a backslash). */
+function commonString(buf: Buffer, start: number, end: number): string | undefined {
+  const candidates = COMMON_BY_LENGTH[end - start];
+  if (candidates === undefined) return undefined;
+  for (let c = 0; c < candidates.length; c++) {
+    const { text, codes } = candidates[c]!;
+    let i = 0;
+    while (i < codes.length && buf[start + i] === codes[i]) i++;
+    if (i === codes.length) return text;
+  }
+  return undefined;
 }
 
 /** The source text of a scanned node. */

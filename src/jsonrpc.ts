@@ -147,12 +147,33 @@ function checkErrorObject(frame: Buffer, error: JsonNode): string | null {
 function readId(frame: Buffer, node: JsonNode): RequestId | { reason: string } {
   if (node.type === 'string') return stringValue(frame, node);
   if (node.type === 'number') {
+    const small = shortInteger(frame, node.start, node.end);
+    if (small !== undefined) return small;
     if (!isIntegerText(frame, node)) return { reason: '"id" must be a string or an integer written without fraction or exponent' };
     const value = Number(frame.toString('latin1', node.start, node.end));
     if (!Number.isSafeInteger(value)) return { reason: '"id" integer is outside the exactly representable range (±2^53−1)' };
     return Object.is(value, -0) ? 0 : value;
   }
   return { reason: `"id" must be a string or an integer, got ${node.type}` };
+}
+
+/**
+ * The value of a scanned JSON number written as at most 15 digits (an
+ * optional minus, no fraction or exponent), or undefined: such a number is
+ * always exact, so ids like these need no decoding into text and back.
+ */
+function shortInteger(frame: Buffer, start: number, end: number): number | undefined {
+  let i = start;
+  const negative = frame[i] === 0x2d;
+  if (negative) i++;
+  if (end - i > 15) return undefined;
+  let value = 0;
+  for (; i < end; i++) {
+    const digit = frame[i]! - 0x30;
+    if (digit < 0 || digit > 9) return undefined;
+    value = value * 10 + digit;
+  }
+  return negative ? 0 - value : value; // -0 is 0: `0 - 0`
 }
 
 function isIntegerText(frame: Buffer, node: JsonNode): boolean {

@@ -196,6 +196,36 @@ describe('scanJson', () => {
     assert.ok(duplicates > 200 && duplicates < 1800, `cases with duplicates: ${duplicates}`);
   });
 
+  test('member names and methods every message carries decode exactly, as do their near misses and escaped spellings', () => {
+    const common = ['jsonrpc', '2.0', 'id', 'method', 'params', 'result', 'error', 'tools/call', 'notifications/cancelled', '_meta'];
+    const variants = (s) => [
+      s,
+      `${s.slice(0, -1)}${String.fromCharCode(s.charCodeAt(s.length - 1) + 1)}`, // same length, last byte differs
+      `${s}x`,
+      s.slice(1),
+      s.toUpperCase(),
+      `é${s.slice(1)}`, // same char count, different bytes
+    ];
+    for (const s of common) {
+      for (const v of variants(s)) {
+        for (const text of [JSON.stringify(v), `"${[...v].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"`]) {
+          const r = scanJson(Buffer.from(`{${text}:${text}}`));
+          assert.equal(r.ok, true, text);
+          const [[key, node]] = [...r.value.members];
+          assert.equal(key, v, `key ${text}`);
+          assert.equal(stringValue(Buffer.from(`{${text}:${text}}`), node), v, `value ${text}`);
+        }
+      }
+      // A common name and its escaped spelling are the same key.
+      const escaped = [...s].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+      assert.equal(scanJson(Buffer.from(`{"${s}":1,"${escaped}":2}`)).ok, false, s);
+      assert.equal(scanJson(Buffer.from(`{"${escaped}":1,"${s}":2}`)).ok, false, s);
+      // The same name in a nested object is not a repeat; after it, the outer object's keys are still known.
+      assert.equal(scanJson(Buffer.from(`{"${s}":{"${s}":{"${s}":1}},"x":2}`)).ok, true, s);
+      assert.equal(scanJson(Buffer.from(`{"${s}":{"${s}":{"${s}":1}},"x":2,"${s}":3}`)).ok, false, s);
+    }
+  });
+
   test('strings: stringValue equals JSON.parse for any string JSON.stringify writes (fast-check)', () => {
     fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (s) => {
       const buf = Buffer.from(JSON.stringify(s));
