@@ -108,7 +108,8 @@ export class RecordShape {
 
   /**
    * Chain one record of this shape: `values` in the order of `fields`
-   * (undefined leaves a member out, as in chainLine), then the chain fields.
+   * (undefined leaves a member out, as in chainLine), then the chain fields:
+   * `prev` a hex digest, `ts` an ISO 8601 time (from `isoAt`).
    */
   line(values: readonly unknown[], seq: number, prev: string, ts: string, key: Buffer | undefined): { hash: string; line: string } {
     let before = '';
@@ -121,7 +122,8 @@ export class RecordShape {
         if (value === undefined) continue;
         text = memberText(value);
       } else {
-        text = from === SEQ ? String(seq) : from === TYPE ? this.typeText : JSON.stringify(from === PREV ? prev : ts);
+        // `prev` is a hex digest and `ts` an ISO time: neither has a character JSON would escape.
+        text = from === SEQ ? String(seq) : from === TYPE ? this.typeText : `"${from === PREV ? prev : ts}"`;
       }
       if (i < this.beforeHash) before = before === '' ? prefix + text : `${before},${prefix}${text}`;
       else after = after === '' ? prefix + text : `${after},${prefix}${text}`;
