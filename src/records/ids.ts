@@ -19,19 +19,25 @@ export function isSessionId(id: string): boolean {
   return SESSION_ID.test(id);
 }
 
-const CALL_ID_BYTES = 6;
-/** Random bytes for call ids, filled 512 ids at a time: one call into the CSPRNG per call costs more than the rest of the id. */
-const idPool = Buffer.alloc(CALL_ID_BYTES * 512);
-let idAt = idPool.length;
+const CALL_ID_HEX = 12;
+const POOL_IDS = 512;
+/**
+ * Random hex digits for call ids, made 512 ids at a time: one call into the
+ * CSPRNG (and one hex encoding) per call costs more than the rest of the id.
+ */
+const idPool = Buffer.alloc((CALL_ID_HEX / 2) * POOL_IDS);
+let idHex = '';
+let idAt = 0;
 
 /** A new call id: `c_` and 12 random hex digits. */
 export function newCallId(): string {
-  if (idAt === idPool.length) {
+  if (idAt === idHex.length) {
     randomFillSync(idPool);
+    idHex = idPool.toString('hex');
     idAt = 0;
   }
-  const id = `c_${idPool.toString('hex', idAt, idAt + CALL_ID_BYTES)}`;
-  idAt += CALL_ID_BYTES;
+  const id = `c_${idHex.slice(idAt, idAt + CALL_ID_HEX)}`;
+  idAt += CALL_ID_HEX;
   return id;
 }
 
