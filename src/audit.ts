@@ -14,6 +14,13 @@ import type { Rejection, SessionObserver } from './observer.js';
 import { RecordShape, isoAt } from './records/chain.js';
 import { SessionLog, fingerprint, type RecordStoreOptions } from './records/store.js';
 
+/**
+ * Longest wait of a dispatch record for the write of its call's final record:
+ * a quick call's dispatch and end share one write, a slow call's dispatch is
+ * written on its own by then.
+ */
+export const DISPATCH_WAIT_MS = 20;
+
 // The records every call writes, in the order of the values passed for them.
 const ATTEMPT = new RecordShape('call_attempt', ['call_id', 'request_id', 'method', 'tool', 'started_at']);
 const DISPATCHED = new RecordShape('call_dispatched', ['call_id', 'dispatched_at']);
@@ -52,11 +59,12 @@ export class AuditLog implements SessionObserver {
   }
 
   callStarted(call: Call): boolean {
-    return this.shaped(ATTEMPT, [call.callId, call.requestId, call.method, call.tool, isoAt(call.startedAt)], false);
+    return this.shaped(ATTEMPT, [call.callId, call.requestId, call.method, call.tool, isoAt(call.startedAt)], 'now');
   }
 
+  /** Usually written with the call's final record; a call still running after DISPATCH_WAIT_MS gets a write of its own. */
   callDispatched(call: Call): void {
-    this.shaped(DISPATCHED, [call.callId, iso(call.dispatchedAt)], true);
+    this.shaped(DISPATCHED, [call.callId, iso(call.dispatchedAt)], 'later');
   }
 
   callEnded(call: Call): void {
@@ -65,7 +73,7 @@ export class AuditLog implements SessionObserver {
       call.callId, this.sessionId, call.requestId, call.method, call.tool, call.state, call.detail, call.cancelRequested,
       stderr?.seen ?? 0, stderr?.retained ?? 0, stderr?.truncated ?? false, stderr?.shared ?? false,
       call.exitStatus, call.streamEnd, isoAt(call.startedAt), iso(call.dispatchedAt), iso(call.endedAt),
-    ], true);
+    ], 'turn');
   }
 
   rejected(rejection: Rejection): void {
@@ -89,16 +97,21 @@ export class AuditLog implements SessionObserver {
     }
   }
 
-  /** A call's record: written at once (write-ahead), or deferred like `defer`. */
-  private shaped(shape: RecordShape, values: unknown[], deferred: boolean): boolean {
+  /**
+   * A call's record: written at once (`now`, write-ahead), at the end of this
+   * event-loop turn (`turn`, like `defer`), or with the next of those writes
+   * but no later than DISPATCH_WAIT_MS from now (`later`).
+   */
+  private shaped(shape: RecordShape, values: unknown[], when: 'now' | 'turn' | 'later'): boolean {
     if (this.failure !== null) return false;
     try {
-      this.log.appendShaped(shape, values, deferred);
+      this.log.appendShaped(shape, values, when !== 'now');
     } catch (error) {
       this.fail(error as Error);
       return false;
     }
-    if (deferred) this.scheduleFlush();
+    if (when === 'turn') this.scheduleFlush();
+    else if (when === 'later') this.scheduleLateFlush();
     return true;
   }
 
@@ -114,13 +127,15 @@ export class AuditLog implements SessionObserver {
   }
 
   /**
-   * Records that need not precede anything (dispatch, a call's end, a
-   * rejection) wait in the log's queue until the current turn of the event
-   * loop is over (by then the answer that ended a call has been written), and
-   * are then chained and written together in one write. So the request path
-   * pays for one record (the attempt) and one write per call, and the queue
-   * never grows into a long stall. Only a crash within that turn can lose them
-   * (never an attempt), and the session's end writes everything.
+   * Records that need not precede anything (a call's end, a rejection) wait
+   * in the log's queue until the current turn of the event loop is over (by
+   * then the answer that ended a call has been written), and are then chained
+   * and written together in one write, with any dispatch records waiting. So
+   * the request path pays for one record (the attempt) and one write per call,
+   * a quick call costs one more write off that path, and the queue never grows
+   * into a long stall. Only a crash within that turn (for a dispatch record,
+   * within DISPATCH_WAIT_MS) can lose them, never an attempt; the session's
+   * end writes everything.
    */
   private defer(type: string, body: Record<string, unknown>): void {
     if (this.failure !== null) return;
@@ -139,17 +154,33 @@ export class AuditLog implements SessionObserver {
     setImmediate(this.flushDeferred).unref();
   }
 
+  private scheduleLateFlush(): void {
+    if (this.lateFlushScheduled) return;
+    this.lateFlushScheduled = true;
+    setTimeout(this.lateFlush, DISPATCH_WAIT_MS).unref();
+  }
+
   private readonly flushDeferred = (): void => {
     this.flushScheduled = false;
+    this.flushNow();
+  };
+
+  private readonly lateFlush = (): void => {
+    this.lateFlushScheduled = false;
+    this.flushNow();
+  };
+
+  private flushNow(): void {
     if (this.failure !== null) return;
     try {
       this.log.flush();
     } catch (error) {
       this.fail(error as Error);
     }
-  };
+  }
 
   private flushScheduled = false;
+  private lateFlushScheduled = false;
 
   private fail(error: Error): void {
     this.failure ??= error;

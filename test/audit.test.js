@@ -12,6 +12,12 @@ after(killStarted);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const records = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl'))
   .map((f) => readFileSync(join(dir, f), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
+/** A session's records while it is being written: whole lines only (a poll may catch a write, or the empty new file). */
+const typesSoFar = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl'))
+  .flatMap((f) => {
+    const text = readFileSync(join(dir, f), 'utf8');
+    return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  });
 const tool = (id, name, args = {}) => frame({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
 /** Final records by request id, asserting each call id has exactly one. */
@@ -113,8 +119,7 @@ describe('records written by a session', () => {
       g.child.stdin.write(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }) + tool(2, 'record', { v: 1 }));
       while (answers < 2) await sleep(20);
       // No more input and no session end: only the deferred flush can write the final records now.
-      const callRecords = () => (readdirSync(dir).some((f) => f.endsWith('.jsonl')) ? records(dir)[0] : [])
-        .filter((r) => r.type.startsWith('call_')).map((r) => `${r.type}:${r.call_id === undefined ? '' : 'c'}`);
+      const callRecords = () => typesSoFar(dir).filter((r) => r.type.startsWith('call_')).map((r) => `${r.type}:${r.call_id === undefined ? '' : 'c'}`);
       const deadline = Date.now() + 5000;
       while (callRecords().length < 6 && Date.now() < deadline) await sleep(20);
       assert.deepEqual(callRecords().sort(), ['call_attempt:c', 'call_attempt:c', 'call_dispatched:c', 'call_dispatched:c', 'call_end:c', 'call_end:c']);
@@ -125,6 +130,23 @@ describe('records written by a session', () => {
       // Unsealed (mcpguard was killed) but intact: verify exits 2, not 1.
       const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 2, v.stdout.toString() + v.stderr);
+    } finally { cleanup(); }
+  });
+
+  test('a slow call\'s dispatch record is written while the call is still running', { timeout: 30000 }, async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      // The tool sleeps far longer than the test waits; --grace=200 ends it quickly afterwards.
+      const g = runGuard([`--record-dir=${dir}`, '--grace=200', '--', 'python3', fixture('recorder.py')], { keepOpen: true, env: { SLOW_TOOL_MS: '60000' } });
+      g.child.stdin.write(tool(1, 'slow'));
+      const types = () => typesSoFar(dir).map((r) => r.type);
+      const deadline = Date.now() + 15000;
+      while (!types().includes('call_dispatched') && Date.now() < deadline) await sleep(20);
+      const seen = types();
+      assert.ok(seen.includes('call_dispatched'), `no dispatch record while the call runs: ${seen}`);
+      assert.ok(!seen.includes('call_end'), `the call ended too soon for this test: ${seen}`);
+      g.child.stdin.end();
+      await g.done;
     } finally { cleanup(); }
   });
 
