@@ -13,7 +13,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const records = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl'))
   .map((f) => readFileSync(join(dir, f), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
 /** A session's records while it is being written: whole lines only (a poll may catch a write, or the empty new file). */
-const typesSoFar = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl'))
+const recordsSoFar = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl'))
   .flatMap((f) => {
     const text = readFileSync(join(dir, f), 'utf8');
     return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l));
@@ -119,7 +119,7 @@ describe('records written by a session', () => {
       g.child.stdin.write(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }) + tool(2, 'record', { v: 1 }));
       while (answers < 2) await sleep(20);
       // No more input and no session end: only the deferred flush can write the final records now.
-      const callRecords = () => typesSoFar(dir).filter((r) => r.type.startsWith('call_')).map((r) => `${r.type}:${r.call_id === undefined ? '' : 'c'}`);
+      const callRecords = () => recordsSoFar(dir).filter((r) => r.type.startsWith('call_')).map((r) => `${r.type}:${r.call_id === undefined ? '' : 'c'}`);
       const deadline = Date.now() + 5000;
       while (callRecords().length < 6 && Date.now() < deadline) await sleep(20);
       assert.deepEqual(callRecords().sort(), ['call_attempt:c', 'call_attempt:c', 'call_dispatched:c', 'call_dispatched:c', 'call_end:c', 'call_end:c']);
@@ -139,7 +139,7 @@ describe('records written by a session', () => {
       // The tool sleeps far longer than the test waits; --grace=200 ends it quickly afterwards.
       const g = runGuard([`--record-dir=${dir}`, '--grace=200', '--', 'python3', fixture('recorder.py')], { keepOpen: true, env: { SLOW_TOOL_MS: '60000' } });
       g.child.stdin.write(tool(1, 'slow'));
-      const types = () => typesSoFar(dir).map((r) => r.type);
+      const types = () => recordsSoFar(dir).map((r) => r.type);
       const deadline = Date.now() + 15000;
       while (!types().includes('call_dispatched') && Date.now() < deadline) await sleep(20);
       const seen = types();
