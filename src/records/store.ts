@@ -15,6 +15,10 @@
  * A record written at once with `appendShaped` (a call's write-ahead attempt)
  * is chained ahead of records still queued: the file's order is the order
  * records were chained, and every record's `ts` says when its event happened.
+ * Its line is written before it is hashed: the hash that the next record's
+ * `prev` needs is computed when that record is chained (after the attempt's
+ * request has been forwarded), and `flush` leaves it computed, so the next
+ * attempt finds it ready.
  * With `fsync`, nothing is queued.
  *
  * A failed write throws and poisons the log: after a short or failed write the
@@ -23,7 +27,8 @@
 import { closeSync, constants, fchmodSync, fsyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { GuardError } from '../errors.js';
-import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, chainLine, isoAt, keyId, type LogRecord, type RecordShape } from './chain.js';
+import { canonical } from './canonical.js';
+import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, isoAt, keyId, lineHash, sealLine, type LogRecord, type RecordShape } from './chain.js';
 import { isSessionId, newSessionId } from './ids.js';
 import { describe, ensureRecordDir } from './location.js';
 
@@ -44,7 +49,10 @@ export class SessionLog {
   readonly path: string;
   private fd: number | null;
   private seq = 0;
+  /** `prev` for the next record, once `tail` is hashed. */
   private prev = ZERO_HASH;
+  /** The last chained line while its hash (the next `prev`) is not computed yet. */
+  private tail: string | null = null;
   private failure: string | null = null;
   /** Chained lines not yet written, in order. */
   private pending: string[] = [];
@@ -100,7 +108,7 @@ export class SessionLog {
   }
 
   /**
-   * Append one event: `body` plus `type`, `seq`, `prev`, `ts` and `hash`, as one
+   * Append one event: `body` plus `type`, `seq`, `prev` and `ts`, as one
    * line in one write (and an fsync when asked). `body` may not set those
    * fields. Throws GuardError `ERR_RECORD_WRITE` on any write failure and
    * `ERR_RECORD_CLOSED` after seal() or an earlier failure.
@@ -133,8 +141,7 @@ export class SessionLog {
       this.queued.push({ shape, values, ts });
       return;
     }
-    const { hash, line } = shape.line(values, this.seq, this.prev, ts, this.opts.key);
-    this.chained(hash, line);
+    this.chained(shape.line(values, this.seq, this.link(), ts));
     this.writePending();
   }
 
@@ -143,13 +150,16 @@ export class SessionLog {
     if (this.fd === null) return;
     this.chainQueued();
     this.writePending();
+    this.link();
   }
 
   /** Write the seal record (`records` = how many records the file holds, seal included) and close the file. */
   seal(): void {
     this.ensureOpen();
     this.chainQueued(); // so `records` counts them
-    this.write({ type: 'seal', records: this.seq + 1, ts: new Date().toISOString() });
+    const seal = { type: 'seal', records: this.seq + 1, ts: new Date().toISOString(), seq: this.seq, prev: this.link() };
+    this.chained(sealLine(seal, this.opts.key));
+    this.writePending();
     this.close();
   }
 
@@ -162,8 +172,7 @@ export class SessionLog {
   }
 
   private chainFields(fields: LogRecord): void {
-    const { hash, line } = chainLine({ ...fields, seq: this.seq, prev: this.prev }, this.opts.key);
-    this.chained(hash, line);
+    this.chained(canonical({ ...fields, seq: this.seq, prev: this.link() }));
   }
 
   private chainQueued(): void {
@@ -172,10 +181,7 @@ export class SessionLog {
     this.queued = [];
     for (const record of queued) {
       if (record.shape === null) this.chainFields(record.fields);
-      else {
-        const { hash, line } = record.shape.line(record.values, this.seq, this.prev, record.ts, this.opts.key);
-        this.chained(hash, line);
-      }
+      else this.chained(record.shape.line(record.values, this.seq, this.link(), record.ts));
     }
   }
 
@@ -185,11 +191,20 @@ export class SessionLog {
     }
   }
 
-  /** Queue a chained line; it is the new tail of the chain. */
-  private chained(hash: string, line: string): void {
+  /** Queue a chained line for the next write; it is the new tail of the chain. */
+  private chained(line: string): void {
     this.pending.push(`${line}\n`);
     this.seq += 1;
-    this.prev = hash;
+    this.tail = line;
+  }
+
+  /** The next record's `prev`: the hash of the last chained line, computed once. */
+  private link(): string {
+    if (this.tail !== null) {
+      this.prev = lineHash(this.tail, this.opts.key);
+      this.tail = null;
+    }
+    return this.prev;
   }
 
   /** Write every chained line in one write (and fsync when asked). */

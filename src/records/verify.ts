@@ -2,20 +2,24 @@
  * Offline verification of session logs.
  *
  * A file verifies when every line is a record in canonical form, record 0 is a
- * header, each record's `seq` is its position, its `prev` is the previous
- * record's `hash`, its `hash` is H(canonical(record without hash)), the last
- * record is a seal counting all records, and nothing follows the seal.
- * Requiring the canonical bytes (not just an equal parsed value) means no byte
- * of a line can change without being noticed.
+ * header, each record's `seq` is its position, its `prev` is the hash of the
+ * previous line, the last record is a seal counting all records whose `hash`
+ * is H(canonical(seal without hash)), and nothing follows the seal. No other
+ * record has a `hash`. Requiring the canonical bytes (not just an equal parsed
+ * value) means no byte of a line can change without being noticed: a changed
+ * line breaks the next record's `prev`, a changed seal its own `hash`.
  *
  * Outcomes other than `ok`, from "crash" to "attack":
  * - `unsealed`: every record verifies but there is no seal (the session is
- *   still running, mcpguard crashed, or the tail was cut on a line boundary);
+ *   still running, mcpguard crashed, or the tail was cut on a line boundary).
+ *   Nothing vouches for the last record of such a file: no record follows it;
  * - `torn`: as unsealed, and the last line is incomplete (no `\n`), which is
  *   what a kill in the middle of the one write of a record leaves. Only the
  *   very last line can be torn; anything after a seal is tampering;
  * - `key`: the chain is HMAC and no key (or another key) was given, or a key
  *   was given and the chain is plain SHA-256 (a rewritten or downgraded log);
+ * - `version`: the header names another format version (version 1, from
+ *   development builds, hashed each record into itself);
  * - `tampered`: anything else; `line` is the first line that does not verify.
  * Without a key, whoever can write the file can rewrite the whole chain; only
  * an HMAC chain checked with its key proves the records were not rewritten.
@@ -24,12 +28,12 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { canonical } from './canonical.js';
-import { RECORD_VERSION, ZERO_HASH, keyId, recordHash, type ChainAlg, type LogRecord } from './chain.js';
+import { RECORD_VERSION, ZERO_HASH, keyId, lineHash, recordHash, type ChainAlg, type LogRecord } from './chain.js';
 import { describe } from './location.js';
 import { listLogFiles, parseRecord, splitLines } from './read.js';
 
 /** How a file fared; see the module comment for what each status means. */
-export type VerifyStatus = 'ok' | 'unsealed' | 'torn' | 'tampered' | 'key' | 'unreadable';
+export type VerifyStatus = 'ok' | 'unsealed' | 'torn' | 'tampered' | 'key' | 'version' | 'unreadable';
 
 /** The verdict on one file. */
 export interface VerifyResult {
@@ -76,7 +80,7 @@ export function verifyBytes(bytes: Buffer, key?: Buffer, logId?: string): Verdic
     return verdict(error.status, error.line - 1, error.line, error.message);
   }
   if (lines.length === 0) return verdict('unsealed', 0, null, 'empty file: no header (crash before the first record, or truncated)');
-  if (!state.sealed) return verdict('unsealed', lines.length, null, 'ended without seal: crash or truncation');
+  if (!state.sealed) return verdict('unsealed', lines.length, null, 'ended without seal: crash or truncation (no record follows the last one to vouch for it)');
   return verdict('ok', lines.length, null, null);
 }
 
@@ -91,18 +95,22 @@ function checkRecord(
   if (!isCanonical(record, line)) throw new Bad('tampered', at, 'not in canonical form: the line was edited');
   if (seq === 0) checkHeader(record, state, key, logId);
   else if (record.type === 'header') throw new Bad('tampered', at, 'a second header');
-  const { hash, ...unhashed } = record;
-  if (hash !== recordHash(unhashed, key)) throw new Bad('tampered', at, 'hash does not match the record: the record was altered');
   if (record.seq !== seq) {
     const found = typeof record.seq === 'number' && record.seq < seq ? 'repeated or moved back' : 'missing or moved';
     throw new Bad('tampered', at, `expected seq ${seq}, found ${String(record.seq)}: a record is ${found}`);
   }
-  if (record.prev !== state.prev) throw new Bad('tampered', at, `prev is not the hash of record ${seq - 1}: a record was replaced`);
+  if (record.prev !== state.prev) {
+    throw new Bad('tampered', at, seq === 0 ? 'the header\'s prev is not the zero hash' : `prev is not the hash of line ${seq}: that line was altered or replaced`);
+  }
+  const { hash, ...unhashed } = record;
   if (record.type === 'seal') {
+    if (hash !== recordHash(unhashed, key)) throw new Bad('tampered', at, 'the seal\'s hash does not match the seal: it was altered');
     if (record.records !== seq + 1) throw new Bad('tampered', at, `seal counts ${String(record.records)} records, the file holds ${seq + 1}`);
     state.sealed = true;
+  } else if (hash !== undefined) {
+    throw new Bad('tampered', at, 'a record other than the seal carries a hash');
   }
-  state.prev = hash as string;
+  state.prev = lineHash(line, key);
 }
 
 function checkHeader(
@@ -110,7 +118,11 @@ function checkHeader(
   key: Buffer | undefined, logId: string | undefined,
 ): void {
   const { type, alg, key_id: id, log_id: recordLogId, version } = record;
-  if (type !== 'header' || version !== RECORD_VERSION) throw new Bad('tampered', 1, `record 0 is not a version ${RECORD_VERSION} header`);
+  if (type !== 'header') throw new Bad('tampered', 1, 'record 0 is not a header');
+  if (version !== RECORD_VERSION) {
+    if (Number.isSafeInteger(version)) throw new Bad('version', 1, `a version ${String(version)} log: this mcpguard verifies version ${RECORD_VERSION} logs`);
+    throw new Bad('tampered', 1, `header has no valid version (${JSON.stringify(version)})`);
+  }
   if (alg !== 'sha256' && alg !== 'hmac-sha256') throw new Bad('tampered', 1, `unknown hash algorithm ${JSON.stringify(alg)}`);
   if (typeof recordLogId !== 'string') throw new Bad('tampered', 1, 'header has no log_id');
   state.alg = alg;

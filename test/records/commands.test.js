@@ -113,7 +113,7 @@ test('show: every record of one call, readable, and as JSON', async () => {
   const json = await run('show', ['--record-dir', dir, '--json', 'c_aaaaaaaaaaa1']);
   const records = jsonLines(json.stdout);
   assert.deepEqual(records.map((r) => r.type), ['call_attempt', 'call_dispatched', 'call_end']);
-  assert.ok(records.every((r) => /^[0-9a-f]{64}$/.test(r.hash)));
+  assert.ok(records.every((r) => /^[0-9a-f]{64}$/.test(r.prev) && !('hash' in r)));
   const missing = await run('show', ['--record-dir', dir, 'c_missing']);
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /no call 'c_missing'/);
@@ -123,7 +123,7 @@ test('verify: 2 while a log is unsealed, 0 with --allow-unsealed, 1 naming the f
   const unsealed = await run('verify', ['--record-dir', dir]);
   assert.equal(unsealed.code, 2);
   assert.match(unsealed.stdout, /^ok +\S+s_20261129T100000Z_aaaaaaaa\.jsonl +9 *$/m);
-  assert.match(unsealed.stdout, /^UNSEALED +\S+s_20261129T110000Z_bbbbbbbb\.jsonl +3 +ended without seal: crash or truncation$/m);
+  assert.match(unsealed.stdout, /^UNSEALED +\S+s_20261129T110000Z_bbbbbbbb\.jsonl +3 +ended without seal: crash or truncation \(no record follows the last one to vouch for it\)$/m);
   assert.match(unsealed.stdout, /^2 logs: 1 ok, 1 unsealed$/m);
   assert.equal((await run('verify', ['--record-dir', dir, '--allow-unsealed'])).code, 0);
 
@@ -134,9 +134,19 @@ test('verify: 2 while a log is unsealed, 0 with --allow-unsealed, 1 naming the f
   writeFileSync(log.path, readFileSync(log.path, 'utf8').replace('"error"', '"completed"'));
   const tampered = await run('verify', ['--record-dir', copy]);
   assert.equal(tampered.code, 1);
-  assert.match(tampered.stdout, /^TAMPERED +\S+\/s_t\.jsonl +1 +line 2 \(seq 1\): hash does not match the record/m);
+  // The altered line 2 is caught by the record after it, whose prev no longer matches.
+  assert.match(tampered.stdout, /^TAMPERED +\S+\/s_t\.jsonl +2 +line 3 \(seq 2\): prev is not the hash of line 2: that line was altered or replaced$/m);
   const json = jsonLines((await run('verify', ['--record-dir', copy, '--json'])).stdout);
-  assert.deepEqual([json[0].status, json[0].line, json[0].file], ['tampered', 2, log.path]);
+  assert.deepEqual([json[0].status, json[0].line, json[0].file], ['tampered', 3, log.path]);
+
+  // A log of another format version is reported as such, not as tampering.
+  const old = join(root, 'version1');
+  const v1 = SessionLog.create({ dir: old, fsync: false }, 's_v1');
+  v1.seal();
+  writeFileSync(v1.path, readFileSync(v1.path, 'utf8').replace('"version":2', '"version":1'));
+  const version = await run('verify', ['--record-dir', old]);
+  assert.equal(version.code, 1);
+  assert.match(version.stdout, /^VERSION +\S+\/s_v1\.jsonl +0 +line 1 \(seq 0\): a version 1 log: this mcpguard verifies version 2 logs$/m);
 });
 
 test('verify --audit-key-file: the right key passes, a wrong one fails, a key inside the record dir is refused', async () => {

@@ -1,9 +1,11 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { canonical } from '../../dist/records/canonical.js';
 import { SessionLog, fingerprint, newCallId, newSessionId } from '../../dist/records/store.js';
 import { verifyDir, verifyFile } from '../../dist/records/verify.js';
 
@@ -44,7 +46,7 @@ test('ids: session ids sort by time and are file-name safe; call ids and fingerp
   assert.match(fp.sha256_16, /^[0-9a-f]{16}$/);
 });
 
-test('a session log is a header, one line per event with seq/prev/hash/ts, and a seal', () => {
+test('a session log is a header, one line per event with seq/prev/ts, and a seal: prev hashes the line before, the seal hashes itself', () => {
   const dir = freshDir();
   const log = SessionLog.create({ dir, fsync: true }, 's_test_1');
   assert.equal(log.sessionId, 's_test_1');
@@ -56,10 +58,14 @@ test('a session log is a header, one line per event with seq/prev/hash/ts, and a
   const records = readRecords(log.path);
   assert.deepEqual(records.map((r) => [r.seq, r.type]), [[0, 'header'], [1, 'session_start'], [2, 'call_attempt'], [3, 'seal']]);
   const [header, start, , seal] = records;
-  assert.equal(header.prev, '0'.repeat(64));
-  assert.deepEqual({ ...header, hash: undefined, created_at: undefined, writer_pid: undefined },
-    { type: 'header', log_id: 's_test_1', alg: 'sha256', key_id: null, version: 1, seq: 0, prev: '0'.repeat(64), hash: undefined, created_at: undefined, writer_pid: undefined });
-  assert.equal(start.prev, header.hash);
+  assert.deepEqual({ ...header, created_at: undefined, writer_pid: undefined },
+    { type: 'header', log_id: 's_test_1', alg: 'sha256', key_id: null, version: 2, seq: 0, prev: '0'.repeat(64), created_at: undefined, writer_pid: undefined });
+  const lines = readFileSync(log.path, 'utf8').split('\n').slice(0, -1);
+  const sha = (text) => createHash('sha256').update(text).digest('hex');
+  for (let i = 1; i < lines.length; i++) assert.equal(records[i].prev, sha(lines[i - 1]), `prev of record ${i}`);
+  assert.deepEqual(records.map((r) => 'hash' in r), [false, false, false, true]);
+  const { hash, ...unhashed } = seal;
+  assert.equal(hash, sha(canonical(unhashed)));
   assert.equal(start.pid, 42);
   assert.match(start.ts, /^\d{4}-\d\d-\d\dT/);
   assert.equal(seal.records, 4);

@@ -144,12 +144,11 @@ test('a torn last line is torn, not tampering; a torn line anywhere else, or aft
   assert.deepEqual(verdict(path), { status: 'tampered', line: lines.length + 1, records: lines.length });
 });
 
-// Continue a chain the way someone editing the file would: correct seq, prev and hash.
+// Continue a chain the way someone editing the file would: correct seq and prev (and hash, for a seal).
 function forge(prevLine, fields, key) {
-  const prev = JSON.parse(prevLine);
-  const unhashed = { ...fields, seq: prev.seq + 1, prev: prev.hash, ts: prev.ts };
-  const h = key ? createHmac('sha256', key) : createHash('sha256');
-  return canonical({ ...unhashed, hash: h.update(canonical(unhashed)).digest('hex') });
+  const h = () => (key ? createHmac('sha256', key) : createHash('sha256'));
+  const record = { ...fields, seq: JSON.parse(prevLine).seq + 1, prev: h().update(prevLine).digest('hex'), ts: '2026-11-29T11:22:34.000Z' };
+  return fields.type === 'seal' ? canonical({ ...record, hash: h().update(canonical(record)).digest('hex') }) : canonical(record);
 }
 
 test('a forged record appended after the seal is detected, even with a correct hash', () => {
