@@ -120,6 +120,20 @@ test('a truncated tail reads as "ended without seal" on a line boundary, and as 
   }
 });
 
+test('in an unsealed log every record but the last is vouched for by the one after it (the documented limit)', () => {
+  const path = sampleLog({ seal: false });
+  const lines = linesOf(path);
+  // A member added in canonical place: the edited line is still a well-formed record on its own.
+  const edit = (k) => lines.map((l, i) => (i === k ? `${l.slice(0, -1)},"zz":1}` : l));
+  for (let k = 0; k < lines.length - 1; k++) {
+    writeLines(path, edit(k));
+    assert.deepEqual(verdict(path), { status: 'tampered', line: k + 2, records: k + 1 }, `edit ${k}`);
+  }
+  // Nothing follows the last record, so an edit of it that keeps the line canonical cannot be seen.
+  writeLines(path, edit(lines.length - 1));
+  assert.deepEqual(verdict(path), { status: 'unsealed', line: null, records: lines.length });
+});
+
 test('a torn last line is torn, not tampering; a torn line anywhere else, or after the seal, is tampering', () => {
   const sealed = sampleLog();
   const sealLine = linesOf(sealed).at(-1);
