@@ -3,7 +3,7 @@
  * (verify.ts) so the two cannot drift apart.
  *
  * Every record carries `seq` (0, 1, 2, ...) and `prev`: ZERO_HASH for the
- * header, else H(the previous line's bytes, without its newline). The seal,
+ * header, else H(the previous line's bytes, its newline included). The seal,
  * the last record, also carries `hash` = H(canonical(seal without `hash`)),
  * so a sealed log is covered to its last byte. H is SHA-256, or HMAC-SHA256
  * when an audit key is given: without the key, whoever can edit the file
@@ -47,7 +47,7 @@ export function recordHash(unhashed: LogRecord, key: Buffer | undefined): string
   return digest(canonical(unhashed), key);
 }
 
-/** The next record's `prev`: H(a line's text, without its newline). */
+/** The next record's `prev`: H(a line's text or bytes, its newline included). */
 export function lineHash(line: string | Buffer, key: Buffer | undefined): string {
   return digest(line, key);
 }
@@ -61,9 +61,9 @@ function digest(data: string | Buffer, key: Buffer | undefined): string {
   return oneShot === undefined ? createHash('sha256').update(data).digest('hex') : oneShot('sha256', data, 'hex');
 }
 
-/** The seal's line: canonical({...seal, hash}) with `hash` = recordHash(seal). */
+/** The seal's line, newline included: canonical({...seal, hash}) with `hash` = recordHash(seal). */
 export function sealLine(unhashed: LogRecord, key: Buffer | undefined): string {
-  return canonical({ ...unhashed, hash: recordHash(unhashed, key) });
+  return `${canonical({ ...unhashed, hash: recordHash(unhashed, key) })}\n`;
 }
 
 /** A member value's canonical text: plain values directly, anything nested through canonical(). */
@@ -81,15 +81,18 @@ const TYPE = -4;
 
 /**
  * A record type whose members are fixed ahead (a call's attempt, dispatch and
- * end: the records every call writes). The sorted member order and each key's
- * text are worked out once, so a record of the type is a few string joins,
- * with no object copied or sorted. Its lines are byte-identical to
- * canonical() of the same record (the record tests check both agree), so the
- * verifier needs no shapes.
+ * end: the records every call writes). The sorted member order and the text
+ * between the values are worked out once, into a template whose value slots
+ * each line fills before one join: no object is copied or sorted, and the
+ * line is built flat, without a string per member joined onto the last. Its
+ * lines are byte-identical to canonical() of the same record (the record
+ * tests check both agree), so the verifier needs no shapes.
  */
 export class RecordShape {
-  /** Members in canonical order: the key's text and where its value comes from. */
-  private readonly members: { prefix: string; from: number }[];
+  /** Where each member's value comes from, in canonical order: an index into `values`, or a chain field. */
+  private readonly from: number[];
+  /** The line: the text before member 0's value, value 0, the text between values 0 and 1, ..., the text after the last value. Shared by every line() call. */
+  private readonly template: string[];
   private readonly typeText: string;
 
   constructor(readonly type: string, readonly fields: readonly string[]) {
@@ -100,31 +103,46 @@ export class RecordShape {
     // A Map: field names come from outside, and `chain['__proto__']` would read the prototype.
     const chain = new Map([['seq', SEQ], ['prev', PREV], ['ts', TS], ['type', TYPE]]);
     const keys = [...fields, ...chain.keys()].sort();
-    this.members = keys.map((k) => ({ prefix: `${JSON.stringify(k)}:`, from: chain.get(k) ?? fields.indexOf(k) }));
+    this.from = keys.map((k) => chain.get(k) ?? fields.indexOf(k));
+    // `prev` (a hex digest) and `ts` (an ISO time) have no character JSON would escape: their quotes are part of the template.
+    const quoted = (i: number): boolean => this.from[i] === PREV || this.from[i] === TS;
+    this.template = ['{'];
+    keys.forEach((k, i) => {
+      this.template[this.template.length - 1] += `${i === 0 ? '' : ','}${JSON.stringify(k)}:${quoted(i) ? '"' : ''}`;
+      this.template.push('', quoted(i) ? '"' : '');
+    });
+    this.template[this.template.length - 1] += '}\n';
     this.typeText = JSON.stringify(type);
   }
 
   /**
-   * The line of one record of this shape: `values` in the order of `fields`
+   * The line of one record of this shape, newline included: `values` in the order of `fields`
    * (undefined leaves a member out, as in canonical()), then the chain
    * fields: `prev` a hex digest, `ts` an ISO 8601 time (from `isoAt`).
    */
   line(values: readonly unknown[], seq: number, prev: string, ts: string): string {
-    let text = '';
-    for (let i = 0; i < this.members.length; i++) {
-      const { prefix, from } = this.members[i]!;
-      let member: string;
+    const template = this.template;
+    for (let i = 0; i < this.from.length; i++) {
+      const from = this.from[i]!;
+      let text: string;
       if (from >= 0) {
         const value = values[from];
-        if (value === undefined) continue;
-        member = memberText(value);
+        if (value === undefined) return this.sparseLine(values, seq, prev, ts);
+        text = memberText(value);
       } else {
-        // `prev` is a hex digest and `ts` an ISO time: neither has a character JSON would escape.
-        member = from === SEQ ? String(seq) : from === TYPE ? this.typeText : `"${from === PREV ? prev : ts}"`;
+        text = from === SEQ ? String(seq) : from === TYPE ? this.typeText : from === PREV ? prev : ts;
       }
-      text = text === '' ? prefix + member : `${text},${prefix}${member}`;
+      template[2 * i + 1] = text;
     }
-    return `{${text}}`;
+    return template.join('');
+  }
+
+  /** A record with members left out: rare, so it takes the general path. */
+  private sparseLine(values: readonly unknown[], seq: number, prev: string, ts: string): string {
+    const record: LogRecord = {};
+    // defineProperty: a field named `__proto__` must become a member, not the prototype.
+    this.fields.forEach((field, i) => Object.defineProperty(record, field, { value: values[i], enumerable: true, writable: true, configurable: true }));
+    return `${canonical(Object.assign(record, { type: this.type, ts, seq, prev }))}\n`;
   }
 }
 

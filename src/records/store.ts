@@ -51,7 +51,7 @@ export class SessionLog {
   private seq = 0;
   /** `prev` for the next record, once `tail` is hashed. */
   private prev = ZERO_HASH;
-  /** The last chained line while its hash (the next `prev`) is not computed yet. */
+  /** The last chained line (newline included) while its hash, the next `prev`, is not computed yet. */
   private tail: string | null = null;
   private failure: string | null = null;
   /** Chained lines not yet written, in order. */
@@ -172,7 +172,7 @@ export class SessionLog {
   }
 
   private chainFields(fields: LogRecord): void {
-    this.chained(canonical({ ...fields, seq: this.seq, prev: this.link() }));
+    this.chained(`${canonical({ ...fields, seq: this.seq, prev: this.link() })}\n`);
   }
 
   private chainQueued(): void {
@@ -191,9 +191,9 @@ export class SessionLog {
     }
   }
 
-  /** Queue a chained line for the next write; it is the new tail of the chain. */
+  /** Queue a chained line (newline included) for the next write; it is the new tail of the chain. */
   private chained(line: string): void {
-    this.pending.push(`${line}\n`);
+    this.pending.push(line);
     this.seq += 1;
     this.tail = line;
   }

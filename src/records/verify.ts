@@ -3,9 +3,9 @@
  *
  * A file verifies when every line is a record in canonical form, record 0 is a
  * header, each record's `seq` is its position, its `prev` is the hash of the
- * previous line, the last record is a seal counting all records whose `hash`
- * is H(canonical(seal without hash)), and nothing follows the seal. No other
- * record has a `hash`. Requiring the canonical bytes (not just an equal parsed
+ * previous line (its newline included), the last record is a seal counting
+ * all records whose `hash` is H(canonical(seal without hash)), and nothing
+ * follows the seal. No other record has a `hash`. Requiring the canonical bytes (not just an equal parsed
  * value) means no byte of a line can change without being noticed: a changed
  * line breaks the next record's `prev`, a changed seal its own `hash`.
  *
@@ -110,8 +110,10 @@ function checkRecord(
   } else if (hash !== undefined) {
     throw new Bad('tampered', at, 'a record other than the seal carries a hash');
   }
-  state.prev = lineHash(line, key);
+  state.prev = lineHash(Buffer.concat([line, NEWLINE]), key);
 }
+
+const NEWLINE = Buffer.from('\n');
 
 function checkHeader(
   record: LogRecord, state: { alg: ChainAlg | null; logId: string | null },

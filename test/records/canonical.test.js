@@ -95,7 +95,7 @@ test('property: insertion order of keys does not matter', () => {
   }), { numRuns: 300 });
 });
 
-test('property: the seal\'s line is canonical({...seal, hash}), hash = H(canonical(seal)); a line\'s hash is H of its bytes', async () => {
+test('property: the seal\'s line is canonical({...seal, hash}) and a newline, hash = H(canonical(seal)); a line\'s hash is H of its bytes', async () => {
   const { sealLine, recordHash, lineHash } = await import('../../dist/records/chain.js');
   const key = fc.oneof(fc.string(), fc.constantFrom('hasg', 'hasi', 'seq', '0', '10', '__proto__', 'type'));
   fc.assert(fc.property(fc.dictionary(key.filter((k) => k !== 'hash'), fc.jsonValue()), fc.boolean(), (record, keyed) => {
@@ -106,14 +106,14 @@ test('property: the seal\'s line is canonical({...seal, hash}), hash = H(canonic
     assert.equal(recordHash(record, k), hash);
     const withHash = JSON.parse(JSON.stringify(record));
     Object.defineProperty(withHash, 'hash', { value: hash, enumerable: true, writable: true, configurable: true });
-    assert.equal(line, canonical(withHash));
+    assert.equal(line, `${canonical(withHash)}\n`);
     const h2 = keyed ? createHmac('sha256', k) : createHash('sha256');
     assert.equal(lineHash(line, k), h2.update(Buffer.from(line)).digest('hex'));
     assert.equal(lineHash(Buffer.from(line), k), lineHash(line, k));
   }), { numRuns: 500 });
 });
 
-test('property: a shaped record\'s line is canonical() of the same record', async () => {
+test('property: a shaped record\'s line is canonical() of the same record and a newline', async () => {
   const { RecordShape } = await import('../../dist/records/chain.js');
   // Field names around the chain fields in sort order, and any others.
   const name = fc.oneof(fc.string(), fc.constantFrom('call_id', 'hasg', 'hasi', 'h', 'a', '0', '10', '__proto__', 'zzz', 'pre', 'prev0', 'seqq', 'ts0', 'typ'));
@@ -127,7 +127,7 @@ test('property: a shaped record\'s line is canonical() of the same record', asyn
       const record = {};
       names.forEach((n, i) => Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true }));
       Object.assign(record, { type, ts, seq, prev });
-      assert.equal(shape.line(values, seq, prev, ts), canonical(record));
+      assert.equal(shape.line(values, seq, prev, ts), `${canonical(record)}\n`);
     }), { numRuns: 500 });
 });
 

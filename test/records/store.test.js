@@ -46,7 +46,7 @@ test('ids: session ids sort by time and are file-name safe; call ids and fingerp
   assert.match(fp.sha256_16, /^[0-9a-f]{16}$/);
 });
 
-test('a session log is a header, one line per event with seq/prev/ts, and a seal: prev hashes the line before, the seal hashes itself', () => {
+test('a session log is a header, one line per event with seq/prev/ts, and a seal: prev hashes the line before (newline included), the seal hashes itself', () => {
   const dir = freshDir();
   const log = SessionLog.create({ dir, fsync: true }, 's_test_1');
   assert.equal(log.sessionId, 's_test_1');
@@ -62,7 +62,7 @@ test('a session log is a header, one line per event with seq/prev/ts, and a seal
     { type: 'header', log_id: 's_test_1', alg: 'sha256', key_id: null, version: 2, seq: 0, prev: '0'.repeat(64), created_at: undefined, writer_pid: undefined });
   const lines = readFileSync(log.path, 'utf8').split('\n').slice(0, -1);
   const sha = (text) => createHash('sha256').update(text).digest('hex');
-  for (let i = 1; i < lines.length; i++) assert.equal(records[i].prev, sha(lines[i - 1]), `prev of record ${i}`);
+  for (let i = 1; i < lines.length; i++) assert.equal(records[i].prev, sha(`${lines[i - 1]}\n`), `prev of record ${i}`);
   assert.deepEqual(records.map((r) => 'hash' in r), [false, false, false, true]);
   const { hash, ...unhashed } = seal;
   assert.equal(hash, sha(canonical(unhashed)));

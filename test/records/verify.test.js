@@ -161,7 +161,7 @@ test('a torn last line is torn, not tampering; a torn line anywhere else, or aft
 // Continue a chain the way someone editing the file would: correct seq and prev (and hash, for a seal).
 function forge(prevLine, fields, key) {
   const h = () => (key ? createHmac('sha256', key) : createHash('sha256'));
-  const record = { ...fields, seq: JSON.parse(prevLine).seq + 1, prev: h().update(prevLine).digest('hex'), ts: '2026-11-29T11:22:34.000Z' };
+  const record = { ...fields, seq: JSON.parse(prevLine).seq + 1, prev: h().update(`${prevLine}\n`).digest('hex'), ts: '2026-11-29T11:22:34.000Z' };
   return fields.type === 'seal' ? canonical({ ...record, hash: h().update(canonical(record)).digest('hex') }) : canonical(record);
 }
 
