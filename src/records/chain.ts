@@ -91,7 +91,11 @@ const TYPE = -4;
 export class RecordShape {
   /** Where each member's value comes from, in canonical order: an index into `values`, or a chain field. */
   private readonly from: number[];
-  /** The line: the text before member 0's value, value 0, the text between values 0 and 1, ..., the text after the last value. Shared by every line() call. */
+  /**
+   * The line as parts: the text before member 0's value, value 0, the text
+   * between values 0 and 1, ..., the text after the last value. The value
+   * slots are refilled by every line() call.
+   */
   private readonly template: string[];
   private readonly typeText: string;
 
@@ -116,9 +120,9 @@ export class RecordShape {
   }
 
   /**
-   * The line of one record of this shape, newline included: `values` in the order of `fields`
-   * (undefined leaves a member out, as in canonical()), then the chain
-   * fields: `prev` a hex digest, `ts` an ISO 8601 time (from `isoAt`).
+   * The line of one record of this shape, newline included: `values` in the
+   * order of `fields` (undefined leaves a member out, as in canonical()), then
+   * the chain fields: `prev` a hex digest, `ts` an ISO 8601 time (from `isoAt`).
    */
   line(values: readonly unknown[], seq: number, prev: string, ts: string): string {
     const template = this.template;

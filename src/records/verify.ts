@@ -5,9 +5,10 @@
  * header, each record's `seq` is its position, its `prev` is the hash of the
  * previous line (its newline included), the last record is a seal counting
  * all records whose `hash` is H(canonical(seal without hash)), and nothing
- * follows the seal. No other record has a `hash`. Requiring the canonical bytes (not just an equal parsed
- * value) means no byte of a line can change without being noticed: a changed
- * line breaks the next record's `prev`, a changed seal its own `hash`.
+ * follows the seal. No other record has a `hash`. Requiring the canonical
+ * bytes (not just an equal parsed value) means no byte of a line can change
+ * without being noticed: a changed line breaks the next record's `prev`, a
+ * changed seal its own `hash`.
  *
  * Outcomes other than `ok`, from "crash" to "attack":
  * - `unsealed`: every record verifies but there is no seal (the session is
