@@ -165,6 +165,17 @@ function forge(prevLine, fields, key) {
   return fields.type === 'seal' ? canonical({ ...record, hash: h().update(canonical(record)).digest('hex') }) : canonical(record);
 }
 
+test('a hash on any record but the seal is tampering', () => {
+  const path = sampleLog();
+  const lines = linesOf(path);
+  const record = JSON.parse(lines[2]);
+  lines[2] = canonical({ ...record, hash: 'ab'.repeat(32) });
+  writeLines(path, lines);
+  const r = verifyFile(path);
+  assert.deepEqual([r.status, r.line], ['tampered', 3]);
+  assert.match(r.reason, /a record other than the seal carries a hash/);
+});
+
 test('a forged record appended after the seal is detected, even with a correct hash', () => {
   const path = sampleLog();
   const lines = linesOf(path);
