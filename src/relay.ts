@@ -7,12 +7,12 @@ import { CallTable, newCall, type Call, type CallState } from './calls.js';
 import { escapeBytes, type Diagnostics } from './diagnostics.js';
 import type { LineEvent } from './framing.js';
 import {
-  classifyFrame, errorResponse, idKey, memberId, memberString, notification,
+  cancellation, classifyFrame, errorResponse, idKey, memberId, memberString, peekId,
   CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT,
   type Classified, type Message, type RequestId, type Response,
 } from './jsonrpc.js';
 import type { Rejection, SessionObserver } from './observer.js';
-import type { FrameWriter } from './writer.js';
+import type { Delivery, FrameWriter } from './writer.js';
 
 export interface RelayOptions {
   maxFrameBytes: number;
@@ -31,6 +31,8 @@ export interface RelayCounters {
   noiseBytes: number;
   lateResponses: number;
   ignoredClientBytes: number;
+  /** Requests handed toward the child that it could never receive (its stdin was closed). */
+  undelivered: number;
   /** Calls per final state. */
   states: Partial<Record<CallState, number>>;
 }
@@ -38,7 +40,7 @@ export interface RelayCounters {
 export class Relay {
   readonly calls = new CallTable();
   readonly counters: RelayCounters = {
-    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, states: {},
+    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {},
   };
   /** Set when mcpguard accepts no more client input (on-invalid close, shutdown). */
   inputClosed = false;
@@ -60,14 +62,15 @@ export class Relay {
   fromClient(event: LineEvent): void {
     if (this.inputClosed) return this.refuseAfterClose(event);
     if (event.kind === 'oversize') {
-      return this.reject(event.line, INVALID_REQUEST, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, null, null, event.bytes);
+      return this.reject(event.line, INVALID_REQUEST, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, peekId(event.head), null, event.bytes);
     }
     if (event.kind === 'partial') {
-      return this.reject(event.line, PARSE_ERROR, 'incomplete line at end of input (no newline)', null, event.bytes, event.bytes.length);
+      return this.reject(event.line, PARSE_ERROR, 'incomplete line at end of input (no newline)', peekId(event.bytes), event.bytes, event.bytes.length);
     }
     const message = classifyFrame(event.frame, this.options);
     if (message.kind === 'invalid') {
-      return this.reject(event.line, message.code, message.reason, message.id, event.frame, event.frame.length - 1, message.method);
+      const id = message.id ?? (message.code === PARSE_ERROR ? peekId(event.frame) : null);
+      return this.reject(event.line, message.code, message.reason, id, event.frame, event.frame.length - 1, message.method);
     }
     const items = message.kind === 'batch' ? message.items : [message];
     const problem = this.checkClientState(items);
@@ -77,17 +80,26 @@ export class Relay {
   }
 
   /**
-   * Input after the session closed is never forwarded. A request in it still
-   * gets its one answer (the client must not wait forever) and its record.
+   * Input after the session closed is never forwarded. Each request in it
+   * still gets its one answer (the client must not wait forever) and its
+   * record, unless its id is still in flight: an answer with that id would be
+   * a second answer to the request already running.
    */
   private refuseAfterClose(event: LineEvent): void {
     this.counters.ignoredClientBytes += event.kind === 'oversize' ? event.bytes : event.kind === 'line' ? event.frame.length : event.bytes.length;
     if (event.kind !== 'line') return;
     const message = classifyFrame(event.frame, this.options);
-    if (message.kind !== 'request') return;
-    const call = newCall(message.id, null, message.method, null);
-    this.end(call, 'rejected', 'arrived after the session closed');
-    this.toClient.write(errorResponse(message.id, CONNECTION_CLOSED, 'mcpguard: the session is closed; request not forwarded', { state: 'rejected' }));
+    const items = message.kind === 'batch' ? message.items : [message];
+    for (const item of items) {
+      if (item.kind !== 'request') continue;
+      if (this.calls.inFlight.has(item.idKey)) {
+        this.diag.line(`request id ${JSON.stringify(item.id)} arrived after the session closed while a request with that id is in flight; not answered twice`);
+        continue;
+      }
+      const call = newCall(item.id, null, item.method, null);
+      this.end(call, 'rejected', 'arrived after the session closed');
+      this.toClient.write(errorResponse(item.id, CONNECTION_CLOSED, 'mcpguard: the session is closed; request not forwarded', { state: 'rejected' }));
+    }
   }
 
   /** Checks that need the call table; the whole batch is checked before any of it is applied. */
@@ -136,14 +148,32 @@ export class Relay {
       return;
     }
     if (!forward) return;
-    this.toChild.write(frame, () => {
-      const now = Date.now();
-      for (const call of started) {
-        if (call.state !== null) continue;
-        call.dispatchedAt = now;
-        for (const o of this.observers) o.callDispatched?.(call);
-      }
-    }, started.length === 1 ? started[0] : undefined);
+    this.toChild.write(frame, started.length === 0 ? undefined : this.delivery(started), started.length === 1 ? started[0] : undefined);
+  }
+
+  /** How the calls of one forwarded line learn that it reached the child's stdin, or never will. */
+  private delivery(started: readonly Call[]): Delivery {
+    return {
+      dispatched: () => {
+        const now = Date.now();
+        for (const call of started) {
+          if (call.state !== null) continue;
+          call.dispatchedAt = now;
+          for (const o of this.observers) o.callDispatched?.(call);
+        }
+      },
+      // The child's stdin was closed (EPIPE) before these bytes got in: the server never saw them.
+      undelivered: (error) => {
+        for (const call of started) {
+          if (call.state !== null) continue;
+          this.counters.undelivered++;
+          call.dispatchedAt = null;
+          const why = `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
+          this.end(call, 'cancelled_before_dispatch', why);
+          this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
+        }
+      },
+    };
   }
 
   /** A client cancellation; returns whether to forward it to the child. */
@@ -181,15 +211,17 @@ export class Relay {
     } else {
       // initialize must never be cancelled: answer the client, tell the child nothing.
       if (call.method !== 'initialize') {
-        this.toChild.write(notification('notifications/cancelled', { requestId: call.requestId, reason: `mcpguard: --call-timeout ${ms} ms expired` }));
+        this.toChild.write(cancellation(call.requestId!, `mcpguard: --call-timeout ${ms} ms expired`));
       }
       this.end(call, 'timed_out_after_dispatch', `--call-timeout ${ms} ms expired`, true);
     }
     this.answer(call, REQUEST_TIMEOUT, `mcpguard: request timed out after ${ms} ms (--call-timeout)`);
   }
 
-  private reject(line: number, code: number, reason: string, id: RequestId | null, frame: Buffer | null, bytes: number, method: string | null = null): void {
+  private reject(line: number, code: number, reason: string, readId: RequestId | null, frame: Buffer | null, bytes: number, method: string | null = null): void {
     this.counters.rejectedClient++;
+    // Answering with an id still in flight would pair this error with that request.
+    const id = readId !== null && this.calls.inFlight.has(idKey(readId)) ? null : readId;
     this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${reason}`));
     this.diag.line(`rejected client line ${line}: ${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`);
     // A request with a readable id still gets its one final record; it never had an attempt.

@@ -74,6 +74,9 @@ export interface SessionSummary {
   endedAt: number;
 }
 
+/** How long a closed child pipe waits for the child's exit before it counts as a pipe closed by a live server. */
+export const EXIT_RACE_MS = 500;
+
 export class Session {
   private readonly toClient: FrameWriter;
   private reason: string | null = null;
@@ -82,18 +85,32 @@ export class Session {
   private ended!: () => void;
   private readonly endRequested = new Promise<void>((resolve) => (this.ended = resolve));
   private stderrBytes = 0;
+  /** Why the client's input is paused: its frames wait for the child, or mcpguard's answers wait for the client. */
+  private readonly inputHeld = { byChild: false, byClient: false, done: false };
 
   constructor(private readonly options: SessionOptions, private readonly io: SessionIO) {
     // Created before the child so a client that is already gone is noticed; the
-    // pressure callback is bound to the child's stdout once it exists.
+    // pressure callback is bound to the child's stdout once it exists. A client
+    // that stops reading is also not read from: the answers mcpguard writes on
+    // its own (rejections, refusals) would otherwise pile up without bound.
     this.toClient = new FrameWriter(io.output, {
       queueLimit: options.maxFrameBytes,
-      onPressure: (full) => this.pauseChildStdout(full),
+      onPressure: (full) => {
+        this.pauseChildStdout(full);
+        this.holdInput('byClient', full);
+      },
       onClosed: () => this.end('client_gone'),
     });
   }
 
   private pauseChildStdout: (full: boolean) => void = () => {};
+
+  private holdInput(why: 'byChild' | 'byClient', held: boolean): void {
+    const h = this.inputHeld;
+    h[why] = held;
+    if (h.byChild || h.byClient || h.done) this.io.input.pause();
+    else this.io.input.resume();
+  }
 
   /** First cause wins; later calls only escalate a shutdown already under way. */
   end(reason: string): void {
@@ -130,9 +147,11 @@ export class Session {
 
     const toChild = new FrameWriter(child.stdin, {
       queueLimit: options.maxFrameBytes,
-      onPressure: (full) => (full ? io.input.pause() : io.input.resume()),
-      // The child closed its stdin or exited: its exit ends the session; frames after it are counted drops.
-      onClosed: () => {},
+      onPressure: (full) => this.holdInput('byChild', full),
+      // Requests that could not get in are answered by the relay (Delivery); the session ends unless the child is exiting anyway.
+      onClosed: (error, expected) => {
+        if (!expected) this.childStreamLost(exited, `the server closed its stdin (${(error as NodeJS.ErrnoException).code ?? error.message})`, 'child_stdin_closed');
+      },
     });
     const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason), io.decorate ?? null);
     this.pauseChildStdout = (full) => (full ? child.stdout.pause() : child.stdout.resume());
@@ -145,7 +164,10 @@ export class Session {
       reclaimer.account(chunk.length);
       childLines.push(chunk);
     });
-    void stdoutEnded.then(() => childLines.end());
+    void stdoutEnded.then(() => {
+      childLines.end();
+      this.childStreamLost(exited, 'the server closed its stdout', 'child_stdout_closed');
+    });
 
     // Child stderr: always drained, never paused.
     const stderrEnded = streamEnded(child.stderr);
@@ -205,7 +227,8 @@ export class Session {
       { exitStatus: { code: exit.code, signal: exit.signal }, streamEnd: { stdout: outEnd, stderr: errEnd } },
     );
     io.input.off('data', onInput);
-    io.input.pause();
+    this.holdInput('byClient', true);
+    this.inputHeld.done = true;
 
     return {
       endReason: this.reason ?? 'child_exit',
@@ -229,6 +252,26 @@ export class Session {
     };
   }
 
+  /**
+   * One of the child's pipes closed while the session runs. A process that
+   * exits closes them too, usually just before its exit is seen: wait a
+   * moment for that, so a crash stays a crash. If it is still running, its
+   * requests or answers can no longer pass: say so once and end the session.
+   */
+  private childStreamLost(exited: Promise<unknown>, what: string, reason: string): void {
+    if (this.reason !== null) return;
+    let timer: NodeJS.Timeout | undefined;
+    const settle = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, EXIT_RACE_MS);
+    });
+    void Promise.race([exited, settle]).then(() => {
+      clearTimeout(timer);
+      if (this.reason !== null) return;
+      this.io.diag.line(`${what} while still running; ending the session`);
+      this.end(reason);
+    });
+  }
+
   private spawnFailed(error: Error | null, startedAt: number): SessionSummary {
     const code = (error as NodeJS.ErrnoException | null)?.code;
     const status = code === 'ENOENT' ? 127 : 126;
@@ -239,7 +282,7 @@ export class Session {
       endReason: 'spawn_failed', pid: null, exitCode: null, signal: null, status, spawnError: message,
       forcedKill: false, unkillable: false, signalsSent: [], survivors: [], triggerToExitMs: null,
       streamEnd: { stdout: 'not_started', stderr: 'not_started' }, stderrBytes: 0,
-      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, states: {} },
+      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {} },
       outputDropped: 0, outputUnflushedBytes: 0, startedAt, endedAt: Date.now(),
     };
   }

@@ -6,14 +6,30 @@
  * before dispatch" means). Only when the queue passes `queueLimit` bytes is
  * the producer told to pause its source: small frames such as a cancellation
  * keep flowing while one large frame is stuck, and memory stays bounded by
- * the stream's buffer + the limit + one frame. A closed or ended destination
- * turns every later write into a counted drop, never a throw.
+ * the stream's buffer + the limit + one frame. Each queued frame also counts
+ * ENTRY_COST toward the limit, so a flood of tiny frames (mcpguard's own
+ * error answers to a client that stopped reading) is bounded by count too.
+ * A closed or ended destination turns every later write into a counted drop,
+ * never a throw, and a frame that carries a Delivery is told it was not
+ * delivered: queued when the destination closed, handed to a destination
+ * that failed before taking it (EPIPE), or written after the close.
  */
 import type { Writable } from 'node:stream';
 
+/** What a frame's sender learns about it: handed to the stream, or never delivered. */
+export interface Delivery {
+  /** Handed to the stream (in order; before any `undelivered` for the same frame). */
+  dispatched(): void;
+  /** The destination will never take this frame; called at most once. */
+  undelivered(error: Error): void;
+}
+
+/** What a queued frame counts toward the limit besides its bytes: the queue entry and the Buffer object. */
+export const ENTRY_COST = 1024;
+
 interface Queued {
   frame: Buffer;
-  onDispatch: (() => void) | undefined;
+  delivery: Delivery | undefined;
   tag: unknown;
 }
 
@@ -22,8 +38,8 @@ export interface FrameWriterOptions {
   queueLimit: number;
   /** Called with true to pause the source, false to resume it. */
   onPressure: (full: boolean) => void;
-  /** The destination failed or closed; called once. */
-  onClosed: (error: Error) => void;
+  /** The destination failed or closed; called once. `expected` when it closed after `end()` without an error. */
+  onClosed: (error: Error, expected: boolean) => void;
 }
 
 export class FrameWriter {
@@ -38,8 +54,8 @@ export class FrameWriter {
 
   constructor(private readonly stream: Writable, private readonly options: FrameWriterOptions) {
     stream.on('drain', () => this.flush());
-    stream.on('error', (error: Error) => this.close(error));
-    stream.on('close', () => this.close(new Error('destination closed')));
+    stream.on('error', (error: Error) => this.close(error, false));
+    stream.on('close', () => this.close(new Error('destination closed'), this.ending));
   }
 
   get closed(): boolean {
@@ -69,24 +85,31 @@ export class FrameWriter {
   }
 
   /**
-   * Write a frame (bytes ending in `\n`). `onDispatch` runs when the frame is
-   * handed to the stream; `tag` lets `withdraw` find it while it is queued.
+   * Write a frame (bytes ending in `\n`). `delivery` hears when the frame is
+   * handed to the stream, or that it never will be; `tag` lets `withdraw`
+   * find it while it is queued. False if it was dropped at once (closed).
    */
-  write(frame: Buffer, onDispatch?: () => void, tag?: unknown): void {
+  write(frame: Buffer, delivery?: Delivery, tag?: unknown): boolean {
     if (this.closedError !== null || this.ending) {
       this.dropped++;
-      return;
+      delivery?.undelivered(this.closedError ?? new Error('destination ended'));
+      return false;
     }
     if (!this.waitingForDrain) {
-      this.dispatch(frame, onDispatch);
-      return;
+      this.dispatch(frame, delivery);
+      return true;
     }
-    this.queue.push({ frame, onDispatch, tag });
+    this.queue.push({ frame, delivery, tag });
     this.queuedBytes += frame.length;
-    if (this.queuedBytes > this.options.queueLimit && !this.pausedSource) {
+    if (!this.pausedSource && this.overLimit()) {
       this.pausedSource = true;
       this.options.onPressure(true);
     }
+    return true;
+  }
+
+  private overLimit(): boolean {
+    return this.queuedBytes + this.queue.length * ENTRY_COST > this.options.queueLimit;
   }
 
   /** Remove a queued frame that has not been handed to the stream; true if found. */
@@ -105,9 +128,10 @@ export class FrameWriter {
     if (!this.waitingForDrain) this.stream.end();
   }
 
-  private dispatch(frame: Buffer, onDispatch: (() => void) | undefined): void {
-    const accepted = this.stream.write(frame);
-    onDispatch?.();
+  private dispatch(frame: Buffer, delivery: Delivery | undefined): void {
+    // A write's callback always runs later (next tick at the earliest), so `dispatched` comes first.
+    const accepted = delivery === undefined ? this.stream.write(frame) : this.stream.write(frame, (error) => error && delivery.undelivered(error));
+    delivery?.dispatched();
     if (!accepted) this.waitingForDrain = true;
   }
 
@@ -116,21 +140,22 @@ export class FrameWriter {
     while (this.queue.length > 0 && !this.waitingForDrain && this.closedError === null) {
       const next = this.queue.shift()!;
       this.queuedBytes -= next.frame.length;
-      this.dispatch(next.frame, next.onDispatch);
+      this.dispatch(next.frame, next.delivery);
     }
-    if (this.pausedSource && this.queuedBytes <= this.options.queueLimit) {
+    if (this.pausedSource && !this.overLimit()) {
       this.pausedSource = false;
       this.options.onPressure(false);
     }
     if (!this.waitingForDrain && this.ending && this.closedError === null) this.stream.end();
   }
 
-  private close(error: Error): void {
+  private close(error: Error, expected: boolean): void {
     if (this.closedError !== null) return;
     this.closedError = error;
     this.dropped += this.queue.length;
-    this.queue.length = 0;
+    const queued = this.queue.splice(0);
     this.queuedBytes = 0;
-    this.options.onClosed(error);
+    for (const item of queued) item.delivery?.undelivered(error);
+    this.options.onClosed(error, expected);
   }
 }

@@ -137,7 +137,7 @@ describe('raw bytes → mcpguard → stdlib Python server', () => {
     const out = messages(r.stdout);
     // mcpguard answers a rejection at once, so it may overtake the server's answers.
     const rejections = out.filter((m) => m.error);
-    assert.deepEqual(rejections.map((m) => [m.id, m.error.code]), [[null, -32700], [null, -32700]]);
+    assert.deepEqual(rejections.map((m) => [m.id, m.error.code]), [[7, -32700], [null, -32700]]);
     assert.match(rejections[0].error.message, /^mcpguard rejected the frame: /);
     assert.deepEqual(out.filter((m) => m.result).map((m) => m.id), [1, 10]);
     assert.deepEqual(out.find((m) => m.id === 10).result.structuredContent, { sum: 3 });

@@ -30,16 +30,16 @@ async function throughGuard(input, { mode = 'close', env = {}, extra = [] } = {}
 
 const BAD_CASES = [
   { name: 'a debug line before a valid request', bad: 'debug: entering tool handler\n', code: -32700, id: null },
-  { name: 'a valid request followed by a banner on the same line', bad: call(1, 'glued-banner').trimEnd() + 'loading optional extension\n', code: -32700, id: null },
-  { name: 'two objects glued on one line', bad: call(2, 'glued-a').trimEnd() + call(3, 'glued-b'), code: -32700, id: null },
+  { name: 'a valid request followed by a banner on the same line', bad: call(1, 'glued-banner').trimEnd() + 'loading optional extension\n', code: -32700, id: 1 },
+  { name: 'two objects glued on one line', bad: call(2, 'glued-a').trimEnd() + call(3, 'glued-b'), code: -32700, id: 2 },
   { name: 'a plausible tools/call with string params', bad: frame({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: 'run' }), code: -32602, id: 4 },
   { name: 'id: true', bad: frame({ jsonrpc: '2.0', id: true, method: 'tools/call', params: { name: 'bool-id' } }), code: -32600, id: null },
   { name: 'jsonrpc "1.0"', bad: frame({ jsonrpc: '1.0', id: 5, method: 'tools/call', params: { name: 'old-version' } }), code: -32600, id: 5 },
-  { name: 'duplicate "method" keys', bad: '{"jsonrpc":"2.0","id":6,"method":"ping","method":"tools/call","params":{"name":"dup"}}\n', code: -32700, id: null },
-  { name: 'a duplicate key spelled with an escape', bad: '{"jsonrpc":"2.0","id":7,"method":"ping","\\u006dethod":"tools/call"}\n', code: -32700, id: null },
-  { name: 'invalid UTF-8', bad: Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}\n')]), code: -32700, id: null },
-  { name: 'NaN inside params', bad: '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"nan","arguments":{"x":NaN}}}\n', code: -32700, id: null },
-  { name: 'a fractional id', bad: '{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"frac"}}\n', code: -32600, id: null },
+  { name: 'duplicate "method" keys', bad: '{"jsonrpc":"2.0","id":6,"method":"ping","method":"tools/call","params":{"name":"dup"}}\n', code: -32700, id: 6 },
+  { name: 'a duplicate key spelled with an escape', bad: '{"jsonrpc":"2.0","id":7,"method":"ping","\\u006dethod":"tools/call"}\n', code: -32700, id: 7 },
+  { name: 'invalid UTF-8', bad: Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}\n')]), code: -32700, id: 8 },
+  { name: 'NaN inside params', bad: '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"nan","arguments":{"x":NaN}}}\n', code: -32700, id: 9 },
+  { name: 'a fractional id', bad: '{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"frac"}}\n', code: -32600, id: 1.5 },
   { name: 'a batch when batches are off', bad: `[${call(10, 'batched').trimEnd()}]\n`, code: -32600, id: null },
 ];
 
@@ -70,7 +70,7 @@ describe('client → child: every seed case is rejected before it reaches the ch
     const out = messages(r.stdout);
     assert.equal(out.length, 1);
     assert.equal(out[0].error.code, -32700);
-    assert.equal(out[0].id, null);
+    assert.equal(out[0].id, 1, 'the id could be read from the line, so the answer carries it');
     assert.match(out[0].error.message, /incomplete line at end of input/);
   });
 

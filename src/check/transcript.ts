@@ -136,7 +136,7 @@ export class Transcript {
 
   /** Names the likely mistake when the id matches a request of the other type. */
   private unknownIdReason(id: RequestId): string {
-    const other = typeof id === 'number' ? idKey(String(id)) : /^-?\d+$/.test(id) ? idKey(Number(id)) : null;
+    const other = typeof id === 'number' ? idKey(String(id)) : typeof id === 'string' && /^-?\d+$/.test(id) ? idKey(Number(id)) : null;
     const twin = other === null ? undefined : this.sent.get(other);
     if (twin !== undefined) return `no request with id ${JSON.stringify(id)} was sent; ${twin.method} was sent with id ${JSON.stringify(twin.id)} (the id's type must be kept)`;
     return `no request with id ${JSON.stringify(id)} was sent`;
