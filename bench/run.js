@@ -23,12 +23,13 @@ import { benchHome, killAll } from './lib/proc.js';
 import { profileGuard, WORKLOADS } from './lib/profile.js';
 import { recordsRows } from './lib/records-row.js';
 import { shutdownRows } from './lib/shutdown.js';
+import { stallRows } from './lib/stall.js';
 import { startupRows } from './lib/startup.js';
 import { render } from './lib/table.js';
 import { throughputRows } from './lib/throughput.js';
 import { ROOT, mcpguardHelp, snapshotGuard } from './lib/variants.js';
 
-const ROWS = ['latency', 'throughput', 'startup', 'flood', 'shutdown', 'records', 'warmup'];
+const ROWS = ['latency', 'throughput', 'startup', 'flood', 'stall', 'shutdown', 'records', 'warmup'];
 /** Rows run only when --rows names them. */
 const ON_REQUEST = ['warmup'];
 /** Not table rows: other helpers' micro-benchmarks, appended when present (full runs of all rows, or --rows=micro). */
@@ -39,6 +40,7 @@ const MODES = {
     throughput: { rounds: 3, frames: 16, window: 4 },
     startup: { rounds: 5 },
     flood: { rounds: 2, bytes: 64 * 2 ** 20 },
+    stall: { rounds: 1, lines: 100000 },
     shutdown: { rounds: 5 },
     records: { rounds: 3, requests: 300, warmup: 500 },
     warmup: { rounds: 2 },
@@ -48,6 +50,7 @@ const MODES = {
     throughput: { rounds: 7, frames: 64, window: 4 },
     startup: { rounds: 21 },
     flood: { rounds: 3, bytes: 2 * 2 ** 30 },
+    stall: { rounds: 3, lines: 400000 },
     shutdown: { rounds: 15 },
     records: { rounds: 9, requests: 1000, warmup: 5000 },
     warmup: { rounds: 5 },
@@ -128,7 +131,7 @@ if (args.profile !== undefined) {
   process.exit(0);
 }
 
-const RUNNERS = { warmup: warmupRows, latency: latencyRows, throughput: throughputRows, startup: startupRows, flood: floodRows, shutdown: shutdownRows, records: recordsRows };
+const RUNNERS = { warmup: warmupRows, latency: latencyRows, throughput: throughputRows, startup: startupRows, flood: floodRows, stall: stallRows, shutdown: shutdownRows, records: recordsRows };
 const started = Date.now();
 const lines = [];
 const notes = [];

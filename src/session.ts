@@ -153,13 +153,13 @@ export class Session {
         if (!expected) this.childStreamLost(exited, `the server closed its stdin (${(error as NodeJS.ErrnoException).code ?? error.message})`, 'child_stdin_closed');
       },
     });
-    const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason), io.decorate ?? null);
+    const reclaimer = new ReadBufferReclaimer();
+    const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason), io.decorate ?? null, (bytes) => reclaimer.account(bytes));
     this.pauseChildStdout = (full) => (full ? child.stdout.pause() : child.stdout.resume());
 
     // Child stdout → relay.
     const childLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromChild(event));
     const stdoutEnded = streamEnded(child.stdout);
-    const reclaimer = new ReadBufferReclaimer();
     child.stdout.on('data', (chunk: Buffer) => {
       reclaimer.account(chunk.length);
       childLines.push(chunk);
