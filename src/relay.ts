@@ -55,8 +55,6 @@ export class Relay {
     private readonly requestEnd: (reason: string) => void,
     /** May return a replacement frame for a single response that ends a call. */
     private readonly decorate: ((call: Call, response: Response) => Buffer | null) | null = null,
-    /** Told the size of each answer mcpguard writes on its own (its memory lives outside the heap until collected). */
-    private readonly ownBytes: (bytes: number) => void = () => {},
   ) {}
 
   // ---- client → child ----
@@ -100,7 +98,7 @@ export class Relay {
       }
       const call = newCall(item.id, null, item.method, null);
       this.end(call, 'rejected', 'arrived after the session closed');
-      this.writeOwn(errorResponse(item.id, CONNECTION_CLOSED, 'mcpguard: the session is closed; request not forwarded', { state: 'rejected' }));
+      this.toClient.write(errorResponse(item.id, CONNECTION_CLOSED, 'mcpguard: the session is closed; request not forwarded', { state: 'rejected' }));
     }
   }
 
@@ -224,7 +222,7 @@ export class Relay {
     this.counters.rejectedClient++;
     // Answering with an id still in flight would pair this error with that request.
     const id = readId !== null && this.calls.inFlight.has(idKey(readId)) ? null : readId;
-    this.writeOwn(errorResponse(id, code, `mcpguard rejected the frame: ${reason}`));
+    this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${reason}`));
     this.diag.line(`rejected client line ${line}: ${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`);
     // A request with a readable id still gets its one final record; it never had an attempt.
     if (id !== null) this.end(newCall(id, null, method, null), 'rejected', reason);
@@ -314,14 +312,10 @@ export class Relay {
   }
 
   private answer(call: Call, code: number, message: string): void {
-    this.writeOwn(errorResponse(call.requestId, code, message, { state: call.state }));
+    this.toClient.write(errorResponse(call.requestId, code, message, { state: call.state }));
   }
 
-  /** An answer of mcpguard's own to the client. */
-  private writeOwn(frame: Buffer): void {
-    this.ownBytes(frame.length);
-    this.toClient.write(frame);
-  }
+
 
   private notify(rejection: Rejection): void {
     for (const o of this.observers) o.rejected?.(rejection);

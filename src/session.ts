@@ -154,7 +154,7 @@ export class Session {
       },
     });
     const reclaimer = new ReadBufferReclaimer();
-    const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason), io.decorate ?? null, (bytes) => reclaimer.account(bytes));
+    const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason), io.decorate ?? null);
     this.pauseChildStdout = (full) => (full ? child.stdout.pause() : child.stdout.resume());
 
     // Child stdout → relay.
