@@ -66,14 +66,15 @@ export class SessionLog {
   }
 
   /**
-   * Create `<dir>/<sessionId>.jsonl` (mode 0600, in a 0700 directory made if
-   * missing) and write its header. The file must not exist yet. Throws
-   * GuardError (`ERR_RECORD_DIR`, `ERR_RECORD_OPEN`, `ERR_RECORD_WRITE`).
+   * Create `<sessionId>.jsonl` (mode 0600) where `ensureRecordDir(dir)` says
+   * records go, and write its header. The file must not exist yet, not even as
+   * a symlink (O_EXCL, O_NOFOLLOW). Throws GuardError (`ERR_RECORD_DIR`,
+   * `ERR_RECORD_OPEN`, `ERR_RECORD_WRITE`).
    */
   static create(opts: RecordStoreOptions, sessionId: string = newSessionId()): SessionLog {
     if (!isSessionId(sessionId)) throw new GuardError('ERR_RECORD_OPEN', `invalid session id '${sessionId}'`);
-    ensureRecordDir(opts.dir);
-    const path = resolve(opts.dir, `${sessionId}.jsonl`);
+    const dir = ensureRecordDir(opts.dir);
+    const path = resolve(dir, `${sessionId}.jsonl`);
     let fd: number;
     try {
       fd = openSync(path, OPEN_FLAGS, 0o600);
@@ -83,7 +84,7 @@ export class SessionLog {
     const log = new SessionLog(sessionId, path, fd, opts);
     try {
       fchmodSync(fd, 0o600); // the umask may have taken bits from the open mode
-      if (opts.fsync) syncDirectory(opts.dir); // so the new file's name survives a crash too
+      if (opts.fsync) syncDirectory(dir); // so the new file's name survives a crash too
       log.write({
         type: 'header',
         log_id: sessionId,
@@ -247,6 +248,6 @@ function event(type: string, body: Record<string, unknown>): LogRecord {
 }
 
 function syncDirectory(dir: string): void {
-  const fd = openSync(dir, constants.O_RDONLY);
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try { fsyncSync(fd); } finally { closeSync(fd); }
 }
