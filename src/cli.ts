@@ -100,8 +100,10 @@ Options:
 ${optionHelp(RUN_OPTIONS)}  --help, --version
 
 Exit status: the server's exit code, or 128+N if it died of signal N;
-125 bad usage or an unusable record directory; 126 command not
-executable; 127 command not found.
+74 the audit log could not be written (the session was ended there; the
+server's own status is in the session summary); 125 bad usage or an
+unusable record directory; 126 command not executable; 127 command not
+found.
 `;
 }
 

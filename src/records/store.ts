@@ -26,7 +26,7 @@
  */
 import { closeSync, constants, fchmodSync, fsyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { GuardError } from '../errors.js';
+import { EXIT_RECORD_FAILURE, GuardError } from '../errors.js';
 import { canonical } from './canonical.js';
 import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, isoAt, keyId, lineHash, sealLine, type LogRecord, type RecordShape } from './chain.js';
 import { isSessionId, newSessionId } from './ids.js';
@@ -79,7 +79,7 @@ export class SessionLog {
     try {
       fd = openSync(path, OPEN_FLAGS, 0o600);
     } catch (error) {
-      throw new GuardError('ERR_RECORD_OPEN', `cannot create session log '${path}': ${describe(error)}`);
+      throw new GuardError('ERR_RECORD_OPEN', `cannot create session log '${path}': ${describe(error)}`, EXIT_RECORD_FAILURE);
     }
     const log = new SessionLog(sessionId, path, fd, opts);
     try {
@@ -98,7 +98,7 @@ export class SessionLog {
       // A log without its header proves nothing; do not leave it behind.
       log.close();
       try { unlinkSync(path); } catch { /* already gone or unwritable: the error below says enough */ }
-      throw error instanceof GuardError ? error : new GuardError('ERR_RECORD_WRITE', `cannot write session log '${path}': ${describe(error)}`);
+      throw error instanceof GuardError ? error : new GuardError('ERR_RECORD_WRITE', `cannot write session log '${path}': ${describe(error)}`, EXIT_RECORD_FAILURE);
     }
     return log;
   }
@@ -188,7 +188,7 @@ export class SessionLog {
 
   private ensureOpen(): void {
     if (this.fd === null) {
-      throw new GuardError('ERR_RECORD_CLOSED', `session log '${this.path}' is ${this.failure === null ? 'sealed' : `unusable after an earlier failure (${this.failure})`}`);
+      throw new GuardError('ERR_RECORD_CLOSED', `session log '${this.path}' is ${this.failure === null ? 'sealed' : `unusable after an earlier failure (${this.failure})`}`, EXIT_RECORD_FAILURE);
     }
   }
 
@@ -223,7 +223,7 @@ export class SessionLog {
     } catch (error) {
       this.failure = describe(error);
       this.close();
-      throw new GuardError('ERR_RECORD_WRITE', `cannot write records up to ${this.seq - 1} to '${this.path}': ${this.failure}`);
+      throw new GuardError('ERR_RECORD_WRITE', `cannot write records up to ${this.seq - 1} to '${this.path}': ${this.failure}`, EXIT_RECORD_FAILURE);
     }
   }
 

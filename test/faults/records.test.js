@@ -1,5 +1,6 @@
-// Faults around the records: whose directory they go to and with what mode, and
-// what mcpguard refuses to write through.
+// Faults around the records: whose directory they go to and with what mode, what
+// mcpguard refuses to write through, and what its exit status says when the
+// audit log fails during a session.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -189,7 +190,7 @@ describe('record files are never opened through a symlink', () => {
       symlinkSync(victim, join(records, 's_fixed_1.jsonl'));
       symlinkSync(join(dir, 'would-be-created'), join(records, 's_fixed_2.jsonl'));
       for (const id of ['s_fixed_1', 's_fixed_2']) {
-        assert.throws(() => SessionLog.create({ dir: records, fsync: false }, id), (e) => e.code === 'ERR_RECORD_OPEN');
+        assert.throws(() => SessionLog.create({ dir: records, fsync: false }, id), (e) => e.code === 'ERR_RECORD_OPEN' && e.exitCode === 74);
       }
       assert.equal(readFileSync(victim, 'utf8'), 'keep me\n');
       assert.equal(existsSync(join(dir, 'would-be-created')), false);
@@ -218,6 +219,58 @@ describe('record files are never opened through a symlink', () => {
       assert.equal(sessions.code, 0, sessions.stderr);
       assert.equal(sessions.stdout.toString().trim().split('\n').length, 1);
       assert.match(sessions.stderr, /skipped: a symbolic link/);
+    } finally { cleanup(); }
+  });
+});
+
+describe('a failing audit log shows in the exit status', { skip: hasPrlimit ? false : 'needs prlimit (util-linux) to cap file sizes' }, () => {
+  /** The byte lengths of a session log's lines (newlines included). */
+  const lineSizes = (file) => readFileSync(file, 'utf8').split(/(?<=\n)/).map((l) => Buffer.byteLength(l));
+
+  /**
+   * mcpguard under RLIMIT_FSIZE = `limit` bytes: the first write past it is
+   * cut short and the next fails with EFBIG (Node ignores SIGXFSZ). The record
+   * directory's path has the length of the calibration run's, since the
+   * options (and so the session_start record) include it.
+   */
+  function cappedGuard(limit, recordDir, scratch, options) {
+    return runCommand('prlimit', [`--fsize=${limit}`, '--', process.execPath, BIN, `--record-dir=${recordDir}`, '--', 'python3', fixture('recorder.py')], {
+      env: { RECORD_ACTIONS: join(scratch, 'actions') }, timeout: TIMEOUT, ...options,
+    });
+  }
+
+  test('a write that fails mid-session ends the session, and mcpguard exits 74 though the server exited 0', { timeout: TIMEOUT * 2 }, async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const input = tool(1, 'record', { v: 1 });
+      const calibration = join(dir, 'calibr'); // as long as 'capped'
+      const r0 = await runGuard([`--record-dir=${calibration}`, '--', 'python3', fixture('recorder.py')], { input, timeout: TIMEOUT }).done;
+      assert.equal(r0.code, 0, r0.stderr);
+      const sizes = lineSizes(join(calibration, logsIn(calibration)[0]));
+      // header, session_start and child_started fit; the call's write-ahead attempt does not.
+      const limit = sizes[0] + sizes[1] + sizes[2] + Math.floor(sizes[3] / 2);
+      const records = join(dir, 'capped');
+      const r = await cappedGuard(limit, records, dir, { input }).done;
+      assert.equal(r.code, 74, r.stderr);
+      assert.match(r.stderr, /cannot write the audit log/);
+      const summary = sessionEnd(r.stderr);
+      assert.equal(summary.end_reason, 'record_failure');
+      assert.equal(summary.exit_code, 0, 'the server\'s own status is kept in the summary');
+      assert.equal(existsSync(join(dir, 'actions')), false, 'the unrecorded call never reached the server');
+    } finally { cleanup(); }
+  });
+
+  test('a write that fails before the session exists ends it at once, though the client stays connected', { timeout: TIMEOUT * 2 }, async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const calibration = join(dir, 'calibr'); // as long as 'capped'
+      await runGuard([`--record-dir=${calibration}`, '--', 'true'], { timeout: TIMEOUT }).done;
+      const [header] = lineSizes(join(calibration, logsIn(calibration)[0]));
+      // Room for the header only: the session_start record fails while the session is being built.
+      const g = cappedGuard(header + 10, join(dir, 'capped'), dir, { keepOpen: true });
+      const r = await g.done;
+      assert.equal(r.code, 74, r.stderr);
+      assert.equal(sessionEnd(r.stderr).end_reason, 'record_failure');
     } finally { cleanup(); }
   });
 });
