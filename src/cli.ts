@@ -50,10 +50,10 @@ function prepare(argv: readonly string[]): Prepared {
   }
   let records: Prepared['records'] = null;
   if (v.records === 'on') {
-    const dir = resolveRecordDir(typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined);
-    ensureRecordDir(dir);
+    const configured = resolveRecordDir(typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined);
+    const dir = ensureRecordDir(configured);
     const keyFile = v['audit-key-file'];
-    records = { dir, key: typeof keyFile === 'string' ? loadAuditKey(keyFile, dir) : undefined };
+    records = { dir, key: typeof keyFile === 'string' ? loadAuditKey(keyFile, configured) : undefined };
   }
   // Signals before the session exists are kept and replayed; none may kill mcpguard with the child running.
   const signals: Prepared['signals'] = { pending: [], handler: null };
@@ -100,7 +100,10 @@ Options:
 ${optionHelp(RUN_OPTIONS)}  --help, --version
 
 Exit status: the server's exit code, or 128+N if it died of signal N;
-125 bad usage, 126 command not executable, 127 command not found.
+74 the audit log could not be written (the session was ended there; the
+server's own status is in the session summary); 125 bad usage or an
+unusable record directory; 126 command not executable; 127 command not
+found.
 `;
 }
 

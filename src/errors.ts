@@ -20,3 +20,9 @@ export class GuardError extends Error {
 export const EXIT_USAGE = 125;
 export const EXIT_CANNOT_EXECUTE = 126;
 export const EXIT_NOT_FOUND = 127;
+/**
+ * The audit log could not be created or failed during the session (EX_IOERR in
+ * sysexits.h). It wins over the child's status, which stays in the session
+ * record and summary: a session whose record is incomplete must not look clean.
+ */
+export const EXIT_RECORD_FAILURE = 74;

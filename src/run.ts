@@ -8,6 +8,7 @@ import type { StartedChild } from './child.js';
 import type { Call } from './calls.js';
 import { AuditLog } from './audit.js';
 import { Diagnostics } from './diagnostics.js';
+import { EXIT_RECORD_FAILURE } from './errors.js';
 import { withMetaEntry, type Response } from './jsonrpc.js';
 import type { OptionValues } from './options.js';
 import { openOutput } from './output.js';
@@ -33,7 +34,7 @@ export interface Prepared {
 /** At exit, give up on a client that took nothing from stdout for this long. */
 export const OUTPUT_STALL_MS = 2000;
 
-/** Run the relay session; resolves to mcpguard's exit status. */
+/** Run the relay session; resolves to mcpguard's exit status (EXIT_RECORD_FAILURE when the audit log failed). */
 export async function runRelay(p: Prepared): Promise<number> {
   const v = p.values;
   const diagStream = openOutput(2);
@@ -82,6 +83,8 @@ export async function runRelay(p: Prepared): Promise<number> {
       onSpawn: (pid) => audit?.childSpawned(pid),
     },
   );
+  // The session's first records were written before the session existed to be ended.
+  if (audit?.failure) session.end('record_failure');
   const live = session;
   p.signals.handler = (signal) => {
     live.end(`signal_${signal}`);
@@ -99,7 +102,8 @@ export async function runRelay(p: Prepared): Promise<number> {
   if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
   if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: audit?.sessionId ?? null, ...record }));
   await diag.flush(1000);
-  return summary.status;
+  // The child's own status is in the summary; the exit status says the record is incomplete.
+  return audit?.failure ? EXIT_RECORD_FAILURE : summary.status;
 }
 
 /** The session-end record as one JSON object (until the audit log carries it). */

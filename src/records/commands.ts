@@ -14,7 +14,7 @@ import { EXIT_USAGE, GuardError } from '../errors.js';
 import type { LogRecord } from './chain.js';
 import { clip, formatClock, formatDate, formatDuration, printable, table } from './format.js';
 import { loadAuditKey } from './key.js';
-import { resolveRecordDir } from './location.js';
+import { recordDirFor, resolveRecordDir } from './location.js';
 import { verifyDir, type VerifyResult } from './verify.js';
 import { activityRows, callRecords, loadLogs, sessionRow, type LoadedLog } from './views.js';
 
@@ -49,18 +49,24 @@ export async function runRecordsCommand(
   if (positionals.length > max) return fail(`unexpected argument '${positionals[max]}'`, EXIT_USAGE);
   if (positionals.length < min) return fail('expects a CALL_ID', EXIT_USAGE);
   if (values['record-dir'] === '') return fail("--record-dir expects a directory, got ''", EXIT_USAGE);
-  const dir = resolveRecordDir(values['record-dir']);
+  const configured = resolveRecordDir(values['record-dir']);
+  let dir: string;
+  try {
+    dir = recordDirFor(configured); // where the relay writes for it: the sticky-directory rule lives there
+  } catch (error) {
+    return fail((error as Error).message, EXIT_USAGE);
+  }
   const kind = statKind(dir);
-  // A missing default directory only means nothing was recorded yet.
-  if (kind === 'other' || (kind === 'none' && values['record-dir'] !== undefined)) {
+  // A missing default directory, or no own subdirectory yet in a shared one, only means nothing was recorded yet.
+  if (kind === 'other' || (kind === 'none' && values['record-dir'] !== undefined && dir === configured)) {
     const problem = kind === 'none' ? 'does not exist' : 'not a directory';
     return fail(values['record-dir'] === undefined ? `record directory '${dir}': ${problem}` : `--record-dir expects a directory, got '${values['record-dir']}' (${problem})`, EXIT_USAGE);
   }
   const out = (text: string): void => { io.stdout.write(text); };
   const json = values.json === true;
   try {
-    if (name === 'verify') return verify(dir, kind === 'dir', values, out, io);
-    const logs = kind === 'dir' ? loadLogs(dir) : [];
+    if (name === 'verify') return verify(dir, configured, kind === 'dir', values, out, io);
+    const logs = kind === 'dir' ? loadLogs(dir, (file, reason) => io.stderr.write(`mcpguard: ${file}: skipped: ${reason}\n`)) : [];
     if (name === 'sessions') return sessions(logs, json, out, io);
     if (name === 'activity') return activity(logs, positionals[0], json, out, io, dir);
     return show(logs, positionals[0]!, json, out, io, dir);
@@ -115,9 +121,9 @@ function fields(record: LogRecord): string {
   return keys.map((k) => `  ${k.padEnd(width)}  ${printable(typeof record[k] === 'string' ? record[k] as string : JSON.stringify(record[k]))}\n`).join('');
 }
 
-function verify(dir: string, exists: boolean, values: Values, out: (text: string) => void, io: CommandIO): number {
+function verify(dir: string, configured: string, exists: boolean, values: Values, out: (text: string) => void, io: CommandIO): number {
   const keyFile = values['audit-key-file'];
-  const key = keyFile === undefined ? undefined : loadAuditKey(keyFile, dir);
+  const key = keyFile === undefined ? undefined : loadAuditKey(keyFile, configured);
   const results = exists ? verifyDir(dir, key) : [];
   if (results.length === 0) io.stderr.write(`mcpguard verify: no session logs in '${dir}'\n`);
   const crashOnly = (r: VerifyResult): boolean => r.status === 'unsealed' || r.status === 'torn';

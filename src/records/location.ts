@@ -1,18 +1,26 @@
 /**
  * Where records live, and the permissions they live with. Records name the
- * commands an agent ran and the tools it called, so the directory is 0700 and
- * each file 0600, whatever the umask says.
+ * commands an agent ran and the tools it called, so a directory mcpguard makes
+ * is 0700 and each file 0600, whatever the umask says.
+ *
+ * mcpguard changes the mode of nothing it did not create: an existing
+ * directory is checked, never chmodded. It is used when it is ours and nobody
+ * else can write to it. A shared sticky directory such as /tmp is not written
+ * to directly: records go to mcpguard's own 0700 subdirectory in it. Anything
+ * else is refused with what is wrong and how to fix it.
  */
-import { chmodSync, mkdirSync, statSync } from 'node:fs';
+import { lstatSync, mkdirSync, realpathSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { GuardError } from '../errors.js';
 
 /**
- * The record directory: `explicit` (from --record-dir), else `$MCPGUARD_HOME`,
- * else `$XDG_STATE_HOME/mcpguard`, else `~/.local/state/mcpguard`. Empty
- * variables count as unset, and so does a relative XDG_STATE_HOME (the XDG spec
- * says to ignore it). Always returns an absolute path; creates nothing.
+ * The configured record directory: `explicit` (from --record-dir), else
+ * `$MCPGUARD_HOME`, else `$XDG_STATE_HOME/mcpguard`, else
+ * `~/.local/state/mcpguard`. Empty variables count as unset, and so does a
+ * relative XDG_STATE_HOME (the XDG spec says to ignore it). Always returns an
+ * absolute path; creates nothing. Where the files go is `recordDirFor` (reading)
+ * or `ensureRecordDir` (writing) of this path.
  */
 export function resolveRecordDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
   if (explicit !== undefined && explicit !== '') return resolve(explicit);
@@ -23,19 +31,139 @@ export function resolveRecordDir(explicit?: string, env: NodeJS.ProcessEnv = pro
 }
 
 /**
- * Create `dir` (and missing parents) and make it mode 0700. An existing
- * directory is tightened too: a group-readable record directory would show
- * other users what ran. Throws GuardError `ERR_RECORD_DIR` when that fails.
+ * Make sure records can be written for the configured directory `dir` and
+ * return where they go: `dir` itself (its real path when `dir` is a symlink
+ * you or root own), or, when `dir` is a shared sticky directory, your own
+ * subdirectory `mcpguard-<uid>` in it. Missing directories are created 0700
+ * (missing parents too). Throws GuardError `ERR_RECORD_DIR`, naming the
+ * directory and the fix, when the directory cannot be made or trusted.
  */
-export function ensureRecordDir(dir: string): void {
+export function ensureRecordDir(dir: string): string {
+  return locate(dir, true);
+}
+
+/**
+ * Where records written for the configured directory `dir` are, by the same
+ * rule as `ensureRecordDir`, without creating or judging anything but the
+ * sticky directory's subdirectory (which must be yours, as the writer demands).
+ * The result may not exist.
+ */
+export function recordDirFor(dir: string): string {
+  return locate(dir, false);
+}
+
+/** The name of mcpguard's own subdirectory in a shared sticky directory. */
+export function sharedSubdirName(uid: number | null = currentUid()): string {
+  return `mcpguard-${uid ?? 'user'}`;
+}
+
+const SHARED_WRITE = 0o022;
+const STICKY = 0o1000;
+
+function locate(configured: string, writing: boolean): string {
+  let dir = configured;
+  let st = lstatOrNull(dir);
+  if (st === null) {
+    if (!writing) return dir;
+    attempt(configured, () => makePrivateDir(dir, true));
+    st = attempt(configured, () => lstatSync(dir));
+  }
+  if (st.isSymbolicLink()) {
+    // Only you or root can have made a symlink you or root own: that one was set up on purpose.
+    // It is resolved once here, so nothing later follows it again.
+    if (writing && !trustedOwner(st.uid)) {
+      throw refusal(configured, `is a symbolic link owned by uid ${st.uid}; mcpguard follows a symlink for its records only when you or root own it. Use the directory it points to directly, if you trust it, or choose another`);
+    }
+    dir = attempt(configured, () => realpathSync(configured));
+    st = attempt(configured, () => lstatSync(dir));
+  }
+  if (!st.isDirectory()) throw refusal(configured, 'is not a directory');
+  if ((st.mode & SHARED_WRITE) === 0) {
+    if (writing && !ownedByMe(st)) throw refusal(configured, `is owned by uid ${st.uid}, not by you (uid ${currentUid()}); choose a directory you own`);
+    return dir;
+  }
+  if ((st.mode & STICKY) === 0) {
+    if (!writing) return dir;
+    throw refusal(configured, `is ${writableBy(st.mode)} (mode ${octal(st.mode)}), so others could delete or replace records in it; run chmod go-w '${dir}', or choose another record directory`);
+  }
+  // Shared and sticky, like /tmp: others cannot remove or rename what is ours in it, so our own subdirectory is safe.
+  const own = join(dir, sharedSubdirName());
+  if (writing) attempt(configured, () => makePrivateDir(own, false));
+  const ownSt = lstatOrNull(own);
+  if (ownSt === null) {
+    if (writing) throw refusal(own, 'vanished right after it was created');
+    return own;
+  }
+  const problem = ownSt.isSymbolicLink() ? 'is a symbolic link'
+    : !ownSt.isDirectory() ? 'is not a directory'
+      : !ownedByMe(ownSt) ? `is owned by uid ${ownSt.uid}, not by you (uid ${currentUid()})`
+        : (ownSt.mode & 0o077) !== 0 ? `has mode ${octal(ownSt.mode)}, not 0700`
+          : null;
+  if (problem !== null) {
+    throw refusal(own, `(mcpguard's own directory in the shared '${dir}') ${problem}; mcpguard does not change it: remove it, or choose another record directory`);
+  }
+  return own;
+}
+
+/**
+ * mkdir under a umask of 077, so what mcpguard creates is exactly 0700 (a
+ * stricter umask cannot take the owner's bits). No chmod by path afterwards:
+ * a path can be swapped for a symlink between the mkdir and the chmod.
+ */
+function makePrivateDir(dir: string, parents: boolean): void {
+  const previous = process.umask(0o077);
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    if (!statSync(dir).isDirectory()) throw new Error('not a directory');
-    // mkdir's mode is filtered by the umask, and an existing directory keeps its own.
-    chmodSync(dir, 0o700);
+    mkdirSync(dir, { recursive: parents, mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    process.umask(previous);
+  }
+}
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new GuardError('ERR_RECORD_DIR', `cannot use record directory '${path}': ${describe(error)}`);
+  }
+}
+
+function attempt<T>(dir: string, action: () => T): T {
+  try {
+    return action();
   } catch (error) {
     throw new GuardError('ERR_RECORD_DIR', `cannot use record directory '${dir}': ${describe(error)}`);
   }
+}
+
+function refusal(dir: string, problem: string): GuardError {
+  return new GuardError('ERR_RECORD_DIR', `record directory '${dir}' ${problem}`);
+}
+
+// No uid (Windows): there is no owner to compare, so ownership is not checked.
+function currentUid(): number | null {
+  return typeof process.geteuid === 'function' ? process.geteuid() : null;
+}
+
+function ownedByMe(st: Stats): boolean {
+  const uid = currentUid();
+  return uid === null || st.uid === uid;
+}
+
+function trustedOwner(uid: number): boolean {
+  const me = currentUid();
+  return me === null || uid === me || uid === 0;
+}
+
+function writableBy(mode: number): string {
+  if ((mode & 0o022) === 0o022) return 'group- and world-writable';
+  return (mode & 0o020) !== 0 ? 'group-writable' : 'world-writable';
+}
+
+function octal(mode: number): string {
+  return `0${(mode & 0o7777).toString(8).padStart(3, '0')}`;
 }
 
 /** An fs error as "ENOSPC: no space left on device", without the stack. */

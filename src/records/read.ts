@@ -3,7 +3,7 @@
  * logs in a directory. Shared by verify (which needs each line's exact bytes)
  * and the views (which only need the parsed records).
  */
-import { readdirSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LogRecord } from './chain.js';
 
@@ -35,7 +35,30 @@ export function parseRecord(line: Buffer): LogRecord | null {
   }
 }
 
-/** Absolute paths of the `*.jsonl` files in `dir`, sorted by name (session ids sort by time). */
+/**
+ * The bytes of a session log, which must be a regular file named directly: a
+ * symlink is not followed (the relay never makes one) and a FIFO does not
+ * hang the reader. Throws on anything else, with the reason.
+ */
+export function readLogFile(path: string): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // Linux and macOS say ELOOP for a symlink under O_NOFOLLOW, FreeBSD EMLINK.
+    if (code === 'ELOOP' || code === 'EMLINK') throw new Error('a symbolic link, not followed');
+    throw error;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Absolute paths of the `*.jsonl` files in `dir`, sorted by name (session ids sort by time); reading them is readLogFile's to judge. */
 export function listLogFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
     .filter((entry) => entry.name.endsWith('.jsonl') && !entry.isDirectory())

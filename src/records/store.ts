@@ -26,7 +26,7 @@
  */
 import { closeSync, constants, fchmodSync, fsyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { GuardError } from '../errors.js';
+import { EXIT_RECORD_FAILURE, GuardError } from '../errors.js';
 import { canonical } from './canonical.js';
 import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, isoAt, keyId, lineHash, sealLine, type LogRecord, type RecordShape } from './chain.js';
 import { isSessionId, newSessionId } from './ids.js';
@@ -66,24 +66,25 @@ export class SessionLog {
   }
 
   /**
-   * Create `<dir>/<sessionId>.jsonl` (mode 0600, in a 0700 directory made if
-   * missing) and write its header. The file must not exist yet. Throws
-   * GuardError (`ERR_RECORD_DIR`, `ERR_RECORD_OPEN`, `ERR_RECORD_WRITE`).
+   * Create `<sessionId>.jsonl` (mode 0600) where `ensureRecordDir(dir)` says
+   * records go, and write its header. The file must not exist yet, not even as
+   * a symlink (O_EXCL, O_NOFOLLOW). Throws GuardError (`ERR_RECORD_DIR`,
+   * `ERR_RECORD_OPEN`, `ERR_RECORD_WRITE`).
    */
   static create(opts: RecordStoreOptions, sessionId: string = newSessionId()): SessionLog {
     if (!isSessionId(sessionId)) throw new GuardError('ERR_RECORD_OPEN', `invalid session id '${sessionId}'`);
-    ensureRecordDir(opts.dir);
-    const path = resolve(opts.dir, `${sessionId}.jsonl`);
+    const dir = ensureRecordDir(opts.dir);
+    const path = resolve(dir, `${sessionId}.jsonl`);
     let fd: number;
     try {
       fd = openSync(path, OPEN_FLAGS, 0o600);
     } catch (error) {
-      throw new GuardError('ERR_RECORD_OPEN', `cannot create session log '${path}': ${describe(error)}`);
+      throw new GuardError('ERR_RECORD_OPEN', `cannot create session log '${path}': ${describe(error)}`, EXIT_RECORD_FAILURE);
     }
     const log = new SessionLog(sessionId, path, fd, opts);
     try {
       fchmodSync(fd, 0o600); // the umask may have taken bits from the open mode
-      if (opts.fsync) syncDirectory(opts.dir); // so the new file's name survives a crash too
+      if (opts.fsync) syncDirectory(dir); // so the new file's name survives a crash too
       log.write({
         type: 'header',
         log_id: sessionId,
@@ -97,7 +98,7 @@ export class SessionLog {
       // A log without its header proves nothing; do not leave it behind.
       log.close();
       try { unlinkSync(path); } catch { /* already gone or unwritable: the error below says enough */ }
-      throw error instanceof GuardError ? error : new GuardError('ERR_RECORD_WRITE', `cannot write session log '${path}': ${describe(error)}`);
+      throw error instanceof GuardError ? error : new GuardError('ERR_RECORD_WRITE', `cannot write session log '${path}': ${describe(error)}`, EXIT_RECORD_FAILURE);
     }
     return log;
   }
@@ -187,7 +188,7 @@ export class SessionLog {
 
   private ensureOpen(): void {
     if (this.fd === null) {
-      throw new GuardError('ERR_RECORD_CLOSED', `session log '${this.path}' is ${this.failure === null ? 'sealed' : `unusable after an earlier failure (${this.failure})`}`);
+      throw new GuardError('ERR_RECORD_CLOSED', `session log '${this.path}' is ${this.failure === null ? 'sealed' : `unusable after an earlier failure (${this.failure})`}`, EXIT_RECORD_FAILURE);
     }
   }
 
@@ -222,7 +223,7 @@ export class SessionLog {
     } catch (error) {
       this.failure = describe(error);
       this.close();
-      throw new GuardError('ERR_RECORD_WRITE', `cannot write records up to ${this.seq - 1} to '${this.path}': ${this.failure}`);
+      throw new GuardError('ERR_RECORD_WRITE', `cannot write records up to ${this.seq - 1} to '${this.path}': ${this.failure}`, EXIT_RECORD_FAILURE);
     }
   }
 
@@ -247,6 +248,6 @@ function event(type: string, body: Record<string, unknown>): LogRecord {
 }
 
 function syncDirectory(dir: string): void {
-  const fd = openSync(dir, constants.O_RDONLY);
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try { fsyncSync(fd); } finally { closeSync(fd); }
 }

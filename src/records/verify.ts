@@ -26,12 +26,11 @@
  * an HMAC chain checked with its key proves the records were not rewritten.
  * Deleting a whole session file cannot be detected from the files left.
  */
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { canonical } from './canonical.js';
 import { RECORD_VERSION, ZERO_HASH, keyId, lineHash, recordHash, type ChainAlg, type LogRecord } from './chain.js';
 import { describe } from './location.js';
-import { listLogFiles, parseRecord, splitLines } from './read.js';
+import { listLogFiles, parseRecord, readLogFile, splitLines } from './read.js';
 
 /** How a file fared; see the module comment for what each status means. */
 export type VerifyStatus = 'ok' | 'unsealed' | 'torn' | 'tampered' | 'key' | 'version' | 'unreadable';
@@ -153,7 +152,7 @@ function isCanonical(record: LogRecord, line: Buffer): boolean {
 export function verifyFile(path: string, key?: Buffer): VerifyResult {
   let bytes: Buffer;
   try {
-    bytes = readFileSync(path);
+    bytes = readLogFile(path);
   } catch (error) {
     return { file: path, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null };
   }

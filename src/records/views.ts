@@ -3,10 +3,10 @@
  * verify judges) and turned into rows. A line that does not parse is kept as a
  * line number so the command can say so instead of silently skipping it.
  */
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { LogRecord } from './chain.js';
-import { listLogFiles, parseRecord, splitLines } from './read.js';
+import { describe } from './location.js';
+import { listLogFiles, parseRecord, readLogFile, splitLines } from './read.js';
 
 /** One session file as the views see it. */
 export interface LoadedLog {
@@ -21,9 +21,9 @@ export interface LoadedLog {
   createdAt: string;
 }
 
-/** Load one session file; never throws for bad content, only for I/O. */
+/** Load one session file; never throws for bad content, only for I/O (a symlink or a FIFO counts as I/O: see readLogFile). */
 export function loadLog(file: string): LoadedLog {
-  const { lines, tail } = splitLines(readFileSync(file));
+  const { lines, tail } = splitLines(readLogFile(file));
   const records: LogRecord[] = [];
   const unreadable: number[] = [];
   lines.forEach((line, i) => {
@@ -43,9 +43,17 @@ export function loadLog(file: string): LoadedLog {
   };
 }
 
-/** Every session log in `dir`, oldest first (by header time, then id). */
-export function loadLogs(dir: string): LoadedLog[] {
-  return listLogFiles(dir).map(loadLog).sort((a, b) =>
+/** Every readable session log in `dir`, oldest first (by header time, then id); `skipped` hears of the others. */
+export function loadLogs(dir: string, skipped: (file: string, reason: string) => void = () => {}): LoadedLog[] {
+  const logs: LoadedLog[] = [];
+  for (const file of listLogFiles(dir)) {
+    try {
+      logs.push(loadLog(file));
+    } catch (error) {
+      skipped(file, describe(error));
+    }
+  }
+  return logs.sort((a, b) =>
     a.createdAt === b.createdAt ? (a.sessionId < b.sessionId ? -1 : 1) : (a.createdAt < b.createdAt ? -1 : 1));
 }
 

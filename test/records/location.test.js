@@ -1,9 +1,9 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ensureRecordDir, resolveRecordDir } from '../../dist/records/location.js';
+import { ensureRecordDir, recordDirFor, resolveRecordDir, sharedSubdirName } from '../../dist/records/location.js';
 
 const root = mkdtempSync(join(tmpdir(), 'mcpguard-location-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -21,17 +21,52 @@ test('record dir precedence: --record-dir, $MCPGUARD_HOME, $XDG_STATE_HOME/mcpgu
   assert.equal(resolveRecordDir(undefined, {}), join(homedir(), '.local', 'state', 'mcpguard'));
 });
 
-test('ensureRecordDir creates parents, sets 0700 and refuses a file in the way', () => {
+test('ensureRecordDir creates missing parents and the directory 0700, and refuses a file in the way', () => {
   const previous = process.umask(0o022);
   try {
     const dir = join(root, 'a', 'b', 'c');
-    ensureRecordDir(dir);
-    assert.equal(statSync(dir).mode & 0o777, 0o700);
-    ensureRecordDir(dir); // idempotent
+    assert.equal(ensureRecordDir(dir), dir);
+    for (const made of [join(root, 'a'), join(root, 'a', 'b'), dir]) assert.equal(statSync(made).mode & 0o7777, 0o700, made);
+    assert.equal(ensureRecordDir(dir), dir); // idempotent
     const file = join(root, 'plain-file');
     writeFileSync(file, '');
     assert.throws(() => ensureRecordDir(file), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(file));
   } finally {
     process.umask(previous);
   }
+});
+
+test('an existing directory keeps its mode: 0755 is used as it is, 0775 and 0757 are refused, never chmodded', () => {
+  const open = join(root, 'open');
+  mkdirSync(open);
+  chmodSync(open, 0o755);
+  assert.equal(ensureRecordDir(open), open);
+  assert.equal(statSync(open).mode & 0o7777, 0o755);
+  for (const [name, mode, problem] of [['group', 0o775, /group-writable \(mode 0775\)/], ['world', 0o757, /world-writable \(mode 0757\)/]]) {
+    const dir = join(root, name);
+    mkdirSync(dir);
+    chmodSync(dir, mode);
+    assert.throws(() => ensureRecordDir(dir), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(dir) && problem.test(e.message) && /chmod go-w/.test(e.message));
+    assert.equal(statSync(dir).mode & 0o7777, mode);
+    assert.equal(recordDirFor(dir), dir, 'readers still find it');
+  }
+});
+
+test('a shared sticky directory gets an own 0700 subdirectory, which readers find too', () => {
+  const shared = join(root, 'sticky');
+  mkdirSync(shared);
+  chmodSync(shared, 0o1777);
+  const own = join(shared, sharedSubdirName());
+  assert.equal(recordDirFor(shared), own, 'readers look there before it exists');
+  assert.equal(ensureRecordDir(shared), own);
+  assert.equal(statSync(shared).mode & 0o7777, 0o1777);
+  assert.equal(statSync(own).mode & 0o7777, 0o700);
+  assert.equal(ensureRecordDir(shared), own);
+  assert.equal(recordDirFor(shared), own);
+  // An existing subdirectory that is not private is refused by writer and readers alike, and left as it is.
+  chmodSync(own, 0o750);
+  for (const locate of [ensureRecordDir, recordDirFor]) {
+    assert.throws(() => locate(shared), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(own) && /mode 0750/.test(e.message));
+  }
+  assert.equal(statSync(own).mode & 0o7777, 0o750);
 });

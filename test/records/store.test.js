@@ -177,7 +177,7 @@ test('20 writer processes sharing one directory: every chain verifies and no rec
   assert.equal(seen.size, writers);
 });
 
-test('files are 0600 and the directory 0700 whatever the umask; an existing loose directory is tightened', () => {
+test('files are 0600 and a directory it makes 0700 whatever the umask; an existing loose directory is refused, not tightened', () => {
   const previous = process.umask(0o000);
   try {
     const dir = join(freshDir(), 'nested', 'records');
@@ -193,8 +193,9 @@ test('files are 0600 and the directory 0700 whatever the umask; an existing loos
     const loose = freshDir();
     mkdirSync(loose, { mode: 0o777 });
     assert.equal(statSync(loose).mode & 0o777, 0o777);
-    SessionLog.create({ dir: loose, fsync: false });
-    assert.equal(statSync(loose).mode & 0o777, 0o700);
+    assert.throws(() => SessionLog.create({ dir: loose, fsync: false }), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(loose));
+    assert.equal(statSync(loose).mode & 0o777, 0o777);
+    assert.deepEqual(readdirSync(loose), []);
   } finally {
     process.umask(previous);
   }
