@@ -105,7 +105,8 @@ Options:
 ${optionHelp(RUN_OPTIONS)}  --help, --version
 
 Exit status: the server's exit code, or 128+N if it died of signal N;
-125 bad usage, 126 command not executable, 127 command not found.
+125 bad usage, 126 command found but not executable (permission, a missing
+#! interpreter), 127 command not found.
 `;
 }
 
