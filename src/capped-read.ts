@@ -20,7 +20,7 @@ export type CappedRead = { bytes: Buffer; tooBig: false } | { bytes: null; tooBi
 /**
  * Read all of `path` if it holds at most `cap` bytes. Errors of open/read are
  * thrown as they come (ENOENT, EACCES, EISDIR …); a writer silent for WAIT_MS
- * throws an Error with code 'ETIMEDOUT'.
+ * throws an Error without a code that says so.
  */
 export function readCapped(path: string, cap: number): CappedRead {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -34,7 +34,7 @@ export function readCapped(path: string, cap: number): CappedRead {
         n = readSync(fd, buf, got, buf.length - got, null);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-        if (Date.now() - quietSince >= WAIT_MS) throw Object.assign(new Error(`nothing to read for ${WAIT_MS} ms`), { code: 'ETIMEDOUT' });
+        if (Date.now() - quietSince >= WAIT_MS) throw new Error(`nothing to read for ${WAIT_MS} ms (a FIFO or terminal whose writer is silent)`);
         sleep(POLL_MS);
         continue;
       }
