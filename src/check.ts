@@ -16,6 +16,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
+import { ignoredSignalText, reportDebugSignals } from './debug-signals.js';
 import { GuardError } from './errors.js';
 import { openOutput } from './output.js';
 import type { OptionSpec } from './options.js';
@@ -52,6 +53,7 @@ export async function runCheck(argv: readonly string[]): Promise<number> {
     return CHECK_CLEAN;
   }
 
+  reportDebugSignals((what) => void writeAll(err, `mcpguard check: ${ignoredSignalText(what)}\n`));
   const { interrupt, undo } = listenForInterrupts();
   const runs: RunReport[] = [];
   try {
@@ -73,7 +75,7 @@ export async function runCheck(argv: readonly string[]): Promise<number> {
   return code;
 }
 
-/** SIGINT/SIGTERM/SIGHUP: the first ends the conversation, a second cuts the grace waits short. */
+/** SIGINT/SIGTERM/SIGHUP/SIGQUIT: the first ends the conversation, a second cuts the grace waits short. */
 function listenForInterrupts(): { interrupt: Interrupt; undo: () => void } {
   let first!: () => void;
   let second!: () => void;
@@ -89,7 +91,8 @@ function listenForInterrupts(): { interrupt: Interrupt; undo: () => void } {
       second();
     }
   };
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  // SIGQUIT as well: its default (a core dump, at once) would leave the server running unreported.
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
   for (const s of signals) process.on(s, onSignal);
   return { interrupt, undo: () => { for (const s of signals) process.off(s, onSignal); } };
 }

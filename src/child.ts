@@ -57,7 +57,8 @@ export interface ExitInfo {
 
 /** A child whose `spawn`/`error` and `exit` are already being watched. */
 export interface StartedChild {
-  child: ChildProcessWithoutNullStreams;
+  /** null if spawn threw (e.g. an empty command): `spawned` then holds the error. */
+  child: ChildProcessWithoutNullStreams | null;
   /** null once running; the error if it could not start (then `exit` never comes). */
   spawned: Promise<Error | null>;
   exited: Promise<ExitInfo>;
@@ -74,7 +75,13 @@ export interface StartedChild {
  * one, they wait (up to the stream's buffer, then in the pipe: backpressure).
  */
 export function startChild(command: string, args: readonly string[], options: SpawnOptions = {}): StartedChild {
-  const child = spawnInGroup(command, args, options);
+  let child: ChildProcessWithoutNullStreams;
+  try {
+    child = spawnInGroup(command, args, options);
+  } catch (error) {
+    // Node throws for some failures (an empty command, ENOTDIR) and emits 'error' for others: one path for both.
+    return { child: null, spawned: Promise.resolve(error as Error), exited: new Promise<ExitInfo>(() => {}), release: () => {} };
+  }
   const spawned = new Promise<Error | null>((resolve) => {
     child.once('spawn', () => resolve(null));
     child.once('error', (error) => resolve(error));

@@ -17,6 +17,9 @@ import { armWatchdog } from './watchdog.js';
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const RECORD_COMMANDS = new Set(['sessions', 'activity', 'show', 'verify']);
 
+// Signals that end a session through the shutdown (a second one escalates).
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'] as const;
+
 /** Run mcpguard with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const first = argv[0];
@@ -56,8 +59,9 @@ function prepare(argv: readonly string[]): Prepared {
     records = { dir, key: typeof keyFile === 'string' ? loadAuditKey(keyFile, configured) : undefined };
   }
   // Signals before the session exists are kept and replayed; none may kill mcpguard with the child running.
+  // SIGQUIT too: its default (a core dump, at once) would leave requests unanswered and the log unsealed.
   const signals: Prepared['signals'] = { pending: [], handler: null };
-  for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+  for (const s of STOP_SIGNALS) {
     process.on(s, (signal: NodeJS.Signals) => (signals.handler ? signals.handler(signal) : signals.pending.push(signal)));
   }
   // A client that vanished must not kill mcpguard before its shutdown ran.
@@ -66,7 +70,8 @@ function prepare(argv: readonly string[]): Prepared {
   const startedAt = Date.now();
   const started = startChild(command, args);
   // The watchdog covers the child from its first moment, before the relay has loaded.
-  const watchdog = started.child.pid === undefined ? undefined : armWatchdog(started.child.pid, v.grace as number);
+  const pid = started.child?.pid;
+  const watchdog = pid === undefined ? undefined : armWatchdog(pid, v.grace as number);
   return { values: v, command, args, started, startedAt, watchdog, records, signals };
 }
 
@@ -102,8 +107,8 @@ ${optionHelp(RUN_OPTIONS)}  --help, --version
 Exit status: the server's exit code, or 128+N if it died of signal N;
 74 the audit log could not be written (the session was ended there; the
 server's own status is in the session summary); 125 bad usage or an
-unusable record directory; 126 command not executable; 127 command not
-found.
+unusable record directory; 126 command found but not executable
+(permission, a missing #! interpreter); 127 command not found.
 `;
 }
 

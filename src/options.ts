@@ -4,7 +4,8 @@
  * options) both go through `setOption`, so a bad value gets the same message
  * wherever it came from: it names the option and the value.
  */
-import { readFileSync } from 'node:fs';
+import { constants as bufferConstants } from 'node:buffer';
+import { readCapped } from './capped-read.js';
 import { GuardError } from './errors.js';
 
 export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string';
@@ -16,15 +17,36 @@ export interface OptionSpec {
   values?: readonly string[];
   /** Smallest accepted number. */
   min?: number;
-  /** Largest accepted number (counts). */
+  /** Largest accepted number (durations: at most MAX_TIMER_MS; other kinds: MAX_SAFE_INTEGER). */
   max?: number;
+  /** Why `max` is the limit, for the error message. */
+  maxWhy?: string;
   /** May be given more than once; the values are collected in order (default []). */
   repeatable?: boolean;
   help: string;
 }
 
+/**
+ * Node clamps a timer delay above 2^31-1 ms (about 24.8 days) to 1 ms: a
+ * longer --grace would fire at once. Every duration is refused above it.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+const TIMER_WHY = 'about 24.8 days, the longest a Node timer can wait';
+
+/** Most bytes one Buffer can hold (stderr budgets are buffers that grow up to their size). */
+export const MAX_BUFFER_BYTES = bufferConstants.MAX_LENGTH;
+const BUFFER_WHY = 'the most one Node Buffer can hold';
+
+/** Longest string Node can hold: any member of a frame may be read as text, so no frame may be longer. */
+export const MAX_FRAME_BYTES = bufferConstants.MAX_STRING_LENGTH;
+export const MAX_FRAME_WHY = 'the longest string Node can hold; any part of a frame may be read as text';
+
+/** The excerpt is JSON-escaped into an answer (up to 6 characters a byte) and must still fit in one string. */
+export const MAX_EXCERPT_BYTES = Math.floor(bufferConstants.MAX_STRING_LENGTH / 6);
+const EXCERPT_WHY = 'once JSON-escaped, the excerpt must fit in one Node string';
+
 export const RUN_OPTIONS = {
-  'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, help: 'longest accepted line in either direction, without its newline' },
+  'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, max: MAX_FRAME_BYTES, maxWhy: MAX_FRAME_WHY, help: 'longest accepted line in either direction, without its newline' },
   'on-invalid': { kind: 'enum', default: 'close', values: ['close', 'reject'], help: 'after rejecting a client frame: close the session, or reject it and go on' },
   'on-child-noise': { kind: 'enum', default: 'continue', values: ['continue', 'close'], help: 'after diverting a non-protocol line from the server: go on, or close the session' },
   'allow-batch': { kind: 'flag', default: false, help: 'accept JSON-RPC batches (JSON arrays; protocol 2025-03-26 only)' },
@@ -32,9 +54,9 @@ export const RUN_OPTIONS = {
   'drain-ms': { kind: 'ms', default: 1000, min: 0, help: "after the server exits, wait this long for its pipes to reach EOF, then cut them" },
   'call-timeout': { kind: 'ms', default: null, min: 1, help: 'answer a request with a timeout error and cancel it at the server after this long (default: off)' },
   'session-summary': { kind: 'enum', default: 'on', values: ['on', 'off'], help: 'print the session summary as one JSON line on stderr at exit' },
-  'stderr-call-bytes': { kind: 'bytes', default: 16384, min: 0, help: "child stderr retained per call" },
-  'stderr-process-bytes': { kind: 'bytes', default: 262144, min: 0, help: 'child stderr retained by the whole process: all calls and the session tail together' },
-  'stderr-excerpt-bytes': { kind: 'bytes', default: 4096, min: 128, help: 'most stderr text that ever goes into anything an agent sees (label and marker included)' },
+  'stderr-call-bytes': { kind: 'bytes', default: 16384, min: 0, max: MAX_BUFFER_BYTES, maxWhy: BUFFER_WHY, help: "child stderr retained per call" },
+  'stderr-process-bytes': { kind: 'bytes', default: 262144, min: 0, max: MAX_BUFFER_BYTES, maxWhy: BUFFER_WHY, help: 'child stderr retained by the whole process: all calls and the session tail together' },
+  'stderr-excerpt-bytes': { kind: 'bytes', default: 4096, min: 128, max: MAX_EXCERPT_BYTES, maxWhy: EXCERPT_WHY, help: 'most stderr text that ever goes into anything an agent sees (label and marker included)' },
   'stderr-retain': { kind: 'enum', default: 'tail', values: ['tail', 'head', 'head+tail'], help: 'which part of a stream each budget keeps' },
   'stderr-passthrough': { kind: 'enum', default: 'on', values: ['on', 'off'], help: "mirror the child's (masked) stderr to mcpguard's stderr" },
   'stderr-passthrough-bytes': { kind: 'bytes', default: 1024 * 1024, min: 0, help: 'most child stderr mirrored; the rest is counted and reported in one line' },
@@ -56,7 +78,8 @@ export function defaultsOf(table: Record<string, OptionSpec>): OptionValues {
   return values;
 }
 
-const MULTIPLIERS: Record<string, number> = { '': 1, k: 1024, kib: 1024, m: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gib: 1024 ** 3 };
+// A Map: the suffix is user input, and a plain object would also "know" constructor or __proto__.
+const MULTIPLIERS = new Map([['', 1], ['k', 1024], ['kib', 1024], ['m', 1024 ** 2], ['mib', 1024 ** 2], ['g', 1024 ** 3], ['gib', 1024 ** 3]]);
 
 /** Parse and check one value; `raw` is a string from argv or any JSON value from a config file. */
 export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, source = `--${name}`): boolean | number | string | null {
@@ -76,6 +99,8 @@ export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, s
       const ms = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseDuration(raw) : NaN;
       if (raw === 'off' && spec.default === null) return null;
       if (!Number.isSafeInteger(ms) || ms < (spec.min ?? 0)) throw new GuardError('bad_option', `${source} expects milliseconds (e.g. 5000, 250ms, 5s)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`);
+      const max = Math.min(spec.max ?? MAX_TIMER_MS, MAX_TIMER_MS);
+      if (ms > max) throw new GuardError('bad_option', `${source} expects at most ${max} ms (${spec.maxWhy ?? TIMER_WHY}), got ${shown}`);
       return ms;
     }
     case 'count': {
@@ -88,6 +113,7 @@ export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, s
     case 'bytes': {
       const bytes = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseBytes(raw) : NaN;
       if (!Number.isSafeInteger(bytes) || bytes < (spec.min ?? 0)) throw new GuardError('bad_option', `${source} expects a byte count (e.g. 16384, 64KiB, 16MiB)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`);
+      if (spec.max !== undefined && bytes > spec.max) throw new GuardError('bad_option', `${source} expects at most ${spec.max} bytes${spec.maxWhy ? ` (${spec.maxWhy})` : ''}, got ${shown}`);
       return bytes;
     }
   }
@@ -101,9 +127,17 @@ function parseDuration(text: string): number {
 
 function parseBytes(text: string): number {
   const match = /^(\d+)([a-zA-Z]*)$/.exec(text);
-  const multiplier = match === null ? undefined : MULTIPLIERS[match[2]!.toLowerCase()];
+  const multiplier = match === null ? undefined : MULTIPLIERS.get(match[2]!.toLowerCase());
   return multiplier === undefined ? NaN : Number(match![1]) * multiplier;
 }
+
+/** The spec of option `name`: own entries only, so `toString` or `__proto__` is no option. */
+function lookup(table: Record<string, OptionSpec>, name: string): OptionSpec | undefined {
+  return Object.hasOwn(table, name) ? table[name] : undefined;
+}
+
+/** Most bytes read from a --config file; a config is a few hundred bytes. */
+export const MAX_CONFIG_BYTES = 1024 * 1024;
 
 export interface ParsedArgs {
   values: OptionValues;
@@ -130,7 +164,7 @@ export function parseArgv(argv: readonly string[], table: Record<string, OptionS
     if (!arg.startsWith('--')) break;
     const eq = arg.indexOf('=');
     const name = arg.slice(2, eq === -1 ? undefined : eq);
-    const spec = table[name];
+    const spec = lookup(table, name);
     if (spec === undefined) throw new GuardError('unknown_option', `unknown option --${name} (see ${help})`);
     let raw: string;
     if (eq !== -1) raw = arg.slice(eq + 1);
@@ -152,12 +186,15 @@ export function parseArgv(argv: readonly string[], table: Record<string, OptionS
  * errors naming the file, the key and the value. `config` itself is not a key.
  */
 export function applyConfigFile(parsed: ParsedArgs, table: Record<string, OptionSpec>, path: string): void {
-  let text: string;
+  let read;
   try {
-    text = readFileSync(path, 'utf8');
+    read = readCapped(path, MAX_CONFIG_BYTES);
   } catch (error) {
     throw new GuardError('bad_config', `--config cannot read '${path}': ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
+  if (read.tooBig) throw new GuardError('bad_config', `--config '${path}' holds more than ${MAX_CONFIG_BYTES} bytes, the most a config file may hold`);
+  const text = read.bytes.toString('utf8');
+  if (text.trim() === '') throw new GuardError('bad_config', `--config '${path}' is empty (a FIFO with no writer reads as empty)`);
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -166,7 +203,7 @@ export function applyConfigFile(parsed: ParsedArgs, table: Record<string, Option
   }
   if (data === null || typeof data !== 'object' || Array.isArray(data)) throw new GuardError('bad_config', `--config '${path}' must hold a JSON object of option names`);
   for (const [key, raw] of Object.entries(data)) {
-    const spec = table[key];
+    const spec = lookup(table, key);
     if (spec === undefined || key === 'config') throw new GuardError('bad_config', `--config '${path}': unknown key "${key}"`);
     const value = parseOptionValue(key, spec, raw, `--config '${path}' key "${key}"`);
     if (!parsed.given.has(key)) parsed.values[key] = value;

@@ -7,6 +7,7 @@
 import type { StartedChild } from './child.js';
 import type { Call } from './calls.js';
 import { AuditLog } from './audit.js';
+import { ignoredSignalText, reportDebugSignals } from './debug-signals.js';
 import { Diagnostics } from './diagnostics.js';
 import { EXIT_RECORD_FAILURE } from './errors.js';
 import { withMetaEntry, type Response } from './jsonrpc.js';
@@ -39,6 +40,7 @@ export async function runRelay(p: Prepared): Promise<number> {
   const v = p.values;
   const diagStream = openOutput(2);
   const diag = new Diagnostics(diagStream);
+  reportDebugSignals((what) => diag.line(ignoredSignalText(what)));
   const output = openOutput(1);
   const stderr = new StderrTap(
     {

@@ -16,6 +16,7 @@ import { DescendantTracker } from './proctree.js';
 import { ReadBufferReclaimer } from './reclaim.js';
 import { Relay, type RelayCounters, type RelayOptions } from './relay.js';
 import { shutdownTree, type ShutdownReport } from './shutdown.js';
+import { explainSpawnFailure } from './spawn-failure.js';
 import { armWatchdog, type Watchdog } from './watchdog.js';
 import { FrameWriter } from './writer.js';
 
@@ -137,7 +138,7 @@ export class Session {
     const { options, io } = this;
     const { child, exited } = started;
     const spawned = await started.spawned;
-    if (spawned !== null || child.pid === undefined) return this.spawnFailed(spawned, startedAt);
+    if (spawned !== null || child === null || child.pid === undefined) return this.spawnFailed(spawned, startedAt);
     const pid = child.pid;
     io.onSpawn?.(pid);
     const watchdog = io.watchdog ?? armWatchdog(pid, options.graceMs);
@@ -273,9 +274,7 @@ export class Session {
   }
 
   private spawnFailed(error: Error | null, startedAt: number): SessionSummary {
-    const code = (error as NodeJS.ErrnoException | null)?.code;
-    const status = code === 'ENOENT' ? 127 : 126;
-    const message = code === 'ENOENT' ? 'command not found' : error?.message ?? 'spawn failed';
+    const { status, why: message } = explainSpawnFailure(this.options.command, error);
     this.io.diag.line(`cannot start ${JSON.stringify(this.options.command)}: ${message}`);
     this.reason = 'spawn_failed';
     return {

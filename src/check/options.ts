@@ -5,7 +5,7 @@
  */
 import { statSync } from 'node:fs';
 import { GuardError } from '../errors.js';
-import { parseArgv, type OptionSpec } from '../options.js';
+import { MAX_FRAME_BYTES, MAX_FRAME_WHY, parseArgv, type OptionSpec } from '../options.js';
 
 /** Released MCP revisions that have the `initialize` handshake this check speaks. */
 export const PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;
@@ -30,7 +30,7 @@ export const CHECK_OPTIONS = {
   'start-timeout': { kind: 'ms', default: 30000, min: 1, help: 'wait this long for the answer to initialize, which includes the server starting (npx may install first)' },
   timeout: { kind: 'ms', default: 10000, min: 1, help: 'wait this long for each later response' },
   grace: { kind: 'ms', default: 5000, min: 0, help: 'after stdin closes, wait this long for the exit; then SIGTERM, wait again, SIGKILL' },
-  'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, help: 'longest stdout line accepted, without its newline' },
+  'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, max: MAX_FRAME_BYTES, maxWhy: MAX_FRAME_WHY, help: 'longest stdout line accepted, without its newline' },
   json: { kind: 'flag', default: false, help: 'print one JSON report object instead of the text report' },
 } as const satisfies Record<string, OptionSpec>;
 
@@ -67,7 +67,8 @@ export function parseCheckArgv(argv: readonly string[]): CheckPlan | null {
   if (parsed.command.length === 0) throw new GuardError('no_command', 'no command to check: mcpguard check [options] -- <command> [args...]');
   const [command, ...args] = parsed.command as [string, ...string[]];
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const pair of addedEnv) env[pair.slice(0, pair.indexOf('='))] = pair.slice(pair.indexOf('=') + 1);
+  // defineProperty: `--env __proto__=x` must set a variable of that name, not the object's prototype.
+  for (const pair of addedEnv) Object.defineProperty(env, pair.slice(0, pair.indexOf('=')), { value: pair.slice(pair.indexOf('=') + 1), enumerable: true, writable: true, configurable: true });
   return {
     command,
     args,

@@ -9,6 +9,7 @@ import { spawnInGroup } from '../child.js';
 import { escapeBytes } from '../diagnostics.js';
 import { DescendantTracker } from '../proctree.js';
 import { shutdownTree, type ShutdownReport } from '../shutdown.js';
+import { explainSpawnFailure } from '../spawn-failure.js';
 import { Redactor } from '../stderr/redact.js';
 import { ByteRing, type RingSnapshot } from '../stderr/ring.js';
 import { armWatchdog } from '../watchdog.js';
@@ -58,9 +59,15 @@ export interface Interrupt {
 
 export async function checkOnce(plan: CheckPlan, version: string, run: number, interrupt: Interrupt): Promise<RunReport> {
   const startedAt = Date.now();
-  const child = spawnInGroup(plan.command, plan.args, { cwd: plan.cwd, env: plan.env });
+  let child: ReturnType<typeof spawnInGroup>;
+  try {
+    child = spawnInGroup(plan.command, plan.args, { cwd: plan.cwd, env: plan.env });
+  } catch (error) {
+    // Node throws for some failures (an empty command, ENOTDIR) and emits 'error' for others.
+    return couldNotRun(plan, run, startedAt, error);
+  }
   // If `error` is emitted instead of `spawn`, `exit` will never be emitted.
-  const spawnError = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
+  const spawnError = await new Promise<Error | null>((resolve) => {
     child.once('spawn', () => resolve(null));
     child.once('error', (error) => resolve(error));
   });
@@ -195,8 +202,8 @@ function answerFor(request: Request): string {
   return `${JSON.stringify({ jsonrpc: '2.0', id: request.id, error: { code: -32601, message: `mcpguard check offers no ${request.method}` } })}\n`;
 }
 
-function couldNotRun(plan: CheckPlan, run: number, startedAt: number, error: NodeJS.ErrnoException | null): RunReport {
-  const why = error?.code === 'ENOENT' ? 'command not found' : error?.code === 'EACCES' ? 'permission denied' : error?.message ?? 'spawn failed';
+function couldNotRun(plan: CheckPlan, run: number, startedAt: number, error: unknown): RunReport {
+  const { why } = explainSpawnFailure(plan.command, error, { cwd: plan.cwd, env: plan.env });
   return {
     run, status: 'could_not_run', error: `cannot start ${JSON.stringify(plan.command)}: ${why}`, durationMs: Date.now() - startedAt,
     stdout: { bytes: 0, lines: 0, messages: 0, notifications: 0, serverRequests: [], findings: [], omitted: 0 },
