@@ -7,7 +7,9 @@
  */
 import { spawnInGroup } from '../child.js';
 import { escapeBytes } from '../diagnostics.js';
+import { markedEnv, markedProcesses } from '../marker.js';
 import { DescendantTracker } from '../proctree.js';
+import { newSessionId } from '../records/session-id.js';
 import { shutdownTree, type ShutdownReport } from '../shutdown.js';
 import { Redactor } from '../stderr/redact.js';
 import { ByteRing, type RingSnapshot } from '../stderr/ring.js';
@@ -58,7 +60,9 @@ export interface Interrupt {
 
 export async function checkOnce(plan: CheckPlan, version: string, run: number, interrupt: Interrupt): Promise<RunReport> {
   const startedAt = Date.now();
-  const child = spawnInGroup(plan.command, plan.args, { cwd: plan.cwd, env: plan.env });
+  // Marked like a relay session, so that a daemon the server double-forks is found and stopped too.
+  const marker = newSessionId();
+  const child = spawnInGroup(plan.command, plan.args, { cwd: plan.cwd, env: markedEnv(plan.env, marker) });
   // If `error` is emitted instead of `spawn`, `exit` will never be emitted.
   const spawnError = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
     child.once('spawn', () => resolve(null));
@@ -66,8 +70,8 @@ export async function checkOnce(plan: CheckPlan, version: string, run: number, i
   });
   if (spawnError !== null || child.pid === undefined) return couldNotRun(plan, run, startedAt, spawnError);
   const pid = child.pid;
-  const watchdog = armWatchdog(pid, plan.graceMs);
-  const tracker = process.platform === 'linux' ? new DescendantTracker(pid) : null;
+  const watchdog = armWatchdog(pid, plan.graceMs, marker);
+  const tracker = process.platform === 'linux' ? new DescendantTracker(pid, () => markedProcesses(marker)) : null;
   const sampler = tracker === null ? null : setInterval(() => tracker.snapshot(), 1000);
   sampler?.unref();
 
