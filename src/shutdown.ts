@@ -46,9 +46,10 @@ export interface ShutdownReport {
 export async function shutdownTree(target: ShutdownTarget, graceMs: number, skip: () => Promise<void>): Promise<ShutdownReport> {
   const report: ShutdownReport = { signals: [], forced: false, unkillable: false, survivors: [], foundByMarker: null };
   target.tracker?.snapshot();
-  // Once as the ending starts too: a daemon found now is kept (pid + start time) even if it rewrites its environment later.
-  target.tracker?.sweep();
   target.closeStdin();
+  // Once as the ending starts too (after the EOF, so the child's exit overlaps it): a daemon
+  // found now is kept (pid + start time) even if it rewrites its environment later.
+  target.tracker?.sweep();
   if (!(await within(target.exited, graceMs, skip))) {
     terminate(target.pgid, report);
     if (!(await within(target.exited, graceMs, skip))) {
@@ -69,7 +70,10 @@ async function reapTheRest(target: ShutdownTarget, graceMs: number, report: Shut
   const anyLeft = () => groupAlive(target.pgid) || strays().length > 0;
   if (!anyLeft()) return;
   terminate(target.pgid, report);
-  for (const p of strays()) signal(p.pid, 'SIGTERM');
+  for (const p of strays()) {
+    signal(p.pid, 'SIGTERM');
+    signal(p.pid, 'SIGCONT');
+  }
   if (await until(() => !anyLeft(), graceMs, skip)) return;
   // A daemon may have forked again on SIGTERM: its children carry the marker too.
   target.tracker?.sweep();

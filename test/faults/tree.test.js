@@ -39,15 +39,18 @@ const kill = (pid) => { try { process.kill(pid, 'SIGKILL'); } catch {} };
 const readPid = (path) => (existsSync(path) ? Number(readFileSync(path, 'utf8')) : null);
 const cmdline = (pid) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'latin1'); } catch { return ''; } };
 
-/** Alive and not a zombie (this machine's init may never reap the orphans). */
-function alive(pid) {
+/** The state letter of /proc/PID/stat (R, S, T, Z, ...), or null if the process is gone. */
+function state(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    return stat.slice(stat.lastIndexOf(')') + 2)[0];
   } catch {
-    return false;
+    return null;
   }
 }
+
+/** Alive and not a zombie (this machine's init may never reap the orphans). */
+const alive = (pid) => state(pid) !== null && state(pid) !== 'Z';
 
 async function eventually(done, ms) {
   const deadline = Date.now() + ms;
@@ -114,6 +117,16 @@ describe('a double-forked daemon', { skip: !linux && 'needs /proc' }, () => {
     assert.deepEqual(s.found_by_marker.map((p) => p.pid), [daemon]);
     assert.equal(s.forced_kill, true);
     assert.deepEqual(s.survivors, []);
+  });
+
+  test('that stopped itself is continued, so SIGTERM is enough', { timeout: 30000 }, async () => {
+    const { g, daemon } = await guardWithDaemon('stopped', ['--grace=500', '--records=off']);
+    assert.ok(await eventually(() => state(daemon) === 'T', 3000), 'the daemon stopped itself');
+    g.child.stdin.end();
+    const s = sessionEnd((await g.done).stderr);
+    assert.ok(await eventually(() => !alive(daemon), 3000), `daemon ${daemon} survived`);
+    assert.deepEqual(s.found_by_marker.map((p) => p.pid), [daemon]);
+    assert.equal(s.forced_kill, false, 'SIGTERM and SIGCONT were enough');
   });
 
   test('that re-executes itself with an empty environment escapes, and the summary does not claim it', { timeout: 30000 }, async () => {
