@@ -47,9 +47,6 @@ export async function shutdownTree(target: ShutdownTarget, graceMs: number, skip
   const report: ShutdownReport = { signals: [], forced: false, unkillable: false, survivors: [], foundByMarker: null };
   target.tracker?.snapshot();
   target.closeStdin();
-  // Once as the ending starts too (after the EOF, so the child's exit overlaps it): a daemon
-  // found now is kept (pid + start time) even if it rewrites its environment later.
-  target.tracker?.sweep();
   if (!(await within(target.exited, graceMs, skip))) {
     terminate(target.pgid, report);
     if (!(await within(target.exited, graceMs, skip))) {
@@ -65,6 +62,7 @@ export async function shutdownTree(target: ShutdownTarget, graceMs: number, skip
 /** Group members that outlived the leader, descendants that left the group, marked processes. */
 async function reapTheRest(target: ShutdownTarget, graceMs: number, report: ShutdownReport, skip: () => Promise<void>): Promise<void> {
   target.tracker?.snapshot();
+  // The one sweep every session pays for (milliseconds: see marker.ts); the others are on the slow path.
   target.tracker?.sweep();
   const strays = (): ProcInfo[] => target.tracker?.outsideGroup(target.pgid) ?? [];
   const anyLeft = () => groupAlive(target.pgid) || strays().length > 0;
