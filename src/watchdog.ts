@@ -11,11 +11,11 @@
  * process whose /proc/PID/environ holds `MCPGUARD_SESSION_ID=<id>` (one
  * `grep -lzxF` over /proc; see marker.ts): a double-forked daemon left the
  * group. The processes are looked up afresh for each signal, so no pid is
- * kept across the grace time. Reading another user's environ fails unless
- * the watchdog runs as root, and only descendants of the child carry the id.
- * The watchdog's own environment is mcpguard's, which never carries it. No
- * procfs or no `grep -z`: the sweep signals nothing and the group is still
- * covered.
+ * kept across the grace time. Like mcpguard's own sweep it keeps to the
+ * processes of its own user (`[ -O file ]`: another user's environ cannot be
+ * read anyway unless the watchdog runs as root). The watchdog's own
+ * environment is mcpguard's, which never carries the marker. No procfs or no
+ * `grep -z`: the sweep signals nothing and the group is still covered.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { MARKER_VAR } from './marker.js';
@@ -56,5 +56,5 @@ export function armWatchdog(pgid: number, graceMs: number, marker: string | null
 function sweeper(marker: string | null): string {
   // The id is restricted to [A-Za-z0-9_.-] (isSessionId): safe inside single quotes, and -F makes '.' literal.
   if (marker === null || !/^[A-Za-z0-9_.-]+$/.test(marker)) return 'sweep() { :; }; ';
-  return `sweep() { for f in $(grep -lzxF '${MARKER_VAR}=${marker}' /proc/[0-9]*/environ 2>/dev/null); do f=\${f%/environ}; kill -$1 \${f#/proc/} 2>/dev/null; done; }; `;
+  return `sweep() { for f in $(grep -lzxF '${MARKER_VAR}=${marker}' /proc/[0-9]*/environ 2>/dev/null); do [ -O "$f" ] || continue; f=\${f%/environ}; kill -$1 \${f#/proc/} 2>/dev/null; done; }; `;
 }
