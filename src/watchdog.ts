@@ -28,7 +28,7 @@ export interface Watchdog {
 /** Arm the watchdog for group `pgid`; `marker` is the session id the child's environment carries (isSessionId-safe). */
 export function armWatchdog(pgid: number, graceMs: number, marker: string | null = null): Watchdog {
   const seconds = Math.max(1, Math.ceil(graceMs / 1000));
-  const script = `read _ignored; ${sweeper(marker)}kill -TERM -${pgid} 2>/dev/null; kill -CONT -${pgid} 2>/dev/null; sweep TERM; sleep ${seconds}; kill -KILL -${pgid} 2>/dev/null; sweep KILL`;
+  const script = `read _ignored; ${sweeper(marker)}kill -TERM -${pgid} 2>/dev/null; kill -CONT -${pgid} 2>/dev/null; sweep TERM CONT; sleep ${seconds}; kill -KILL -${pgid} 2>/dev/null; sweep KILL`;
   let dog: ChildProcess | null = null;
   try {
     dog = spawn('/bin/sh', ['-c', script], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
@@ -52,9 +52,9 @@ export function armWatchdog(pgid: number, graceMs: number, marker: string | null
   };
 }
 
-/** The `sweep SIGNAL` shell function: signal every process marked with `marker` (none without one). */
+/** The `sweep SIGNAL...` shell function: signal every process marked with `marker` (none without one). */
 function sweeper(marker: string | null): string {
   // The id is restricted to [A-Za-z0-9_.-] (isSessionId): safe inside single quotes, and -F makes '.' literal.
   if (marker === null || !/^[A-Za-z0-9_.-]+$/.test(marker)) return 'sweep() { :; }; ';
-  return `sweep() { for f in $(grep -lzxF '${MARKER_VAR}=${marker}' /proc/[0-9]*/environ 2>/dev/null); do [ -O "$f" ] || continue; f=\${f%/environ}; kill -$1 \${f#/proc/} 2>/dev/null; done; }; `;
+  return `sweep() { for f in $(grep -lzxF '${MARKER_VAR}=${marker}' /proc/[0-9]*/environ 2>/dev/null); do [ -O "$f" ] || continue; f=\${f%/environ}; for s in "$@"; do kill -$s \${f#/proc/} 2>/dev/null; done; done; }; `;
 }

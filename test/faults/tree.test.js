@@ -150,6 +150,14 @@ describe('a double-forked daemon', { skip: !linux && 'needs /proc' }, () => {
     assert.ok(await eventually(() => !alive(daemon), 8000), `daemon ${daemon} survived mcpguard's SIGKILL`);
   });
 
+  test('that stopped itself dies when mcpguard is SIGKILLed: the watchdog continues it with the SIGTERM', { timeout: 30000 }, async () => {
+    const { g, daemon } = await guardWithDaemon('stopped', ['--grace=20000', '--records=off']);
+    assert.ok(await eventually(() => state(daemon) === 'T', 3000), 'the daemon stopped itself');
+    g.child.kill('SIGKILL');
+    await g.done.catch(() => {});
+    assert.ok(await eventually(() => !alive(daemon), 8000), `daemon ${daemon} survived mcpguard's SIGKILL`);
+  });
+
   test('that ignores SIGTERM dies when mcpguard is SIGKILLed: the watchdog sweeps again with SIGKILL', { timeout: 30000 }, async () => {
     const { g, daemon } = await guardWithDaemon('stubborn', ['--grace=500', '--records=off']);
     g.child.kill('SIGKILL');
