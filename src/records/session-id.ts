@@ -2,9 +2,10 @@
  * Session ids, made without node:crypto. The command line needs the id before
  * it starts the server (the server's environment carries it), on the start-up
  * path, where loading the crypto module would cost 4 to 7 ms; 4 bytes from
- * /dev/urandom cost tens of microseconds. Ids sort by creation time (to the second;
- * the random tail keeps concurrent sessions apart) and double as file names,
- * so they are restricted to characters that cannot leave the record directory.
+ * /dev/urandom cost tens of microseconds. Ids sort by creation time (to the
+ * second; the random tail keeps concurrent sessions apart) and double as file
+ * names, so they are restricted to characters that cannot leave the record
+ * directory.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 
