@@ -8,11 +8,11 @@
  *
  * /proc/PID/environ is the environment a process was exec'd with. A process
  * that exec's itself with a cleared or rewritten environment, or overwrites
- * that memory in place, drops the marker and is not found; so is one that made
- * itself non-dumpable (its /proc files then belong to root). mcpguard's own
- * environment (and so its watchdog's) never carries its own marker.
- * Without procfs (macOS) the marker is still set, for the server's own logs,
- * and the sweep finds nothing.
+ * that memory in place, drops the marker and is not found; so, unless mcpguard
+ * runs as root, is one that made itself non-dumpable (its /proc files then
+ * belong to root). mcpguard's own environment (and so its watchdog's) never
+ * carries its own marker. Without procfs (macOS) the marker is still set, for
+ * the server's own logs, and the sweep finds nothing.
  */
 import { closeSync, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { readProc, type ProcInfo } from './proctree.js';
