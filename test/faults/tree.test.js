@@ -98,6 +98,7 @@ describe('a double-forked daemon', { skip: !linux && 'needs /proc' }, () => {
   test('is found by the session marker, stopped by SIGTERM, and named as found by the marker', { timeout: 30000 }, async () => {
     const { g, daemon } = await guardWithDaemon('plain', ['--grace=2000', '--records=off']);
     assert.ok(daemon > 0 && alive(daemon), 'the daemon is running');
+    await sleep(3500); // as in the report: the periodic /proc samples cannot see it either
     g.child.stdin.end();
     const r = await g.done;
     const s = sessionEnd(r.stderr);
