@@ -35,8 +35,8 @@ export class AuditLog implements SessionObserver {
   /** Set once a write failed; no later record is attempted. */
   failure: Error | null = null;
 
-  constructor(options: RecordStoreOptions, private readonly onFailure: (error: Error) => void) {
-    this.log = SessionLog.create(options);
+  constructor(options: RecordStoreOptions, sessionId: string, private readonly onFailure: (error: Error) => void) {
+    this.log = SessionLog.create(options, sessionId);
   }
 
   get sessionId(): string {

@@ -8,9 +8,11 @@
 import { readFileSync } from 'node:fs';
 import { startChild } from './child.js';
 import { GuardError } from './errors.js';
+import { markedEnv } from './marker.js';
 import { RUN_OPTIONS, applyConfigFile, parseArgv, type OptionSpec } from './options.js';
 import { loadAuditKey } from './records/key.js';
 import { ensureRecordDir, resolveRecordDir } from './records/location.js';
+import { newSessionId } from './records/session-id.js';
 import type { Prepared } from './run.js';
 import { armWatchdog } from './watchdog.js';
 
@@ -68,11 +70,14 @@ function prepare(argv: readonly string[]): Prepared {
   process.on('SIGPIPE', () => {});
   const [command, ...args] = parsed.command as [string, ...string[]];
   const startedAt = Date.now();
-  const started = startChild(command, args);
+  // One id for the records, the summary and the marker every process of the child's tree inherits
+  // (mcpguard's own environment stays unmarked, so the sweep never finds mcpguard or its watchdog).
+  const sessionId = newSessionId();
+  const started = startChild(command, args, { env: markedEnv(process.env, sessionId) });
   // The watchdog covers the child from its first moment, before the relay has loaded.
   const pid = started.child?.pid;
-  const watchdog = pid === undefined ? undefined : armWatchdog(pid, v.grace as number);
-  return { values: v, command, args, started, startedAt, watchdog, records, signals };
+  const watchdog = pid === undefined ? undefined : armWatchdog(pid, v.grace as number, sessionId);
+  return { values: v, command, args, sessionId, started, startedAt, watchdog, records, signals };
 }
 
 function print(text: string): number {

@@ -96,12 +96,17 @@ export function stillAlive(info: ProcInfo): boolean {
 
 /**
  * Remembers every descendant ever seen, so that processes orphaned by their
- * parent's exit (re-parented to init) can still be found at shutdown.
+ * parent's exit (re-parented to init) can still be found at shutdown. With
+ * `findMarked` (the session marker's sweep, see marker.ts) it also finds the
+ * ones that left before any walk saw them: a daemon that forked twice.
+ * `root` leads its own process group.
  */
 export class DescendantTracker {
   private readonly known = new Map<number, ProcInfo>();
+  private readonly markerOnly = new Map<number, ProcInfo>();
+  private swept = false;
 
-  constructor(private readonly root: number) {}
+  constructor(private readonly root: number, private readonly findMarked: (() => ProcInfo[] | null) | null = null) {}
 
   snapshot(): void {
     for (const info of descendantsOf(this.root)) this.known.set(info.pid, info);
@@ -110,6 +115,29 @@ export class DescendantTracker {
       if (!stillAlive(info)) continue;
       for (const more of descendantsOf(info.pid)) this.known.set(more.pid, more);
     }
+  }
+
+  /**
+   * Add the marked processes outside root's group that no walk has seen (each
+   * costs a read of every same-user process's environ: milliseconds, so only
+   * at shutdown, never on a timer).
+   */
+  sweep(): void {
+    const marked = this.findMarked?.() ?? null;
+    if (marked === null) return;
+    this.swept = true;
+    for (const info of marked) {
+      if (info.pid === this.root || info.pgid === this.root) continue;
+      const seen = this.known.get(info.pid);
+      if (seen !== undefined && seen.start === info.start) continue;
+      this.known.set(info.pid, info);
+      this.markerOnly.set(info.pid, info);
+    }
+  }
+
+  /** What only the marker found (whether still alive or not); null if no sweep could run. */
+  foundByMarker(): ProcInfo[] | null {
+    return this.swept ? [...this.markerOnly.values()] : null;
   }
 
   /** Known descendants still alive outside the group `pgid`. */

@@ -23,6 +23,8 @@ export interface Prepared {
   values: OptionValues;
   command: string;
   args: string[];
+  /** The session's id: its record file, its summary, and MCPGUARD_SESSION_ID in the child's environment. */
+  sessionId: string;
   started: StartedChild;
   startedAt: number;
   watchdog: Watchdog | undefined;
@@ -56,7 +58,7 @@ export async function runRelay(p: Prepared): Promise<number> {
   diagStream.on('drain', () => stderr.resumeMirror());
   const decorate = v['stderr-excerpt-on-error'] ? excerptDecorator(stderr) : undefined;
   let session: Session | undefined;
-  const audit = p.records === null ? null : new AuditLog({ dir: p.records.dir, fsync: v.fsync as boolean, key: p.records.key }, (error) => {
+  const audit = p.records === null ? null : new AuditLog({ dir: p.records.dir, fsync: v.fsync as boolean, key: p.records.key }, p.sessionId, (error) => {
     diag.line(`cannot write the audit log: ${error.message}; ending the session`);
     session?.end('record_failure');
   });
@@ -72,6 +74,7 @@ export async function runRelay(p: Prepared): Promise<number> {
       callTimeout: v['call-timeout'] as number | null,
       graceMs: v.grace as number,
       drainMs: v['drain-ms'] as number,
+      marker: p.sessionId,
     },
     // The stderr tap observes first: a call's stderr counts are set before anyone records the call.
     {
@@ -102,7 +105,7 @@ export async function runRelay(p: Prepared): Promise<number> {
   const record = summaryLine(summary, stderr.summary());
   audit?.sessionEnded(record);
   if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
-  if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: audit?.sessionId ?? null, ...record }));
+  if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: p.sessionId, ...record }));
   await diag.flush(1000);
   // The child's own status is in the summary; the exit status says the record is incomplete.
   return audit?.failure ? EXIT_RECORD_FAILURE : summary.status;
@@ -121,6 +124,7 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
     unkillable: s.unkillable,
     signals_sent: s.signalsSent,
     survivors: s.survivors,
+    found_by_marker: s.foundByMarker,
     trigger_to_exit_ms: s.triggerToExitMs,
     stream_end: s.streamEnd,
     stderr_bytes_seen: s.stderrBytes,

@@ -12,6 +12,7 @@ import type { Diagnostics } from './diagnostics.js';
 import type { Response } from './jsonrpc.js';
 import { LineSplitter } from './framing.js';
 import type { SessionObserver } from './observer.js';
+import { markedProcesses } from './marker.js';
 import { DescendantTracker } from './proctree.js';
 import { ReadBufferReclaimer } from './reclaim.js';
 import { Relay, type RelayCounters, type RelayOptions } from './relay.js';
@@ -27,6 +28,8 @@ export interface SessionOptions extends RelayOptions {
   graceMs: number;
   /** How long to wait for the child's pipes to reach EOF after it exited, ms. */
   drainMs: number;
+  /** The session id the child's environment carries as MCPGUARD_SESSION_ID (null: not marked). */
+  marker: string | null;
 }
 
 /** Where the child's stderr goes: every chunk, as it arrives, never paused. */
@@ -63,6 +66,8 @@ export interface SessionSummary {
   unkillable: boolean;
   signalsSent: string[];
   survivors: Array<{ pid: number; comm: string }>;
+  /** Processes only the marker sweep found (a double-forked daemon); null if no sweep could run. */
+  foundByMarker: Array<{ pid: number; comm: string }> | null;
   /** From the ending's trigger to the child's exit, ms (null if it never started). */
   triggerToExitMs: number | null;
   streamEnd: { stdout: StreamEnd; stderr: StreamEnd };
@@ -141,8 +146,9 @@ export class Session {
     if (spawned !== null || child === null || child.pid === undefined) return this.spawnFailed(spawned, startedAt);
     const pid = child.pid;
     io.onSpawn?.(pid);
-    const watchdog = io.watchdog ?? armWatchdog(pid, options.graceMs);
-    const tracker = process.platform === 'linux' ? new DescendantTracker(pid) : null;
+    const watchdog = io.watchdog ?? armWatchdog(pid, options.graceMs, options.marker);
+    const marker = options.marker;
+    const tracker = process.platform === 'linux' ? new DescendantTracker(pid, marker === null ? null : () => markedProcesses(marker)) : null;
 
     void exited.then(() => this.end('child_exit'));
 
@@ -242,6 +248,7 @@ export class Session {
       unkillable: shutdown.unkillable,
       signalsSent: shutdown.signals,
       survivors: shutdown.survivors,
+      foundByMarker: shutdown.foundByMarker,
       triggerToExitMs: Math.max(0, exit.at - this.triggeredAt),
       streamEnd: { stdout: outEnd, stderr: errEnd },
       stderrBytes: this.stderrBytes,
@@ -279,7 +286,7 @@ export class Session {
     this.reason = 'spawn_failed';
     return {
       endReason: 'spawn_failed', pid: null, exitCode: null, signal: null, status, spawnError: message,
-      forcedKill: false, unkillable: false, signalsSent: [], survivors: [], triggerToExitMs: null,
+      forcedKill: false, unkillable: false, signalsSent: [], survivors: [], foundByMarker: null, triggerToExitMs: null,
       streamEnd: { stdout: 'not_started', stderr: 'not_started' }, stderrBytes: 0,
       counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {} },
       outputDropped: 0, outputUnflushedBytes: 0, startedAt, endedAt: Date.now(),

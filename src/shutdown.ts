@@ -6,8 +6,10 @@
  *   SIGKILL the group → bounded wait → report a process that will not die.
  *
  * Then whatever is left of the tree — group members that outlived the leader,
- * known descendants that left the group — goes through the same TERM → KILL.
- * The caller keeps reading both child streams the whole time.
+ * known descendants that left the group, processes that carry the session
+ * marker in their environment (a double-forked daemon: see marker.ts) — goes
+ * through the same TERM → KILL. The caller keeps reading both child streams
+ * the whole time.
  */
 import { groupAlive, signalGroup } from './child.js';
 import type { DescendantTracker, ProcInfo } from './proctree.js';
@@ -33,6 +35,8 @@ export interface ShutdownReport {
   unkillable: boolean;
   /** Processes of the tree still alive at the end. */
   survivors: Array<{ pid: number; comm: string }>;
+  /** Processes found only by the session marker (the tree walk never saw them); null if no sweep could run. */
+  foundByMarker: Array<{ pid: number; comm: string }> | null;
 }
 
 /**
@@ -40,7 +44,7 @@ export interface ShutdownReport {
  * (a second signal to mcpguard escalates to the next step).
  */
 export async function shutdownTree(target: ShutdownTarget, graceMs: number, skip: () => Promise<void>): Promise<ShutdownReport> {
-  const report: ShutdownReport = { signals: [], forced: false, unkillable: false, survivors: [] };
+  const report: ShutdownReport = { signals: [], forced: false, unkillable: false, survivors: [], foundByMarker: null };
   target.tracker?.snapshot();
   target.closeStdin();
   if (!(await within(target.exited, graceMs, skip))) {
@@ -51,21 +55,30 @@ export async function shutdownTree(target: ShutdownTarget, graceMs: number, skip
     }
   }
   await reapTheRest(target, graceMs, report, skip);
+  report.foundByMarker = target.tracker?.foundByMarker()?.map((p) => ({ pid: p.pid, comm: p.comm })) ?? null;
   return report;
 }
 
-/** Group members that outlived the leader, and descendants that left the group. */
+/** Group members that outlived the leader, descendants that left the group, marked processes. */
 async function reapTheRest(target: ShutdownTarget, graceMs: number, report: ShutdownReport, skip: () => Promise<void>): Promise<void> {
   target.tracker?.snapshot();
+  // The one sweep every session pays for (milliseconds: see marker.ts); the others are on the slow path.
+  target.tracker?.sweep();
   const strays = (): ProcInfo[] => target.tracker?.outsideGroup(target.pgid) ?? [];
   const anyLeft = () => groupAlive(target.pgid) || strays().length > 0;
   if (!anyLeft()) return;
   terminate(target.pgid, report);
-  for (const p of strays()) signal(p.pid, 'SIGTERM');
+  for (const p of strays()) {
+    signal(p.pid, 'SIGTERM');
+    signal(p.pid, 'SIGCONT');
+  }
   if (await until(() => !anyLeft(), graceMs, skip)) return;
+  // A daemon may have forked again on SIGTERM: its children carry the marker too.
+  target.tracker?.sweep();
   kill(target.pgid, report);
   for (const p of strays()) signal(p.pid, 'SIGKILL');
   await until(() => !anyLeft(), KILL_WAIT_MS);
+  target.tracker?.sweep();
   report.survivors = strays().map((p) => ({ pid: p.pid, comm: p.comm }));
   if (groupAlive(target.pgid)) report.survivors.push({ pid: -target.pgid, comm: '(process group)' });
 }

@@ -7,7 +7,9 @@
  */
 import { spawnInGroup } from '../child.js';
 import { escapeBytes } from '../diagnostics.js';
+import { markedEnv, markedProcesses } from '../marker.js';
 import { DescendantTracker } from '../proctree.js';
+import { newSessionId } from '../records/session-id.js';
 import { shutdownTree, type ShutdownReport } from '../shutdown.js';
 import { explainSpawnFailure } from '../spawn-failure.js';
 import { Redactor } from '../stderr/redact.js';
@@ -59,9 +61,11 @@ export interface Interrupt {
 
 export async function checkOnce(plan: CheckPlan, version: string, run: number, interrupt: Interrupt): Promise<RunReport> {
   const startedAt = Date.now();
+  // Marked like a relay session, so that a daemon the server double-forks is found and stopped too.
+  const marker = newSessionId();
   let child: ReturnType<typeof spawnInGroup>;
   try {
-    child = spawnInGroup(plan.command, plan.args, { cwd: plan.cwd, env: plan.env });
+    child = spawnInGroup(plan.command, plan.args, { cwd: plan.cwd, env: markedEnv(plan.env, marker) });
   } catch (error) {
     // Node throws for some failures (an empty command, ENOTDIR) and emits 'error' for others.
     return couldNotRun(plan, run, startedAt, error);
@@ -73,8 +77,8 @@ export async function checkOnce(plan: CheckPlan, version: string, run: number, i
   });
   if (spawnError !== null || child.pid === undefined) return couldNotRun(plan, run, startedAt, spawnError);
   const pid = child.pid;
-  const watchdog = armWatchdog(pid, plan.graceMs);
-  const tracker = process.platform === 'linux' ? new DescendantTracker(pid) : null;
+  const watchdog = armWatchdog(pid, plan.graceMs, marker);
+  const tracker = process.platform === 'linux' ? new DescendantTracker(pid, () => markedProcesses(marker)) : null;
   const sampler = tracker === null ? null : setInterval(() => tracker.snapshot(), 1000);
   sampler?.unref();
 

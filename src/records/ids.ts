@@ -1,23 +1,10 @@
 /**
- * Identifiers and the frame fingerprint. Session ids sort by creation time (to
- * the second; the random tail keeps concurrent sessions apart), and double as
- * file names, so they are restricted to characters that cannot leave the
- * record directory.
+ * Identifiers and the frame fingerprint. Session ids live in session-id.ts,
+ * which the start-up path loads without the crypto module.
  */
-import { createHash, randomBytes, randomFillSync } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 
-const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
-
-/** A new session id such as `s_20261129T112233Z_1a2b3c4d`. */
-export function newSessionId(now: Date = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  return `s_${stamp}_${randomBytes(4).toString('hex')}`;
-}
-
-/** True when `id` is safe to use as a session id and file name. */
-export function isSessionId(id: string): boolean {
-  return SESSION_ID.test(id);
-}
+export { isSessionId, newSessionId } from './session-id.js';
 
 const CALL_ID_HEX = 12;
 const POOL_IDS = 512;
