@@ -135,6 +135,7 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
     stdout_noise_lines: s.counters.noiseLines,
     stdout_noise_bytes: s.counters.noiseBytes,
     late_responses: s.counters.lateResponses,
+    undelivered_requests: s.counters.undelivered,
     calls: s.counters.states,
     output_dropped_frames: s.outputDropped,
     output_unflushed_bytes: s.outputUnflushedBytes,

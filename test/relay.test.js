@@ -155,7 +155,7 @@ describe('bounded memory and backpressure', () => {
     try {
       const count = join(dir, 'count');
       const total = 128 << 20;
-      const g = runGuard(['--', 'python3', fixture('stdout-flood.py')], { keepOpen: true, env: { COUNT_FILE: count, TOTAL: String(total) } });
+      const g = runGuard(['--grace=60000', '--', 'python3', fixture('stdout-flood.py')], { keepOpen: true, env: { COUNT_FILE: count, TOTAL: String(total) } });
       g.child.stdout.pause(); // the client stops reading
       await new Promise((r) => setTimeout(r, 2000));
       const writtenWhilePaused = Number(readFileSync(count, 'utf8'));
