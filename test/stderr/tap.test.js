@@ -103,7 +103,7 @@ describe('the drain never stops', () => {
     t.after(cleanup);
     const done = join(dir, 'flood-done');
     const flood = `(yes helper-diagnostic | head -c ${size} >&2; touch ${done}) & exec python3 ${fixture('recorder.py')}`;
-    const g = runGuard(['--', 'sh', '-c', flood], { keepOpen: true });
+    const g = runGuard(['--', 'sh', '-c', flood], { keepOpen: true, timeout: 170000 }); // 2 GiB at the masker's pace, on a loaded machine
     let answered = 0;
     g.child.stdout.on('data', (c) => { answered += c.toString().split('\n').length - 1; });
     let sent = 0;
