@@ -20,11 +20,17 @@ export const fixture = (name) => join(FIXTURES, name);
 // test, naming the secret and where it was found. Tests that mask on purpose
 // use these same values and must still pass.
 
-/** Values of secret-looking names: masked as `[REDACTED:NAME]`. One is longer than 64 bytes and holds `/`. */
+/**
+ * Values of secret-looking names: masked as `[REDACTED:NAME]`. One is longer
+ * than 64 bytes and holds `/`. They start with `Z`, which test output seldom
+ * ends a write with: a write ending on a value's first byte is held back
+ * until the next one (it may be the start of the secret), which would move
+ * that byte out of a call's stderr window.
+ */
 export const PLANTED_ENV = {
-  MCPGUARD_TEST_API_TOKEN: 'a5i5UqNHSIHzeFQbU9pf287HFzFKWn117JHN6C96',
+  MCPGUARD_TEST_API_TOKEN: 'Zxa5i5UqNHSIHzeFQbU9pf287HFzFKWn117JHN6C',
   MCPGUARD_TEST_LONG_SECRET: 'ZpYfu9blucOZeJ4urD9QqrHPe8VVPN73t4ScOYRqtyZUY28aB8iSRIF9kDZvGcGH/ClNXsMaKhUJYu6qA2Whb2uYsInPSrMk/mzObv3kDX36bqtK',
-  MCPGUARD_TEST_DB_PASSWORD: 'aAHW80jdf6D6VyROSLJxhvRl',
+  MCPGUARD_TEST_DB_PASSWORD: 'ZwAHW80jdf6D6VyROSLJxhvRl',
 };
 
 /**
@@ -38,7 +44,8 @@ export const PLANTED_SHAPES = {
   MCPGUARD_TEST_SHAPE_BEARER: { value: 'Bearer lr6eRLHxRAtWzu8IUrfARsjr', body: 'lr6eRLHxRAtWzu8IUrfARsjr' },
 };
 
-const PLANTED_VARS = { ...PLANTED_ENV, ...Object.fromEntries(Object.entries(PLANTED_SHAPES).map(([k, v]) => [k, v.value])) };
+/** Every planted variable, for tests that start processes themselves. */
+export const PLANTED_VARS = { ...PLANTED_ENV, ...Object.fromEntries(Object.entries(PLANTED_SHAPES).map(([k, v]) => [k, v.value])) };
 
 /** Pieces of a value that must never be seen: its start, its middle and its end (a cut or half-masked secret counts). */
 function pieces(text, size) {
