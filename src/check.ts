@@ -17,7 +17,7 @@
 import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { GuardError } from './errors.js';
-import { Masker } from './mask.js';
+import { Masker, processMasker } from './mask.js';
 import { openOutput } from './output.js';
 import type { OptionSpec } from './options.js';
 import { CHECK_OPTIONS, parseCheckArgv, type CheckPlan } from './check/options.js';
@@ -45,7 +45,8 @@ export async function runCheck(argv: readonly string[]): Promise<number> {
     plan = parseCheckArgv(argv);
   } catch (error) {
     if (!(error instanceof GuardError)) throw error;
-    await writeAll(err, `mcpguard check: ${error.message}\n`);
+    // Option errors quote the option's value: `--env sk-…` missing its `=` is still a key.
+    await writeAll(err, `mcpguard check: ${processMasker().text(error.message)}\n`);
     return CHECK_COULD_NOT_RUN;
   }
   if (plan === null) {

@@ -162,6 +162,13 @@ describe('the command line and mcpguard check', () => {
     assert.match(r.stderr, /cannot start "\/nonexistent\/\[REDACTED:MCPGUARD_TEST_API_TOKEN\]"/);
   });
 
+  test('a check option error quoting a key is masked', { timeout: 30000 }, async () => {
+    const r = await runGuard(['check', '--env', SK, '--', 'true']).done;
+    assert.equal(r.code, 2);
+    assertNoPlanted(r.stderr, 'stderr');
+    assert.match(r.stderr, /--env expects KEY=VALUE, got 'sk-\[REDACTED\]'/);
+  });
+
   test('check reports (text and JSON) mask the server name, tool names, noise, stderr and the command line', { timeout: 60000 }, async () => {
     const env = {
       SERVER_NAME: JSON.stringify(`srv-${TOKEN}`),
