@@ -1,7 +1,7 @@
 /**
  * Streaming secret masking for the child's stderr, applied before anything is
  * retained or mirrored. Works on bytes: env values are matched as their UTF-8
- * bytes, and nothing is decoded.
+ * bytes, and nothing is decoded as text.
  *
  * `push`/`feed` pass through every byte they have decided about and hold back the
  * rest: the bytes from the first position where a secret may be starting but
@@ -48,11 +48,72 @@ const ANYWHERE_FLAG = 1;
 /** What the byte before a masked stretch's end counts as: not part of a word. */
 const SPACE = 0x20;
 const BACKSLASH = 0x5c;
+/** In `starts`: the byte after a backslash that begins an escape that may matter. */
+const ESCAPE = 2;
 const SCAN = 0;
 const CLASS = 1;
 const LINE = 2;
 const PEM = 3;
 const ENV = 4;
+
+/**
+ * What to look for in one environment: the tables the scan reads and the env
+ * values. Built once per environment object and shared by every redactor made
+ * from it (the stderr tap and mcpguard's own masker read the same one).
+ */
+class Rules {
+  readonly flags = Uint8Array.from(STATIC_FLAGS);
+  /** Indexed by (previous byte << 8 | byte): 1 where a secret may start. */
+  readonly starts = new Uint8Array(65536);
+  /** Indexed by (byte << 8 | next byte): 1 if a secret may start with these two bytes. */
+  readonly pairs = Uint8Array.from(STATIC_PAIRS);
+  readonly envByFirst: (EnvSecret[] | undefined)[] = new Array(256);
+  readonly envValues: Buffer[] = [];
+  /** Which optional escapes to undo (json-escapes.ts), from the env values. */
+  readonly undo: number;
+  #automaton: EnvAutomaton | null = null;
+
+  constructor(env: Record<string, string | undefined>) {
+    const flags = this.flags;
+    flags[PEM_FIRST] = flags[PEM_FIRST]! | ANYWHERE_FLAG;
+    for (const secret of envSecrets(env)) {
+      const first = secret.value[0]!;
+      (this.envByFirst[first] ??= []).push(secret);
+      this.envValues.push(secret.value);
+      flags[first] = flags[first]! | ANYWHERE_FLAG;
+      this.pairs[(first << 8) | secret.value[1]!] = 1;
+    }
+    this.undo = undoFor(this.envValues);
+    // One lookup per byte decides "maybe a secret starts here", word start included.
+    for (let b = 0; b < 256; b++) {
+      const f = flags[b]!;
+      if (f === 0) continue;
+      for (let prev = 0; prev < 256; prev++) {
+        if (f & ANYWHERE_FLAG || (f & WORD_START_FLAG && ALNUM[prev] !== 1)) this.starts[(prev << 8) | b] = 1;
+      }
+    }
+    // The byte after a backslash, for an escape that may matter: the scan stops
+    // there (ESCAPE: with no pair to check) and the read is unescaped first.
+    // Marking the backslash itself would stop the scan at every `\"` of a JSON log.
+    for (const next of [0x75, 0x2f, ...(this.undo & UNDO_QUOTE ? [0x22] : []), ...(this.undo & UNDO_BACKSLASH ? [BACKSLASH] : [])]) {
+      this.starts[(BACKSLASH << 8) | next] = ESCAPE;
+    }
+  }
+
+  /** The automaton over the env values, built the first time a stretch is masked. */
+  get automaton(): EnvAutomaton {
+    return (this.#automaton ??= new EnvAutomaton(this.envValues));
+  }
+}
+
+const rulesByEnv = new WeakMap<object, Rules>();
+const NO_ENV = {};
+
+function rulesFor(env: Record<string, string | undefined>): Rules {
+  let rules = rulesByEnv.get(env);
+  if (rules === undefined) rulesByEnv.set(env, (rules = new Rules(env)));
+  return rules;
+}
 
 export class Redactor {
   /** Secrets masked so far (a token, a header value, a PEM block, an env value each count once). */
@@ -61,15 +122,7 @@ export class Redactor {
   bytesIn = 0;
   /** Bytes returned by `push` and `flush`. */
   bytesOut = 0;
-  readonly #flags: Uint8Array;
-  /** Indexed by (previous byte << 8 | byte): 1 where a secret may start. */
-  readonly #starts = new Uint8Array(65536);
-  /** Indexed by (byte << 8 | next byte): 1 if a secret may start with these two bytes. */
-  readonly #pairs = Uint8Array.from(STATIC_PAIRS);
-  readonly #envByFirst: (EnvSecret[] | undefined)[] = new Array(256);
-  readonly #envValues: Buffer[] = [];
-  /** Built on the first masked stretch, if the environment has secrets. */
-  #automaton: EnvAutomaton | null = null;
+  readonly #rules: Rules;
   /** Automaton state over the bytes of the current masked stretch. */
   #envNode: EnvNode | null = null;
   #held: Buffer = EMPTY;
@@ -77,32 +130,10 @@ export class Redactor {
   #prev = 0x0a;
   #state = SCAN;
   #cls: Uint8Array = ALNUM;
-  /** Which optional escapes to undo (json-escapes.ts), from the env values. */
-  readonly #undo: number;
 
+  /** The environment is read once per environment object; later changes to it are not seen. */
   constructor(options: RedactorOptions = {}) {
-    this.#flags = Uint8Array.from(STATIC_FLAGS);
-    this.#flags[PEM_FIRST] = this.#flags[PEM_FIRST]! | ANYWHERE_FLAG;
-    for (const secret of envSecrets(options.env ?? {})) {
-      const first = secret.value[0]!;
-      (this.#envByFirst[first] ??= []).push(secret);
-      this.#envValues.push(secret.value);
-      this.#flags[first] = this.#flags[first]! | ANYWHERE_FLAG;
-      this.#pairs[(first << 8) | secret.value[1]!] = 1;
-    }
-    this.#undo = undoFor(this.#envValues);
-    // A backslash before `u` or `/` (and `"`, `\\` if undone) sends the read to the unescaping pass.
-    this.#flags[BACKSLASH] = this.#flags[BACKSLASH]! | ANYWHERE_FLAG;
-    for (const next of [0x75, 0x2f, ...(this.#undo & UNDO_QUOTE ? [0x22] : []), ...(this.#undo & UNDO_BACKSLASH ? [BACKSLASH] : [])]) {
-      this.#pairs[(BACKSLASH << 8) | next] = 1;
-    }
-    // One lookup per byte decides "maybe a secret starts here", word start included.
-    for (let prev = 0; prev < 256; prev++) {
-      for (let b = 0; b < 256; b++) {
-        const f = this.#flags[b]!;
-        if (f & ANYWHERE_FLAG || (f & WORD_START_FLAG && ALNUM[prev] !== 1)) this.#starts[(prev << 8) | b] = 1;
-      }
-    }
+    this.#rules = rulesFor(options.env ?? NO_ENV);
   }
 
   /** Bytes currently held back (never more than MAX_HOLD_BYTES). */
@@ -124,14 +155,14 @@ export class Redactor {
    * non-ASCII character answers true.
    */
   mayMatch(text: string): boolean {
-    const starts = this.#starts;
-    const pairs = this.#pairs;
+    const { starts, pairs } = this.#rules;
     let prev = 0x0a;
     const last = text.length - 1;
     for (let i = 0; i <= last; i++) {
       const c = text.charCodeAt(i);
       if (c >= 0x80) return true;
-      if (starts[(prev << 8) | c] === 1 && (i === last || pairs[(c << 8) | (text.charCodeAt(i + 1) & 0xff)] === 1)) return true;
+      const start = starts[(prev << 8) | c]!;
+      if (start !== 0 && (start === ESCAPE || i === last || pairs[(c << 8) | (text.charCodeAt(i + 1) & 0xff)] === 1)) return true;
       prev = c;
     }
     return false;
@@ -195,7 +226,7 @@ export class Redactor {
       this.#cls = cls;
       this.#envNode = envNode;
       this.count = count;
-      result = this.#scan(raw, unescapeJson(raw, eof, this.#undo), eof, false);
+      result = this.#scan(raw, unescapeJson(raw, eof, this.#rules.undo), eof, false);
     }
     this.bytesOut += result!.length;
     return result!;
@@ -217,9 +248,8 @@ export class Redactor {
     let holdFrom = end;
     // Where the last masked stretch ended: the byte there starts a word.
     let afterDrop = -1;
-    const flags = this.#flags;
-    const starts = this.#starts;
-    const pairs = this.#pairs;
+    const { flags, starts, pairs } = this.#rules;
+    const hasEnv = this.#rules.envValues.length > 0;
     while (pos < end) {
       if (this.#state === SCAN) {
         let i = pos;
@@ -227,8 +257,9 @@ export class Redactor {
         for (;;) {
           i = nextStart(buf, i, end, i === afterDrop ? SPACE : i > 0 ? buf[i - 1]! : this.#prev, starts, pairs);
           if (i === end) break;
-          if (bail && buf[i] === BACKSLASH) return null;
-          r = this.#matchAt(buf, i, end, eof, flags[buf[i]!]!, i === afterDrop ? SPACE : i > 0 ? buf[i - 1]! : this.#prev);
+          const prev = i === afterDrop ? SPACE : i > 0 ? buf[i - 1]! : this.#prev;
+          if (bail && starts[(prev << 8) | buf[i]!] === ESCAPE) return null;
+          r = this.#matchAt(buf, i, end, eof, flags[buf[i]!]!, prev);
           if (r !== NO) break;
           i++;
         }
@@ -245,14 +276,14 @@ export class Redactor {
         // The match set the state (TypeScript still believes it is SCAN).
         const state = this.#state as number;
         // A shape's masked bytes may be the start of an env value that runs on past it.
-        if (state !== ENV && this.#envValues.length > 0) this.#envNode = this.#env().feed(this.#env().root, buf, m.keep, m.end);
+        if (state !== ENV && hasEnv) this.#envNode = this.#rules.automaton.feed(this.#rules.automaton.root, buf, m.keep, m.end);
         if (state === SCAN) afterDrop = pos;
         continue;
       }
       // Dropping the rest of a confirmed secret: dropped bytes move emitFrom.
       const from = pos;
       if (this.#state === ENV) {
-        const automaton = this.#env();
+        const automaton = this.#rules.automaton;
         let n = this.#envNode!;
         for (; pos < end; pos++) {
           const next = automaton.step(n, buf[pos]!);
@@ -291,7 +322,10 @@ export class Redactor {
           pos = end;
         }
       }
-      if (this.#envValues.length > 0) this.#envNode = this.#env().feed(this.#envNode ?? this.#env().root, buf, from, Math.min(pos, holdFrom));
+      if (hasEnv) {
+        const automaton = this.#rules.automaton;
+        this.#envNode = automaton.feed(this.#envNode ?? automaton.root, buf, from, Math.min(pos, holdFrom));
+      }
       if (ended) {
         // An env value that began inside the masked stretch is masked to its end.
         if (this.#envNode !== null && this.#envNode.depth > 0) this.#state = ENV;
@@ -302,6 +336,10 @@ export class Redactor {
       }
       emitFrom = pos;
     }
+    // A backslash at the end may begin an escape that the next read completes
+    // (unless it is the second of a pair), and what was decided before it may
+    // depend on that: decide this read again with the escapes undone.
+    if (bail && !eof && buf[end - 1] === BACKSLASH && endsOddRun(buf, end)) return null;
     const stop = Math.min(holdFrom, end);
     if (stop > emitFrom) {
       if (emitFrom === 0 && stop === end && buf === raw) out.push(raw);
@@ -316,18 +354,14 @@ export class Redactor {
 
   /** Whether an escape that may change what matches starts at `i` (or the bytes end on a backslash). */
   #escapeAt(buf: Buffer, i: number, end: number): boolean {
-    return i < end && buf[i] === BACKSLASH && (i + 1 === end || this.#pairs[(BACKSLASH << 8) | buf[i + 1]!] === 1);
-  }
-
-  #env(): EnvAutomaton {
-    return (this.#automaton ??= new EnvAutomaton(this.#envValues));
+    return i < end && buf[i] === BACKSLASH && (i + 1 === end || this.#rules.starts[(BACKSLASH << 8) | buf[i + 1]!] === ESCAPE);
   }
 
   /** The first decisive answer at `i`, in a fixed order: env values, PEM, then word-start shapes. */
   #matchAt(buf: Buffer, i: number, end: number, eof: boolean, f: number, prev: number): MatchResult {
     if (f & ANYWHERE_FLAG) {
       const b = buf[i]!;
-      for (const secret of this.#envByFirst[b] ?? NO_SECRETS) {
+      for (const secret of this.#rules.envByFirst[b] ?? NO_SECRETS) {
         const r = this.#matchEnv(secret, buf, i, end, eof);
         if (r !== NO) return r;
       }
@@ -349,7 +383,7 @@ export class Redactor {
     if (stop < secret.commit) return eof ? NO : NEED;
     // Past the confirmed prefix the automaton decides what else to drop.
     this.#state = ENV;
-    this.#envNode = this.#env().prefix(v, secret.commit);
+    this.#envNode = this.#rules.automaton.prefix(v, secret.commit);
     return { keep: i, replacement: secret.replacement, end: i + secret.commit, then: 'none', cls: null };
   }
 
@@ -378,10 +412,18 @@ function nextStart(buf: Buffer, from: number, end: number, prev: number, starts:
   const last = end - 1;
   for (let i = from; i < end; i++) {
     const b = buf[i]!;
-    if (starts[(p << 8) | b] === 1 && (i === last || pairs[(b << 8) | buf[i + 1]!] === 1)) return i;
+    const start = starts[(p << 8) | b]!;
+    if (start !== 0 && (start === ESCAPE || i === last || pairs[(b << 8) | buf[i + 1]!] === 1)) return i;
     p = b;
   }
   return end;
+}
+
+/** Whether the backslashes that end `buf[..end)` are an odd number (the last one is not part of a `\\\\` pair). */
+function endsOddRun(buf: Buffer, end: number): boolean {
+  let run = 0;
+  while (run < end && buf[end - 1 - run] === BACKSLASH) run++;
+  return run % 2 === 1;
 }
 
 /** Unescaped bytes `from..to` as the raw bytes they came from; an escape cut by `from` or `to` is left out. */
