@@ -158,6 +158,23 @@ test('a secret JSON-escaped any way, among noise and split anywhere, never shows
   );
 });
 
+test('large reads after a held tail (the junction path) give the same output as one push, escapes included', () => {
+  const piece = fc.oneof(noise, fc.constantFrom(...SECRETS, uEscaped(LONG), `\\u0073k-${SK.slice(3)}`, 'Bearer abcdefgh\\/ijklmnopqrstuvwxyz', uEscaped(`eyJ${'a'.repeat(296)}.eyJzdWIi`), uEscaped(`eyJ${'a'.repeat(296)}`)));
+  fc.assert(
+    fc.property(fc.array(piece, { minLength: 50, maxLength: 400 }), fc.array(fc.integer({ min: 1, max: 9000 }), { minLength: 1, maxLength: 20 }), (frags, sizes) => {
+      const bytes = Buffer.from(frags.join(''));
+      const whole = run([bytes]);
+      const pieces = [];
+      for (let at = 0, k = 0; at < bytes.length; k++) {
+        pieces.push(bytes.subarray(at, at + sizes[k % sizes.length]));
+        at += sizes[k % sizes.length];
+      }
+      assert.equal(run(pieces), whole);
+    }),
+    { numRuns: 300 },
+  );
+});
+
 const fragment = fc.oneof(
   fc.constantFrom(...SECRETS, 'Authorization: x y\n', '"cookie": "a=b"', '{\\"auth-token\\": \\"q\\"}', '-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n', 'eyJhbGciOi.eyJzdWIi.sig'),
   noise,
