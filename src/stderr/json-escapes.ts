@@ -34,6 +34,7 @@ const LITERAL = -2;
 export const UNDO_QUOTE = 1;
 /** Undo `\\` too. */
 export const UNDO_BACKSLASH = 2;
+
 /** The escapes to undo for these secret values: `\"` and `\\` only if some value holds that character. */
 export function undoFor(values: readonly Buffer[]): number {
   let undo = 0;
@@ -43,7 +44,6 @@ export function undoFor(values: readonly Buffer[]): number {
   }
   return undo;
 }
-
 
 /**
  * Undo the escapes in `raw`; null when there is nothing to undo and nothing to
