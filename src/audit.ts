@@ -8,9 +8,16 @@
  *
  * A record that cannot be written vetoes the dispatch of the call it
  * describes: a call that happened must never be missing from the log.
+ *
+ * Records outlive the session and get copied around: every string in them
+ * that came from either side (the command line, ids, method and tool names,
+ * reasons and details, the stderr tail) is masked like the child's stderr
+ * (mask.ts). A `--api-key sk-…` argument is kept as `--api-key sk-[REDACTED]`.
  */
 import type { Call } from './calls.js';
+import { processMasker, type Masker } from './mask.js';
 import type { Rejection, SessionObserver } from './observer.js';
+import { RawId, type RequestId } from './request-id.js';
 import { RecordShape, isoAt } from './records/chain.js';
 import { SessionLog, fingerprint, type RecordStoreOptions } from './records/store.js';
 
@@ -35,7 +42,12 @@ export class AuditLog implements SessionObserver {
   /** Set once a write failed; no later record is attempted. */
   failure: Error | null = null;
 
-  constructor(options: RecordStoreOptions, sessionId: string, private readonly onFailure: (error: Error) => void) {
+  constructor(
+    options: RecordStoreOptions,
+    sessionId: string,
+    private readonly onFailure: (error: Error) => void,
+    private readonly masker: Masker = processMasker(),
+  ) {
     this.log = SessionLog.create(options, sessionId);
   }
 
@@ -44,14 +56,14 @@ export class AuditLog implements SessionObserver {
   }
 
   sessionStarted(info: { command: string; args: readonly string[]; cwd: string; options: Record<string, unknown> }): void {
-    this.append('session_start', {
+    this.append('session_start', this.masker.value({
       command: info.command,
       args: [...info.args],
       cwd: info.cwd,
       mcpguard_pid: process.pid,
       started_at: new Date().toISOString(),
       options: info.options,
-    });
+    }));
   }
 
   childSpawned(pid: number): void {
@@ -59,7 +71,8 @@ export class AuditLog implements SessionObserver {
   }
 
   callStarted(call: Call): boolean {
-    return this.shaped(ATTEMPT, [call.callId, call.requestId, call.method, call.tool, isoAt(call.startedAt)], 'now');
+    const m = this.masker;
+    return this.shaped(ATTEMPT, [call.callId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), isoAt(call.startedAt)], 'now');
   }
 
   /** Usually written with the call's final record; a call still running after DISPATCH_WAIT_MS gets a write of its own. */
@@ -69,8 +82,9 @@ export class AuditLog implements SessionObserver {
 
   callEnded(call: Call): void {
     const stderr = call.stderr;
+    const m = this.masker;
     this.shaped(END, [
-      call.callId, this.sessionId, call.requestId, call.method, call.tool, call.state, call.detail, call.cancelRequested,
+      call.callId, this.sessionId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), call.state, maskText(m, call.detail), call.cancelRequested,
       stderr?.seen ?? 0, stderr?.retained ?? 0, stderr?.truncated ?? false, stderr?.shared ?? false,
       call.exitStatus, call.streamEnd, isoAt(call.startedAt), iso(call.dispatchedAt), iso(call.endedAt),
     ], 'turn');
@@ -81,14 +95,14 @@ export class AuditLog implements SessionObserver {
       direction: rejection.direction,
       line: rejection.line,
       code: rejection.code,
-      reason: rejection.reason,
+      reason: this.masker.text(rejection.reason),
       fingerprint: rejection.frame === null ? { sha256_16: null, bytes: rejection.bytes } : fingerprint(rejection.frame),
     });
   }
 
   /** The session record, then the seal. */
   sessionEnded(record: Record<string, unknown>): void {
-    this.append('session_end', { ...record, ended_at: new Date().toISOString() });
+    this.append('session_end', { ...this.masker.value(record), ended_at: new Date().toISOString() });
     if (this.failure !== null) return;
     try {
       this.log.seal();
@@ -186,6 +200,16 @@ export class AuditLog implements SessionObserver {
     this.failure ??= error;
     this.onFailure(error);
   }
+}
+
+function maskText(masker: Masker, text: string | null): string | null {
+  return text === null ? null : masker.text(text);
+}
+
+/** A request id as records keep it: a string masked; a RawId (escaped string, big integer) by its value. */
+function maskId(masker: Masker, id: RequestId | null): string | number | null {
+  const value = id instanceof RawId ? id.value : id;
+  return typeof value === 'string' ? masker.text(value) : value;
 }
 
 function iso(ms: number | null): string | null {

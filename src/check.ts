@@ -18,6 +18,7 @@ import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { ignoredSignalText, reportDebugSignals } from './debug-signals.js';
 import { GuardError } from './errors.js';
+import { Masker, processMasker } from './mask.js';
 import { openOutput } from './output.js';
 import type { OptionSpec } from './options.js';
 import { CHECK_OPTIONS, parseCheckArgv, type CheckPlan } from './check/options.js';
@@ -45,7 +46,8 @@ export async function runCheck(argv: readonly string[]): Promise<number> {
     plan = parseCheckArgv(argv);
   } catch (error) {
     if (!(error instanceof GuardError)) throw error;
-    await writeAll(err, `mcpguard check: ${error.message}\n`);
+    // Option errors quote the option's value: `--env sk-…` missing its `=` is still a key.
+    await writeAll(err, `mcpguard check: ${processMasker().text(error.message)}\n`);
     return CHECK_COULD_NOT_RUN;
   }
   if (plan === null) {
@@ -68,10 +70,13 @@ export async function runCheck(argv: readonly string[]): Promise<number> {
 
   const result = resultOf(runs);
   const code = result === 'clean' ? CHECK_CLEAN : result === 'violations' ? CHECK_VIOLATIONS : CHECK_COULD_NOT_RUN;
+  // Reports quote the server (its name, tools, error messages) and the command
+  // line: masked as a whole, with the server's environment, --env included.
+  const masker = new Masker(plan.env);
   const failed = runs.find((r) => r.error !== null);
-  if (failed !== undefined) await writeAll(err, `mcpguard check: ${failed.error}\n`);
-  if (plan.json) await writeAll(out, `${JSON.stringify(jsonReport(plan, runs, code))}\n`);
-  else if (result !== 'could_not_run') await writeAll(out, textReport(plan, runs));
+  if (failed !== undefined) await writeAll(err, `mcpguard check: ${masker.text(failed.error!)}\n`);
+  if (plan.json) await writeAll(out, `${JSON.stringify(masker.value(jsonReport(plan, runs, code)))}\n`);
+  else if (result !== 'could_not_run') await writeAll(out, masker.text(textReport(plan, runs)));
   return code;
 }
 

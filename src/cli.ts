@@ -37,7 +37,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     return await (await import('./run.js')).runRelay(prepared);
   } catch (error) {
     if (error instanceof GuardError) {
-      process.stderr.write(`mcpguard: ${error.message}\n`);
+      // An option error quotes the value it refused, which may be a key pasted into the wrong place.
+      const { processMasker } = await import('./mask.js');
+      process.stderr.write(`mcpguard: ${processMasker().text(error.message)}\n`);
       return error.exitCode;
     }
     throw error;

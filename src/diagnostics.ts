@@ -3,8 +3,16 @@
  * `mcpguard: `. The destination may be a pipe nobody reads; lines that do not
  * fit are dropped and counted rather than queued, so a stuck reader can never
  * grow mcpguard's memory or stall the relay.
+ *
+ * Agent hosts keep this stream in log files, and diagnostics quote what either
+ * side sent (a rejected frame, a line of noise, an id, a member name): every
+ * `line` is masked (mask.ts) as a whole, and `escapeBytes` masks what it
+ * quotes before cutting it. Masking is idempotent, so text masked twice reads
+ * the same.
  */
 import type { Writable } from 'node:stream';
+import { SHOWN_BYTES } from './escape.js';
+import { processMasker, type Masker } from './mask.js';
 
 /** Bytes queued toward stderr before further diagnostics are dropped. */
 const MAX_QUEUED_BYTES = 1 << 20;
@@ -13,7 +21,10 @@ export class Diagnostics {
   dropped = 0;
   private closed = false;
 
-  constructor(private readonly stream: Writable) {
+  constructor(
+    private readonly stream: Writable,
+    private readonly masker: Masker = processMasker(),
+  ) {
     stream.on('error', () => {
       this.closed = true;
     });
@@ -31,12 +42,16 @@ export class Diagnostics {
     return true;
   }
 
-  /** One diagnostic line, always starting on a line of its own. */
+  /** One diagnostic line, always starting on a line of its own, with secrets masked. */
   line(text: string): void {
-    this.writeLine(`mcpguard: ${text}`);
+    this.writeLine(`mcpguard: ${this.masker.text(text)}`);
   }
 
-  /** A whole line of mcpguard's own (e.g. the JSON summary), after a newline if mirrored text left a partial line. */
+  /**
+   * A whole line as given (e.g. the JSON summary, whose values the caller
+   * masked: masking JSON text could cut it), after a newline if mirrored text
+   * left a partial line.
+   */
   writeLine(text: string): void {
     this.writeRaw(Buffer.from(`${this.atLineStart ? '' : '\n'}${text}\n`));
   }
@@ -59,45 +74,13 @@ export class Diagnostics {
 }
 
 /** Default number of bytes shown by `escapeBytes`. */
-export const SHOWN_BYTES = 120;
+export { SHOWN_BYTES };
 
 /**
- * Show the first bytes of untrusted output in a double-quoted, one-line form:
- * printable text as is, `"` and `\` escaped, control characters as `\n`, `\t`,
- * `\xNN`, and bytes that are not valid UTF-8 as `\xNN`. Longer input ends with
- * `…(+N bytes)` outside the quotes.
+ * Show the first bytes of untrusted output in a double-quoted, one-line form
+ * (escape.ts), secrets masked first: a secret is never cut in half before it
+ * is recognised. `…(+N bytes)` after the quote counts what is not shown.
  */
-export function escapeBytes(bytes: Buffer, max: number = SHOWN_BYTES): string {
-  const shown = Math.min(bytes.length, max);
-  let out = '"';
-  let i = 0;
-  while (i < shown) {
-    const c = bytes[i]!;
-    if (c >= 0x20 && c < 0x7f) {
-      out += c === 0x22 ? '\\"' : c === 0x5c ? '\\\\' : String.fromCharCode(c);
-      i++;
-    } else if (c === 0x0a) { out += '\\n'; i++; }
-    else if (c === 0x0d) { out += '\\r'; i++; }
-    else if (c === 0x09) { out += '\\t'; i++; }
-    else if (c < 0x80) { out += hex(c); i++; }
-    else {
-      const size = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-      const text = size > 0 && i + size <= shown ? bytes.toString('utf8', i, i + size) : '';
-      // Accept only a whole, valid, printable character; C1 controls are escaped.
-      if (text.length > 0 && !text.includes('\ufffd') && !/[\u0080-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(text)) {
-        out += text;
-        i += size;
-      } else {
-        out += hex(c);
-        i++;
-      }
-    }
-  }
-  out += '"';
-  if (bytes.length > shown) out += `…(+${bytes.length - shown} bytes)`;
-  return out;
-}
-
-function hex(byte: number): string {
-  return `\\x${byte.toString(16).padStart(2, '0')}`;
+export function escapeBytes(bytes: Buffer, max: number = SHOWN_BYTES, masker: Masker = processMasker()): string {
+  return masker.quote(bytes, max);
 }

@@ -5,6 +5,7 @@
  */
 import { CallTable, newCall, type Call, type CallState } from './calls.js';
 import { escapeBytes, type Diagnostics } from './diagnostics.js';
+import { processMasker } from './mask.js';
 import type { LineEvent } from './framing.js';
 import {
   cancellation, classifyFrame, errorResponse, idKey, memberId, memberString, peekId,
@@ -222,7 +223,7 @@ export class Relay {
     this.counters.rejectedClient++;
     // Answering with an id still in flight would pair this error with that request.
     const id = readId !== null && this.calls.inFlight.has(idKey(readId)) ? null : readId;
-    this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${reason}`));
+    this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${processMasker().text(reason)}`));
     this.diag.line(`rejected client line ${line}: ${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`);
     // A request with a readable id still gets its one final record; it never had an attempt.
     if (id !== null) this.end(newCall(id, null, method, null), 'rejected', reason);

@@ -10,6 +10,7 @@ import { AuditLog } from './audit.js';
 import { ignoredSignalText, reportDebugSignals } from './debug-signals.js';
 import { Diagnostics } from './diagnostics.js';
 import { EXIT_RECORD_FAILURE } from './errors.js';
+import { processMasker } from './mask.js';
 import { withMetaEntry, type Response } from './jsonrpc.js';
 import type { OptionValues } from './options.js';
 import { openOutput } from './output.js';
@@ -102,7 +103,8 @@ export async function runRelay(p: Prepared): Promise<number> {
   summary.outputUnflushedBytes = await session.flushOutput(OUTPUT_STALL_MS);
   const mirrorSummary = stderr.mirrorSummary();
   if (mirrorSummary !== null) diag.writeLine(mirrorSummary);
-  const record = summaryLine(summary, stderr.summary());
+  // Reasons, the stderr tail and the like quote both sides: masked like everything else mcpguard keeps.
+  const record = processMasker().value(summaryLine(summary, stderr.summary()));
   audit?.sessionEnded(record);
   if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
   if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: p.sessionId, ...record }));

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, FIXTURES, ROOT, fixture } from './helpers/run.js';
+import { BIN, FIXTURES, PLANTED_VARS, ROOT, assertNoPlanted, fixture } from './helpers/run.js';
 
 // Until src/cli.ts dispatches `check`, the subcommand runs through this helper;
 // then this becomes [BIN, 'check'].
@@ -25,7 +25,8 @@ after(() => {
 function check(args, { env = {}, timeout = 60000 } = {}) {
   // Without the runner's marker: neither the helper nor the servers are test files.
   const { NODE_TEST_CONTEXT, ...inherited } = process.env;
-  const child = spawn(process.execPath, [...CHECK, ...args], { env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The suite's planted secrets too: no report or message may show them (helpers/run.js).
+  const child = spawn(process.execPath, [...CHECK, ...args], { env: { ...inherited, ...PLANTED_VARS, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   started.add(child);
   const out = [];
   const err = [];
@@ -39,6 +40,13 @@ function check(args, { env = {}, timeout = 60000 } = {}) {
     child.on('close', (code) => {
       clearTimeout(timer);
       started.delete(child);
+      try {
+        assertNoPlanted(Buffer.concat(err), `the stderr of check ${args.join(' ')}`);
+        assertNoPlanted(Buffer.concat(out), `the report of check ${args.join(' ')}`, { envOnly: true });
+      } catch (error) {
+        reject(error);
+        return;
+      }
       resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
     });
   });

@@ -6,8 +6,8 @@
  * exception for something the server did.
  */
 import { spawnInGroup } from '../child.js';
-import { escapeBytes } from '../diagnostics.js';
 import { markedEnv, markedProcesses } from '../marker.js';
+import { Masker } from '../mask.js';
 import { DescendantTracker } from '../proctree.js';
 import { newSessionId } from '../records/session-id.js';
 import { shutdownTree, type ShutdownReport } from '../shutdown.js';
@@ -91,10 +91,8 @@ export async function checkOnce(plan: CheckPlan, version: string, run: number, i
     if (exitInfo === null && child.stdin.writable) child.stdin.write(frame);
   };
   // Reports end up in public CI logs: what is shown of the server's bytes is masked like stderr.
-  const show = (bytes: Buffer, max?: number) => {
-    const redactor = new Redactor({ env: plan.env });
-    return escapeBytes(Buffer.concat([redactor.push(bytes), redactor.flush()]), max);
-  };
+  const masker = new Masker(plan.env);
+  const show = (bytes: Buffer, max?: number) => masker.quote(bytes, max);
 
   const transcript = new Transcript({
     maxFrameBytes: plan.maxFrameBytes,

@@ -3,6 +3,7 @@
  * those of variables whose names look secret. Matching is on the UTF-8 bytes
  * of the value, wherever it appears (no word boundary: `https://u:<pw>@host`).
  */
+import { undoFor, unescapeJson } from './json-escapes.js';
 
 /** Values shorter than this are not masked: they would mask every `1` or `true`. */
 export const MIN_ENV_SECRET_BYTES = 6;
@@ -16,7 +17,7 @@ export const ENV_COMMIT_BYTES = 64;
 const SECRET_NAME = /TOKEN|SECRET|KEY|PASSWORD|PASSWD|PASSPHRASE|PASS$|AUTH|CREDENTIAL|COOKIE|SESSION|PRIVATE|SIGNATURE|DSN/i;
 // Desktop and agent plumbing whose names match the words above but whose values
 // are sockets, paths and common words ("ubuntu", "wayland"), and git authors.
-const NOT_SECRET_NAME = /^(XDG_|DBUS_)|^(DESKTOP_SESSION|SESSION_MANAGER|SSH_AUTH_SOCK|GPG_AGENT_INFO|KEYMAP|KEYBOARD\w*)$|AUTHOR/i;
+const NOT_SECRET_NAME = /^(XDG_|DBUS_)|^(DESKTOP_SESSION|SESSION_MANAGER|SSH_AUTH_SOCK|GPG_AGENT_INFO|KEYMAP|KEYBOARD\w*|MCPGUARD_SESSION_ID)$|AUTHOR/i;
 
 /** True if an environment variable with this name should have its value masked. */
 export function isSecretEnvName(name: string): boolean {
@@ -31,14 +32,28 @@ export interface EnvSecret {
   replacement: Buffer;
 }
 
-/** The secrets of an environment, one per distinct value, longest first (a value that is a prefix of another loses). */
+/**
+ * The secrets of an environment, one per distinct value, longest first (a
+ * value that is a prefix of another loses). The redactor matches unescaped
+ * bytes (json-escapes.ts), where a value written with its own `\\` or `\/`
+ * reads unescaped too: such a value is also listed in that form.
+ */
 export function envSecrets(env: Record<string, string | undefined>): EnvSecret[] {
   const byValue = new Map<string, EnvSecret>();
+  const add = (bytes: Buffer, name: string): void => {
+    const key = bytes.toString('latin1');
+    if (bytes.length < MIN_ENV_SECRET_BYTES || byValue.has(key)) return;
+    byValue.set(key, { value: bytes, commit: Math.min(bytes.length, ENV_COMMIT_BYTES), replacement: Buffer.from(`[REDACTED:${name}]`) });
+  };
+  const named: Array<[string, Buffer]> = [];
   for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || byValue.has(value) || !isSecretEnvName(name)) continue;
-    const bytes = Buffer.from(value, 'utf8');
-    if (bytes.length < MIN_ENV_SECRET_BYTES) continue;
-    byValue.set(value, { value: bytes, commit: Math.min(bytes.length, ENV_COMMIT_BYTES), replacement: Buffer.from(`[REDACTED:${name}]`) });
+    if (value !== undefined && isSecretEnvName(name)) named.push([name, Buffer.from(value, 'utf8')]);
+  }
+  const undo = undoFor(named.map(([, bytes]) => bytes));
+  for (const [name, bytes] of named) {
+    add(bytes, name);
+    const unescaped = unescapeJson(bytes, true, undo);
+    if (unescaped !== null) add(Buffer.from(unescaped.bytes), name);
   }
   return [...byValue.values()].sort((a, b) => b.value.length - a.value.length);
 }

@@ -92,6 +92,7 @@ const PEM_DASHES = Buffer.from('-----');
 const PRIVATE_KEY = Buffer.from('PRIVATE KEY');
 
 const REDACTED = Buffer.from('[REDACTED]');
+const REDACTED_OPEN = Buffer.from('[REDACTED');
 const HEADER_REDACTED = Buffer.from(' [REDACTED]');
 const JWT_REDACTED = Buffer.from('[REDACTED:JWT]');
 const PEM_REDACTED = Buffer.from('[REDACTED:PRIVATE KEY]');
@@ -164,10 +165,23 @@ function matchHeader(name: Buffer, buf: Buffer, i: number, end: number, eof: boo
   if (lit !== 1) return lit === NEED && !eof ? NEED : NO;
   let j = i + name.length;
   if (j < end && (buf[j] === 0x22 || buf[j] === 0x27)) j++;
+  // JSON inside a JSON string: `{\"authorization\": …}`.
+  else if (j < end && buf[j] === 0x5c) {
+    if (j + 1 >= end) return eof ? NO : NEED;
+    if (buf[j + 1] === 0x22) j += 2;
+  }
   const spaceStop = j + HEADER_SPACE_MAX;
   while (j < end && j < spaceStop && (buf[j] === 0x20 || buf[j] === 0x09)) j++;
   if (j >= end) return eof ? NO : NEED;
   if (buf[j] !== 0x3a && buf[j] !== 0x3d) return NO;
+  // `Authorization: [REDACTED]` was masked already (by mcpguard or the server's
+  // own logger): masking it again would drop the rest of the line for nothing.
+  let k = j + 1;
+  const valueStop = k + HEADER_SPACE_MAX;
+  while (k < end && k < valueStop && (buf[k] === 0x20 || buf[k] === 0x09)) k++;
+  const masked = k >= end ? NEED : literalAt(buf, k, end, REDACTED_OPEN);
+  if (masked === 1) return NO;
+  if (masked === NEED && !eof) return NEED;
   return { keep: j + 1, replacement: HEADER_REDACTED, end: j + 1, then: 'line', cls: null };
 }
 
