@@ -16,7 +16,9 @@ export const ENV_COMMIT_BYTES = 64;
 
 const SECRET_NAME = /TOKEN|SECRET|KEY|PASSWORD|PASSWD|PASSPHRASE|PASS$|AUTH|CREDENTIAL|COOKIE|SESSION|PRIVATE|SIGNATURE|DSN/i;
 // Desktop and agent plumbing whose names match the words above but whose values
-// are sockets, paths and common words ("ubuntu", "wayland"), and git authors.
+// are sockets, paths and common words ("ubuntu", "wayland"), git authors, and
+// mcpguard's own session marker (an id the server may log; masking it would
+// hide it from the logs it is meant to tie together).
 const NOT_SECRET_NAME = /^(XDG_|DBUS_)|^(DESKTOP_SESSION|SESSION_MANAGER|SSH_AUTH_SOCK|GPG_AGENT_INFO|KEYMAP|KEYBOARD\w*|MCPGUARD_SESSION_ID)$|AUTHOR/i;
 
 /** True if an environment variable with this name should have its value masked. */

@@ -7,7 +7,7 @@ test('secret-looking env names', () => {
   for (const name of ['GITHUB_TOKEN', 'api_key', 'AWS_SECRET_ACCESS_KEY', 'DB_PASSWORD', 'PGPASSWD', 'MYSQL_PASS', 'OPENAI_API_KEY', 'SESSION_COOKIE', 'PRIVATE_PEM', 'SENTRY_DSN', 'Auth_Header', 'GOOGLE_APPLICATION_CREDENTIALS']) {
     assert.equal(isSecretEnvName(name), true, name);
   }
-  for (const name of ['PATH', 'HOME', 'LANG', 'PWD', 'XDG_SESSION_TYPE', 'DBUS_SESSION_BUS_ADDRESS', 'SSH_AUTH_SOCK', 'GIT_AUTHOR_NAME', 'DESKTOP_SESSION', 'BYPASS_CACHE']) {
+  for (const name of ['PATH', 'HOME', 'LANG', 'PWD', 'XDG_SESSION_TYPE', 'DBUS_SESSION_BUS_ADDRESS', 'SSH_AUTH_SOCK', 'GIT_AUTHOR_NAME', 'DESKTOP_SESSION', 'BYPASS_CACHE', 'MCPGUARD_SESSION_ID']) {
     assert.equal(isSecretEnvName(name), false, name);
   }
 });
