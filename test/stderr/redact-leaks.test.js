@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Redactor, MAX_HOLD_BYTES } from '../../dist/stderr/redact.js';
+import { redactPieces } from '../helpers/redact.js';
 import { UNDO_BACKSLASH, UNDO_QUOTE, rawIndex, unescapeJson } from '../../dist/stderr/json-escapes.js';
 import { Masker } from '../../dist/mask.js';
 import { Diagnostics, escapeBytes } from '../../dist/diagnostics.js';
@@ -23,16 +24,7 @@ const GHP = 'ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
 const SK = 'sk-proj-abcdefghijklmnopqrstuvwxyz0123';
 
 /** Redact `input` fed as the given pieces. */
-function run(pieces, env = ENV) {
-  const r = new Redactor({ env });
-  const out = [];
-  for (const p of pieces) {
-    out.push(r.push(Buffer.from(p)));
-    assert.ok(r.pending <= MAX_HOLD_BYTES, `held ${r.pending}`);
-  }
-  out.push(r.flush());
-  return Buffer.concat(out).toString('utf8');
-}
+const run = (pieces, env = ENV) => redactPieces(pieces, env)[0];
 
 function everySplit(input, env = ENV) {
   const whole = run([input], env);

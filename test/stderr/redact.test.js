@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Redactor, MAX_HOLD_BYTES } from '../../dist/stderr/redact.js';
+import { redactPieces } from '../helpers/redact.js';
 
 const ENV = {
   GITHUB_TOKEN: 'tok-3f9a1c77e2',
@@ -21,16 +22,7 @@ const PEM = '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7Zq\nx9Yc+/Zz1==\n
 const JWT = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c';
 
 /** Redact `input` fed as the given pieces; returns [text, count]. */
-function run(pieces, env = ENV) {
-  const r = new Redactor({ env });
-  const out = [];
-  for (const p of pieces) {
-    out.push(r.push(Buffer.from(p)));
-    assert.ok(r.pending <= MAX_HOLD_BYTES, `held ${r.pending}`);
-  }
-  out.push(r.flush());
-  return [Buffer.concat(out).toString('utf8'), r.count];
-}
+const run = (pieces, env = ENV) => redactPieces(pieces, env);
 
 function bytewise(text) {
   return [...Buffer.from(text)].map((b) => Buffer.from([b]));
