@@ -87,17 +87,17 @@ export class FrameWriter {
   /**
    * Write a frame (bytes ending in `\n`). `delivery` hears when the frame is
    * handed to the stream, or that it never will be; `tag` lets `withdraw`
-   * find it while it is queued. False if it was dropped at once (closed).
+   * find it while it is queued.
    */
-  write(frame: Buffer, delivery?: Delivery, tag?: unknown): boolean {
+  write(frame: Buffer, delivery?: Delivery, tag?: unknown): void {
     if (this.closedError !== null || this.ending) {
       this.dropped++;
       delivery?.undelivered(this.closedError ?? new Error('destination ended'));
-      return false;
+      return;
     }
     if (!this.waitingForDrain) {
       this.dispatch(frame, delivery);
-      return true;
+      return;
     }
     this.queue.push({ frame, delivery, tag });
     this.queuedBytes += frame.length;
@@ -105,7 +105,6 @@ export class FrameWriter {
       this.pausedSource = true;
       this.options.onPressure(true);
     }
-    return true;
   }
 
   private overLimit(): boolean {
