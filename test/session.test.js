@@ -205,6 +205,25 @@ describe('endings', () => {
 });
 
 describe('cancellation and deadlines', () => {
+  test('--call-timeout never ends a subscriptions/listen (a stream): its notification arrives; a call still times out', { timeout: 30000 }, async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', clientCapabilities: {} };
+    const g = start(['--call-timeout=300', '--', 'python3', fixture('listen-server.py')], { LISTEN_NOTIFY_MS: '900', SLOW_TOOL_MS: '1500' });
+    g.child.stdin.write(frame({ jsonrpc: '2.0', id: 5, method: 'subscriptions/listen', params: { _meta: meta } })
+      + frame({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'slow', _meta: meta } }));
+    assert.ok(await g.lines(2), 'the timeout of 6 and the listen\'s notification');
+    await sleep(300);
+    g.child.stdin.end();
+    const r = await g.done;
+    const out = messages(r.stdout);
+    assert.equal(out.find((m) => m.id === 6).error.code, -32001, 'the call is still bounded');
+    const note = out.find((m) => m.method === 'notifications/tools/list_changed');
+    assert.equal(note.params._meta['io.modelcontextprotocol/subscriptionId'], '5');
+    const five = out.filter((m) => m.id === 5);
+    assert.equal(five.length, 1, JSON.stringify(five));
+    assert.notEqual(five[0].error?.code, -32001, 'no made-up timeout for the stream');
+    assert.equal(five[0].error.data.state, 'cancelled_after_dispatch', 'it ended with the session');
+  });
+
   test('a client cancellation is forwarded to the child; the late response is dropped', { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
