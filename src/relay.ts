@@ -38,6 +38,14 @@ export interface RelayCounters {
   states: Partial<Record<CallState, number>>;
 }
 
+/**
+ * Requests that open a stream rather than ask for one answer (MCP 2026-07-28
+ * `subscriptions/listen`: the server keeps it open and tags notifications
+ * with it). A deadline would cut a healthy stream, so --call-timeout skips
+ * them; they end on the server's response or a cancellation.
+ */
+const STREAMS = new Set(['subscriptions/listen']);
+
 export class Relay {
   readonly calls = new CallTable();
   readonly counters: RelayCounters = {
@@ -199,7 +207,7 @@ export class Relay {
   }
 
   private armDeadline(call: Call): void {
-    if (this.options.callTimeout === null) return;
+    if (this.options.callTimeout === null || STREAMS.has(call.method!)) return;
     call.timer = setTimeout(() => this.expire(call), this.options.callTimeout);
     call.timer.unref();
   }
