@@ -31,9 +31,25 @@ export class LineSplitter {
   private headBytes = 0;
   private lineNo = 0;
 
-  constructor(maxBytes: number, onEvent: (event: LineEvent) => void) {
+  /** Bytes of a chunk left unsplit because the gate closed, or null. */
+  private deferred: Buffer | null = null;
+
+  /**
+   * `gate`, when given, is read after every line: while `held` is true the
+   * rest of the chunk waits (see `resume`), so a consumer that pauses its
+   * source mid-chunk is not handed the thousands of lines one read can hold.
+   */
+  constructor(maxBytes: number, onEvent: (event: LineEvent) => void, private readonly gate: { held: boolean } | null = null) {
     this.maxBytes = maxBytes;
     this.onEvent = onEvent;
+  }
+
+  /** Split what the gate held back; false if the gate closed again before all of it was split. */
+  resume(): boolean {
+    const rest = this.deferred;
+    this.deferred = null;
+    if (rest !== null) this.push(rest);
+    return this.deferred === null;
   }
 
   /** Lines seen so far, complete or not. */
@@ -42,6 +58,15 @@ export class LineSplitter {
   }
 
   push(chunk: Buffer): void {
+    if (this.deferred !== null) {
+      // Bytes that arrive while earlier ones wait keep their order.
+      this.deferred = Buffer.concat([this.deferred, chunk]);
+      return;
+    }
+    this.split(chunk, this.gate);
+  }
+
+  private split(chunk: Buffer, gate: { held: boolean } | null): void {
     let start = 0;
     while (start < chunk.length) {
       const nl = chunk.indexOf(10, start);
@@ -69,11 +94,20 @@ export class LineSplitter {
         this.onEvent({ kind: 'line', line: this.lineNo, frame });
       }
       start = nl + 1;
+      if (gate !== null && gate.held && start < chunk.length) {
+        this.deferred = chunk.subarray(start);
+        return;
+      }
     }
   }
 
-  /** Signal end of stream: reports what remains after the last newline. */
+  /** Signal end of stream: reports what remains after the last newline (bytes the gate held back are split first). */
   end(): void {
+    if (this.deferred !== null) {
+      const rest = this.deferred;
+      this.deferred = null;
+      this.split(rest, null);
+    }
     if (this.oversizeHead !== null) {
       const head = this.oversizeHead.subarray(0, this.headBytes);
       const bytes = this.pendingBytes;

@@ -93,6 +93,9 @@ export class Session {
   private stderrBytes = 0;
   /** Why the client's input is paused: its frames wait for the child, or mcpguard's answers wait for the client. */
   private readonly inputHeld = { byChild: false, byClient: false, done: false };
+  /** Read by the client's line splitter after every line: while held, the rest of a read waits. */
+  private readonly inputGate = { held: false };
+  private resumeLines: () => boolean = () => true;
 
   constructor(private readonly options: SessionOptions, private readonly io: SessionIO) {
     // Created before the child so a client that is already gone is noticed; the
@@ -114,8 +117,10 @@ export class Session {
   private holdInput(why: 'byChild' | 'byClient', held: boolean): void {
     const h = this.inputHeld;
     h[why] = held;
-    if (h.byChild || h.byClient || h.done) this.io.input.pause();
-    else this.io.input.resume();
+    this.inputGate.held = h.byChild || h.byClient || h.done;
+    if (this.inputGate.held) return void this.io.input.pause();
+    // Lines of an earlier read come before any new read; splitting them may close the gate again.
+    if (this.resumeLines() && !this.inputGate.held) this.io.input.resume();
   }
 
   /** First cause wins; later calls only escalate a shutdown already under way. */
@@ -188,7 +193,8 @@ export class Session {
     started.release();
 
     // Client stdin → relay.
-    const clientLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromClient(event));
+    const clientLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromClient(event), this.inputGate);
+    this.resumeLines = () => clientLines.resume();
     const onInput = (chunk: Buffer) => clientLines.push(chunk);
     io.input.on('data', onInput);
     io.input.once('end', () => {

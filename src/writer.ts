@@ -25,7 +25,7 @@ export interface Delivery {
 }
 
 /** What a queued frame counts toward the limit besides its bytes: the queue entry and the Buffer object. */
-export const ENTRY_COST = 1024;
+export const ENTRY_COST = 16 * 1024;
 
 interface Queued {
   frame: Buffer;

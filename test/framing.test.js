@@ -190,3 +190,46 @@ describe('LineSplitter: random splits give the same events as one chunk', () => 
     }), { numRuns: 500 });
   });
 });
+
+test('a gate held mid-chunk defers the rest of the read; resume and end deliver it in order, once', () => {
+  const gate = { held: false };
+  const seen = [];
+  const splitter = new LineSplitter(1024, (e) => {
+    seen.push(e.kind === 'line' ? e.frame.toString() : `${e.kind}:${e.bytes}`);
+    if (seen.length === 2) gate.held = true; // the consumer's queue filled after line 2
+  }, gate);
+  splitter.push(Buffer.from('a\nb\nc\nd\ne\n'));
+  assert.deepEqual(seen, ['a\n', 'b\n'], 'nothing after the gate closed');
+  splitter.push(Buffer.from('f\npart')); // a read that was already on its way waits behind the deferred bytes
+  assert.deepEqual(seen, ['a\n', 'b\n']);
+  gate.held = false;
+  assert.equal(splitter.resume(), true);
+  assert.deepEqual(seen, ['a\n', 'b\n', 'c\n', 'd\n', 'e\n', 'f\n']);
+  gate.held = true;
+  splitter.push(Buffer.from('-tail\ng\nh\n'));
+  assert.deepEqual(seen.slice(6), ['part-tail\n'], 'one line, then the gate holds again');
+  splitter.end(); // end of stream delivers what waits, gate or not
+  assert.deepEqual(seen.slice(7), ['g\n', 'h\n']);
+});
+
+test('with a gate toggled at random, the lines and their order are those of an ungated splitter', () => {
+  fc.assert(fc.property(fc.array(fc.stringMatching(/^[a-z\n]{0,40}$/), { maxLength: 12 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 50 }), (pieces, flips) => {
+    const plain = [];
+    const ungated = new LineSplitter(64, (e) => plain.push(JSON.stringify(e.kind === 'line' ? e.frame.toString() : e)));
+    for (const p of pieces) ungated.push(Buffer.from(p));
+    ungated.end();
+    const gated = [];
+    const gate = { held: false };
+    let i = 0;
+    const splitter = new LineSplitter(64, (e) => {
+      gated.push(JSON.stringify(e.kind === 'line' ? e.frame.toString() : e));
+      gate.held = flips[i++ % flips.length];
+    }, gate);
+    for (const p of pieces) {
+      splitter.push(Buffer.from(p));
+      if (gate.held && flips[i++ % flips.length]) { gate.held = false; splitter.resume(); }
+    }
+    splitter.end();
+    assert.deepEqual(gated, plain);
+  }), { numRuns: 500 });
+});
