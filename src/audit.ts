@@ -35,6 +35,7 @@ const END = new RecordShape('call_end', [
   'call_id', 'session_id', 'request_id', 'method', 'tool', 'state', 'detail', 'cancel_requested',
   'stderr_bytes_seen', 'stderr_bytes_retained', 'stderr_truncated', 'stderr_shared_window',
   'exit_status', 'stream_end', 'started_at', 'dispatched_at', 'ended_at',
+  'protocol_version', 'traceparent', 'chain', 'continues', 'linked_by', 'request_state_sha256', 'flags',
 ]);
 
 export class AuditLog implements SessionObserver {
@@ -87,6 +88,7 @@ export class AuditLog implements SessionObserver {
       call.callId, this.sessionId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), call.state, maskText(m, call.detail), call.cancelRequested,
       stderr?.seen ?? 0, stderr?.retained ?? 0, stderr?.truncated ?? false, stderr?.shared ?? false,
       call.exitStatus, call.streamEnd, isoAt(call.startedAt), iso(call.dispatchedAt), iso(call.endedAt),
+      maskText(m, call.protocolVersion), maskText(m, call.traceparent), call.chain, call.continues, call.linkedBy, call.requestStateHash, call.flags,
     ], 'turn');
   }
 
@@ -97,6 +99,7 @@ export class AuditLog implements SessionObserver {
       code: rejection.code,
       reason: this.masker.text(rejection.reason),
       fingerprint: rejection.frame === null ? { sha256_16: null, bytes: rejection.bytes } : fingerprint(rejection.frame),
+      ...(rejection.rule === undefined ? {} : { rule: rejection.rule, action: rejection.action ?? 'refused' }),
     });
   }
 

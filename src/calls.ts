@@ -14,7 +14,9 @@ export type CallState =
   | 'cancelled_before_dispatch' // cancelled while still queued inside mcpguard
   | 'cancelled_after_dispatch' // cancelled (by the client or by mcpguard's shutdown) after the child got it
   | 'timed_out_after_dispatch' // --call-timeout expired after the child got it
-  | 'unknown_after_dispatch'; // the child exited with the call in flight: the action may have happened
+  | 'unknown_after_dispatch' // the child exited with the call in flight: the action may have happened
+  | 'input_required' // the child answered that it needs input first (2026-07-28); the client's retry is a new call
+  | 'stream_ended'; // a subscriptions/listen stream ended (by the server, the client, or the session's end)
 
 export interface Call {
   /** mcpguard's own id for the call (stable across records). */
@@ -24,6 +26,21 @@ export interface Call {
   method: string | null;
   /** `params.name` of a tools/call. */
   tool: string | null;
+  /** What a multi-round call is about (method and tool, prompt or resource), for linking its legs; else null. */
+  target: string | null;
+  /** The protocol version the call ran under (negotiated, or claimed in its `_meta`). */
+  protocolVersion: string | null;
+  /** W3C traceparent from the request's `_meta`, if any. */
+  traceparent: string | null;
+  /** For a retry after `input_required`: the call id of the leg before, and how the link was made. */
+  continues: string | null;
+  linkedBy: 'request_state' | 'same_target' | null;
+  /** The call id of the first leg of a multi-round call (set on every leg); else null. */
+  chain: string | null;
+  /** Hash of the `requestState` an `input_required` answer carried. */
+  requestStateHash: string | null;
+  /** Era rules this call's answer broke without being refused (e.g. a result without resultType). */
+  flags: string[] | null;
   startedAt: number;
   dispatchedAt: number | null;
   /** Set once, when the call ends. */
@@ -50,6 +67,14 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
     idKey,
     method,
     tool,
+    target: null,
+    protocolVersion: null,
+    traceparent: null,
+    continues: null,
+    linkedBy: null,
+    chain: null,
+    requestStateHash: null,
+    flags: null,
     startedAt: Date.now(),
     dispatchedAt: null,
     state: null,

@@ -148,9 +148,13 @@ function invalid(code: number, reason: string): Invalid {
   return { kind: 'invalid', code, reason, id: null, method: null };
 }
 
-/** Serialise an error response (a frame mcpguard itself writes). */
+/**
+ * Serialise an error response (a frame mcpguard itself writes). Its `data`
+ * always names mcpguard as the source, so a client can tell it from an
+ * answer of the server's.
+ */
 export function errorResponse(id: RequestId | null, code: number, message: string, data?: Record<string, unknown>): Buffer {
-  const error = data === undefined ? { code, message } : { code, message, data };
+  const error = { code, message, data: { source: 'mcpguard', ...data } };
   return Buffer.from(`{"jsonrpc":"2.0","id":${idJson(id)},"error":${JSON.stringify(error)}}\n`);
 }
 

@@ -19,6 +19,10 @@ export interface Rejection {
   frame: Buffer | null;
   /** The line's length in bytes, without its newline. */
   bytes: number;
+  /** The protocol-era rule it broke, when that is why (wire/era.ts). */
+  rule?: string;
+  /** What mcpguard did with it: refused (the default), or forwarded and only reported (--era-rules warn, or a rule that only flags). */
+  action?: 'refused' | 'forwarded';
 }
 
 export interface SessionObserver {

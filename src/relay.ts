@@ -9,10 +9,12 @@ import { processMasker } from './mask.js';
 import type { LineEvent } from './framing.js';
 import {
   cancellation, classifyFrame, errorResponse, idKey, memberId, memberString, peekId,
-  CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT,
-  type Classified, type Message, type RequestId, type Response,
+  CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT,
+  type Classified, type Message, type Notification, type Request, type RequestId, type Response,
 } from './jsonrpc.js';
 import type { Rejection, SessionObserver } from './observer.js';
+import { EraTracker, STREAM_METHODS, checkServerResult, readMeta, resultType, type EraRules, type RequestMeta, type RuleKind, type Violation } from './wire/era.js';
+import { LegLinker } from './wire/legs.js';
 import type { Delivery, FrameWriter } from './writer.js';
 
 export interface RelayOptions {
@@ -22,6 +24,8 @@ export interface RelayOptions {
   allowBatch: boolean;
   /** Milliseconds, or null for no deadline. */
   callTimeout: number | null;
+  /** What to do with a line that breaks its protocol era's rules: refuse it, or forward it and report it. */
+  eraRules: EraRules;
 }
 
 export interface RelayCounters {
@@ -36,21 +40,23 @@ export interface RelayCounters {
   undelivered: number;
   /** Calls per final state. */
   states: Partial<Record<CallState, number>>;
+  /** Lines that broke their era's rules, per rule (refused or, with --era-rules warn, forwarded). */
+  eraViolations: Partial<Record<RuleKind, number>>;
 }
 
-/**
- * Requests that open a stream rather than ask for one answer (MCP 2026-07-28
- * `subscriptions/listen`: the server keeps it open and tags notifications
- * with it). A deadline would cut a healthy stream, so --call-timeout skips
- * them; they end on the server's response or a cancellation.
- */
-const STREAMS = new Set(['subscriptions/listen']);
+/** The client's view of a request's metadata when it has none to read. */
+const NO_META: RequestMeta = { version: null, claimsModern: false, capabilities: false, traceparent: null };
 
 export class Relay {
   readonly calls = new CallTable();
   readonly counters: RelayCounters = {
-    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {},
+    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, eraViolations: {},
   };
+  /** The session's protocol era, learned from what passes. */
+  readonly era = new EraTracker();
+  private readonly legs = new LegLinker();
+  /** Flag-only rules already explained once on stderr (a server that omits resultType would otherwise say so on every call). */
+  private readonly explained = new Set<RuleKind>();
   /** Set when mcpguard accepts no more client input (on-invalid close, shutdown). */
   inputClosed = false;
 
@@ -76,7 +82,7 @@ export class Relay {
     if (event.kind === 'partial') {
       return this.reject(event.line, PARSE_ERROR, 'incomplete line at end of input (no newline)', peekId(event.bytes), event.bytes, event.bytes.length);
     }
-    const message = classifyFrame(event.frame, this.options);
+    const message = classifyFrame(event.frame, this.classifyOptions());
     if (message.kind === 'invalid') {
       const id = message.id ?? (message.code === PARSE_ERROR ? peekId(event.frame) : null);
       return this.reject(event.line, message.code, message.reason, id, event.frame, event.frame.length - 1, message.method);
@@ -84,8 +90,71 @@ export class Relay {
     const items = message.kind === 'batch' ? message.items : [message];
     const problem = this.checkClientState(items);
     if (problem !== null) return this.reject(event.line, INVALID_REQUEST, problem.reason, problem.id, event.frame, event.frame.length - 1);
+    const metas = this.checkClientEra(event.line, message.frame, items);
+    if (metas === null) return;
     this.counters.clientFrames++;
-    this.forwardToChild(message.frame, items);
+    this.forwardToChild(message.frame, items, metas);
+  }
+
+  private readonly classifying = { allowBatch: false };
+
+  /** Batches pass only where the era has them (see EraTracker.batchesAllowed). */
+  private classifyOptions(): { allowBatch: boolean } {
+    this.classifying.allowBatch = this.era.batchesAllowed(this.options.allowBatch);
+    return this.classifying;
+  }
+
+  /**
+   * The era's rules for a client line, before any of it is applied. Returns
+   * each item's `_meta` reading, or null when the line was refused (a request
+   * is answered; a notification or response is not, as JSON-RPC requires).
+   */
+  private checkClientEra(line: number, frame: Buffer, items: readonly Message[]): RequestMeta[] | null {
+    const metas: RequestMeta[] = [];
+    let broken: Violation | null = null;
+    let culprit: Message | null = null;
+    for (const item of items) {
+      let meta = NO_META;
+      let violation: Violation | null = null;
+      if (item.kind === 'response') {
+        if (this.era.era === 'modern') violation = { rule: 'client_response', reason: 'a client must not write JSON-RPC responses in 2026-07-28 (servers send it no requests)', severity: 'refuse' };
+      } else {
+        if (item.params?.members?.has('_meta')) meta = readMeta(frame, item.params);
+        violation = this.era.checkClient(item.method, meta, item.kind === 'request');
+      }
+      metas.push(meta);
+      if (violation !== null && broken === null) [broken, culprit] = [violation, item];
+    }
+    if (broken === null) return metas;
+    if (this.options.eraRules === 'warn' || broken.severity === 'flag') {
+      this.reportViolation('client', line, broken, frame, 'forwarded');
+      return metas;
+    }
+    if (culprit!.kind === 'request') {
+      const code = broken.rule === 'missing_meta' ? INVALID_PARAMS : INVALID_REQUEST;
+      this.reject(line, code, broken.reason, items.length === 1 ? culprit!.id : null, frame, frame.length - 1, culprit!.method, broken.rule);
+    } else {
+      this.counters.rejectedClient++;
+      this.reportViolation('client', line, broken, frame, 'refused');
+    }
+    return null;
+  }
+
+  /**
+   * A line that broke its era's rules: counted, said on stderr (a rule that
+   * is only flagged, or forwarded under --era-rules warn, once per session:
+   * a peer that breaks it on every call would flood stderr), and recorded.
+   */
+  private reportViolation(direction: 'client' | 'child', line: number, v: Violation, frame: Buffer, action: 'refused' | 'forwarded'): void {
+    this.counters.eraViolations[v.rule] = (this.counters.eraViolations[v.rule] ?? 0) + 1;
+    const first = !this.explained.has(v.rule);
+    this.explained.add(v.rule);
+    if (action === 'refused' || first) {
+      const what = action === 'refused' ? (direction === 'client' ? 'refused client line' : 'diverted child line') : `forwarded ${direction === 'client' ? 'client' : 'child'} line`;
+      const later = action === 'forwarded' ? ' (further lines breaking this rule are only counted)' : '';
+      this.diag.line(`${what} ${line}: ${v.rule}: ${v.reason}: ${escapeBytes(frame.subarray(0, frame.length - 1))}${later}`);
+    }
+    if (v.severity === 'refuse') this.notify({ direction, line, code: null, reason: v.reason, frame: frame.subarray(0, frame.length - 1), bytes: frame.length - 1, rule: v.rule, action });
   }
 
   /**
@@ -128,15 +197,14 @@ export class Relay {
     return null;
   }
 
-  private forwardToChild(frame: Buffer, items: readonly Message[]): void {
+  private forwardToChild(frame: Buffer, items: readonly Message[], metas: readonly RequestMeta[]): void {
     const started: Call[] = [];
     const vetoed: Call[] = [];
     let forward = true;
-    for (const item of items) {
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
       if (item.kind === 'request') {
-        const tool = item.method === 'tools/call' ? memberString(item.frame, item.params, 'name') ?? null : null;
-        const call = newCall(item.id, item.idKey, item.method, tool);
-        this.calls.inFlight.set(item.idKey, call);
+        const call = this.startCall(item, metas[i]!);
         let recorded = true;
         for (const o of this.observers) if (o.callStarted?.(call) === false) recorded = false;
         if (!recorded) vetoed.push(call);
@@ -158,6 +226,22 @@ export class Relay {
     }
     if (!forward) return;
     this.toChild.write(frame, started.length === 0 ? undefined : this.delivery(started), started.length === 1 ? started[0] : undefined);
+  }
+
+  /** A request's call, with what its era and its metadata say about it. */
+  private startCall(item: Request, meta: RequestMeta): Call {
+    const { method, frame, params } = item;
+    this.era.clientRequest(method, item.idKey, meta, params, frame);
+    const tool = method === 'tools/call' ? memberString(frame, params, 'name') ?? null : null;
+    const call = newCall(item.id, item.idKey, method, tool);
+    this.calls.inFlight.set(item.idKey, call);
+    call.protocolVersion = meta.version ?? this.era.version;
+    call.traceparent = meta.traceparent;
+    if (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') {
+      call.target = `${method} ${tool ?? memberString(frame, params, method === 'resources/read' ? 'uri' : 'name') ?? ''}`;
+      this.legs.retry(call, params, frame);
+    }
+    return call;
   }
 
   /** How the calls of one forwarded line learn that it reached the child's stdin, or never will. */
@@ -202,12 +286,14 @@ export class Relay {
       this.end(call, 'cancelled_before_dispatch', 'cancelled by the client before it reached the server');
       return false;
     }
-    this.end(call, 'cancelled_after_dispatch', 'cancelled by the client', true);
+    // Closing a stream is how a listen ends, not a failed call.
+    if (STREAM_METHODS.has(call.method!)) this.end(call, 'stream_ended', 'closed by the client (notifications/cancelled)', true);
+    else this.end(call, 'cancelled_after_dispatch', 'cancelled by the client', true);
     return true;
   }
 
   private armDeadline(call: Call): void {
-    if (this.options.callTimeout === null || STREAMS.has(call.method!)) return;
+    if (this.options.callTimeout === null || STREAM_METHODS.has(call.method!)) return;
     call.timer = setTimeout(() => this.expire(call), this.options.callTimeout);
     call.timer.unref();
   }
@@ -227,16 +313,22 @@ export class Relay {
     this.answer(call, REQUEST_TIMEOUT, `mcpguard: request timed out after ${ms} ms (--call-timeout)`);
   }
 
-  private reject(line: number, code: number, reason: string, readId: RequestId | null, frame: Buffer | null, bytes: number, method: string | null = null): void {
+  /**
+   * Refuse a client line, answering it (id null when none can be paired).
+   * A line that breaks only an era rule (`rule`) was well-formed: the stream
+   * is still in step, so it never closes the session.
+   */
+  private reject(line: number, code: number, reason: string, readId: RequestId | null, frame: Buffer | null, bytes: number, method: string | null = null, rule: RuleKind | null = null): void {
     this.counters.rejectedClient++;
+    if (rule !== null) this.counters.eraViolations[rule] = (this.counters.eraViolations[rule] ?? 0) + 1;
     // Answering with an id still in flight would pair this error with that request.
     const id = readId !== null && this.calls.inFlight.has(idKey(readId)) ? null : readId;
-    this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${processMasker().text(reason)}`));
-    this.diag.line(`rejected client line ${line}: ${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`);
+    this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${processMasker().text(reason)}`, rule === null ? undefined : { rule }));
+    this.diag.line(`rejected client line ${line}: ${rule === null ? '' : `${rule}: `}${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`);
     // A request with a readable id still gets its one final record; it never had an attempt.
     if (id !== null) this.end(newCall(id, null, method, null), 'rejected', reason);
-    this.notify({ direction: 'client', line, code, reason, frame, bytes });
-    if (this.options.onInvalid === 'close') {
+    this.notify(rule === null ? { direction: 'client', line, code, reason, frame, bytes } : { direction: 'client', line, code, reason, frame, bytes, rule, action: 'refused' });
+    if (this.options.onInvalid === 'close' && rule === null) {
       this.inputClosed = true;
       this.requestEnd('invalid_client_frame');
     }
@@ -247,13 +339,20 @@ export class Relay {
   fromChild(event: LineEvent): void {
     if (event.kind === 'oversize') return this.noise(event.line, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, event.head, event.bytes);
     if (event.kind === 'partial') return this.noise(event.line, 'incomplete line at end of output (no newline)', event.bytes, event.bytes.length);
-    const message: Classified = classifyFrame(event.frame, this.options);
+    const message: Classified = classifyFrame(event.frame, this.classifyOptions());
     if (message.kind === 'invalid') return this.noise(event.line, message.reason, event.frame, event.frame.length - 1);
     const items = message.kind === 'batch' ? message.items : [message];
-    // Validate the whole line against the call table before acting on any of it.
+    // Validate the whole line against the call table and the era before acting on any of it.
     for (const item of items) {
       if (item.kind === 'response' && !this.calls.inFlight.has(item.idKey)) {
         return this.noise(event.line, `response to id ${JSON.stringify(item.id)}, which no client request in flight has`, event.frame, event.frame.length - 1);
+      }
+      if (this.era.era === 'modern' && item.kind !== 'response') {
+        const violation = this.serverMessageRule(item);
+        if (violation !== null) {
+          if (this.options.eraRules === 'enforce') return this.divert(event.line, violation, event.frame);
+          this.reportViolation('child', event.line, violation, event.frame, 'forwarded');
+        }
       }
       if (item.kind === 'request' && this.calls.childRequests.has(item.idKey)) {
         return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is already in flight`, event.frame, event.frame.length - 1);
@@ -261,17 +360,25 @@ export class Relay {
     }
     let late = 0;
     let frame = message.frame;
-    const answered: Array<[Call, CallState]> = [];
+    const answered: Array<[Call, CallState, string | null]> = [];
     for (const item of items) {
       if (item.kind === 'request') this.calls.childRequests.set(item.idKey, { id: item.id, method: item.method });
-      else if (item.kind === 'response') {
+      else if (item.kind === 'notification') this.serverCancels(item);
+      else {
         const call = this.calls.inFlight.get(item.idKey)!;
         this.calls.inFlight.delete(item.idKey);
         if (call.state !== null) {
           late++;
           continue;
         }
-        answered.push([call, item.isError ? 'error' : 'completed']);
+        this.era.answered(item.idKey, !item.isError, item.isError ? undefined : item.body, item.frame);
+        const outcome = this.outcome(event.line, call, item);
+        if (outcome === null) {
+          // Refused (a single response: there are no batches in the era that has these rules).
+          this.counters.childFrames++;
+          return;
+        }
+        answered.push([call, outcome[0], outcome[1]]);
         const decorated = items.length === 1 ? this.decorate?.(call, item) ?? null : null;
         if (decorated !== null) frame = decorated;
       }
@@ -285,7 +392,63 @@ export class Relay {
     this.counters.childFrames++;
     // The answer goes out first; the final records follow (only the attempt must be write-ahead).
     this.toClient.write(frame);
-    for (const [call, state] of answered) this.end(call, state, null);
+    for (const [call, state, detail] of answered) this.end(call, state, detail);
+  }
+
+  /** A modern server may write responses and notifications only, and cancel nothing but a listen. */
+  private serverMessageRule(item: Request | Notification): Violation | null {
+    if (item.kind === 'request') {
+      return { rule: 'server_request', reason: 'a 2026-07-28 server must not write JSON-RPC requests (they travel inside an input_required result)', severity: 'refuse' };
+    }
+    if (item.method !== 'notifications/cancelled' || this.openListen(item) !== undefined) return null;
+    return { rule: 'stray_server_cancel', reason: 'a 2026-07-28 server may send notifications/cancelled only to end an open subscriptions/listen', severity: 'refuse' };
+  }
+
+  /** The open listen a server notifications/cancelled names, if any. */
+  private openListen(item: Notification): Call | undefined {
+    const requestId = memberId(item.frame, item.params, 'requestId');
+    const call = requestId === undefined ? undefined : this.calls.inFlight.get(idKey(requestId));
+    return call !== undefined && call.state === null && STREAM_METHODS.has(call.method!) ? call : undefined;
+  }
+
+  /** A modern server ends a listen stream with notifications/cancelled (no response follows). */
+  private serverCancels(item: Notification): void {
+    if (this.era.era !== 'modern' || item.method !== 'notifications/cancelled') return;
+    const listen = this.openListen(item);
+    if (listen !== undefined) this.end(listen, 'stream_ended', 'closed by the server (notifications/cancelled)');
+  }
+
+  /**
+   * The final state of a call from its answer, or null when mcpguard refused
+   * the answer (a result that breaks the era's rules under enforce): the
+   * client then gets mcpguard's error instead, and the call ends as an error.
+   */
+  private outcome(line: number, call: Call, response: Response): [CallState, string | null] | null {
+    if (response.isError) return ['error', null];
+    if (this.era.era === 'modern') {
+      const violation = checkServerResult(call.method, response.body, response.frame);
+      if (violation !== null) {
+        if (violation.severity === 'refuse' && this.options.eraRules === 'enforce') {
+          this.reportViolation('child', line, violation, response.frame, 'refused');
+          this.end(call, 'error', `mcpguard refused the server's answer: ${violation.reason}`);
+          this.toClient.write(errorResponse(call.requestId, INTERNAL_ERROR, `mcpguard refused the server's answer: ${violation.reason}`, { state: 'error', rule: violation.rule }));
+          return null;
+        }
+        this.reportViolation('child', line, violation, response.frame, 'forwarded');
+        (call.flags ??= []).push(violation.rule);
+      }
+    }
+    if (response.body.members!.has('resultType') && resultType(response.body, response.frame) === 'input_required') {
+      this.legs.inputRequired(call, response.body, response.frame);
+      return ['input_required', 'the server needs input first; the client retries as a new call'];
+    }
+    if (STREAM_METHODS.has(call.method!)) return ['stream_ended', "closed by the server's response"];
+    return ['completed', null];
+  }
+
+  /** A server line that breaks its era's rules, refused: not forwarded, and (for a request) its id never enters the table. */
+  private divert(line: number, violation: Violation, frame: Buffer): void {
+    this.reportViolation('child', line, violation, frame, 'refused');
   }
 
   private noise(line: number, reason: string, bytes: Buffer, length: number): void {
@@ -309,7 +472,7 @@ export class Relay {
       const dispatched = call.dispatchedAt !== null || !this.toChild.withdraw(call);
       call.exitStatus = observed.exitStatus;
       call.streamEnd = observed.streamEnd;
-      this.end(call, dispatched ? state : 'cancelled_before_dispatch', why);
+      this.end(call, !dispatched ? 'cancelled_before_dispatch' : STREAM_METHODS.has(call.method!) ? 'stream_ended' : state, why);
       this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
     }
   }

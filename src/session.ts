@@ -73,6 +73,8 @@ export interface SessionSummary {
   streamEnd: { stdout: StreamEnd; stderr: StreamEnd };
   stderrBytes: number;
   counters: RelayCounters;
+  /** The protocol era and version the session spoke, as far as mcpguard could tell. */
+  protocol: { era: string; version: string | null; decidedBy: string | null };
   outputDropped: number;
   /** Bytes the client never took before mcpguard gave up waiting at exit. */
   outputUnflushedBytes: number;
@@ -259,6 +261,7 @@ export class Session {
       streamEnd: { stdout: outEnd, stderr: errEnd },
       stderrBytes: this.stderrBytes,
       counters: relay.counters,
+      protocol: { era: relay.era.era, version: relay.era.version, decidedBy: relay.era.decidedBy },
       outputDropped: this.toClient.dropped,
       outputUnflushedBytes: 0,
       startedAt,
@@ -294,7 +297,8 @@ export class Session {
       endReason: 'spawn_failed', pid: null, exitCode: null, signal: null, status, spawnError: message,
       forcedKill: false, unkillable: false, signalsSent: [], survivors: [], foundByMarker: null, triggerToExitMs: null,
       streamEnd: { stdout: 'not_started', stderr: 'not_started' }, stderrBytes: 0,
-      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {} },
+      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, eraViolations: {} },
+      protocol: { era: 'unknown', version: null, decidedBy: null },
       outputDropped: 0, outputUnflushedBytes: 0, startedAt, endedAt: Date.now(),
     };
   }

@@ -206,7 +206,7 @@ describe('endings', () => {
 
 describe('cancellation and deadlines', () => {
   test('--call-timeout never ends a subscriptions/listen (a stream): its notification arrives; a call still times out', { timeout: 30000 }, async () => {
-    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', clientCapabilities: {} };
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
     const g = start(['--call-timeout=300', '--', 'python3', fixture('listen-server.py')], { LISTEN_NOTIFY_MS: '900', SLOW_TOOL_MS: '1500' });
     g.child.stdin.write(frame({ jsonrpc: '2.0', id: 5, method: 'subscriptions/listen', params: { _meta: meta } })
       + frame({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'slow', _meta: meta } }));
@@ -221,7 +221,8 @@ describe('cancellation and deadlines', () => {
     const five = out.filter((m) => m.id === 5);
     assert.equal(five.length, 1, JSON.stringify(five));
     assert.notEqual(five[0].error?.code, -32001, 'no made-up timeout for the stream');
-    assert.equal(five[0].error.data.state, 'cancelled_after_dispatch', 'it ended with the session');
+    assert.equal(five[0].error.data.state, 'stream_ended', 'it ended with the session');
+    assert.equal(five[0].error.data.source, 'mcpguard');
   });
 
   test('a client cancellation is forwarded to the child; the late response is dropped', { timeout: 30000 }, async () => {
