@@ -10,11 +10,11 @@ import type { LineEvent } from './framing.js';
 import {
   cancellation, classifyFrame, errorResponse, idKey, memberId, memberString, peekId,
   CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT,
-  type Classified, type Message, type Notification, type Request, type RequestId, type Response,
+  type Classified, type Message, type Request, type RequestId, type Response,
 } from './jsonrpc.js';
 import type { Rejection, SessionObserver } from './observer.js';
-import { EraTracker, STREAM_METHODS, checkServerResult, readMeta, resultType, type EraRules, type RequestMeta, type RuleKind, type Violation } from './wire/era.js';
-import { LegLinker } from './wire/legs.js';
+import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from './wire/era.js';
+import { EraGuard } from './wire/era-guard.js';
 import type { Delivery, FrameWriter } from './writer.js';
 
 export interface RelayOptions {
@@ -44,19 +44,14 @@ export interface RelayCounters {
   eraViolations: Partial<Record<RuleKind, number>>;
 }
 
-/** The client's view of a request's metadata when it has none to read. */
-const NO_META: RequestMeta = { version: null, claimsModern: false, capabilities: false, traceparent: null };
 
 export class Relay {
   readonly calls = new CallTable();
   readonly counters: RelayCounters = {
     clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, eraViolations: {},
   };
-  /** The session's protocol era, learned from what passes. */
-  readonly era = new EraTracker();
-  private readonly legs = new LegLinker();
-  /** Flag-only rules already explained once on stderr (a server that omits resultType would otherwise say so on every call). */
-  private readonly explained = new Set<RuleKind>();
+  /** The session's protocol era, learned from what passes, and its rules. */
+  readonly eras: EraGuard;
   /** Set when mcpguard accepts no more client input (on-invalid close, shutdown). */
   inputClosed = false;
 
@@ -70,7 +65,9 @@ export class Relay {
     private readonly requestEnd: (reason: string) => void,
     /** May return a replacement frame for a single response that ends a call. */
     private readonly decorate: ((call: Call, response: Response) => Buffer | null) | null = null,
-  ) {}
+  ) {
+    this.eras = new EraGuard(options.eraRules, this.counters.eraViolations, diag, (r) => this.notify(r), (key) => this.calls.inFlight.get(key));
+  }
 
   // ---- client → child ----
 
@@ -100,7 +97,7 @@ export class Relay {
 
   /** Batches pass only where the era has them (see EraTracker.batchesAllowed). */
   private classifyOptions(): { allowBatch: boolean } {
-    this.classifying.allowBatch = this.era.batchesAllowed(this.options.allowBatch);
+    this.classifying.allowBatch = this.eras.tracker.batchesAllowed(this.options.allowBatch);
     return this.classifying;
   }
 
@@ -110,51 +107,17 @@ export class Relay {
    * is answered; a notification or response is not, as JSON-RPC requires).
    */
   private checkClientEra(line: number, frame: Buffer, items: readonly Message[]): RequestMeta[] | null {
-    const metas: RequestMeta[] = [];
-    let broken: Violation | null = null;
-    let culprit: Message | null = null;
-    for (const item of items) {
-      let meta = NO_META;
-      let violation: Violation | null = null;
-      if (item.kind === 'response') {
-        if (this.era.era === 'modern') violation = { rule: 'client_response', reason: 'a client must not write JSON-RPC responses in 2026-07-28 (servers send it no requests)', severity: 'refuse' };
-      } else {
-        if (item.params?.members?.has('_meta')) meta = readMeta(frame, item.params);
-        violation = this.era.checkClient(item.method, meta, item.kind === 'request');
-      }
-      metas.push(meta);
-      if (violation !== null && broken === null) [broken, culprit] = [violation, item];
-    }
-    if (broken === null) return metas;
-    if (this.options.eraRules === 'warn' || broken.severity === 'flag') {
-      this.reportViolation('client', line, broken, frame, 'forwarded');
-      return metas;
-    }
-    if (culprit!.kind === 'request') {
-      const code = broken.rule === 'missing_meta' ? INVALID_PARAMS : INVALID_REQUEST;
-      this.reject(line, code, broken.reason, items.length === 1 ? culprit!.id : null, frame, frame.length - 1, culprit!.method, broken.rule);
+    const { metas, refuse } = this.eras.clientLine(line, frame, items);
+    if (refuse === null) return metas;
+    const { violation, culprit } = refuse;
+    if (culprit.kind === 'request') {
+      const code = violation.rule === 'missing_meta' ? INVALID_PARAMS : INVALID_REQUEST;
+      this.reject(line, code, violation.reason, items.length === 1 ? culprit.id : null, frame, frame.length - 1, culprit.method, violation.rule);
     } else {
       this.counters.rejectedClient++;
-      this.reportViolation('client', line, broken, frame, 'refused');
+      this.eras.report('client', line, violation, frame, 'refused');
     }
     return null;
-  }
-
-  /**
-   * A line that broke its era's rules: counted, said on stderr (a rule that
-   * is only flagged, or forwarded under --era-rules warn, once per session:
-   * a peer that breaks it on every call would flood stderr), and recorded.
-   */
-  private reportViolation(direction: 'client' | 'child', line: number, v: Violation, frame: Buffer, action: 'refused' | 'forwarded'): void {
-    this.counters.eraViolations[v.rule] = (this.counters.eraViolations[v.rule] ?? 0) + 1;
-    const first = !this.explained.has(v.rule);
-    this.explained.add(v.rule);
-    if (action === 'refused' || first) {
-      const what = action === 'refused' ? (direction === 'client' ? 'refused client line' : 'diverted child line') : `forwarded ${direction === 'client' ? 'client' : 'child'} line`;
-      const later = action === 'forwarded' ? ' (further lines breaking this rule are only counted)' : '';
-      this.diag.line(`${what} ${line}: ${v.rule}: ${v.reason}: ${escapeBytes(frame.subarray(0, frame.length - 1))}${later}`);
-    }
-    if (v.severity === 'refuse') this.notify({ direction, line, code: null, reason: v.reason, frame: frame.subarray(0, frame.length - 1), bytes: frame.length - 1, rule: v.rule, action });
   }
 
   /**
@@ -230,17 +193,10 @@ export class Relay {
 
   /** A request's call, with what its era and its metadata say about it. */
   private startCall(item: Request, meta: RequestMeta): Call {
-    const { method, frame, params } = item;
-    this.era.clientRequest(method, item.idKey, meta, params, frame);
-    const tool = method === 'tools/call' ? memberString(frame, params, 'name') ?? null : null;
-    const call = newCall(item.id, item.idKey, method, tool);
+    const tool = item.method === 'tools/call' ? memberString(item.frame, item.params, 'name') ?? null : null;
+    const call = newCall(item.id, item.idKey, item.method, tool);
     this.calls.inFlight.set(item.idKey, call);
-    call.protocolVersion = meta.version ?? this.era.version;
-    call.traceparent = meta.traceparent;
-    if (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') {
-      call.target = `${method} ${tool ?? memberString(frame, params, method === 'resources/read' ? 'uri' : 'name') ?? ''}`;
-      this.legs.retry(call, params, frame);
-    }
+    this.eras.callStarted(call, item, meta);
     return call;
   }
 
@@ -347,12 +303,11 @@ export class Relay {
       if (item.kind === 'response' && !this.calls.inFlight.has(item.idKey)) {
         return this.noise(event.line, `response to id ${JSON.stringify(item.id)}, which no client request in flight has`, event.frame, event.frame.length - 1);
       }
-      if (this.era.era === 'modern' && item.kind !== 'response') {
-        const violation = this.serverMessageRule(item);
-        if (violation !== null) {
-          if (this.options.eraRules === 'enforce') return this.divert(event.line, violation, event.frame);
-          this.reportViolation('child', event.line, violation, event.frame, 'forwarded');
-        }
+      const violation = item.kind === 'response' ? null : this.eras.serverMessage(item);
+      if (violation !== null) {
+        // Diverted, not forwarded: a server request's id never enters the table.
+        if (this.options.eraRules === 'enforce') return this.eras.report('child', event.line, violation, event.frame, 'refused');
+        this.eras.report('child', event.line, violation, event.frame, 'forwarded');
       }
       if (item.kind === 'request' && this.calls.childRequests.has(item.idKey)) {
         return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is already in flight`, event.frame, event.frame.length - 1);
@@ -363,7 +318,10 @@ export class Relay {
     const answered: Array<[Call, CallState, string | null]> = [];
     for (const item of items) {
       if (item.kind === 'request') this.calls.childRequests.set(item.idKey, { id: item.id, method: item.method });
-      else if (item.kind === 'notification') this.serverCancels(item);
+      else if (item.kind === 'notification') {
+        const listen = this.eras.endedListen(item);
+        if (listen !== undefined) this.end(listen, 'stream_ended', 'closed by the server (notifications/cancelled)');
+      }
       else {
         const call = this.calls.inFlight.get(item.idKey)!;
         this.calls.inFlight.delete(item.idKey);
@@ -371,14 +329,16 @@ export class Relay {
           late++;
           continue;
         }
-        this.era.answered(item.idKey, !item.isError, item.isError ? undefined : item.body, item.frame);
-        const outcome = this.outcome(event.line, call, item);
-        if (outcome === null) {
-          // Refused (a single response: there are no batches in the era that has these rules).
+        const outcome = this.eras.outcome(event.line, call, item);
+        if ('refused' in outcome) {
+          // A single response (the era with these rules has no batches): the client gets mcpguard's error instead.
+          const why = `mcpguard refused the server's answer: ${outcome.refused.reason}`;
+          this.end(call, 'error', why);
+          this.toClient.write(errorResponse(call.requestId, INTERNAL_ERROR, why, { state: 'error', rule: outcome.refused.rule }));
           this.counters.childFrames++;
           return;
         }
-        answered.push([call, outcome[0], outcome[1]]);
+        answered.push([call, outcome.state, outcome.detail]);
         const decorated = items.length === 1 ? this.decorate?.(call, item) ?? null : null;
         if (decorated !== null) frame = decorated;
       }
@@ -393,62 +353,6 @@ export class Relay {
     // The answer goes out first; the final records follow (only the attempt must be write-ahead).
     this.toClient.write(frame);
     for (const [call, state, detail] of answered) this.end(call, state, detail);
-  }
-
-  /** A modern server may write responses and notifications only, and cancel nothing but a listen. */
-  private serverMessageRule(item: Request | Notification): Violation | null {
-    if (item.kind === 'request') {
-      return { rule: 'server_request', reason: 'a 2026-07-28 server must not write JSON-RPC requests (they travel inside an input_required result)', severity: 'refuse' };
-    }
-    if (item.method !== 'notifications/cancelled' || this.openListen(item) !== undefined) return null;
-    return { rule: 'stray_server_cancel', reason: 'a 2026-07-28 server may send notifications/cancelled only to end an open subscriptions/listen', severity: 'refuse' };
-  }
-
-  /** The open listen a server notifications/cancelled names, if any. */
-  private openListen(item: Notification): Call | undefined {
-    const requestId = memberId(item.frame, item.params, 'requestId');
-    const call = requestId === undefined ? undefined : this.calls.inFlight.get(idKey(requestId));
-    return call !== undefined && call.state === null && STREAM_METHODS.has(call.method!) ? call : undefined;
-  }
-
-  /** A modern server ends a listen stream with notifications/cancelled (no response follows). */
-  private serverCancels(item: Notification): void {
-    if (this.era.era !== 'modern' || item.method !== 'notifications/cancelled') return;
-    const listen = this.openListen(item);
-    if (listen !== undefined) this.end(listen, 'stream_ended', 'closed by the server (notifications/cancelled)');
-  }
-
-  /**
-   * The final state of a call from its answer, or null when mcpguard refused
-   * the answer (a result that breaks the era's rules under enforce): the
-   * client then gets mcpguard's error instead, and the call ends as an error.
-   */
-  private outcome(line: number, call: Call, response: Response): [CallState, string | null] | null {
-    if (response.isError) return ['error', null];
-    if (this.era.era === 'modern') {
-      const violation = checkServerResult(call.method, response.body, response.frame);
-      if (violation !== null) {
-        if (violation.severity === 'refuse' && this.options.eraRules === 'enforce') {
-          this.reportViolation('child', line, violation, response.frame, 'refused');
-          this.end(call, 'error', `mcpguard refused the server's answer: ${violation.reason}`);
-          this.toClient.write(errorResponse(call.requestId, INTERNAL_ERROR, `mcpguard refused the server's answer: ${violation.reason}`, { state: 'error', rule: violation.rule }));
-          return null;
-        }
-        this.reportViolation('child', line, violation, response.frame, 'forwarded');
-        (call.flags ??= []).push(violation.rule);
-      }
-    }
-    if (response.body.members!.has('resultType') && resultType(response.body, response.frame) === 'input_required') {
-      this.legs.inputRequired(call, response.body, response.frame);
-      return ['input_required', 'the server needs input first; the client retries as a new call'];
-    }
-    if (STREAM_METHODS.has(call.method!)) return ['stream_ended', "closed by the server's response"];
-    return ['completed', null];
-  }
-
-  /** A server line that breaks its era's rules, refused: not forwarded, and (for a request) its id never enters the table. */
-  private divert(line: number, violation: Violation, frame: Buffer): void {
-    this.reportViolation('child', line, violation, frame, 'refused');
   }
 
   private noise(line: number, reason: string, bytes: Buffer, length: number): void {

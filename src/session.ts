@@ -261,7 +261,7 @@ export class Session {
       streamEnd: { stdout: outEnd, stderr: errEnd },
       stderrBytes: this.stderrBytes,
       counters: relay.counters,
-      protocol: { era: relay.era.era, version: relay.era.version, decidedBy: relay.era.decidedBy },
+      protocol: { era: relay.eras.tracker.era, version: relay.eras.tracker.version, decidedBy: relay.eras.tracker.decidedBy },
       outputDropped: this.toClient.dropped,
       outputUnflushedBytes: 0,
       startedAt,
