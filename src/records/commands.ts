@@ -16,7 +16,7 @@ import { clip, formatClock, formatDate, formatDuration, printable, table } from 
 import { loadAuditKey } from './key.js';
 import { recordDirFor, resolveRecordDir } from './location.js';
 import { verifyDir, type VerifyResult } from './verify.js';
-import { activityRows, callRecords, loadLogs, sessionRow, type LoadedLog } from './views.js';
+import { activityRows, callRecords, loadLogs, sessionRow, type ActivityRow, type LoadedLog } from './views.js';
 
 export type RecordsCommandName = 'sessions' | 'activity' | 'show' | 'verify';
 
@@ -80,8 +80,9 @@ function sessions(logs: LoadedLog[], json: boolean, out: (text: string) => void,
   logs.forEach((log) => warnUnreadable(log, io));
   const rows = logs.map(sessionRow);
   if (json) rows.forEach((row) => out(`${JSON.stringify(row)}\n`));
-  else out(table(['SESSION', 'START', 'DURATION', 'COMMAND', 'END', 'EXIT', 'CALLS', 'REJECTED', 'SEALED'], rows.map((r) => [
-    r.session_id, formatDate(r.started_at), formatDuration(r.duration_ms), clip(r.command.join(' ') || '-', 40), r.end_reason ?? '-',
+  else out(table(['SESSION', 'START', 'DURATION', 'COMMAND', 'PROTOCOL', 'END', 'EXIT', 'CALLS', 'REJECTED', 'SEALED'], rows.map((r) => [
+    r.session_id, formatDate(r.started_at), formatDuration(r.duration_ms), clip(r.command.join(' ') || '-', 40),
+    r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), r.end_reason ?? '-',
     r.exit_code !== null ? String(r.exit_code) : r.signal ?? '-', String(r.calls), String(r.rejected), r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
   ])));
   return 0;
@@ -94,11 +95,32 @@ function activity(logs: LoadedLog[], wanted: string | undefined, json: boolean, 
   const rows = activityRows(log);
   if (json) { rows.forEach((row) => out(`${JSON.stringify(row)}\n`)); return 0; }
   out(`session ${log.sessionId}  ${formatDate(sessionRow(log).started_at)}  ${log.file}\n`);
-  out(table(['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'], rows.map((r) => r.kind === 'call'
-    ? [r.call_id, formatClock(r.time), r.method ?? '-', r.tool ?? '-', r.state,
+  out(table(['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'], withLegsUnderHeads(rows).map((r) => r.kind === 'call'
+    ? [r.leg !== null && r.leg > 1 ? `  ↳ ${r.call_id}` : r.call_id, formatClock(r.time), r.method ?? '-', r.tool ?? '-',
+      r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)` : r.state,
       r.stderr_bytes_seen === null ? '-' : `${r.stderr_bytes_seen}/${r.stderr_bytes_retained ?? '-'}${r.stderr_truncated ? ' truncated' : ''}`, formatDuration(r.duration_ms)]
     : ['(rejected)', formatClock(r.time), '-', '-', `from ${r.direction ?? '?'}: ${r.reason ?? '?'}${r.code !== null ? ` (${String(r.code)})` : ''}`, '-', '-'])));
   return 0;
+}
+
+/** A multi-round call reads as one: its later legs right under the leg before them, in order. */
+function withLegsUnderHeads(rows: ActivityRow[]): ActivityRow[] {
+  const later = new Map<string, ActivityRow[]>();
+  for (const r of rows) {
+    if (r.kind === 'call' && r.chain !== null && r.leg !== null && r.leg > 1) {
+      const legs = later.get(r.chain) ?? [];
+      legs.push(r);
+      later.set(r.chain, legs);
+    }
+  }
+  if (later.size === 0) return rows;
+  const ordered: ActivityRow[] = [];
+  for (const r of rows) {
+    if (r.kind === 'call' && r.leg !== null && r.leg > 1) continue;
+    ordered.push(r);
+    if (r.kind === 'call') ordered.push(...(later.get(r.call_id) ?? []));
+  }
+  return ordered;
 }
 
 function show(logs: LoadedLog[], callId: string, json: boolean, out: (text: string) => void, io: CommandIO, dir: string): number {

@@ -68,6 +68,9 @@ export interface SessionRow {
   signal: string | null;
   calls: number;
   rejected: number;
+  /** `legacy`, `modern` or `unknown`, and the protocol version, from the session record; null before it ends. */
+  era: string | null;
+  protocol_version: string | null;
   sealed: boolean;
   torn: boolean;
   records: number;
@@ -92,6 +95,8 @@ export function sessionRow(log: LoadedLog): SessionRow {
     rejected: rejected !== undefined
       ? Number(rejected.client ?? 0) + Number(rejected.child ?? 0)
       : log.records.filter((r) => r.type === 'reject').length,
+    era: str(end?.era),
+    protocol_version: str(end?.protocol_version),
     sealed: log.sealed,
     torn: log.torn,
     records: log.records.length,
@@ -101,7 +106,11 @@ export function sessionRow(log: LoadedLog): SessionRow {
 /** One call, or one rejected frame, as a row of `mcpguard activity`. */
 export type ActivityRow =
   | { kind: 'call'; session_id: string; call_id: string; time: string | null; request_id: unknown; method: string | null; tool: string | null;
-      state: string; stderr_bytes_seen: number | null; stderr_bytes_retained: number | null; stderr_truncated: boolean | null; duration_ms: number | null }
+      state: string; stderr_bytes_seen: number | null; stderr_bytes_retained: number | null; stderr_truncated: boolean | null; duration_ms: number | null;
+      /** A multi-round call (2026-07-28 input_required): the first leg's call id, and this row's leg number from 1; else null. */
+      chain: string | null; leg: number | null;
+      /** On a chain's first leg: how many legs it has so far, and the state of the latest. */
+      legs?: number; chain_state?: string }
   | { kind: 'reject'; session_id: string; time: string | null; direction: string | null; line: unknown; code: unknown; reason: string | null; fingerprint: unknown };
 
 /**
@@ -124,7 +133,7 @@ export function activityRows(log: LoadedLog): ActivityRow[] {
     if (row === undefined) {
       row = { kind: 'call', session_id: log.sessionId, call_id: r.call_id, time: str(r.ts), request_id: r.request_id ?? null,
         method: str(r.method), tool: str(r.tool), state: 'open', stderr_bytes_seen: null, stderr_bytes_retained: null,
-        stderr_truncated: null, duration_ms: null };
+        stderr_truncated: null, duration_ms: null, chain: null, leg: null };
       calls.set(r.call_id, row);
       rows.push(row);
     }
@@ -136,14 +145,32 @@ export function activityRows(log: LoadedLog): ActivityRow[] {
         stderr_bytes_seen: num(r.stderr_bytes_seen), stderr_bytes_retained: num(r.stderr_bytes_retained),
         stderr_truncated: typeof r.stderr_truncated === 'boolean' ? r.stderr_truncated : null,
         duration_ms: started !== null && ended !== null ? ended - started : null,
+        chain: str(r.chain),
       });
     }
   }
+  foldLegs(calls);
   // Once the session has ended, a call without a final record broke the "one final record per call" promise.
   if (log.sealed || find(log, 'session_end') !== undefined) {
     for (const row of calls.values()) if (row.state === 'open') row.state = 'no_final_record';
   }
   return rows;
+}
+
+/**
+ * Number the legs of each multi-round call and give its first leg the
+ * chain's size and latest state. A leg whose head is not in this session
+ * (it cannot be: chains are per session) is left as it is.
+ */
+function foldLegs(calls: Map<string, Extract<ActivityRow, { kind: 'call' }>>): void {
+  for (const row of calls.values()) {
+    if (row.chain === null) continue;
+    const head = calls.get(row.chain);
+    if (head === undefined) continue;
+    head.legs = (head.legs ?? 0) + 1;
+    head.chain_state = row.state;
+    row.leg = head.legs;
+  }
 }
 
 /** Every record that names `callId`, in file order, with the log that holds them; null if none does. */

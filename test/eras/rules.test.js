@@ -39,6 +39,7 @@ function conversation(args = [], env = {}) {
       assert.fail(`no ${what} in ${text}`);
     },
     atServer: () => readLines(atServer).map((l) => JSON.parse(l)),
+    recordDir: join(dir, 'records'),
     async finish() {
       run.child.stdin.end();
       const r = await run.done;
@@ -254,6 +255,22 @@ describe('multi-round-trip calls', () => {
       assert.equal(twelve.continues, eleven.call_id);
       assert.equal(twelve.linked_by, 'same_target');
       assert.equal(r.summary.calls.input_required, 2);
+
+      // The views read the chain as one call with its legs.
+      const json = await runGuard(['activity', '--json', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done;
+      const rows = json.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
+      const head = rows.find((x) => x.call_id === one.call_id);
+      assert.equal(head.legs, 2);
+      assert.equal(head.chain_state, 'completed');
+      assert.equal(rows.find((x) => x.call_id === two.call_id).leg, 2);
+      const text = (await runGuard(['activity', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
+      const lines = text.split('\n');
+      const at = lines.findIndex((l) => l.startsWith(one.call_id));
+      assert.match(lines[at], /input_required → completed \(2 legs\)/);
+      assert.ok(lines[at + 1].includes(`↳ ${two.call_id}`), text);
+      const sessions = (await runGuard(['sessions', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
+      assert.match(sessions, /PROTOCOL/);
+      assert.match(sessions, /2026-07-28/);
     } finally { c.cleanup(); }
   });
 });
