@@ -220,5 +220,8 @@ export function membersOf(frame: Buffer, node: JsonNode | undefined): JsonNode |
   if (node.type !== 'object') return null;
   if (node.members !== undefined) return node;
   const rescanned = scanJson(frame, node.start, node.end);
-  return rescanned.ok ? rescanned.value : null;
+  if (!rescanned.ok) return null;
+  // Kept on the node: the era, the shape check and the records may each ask for the same object.
+  node.members = rescanned.value.members;
+  return node;
 }

@@ -15,6 +15,7 @@ import {
 import type { Rejection, SessionObserver } from './observer.js';
 import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from './wire/era.js';
 import { EraGuard } from './wire/era-guard.js';
+import { checkShape } from './wire/shapes.js';
 import type { Delivery, FrameWriter } from './writer.js';
 
 export interface RelayOptions {
@@ -40,6 +41,8 @@ export interface RelayCounters {
   undelivered: number;
   /** Calls per final state. */
   states: Partial<Record<CallState, number>>;
+  /** Client lines refused because an MCP method's params had the wrong shape. */
+  shapeRejections: number;
   /** Lines that broke their era's rules, per rule (refused or, with --era-rules warn, forwarded). */
   eraViolations: Partial<Record<RuleKind, number>>;
 }
@@ -48,7 +51,7 @@ export interface RelayCounters {
 export class Relay {
   readonly calls = new CallTable();
   readonly counters: RelayCounters = {
-    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, eraViolations: {},
+    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {},
   };
   /** The session's protocol era, learned from what passes, and its rules. */
   readonly eras: EraGuard;
@@ -89,6 +92,7 @@ export class Relay {
     if (problem !== null) return this.reject(event.line, INVALID_REQUEST, problem.reason, problem.id, event.frame, event.frame.length - 1);
     const metas = this.checkClientEra(event.line, message.frame, items);
     if (metas === null) return;
+    if (!this.checkShapes(event.line, message.frame, items, metas)) return;
     this.counters.clientFrames++;
     this.forwardToChild(message.frame, items, metas);
   }
@@ -118,6 +122,31 @@ export class Relay {
       this.eras.report('client', line, violation, frame, 'refused');
     }
     return null;
+  }
+
+  /**
+   * The params of each MCP method against its era's schema. A request with
+   * the wrong shape is answered -32602 and never reaches the server; the
+   * line was well-formed JSON-RPC, so the session goes on.
+   */
+  private checkShapes(line: number, frame: Buffer, items: readonly Message[], metas: readonly RequestMeta[]): boolean {
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      if (item.kind === 'response') continue;
+      const problem = checkShape(item.method, item.params, frame, this.eras.modern || metas[i]!.claimsModern);
+      if (problem === null) continue;
+      const reason = `${item.method}: ${problem}`;
+      if (item.kind === 'request') {
+        this.reject(line, INVALID_PARAMS, reason, items.length === 1 ? item.id : null, frame, frame.length - 1, item.method, 'method_shape');
+      } else {
+        this.counters.rejectedClient++;
+        this.counters.shapeRejections++;
+        this.diag.line(`refused client line ${line}: method_shape: ${reason}`);
+        this.notify({ direction: 'client', line, code: null, reason, frame: frame.subarray(0, -1), bytes: frame.length - 1, rule: 'method_shape', action: 'refused' });
+      }
+      return false;
+    }
+    return true;
   }
 
   /**
@@ -274,9 +303,10 @@ export class Relay {
    * A line that breaks only an era rule (`rule`) was well-formed: the stream
    * is still in step, so it never closes the session.
    */
-  private reject(line: number, code: number, reason: string, readId: RequestId | null, frame: Buffer | null, bytes: number, method: string | null = null, rule: RuleKind | null = null): void {
+  private reject(line: number, code: number, reason: string, readId: RequestId | null, frame: Buffer | null, bytes: number, method: string | null = null, rule: RuleKind | 'method_shape' | null = null): void {
     this.counters.rejectedClient++;
-    if (rule !== null) this.counters.eraViolations[rule] = (this.counters.eraViolations[rule] ?? 0) + 1;
+    if (rule === 'method_shape') this.counters.shapeRejections++;
+    else if (rule !== null) this.counters.eraViolations[rule] = (this.counters.eraViolations[rule] ?? 0) + 1;
     // Answering with an id still in flight would pair this error with that request.
     const id = readId !== null && this.calls.inFlight.has(idKey(readId)) ? null : readId;
     this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${processMasker().text(reason)}`, rule === null ? undefined : { rule }));

@@ -136,6 +136,7 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
     protocol_version: s.protocol.version,
     era_decided_by: s.protocol.decidedBy,
     era_violations: s.counters.eraViolations,
+    shape_rejections: s.counters.shapeRejections,
     frames: { client: s.counters.clientFrames, child: s.counters.childFrames },
     rejected: { client: s.counters.rejectedClient, child: s.counters.noiseLines },
     redactions: stderr.redactions,

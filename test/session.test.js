@@ -208,7 +208,7 @@ describe('cancellation and deadlines', () => {
   test('--call-timeout never ends a subscriptions/listen (a stream): its notification arrives; a call still times out', { timeout: 30000 }, async () => {
     const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
     const g = start(['--call-timeout=300', '--', 'python3', fixture('listen-server.py')], { LISTEN_NOTIFY_MS: '900', SLOW_TOOL_MS: '1500' });
-    g.child.stdin.write(frame({ jsonrpc: '2.0', id: 5, method: 'subscriptions/listen', params: { _meta: meta } })
+    g.child.stdin.write(frame({ jsonrpc: '2.0', id: 5, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } })
       + frame({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'slow', _meta: meta } }));
     assert.ok(await g.lines(2), 'the timeout of 6 and the listen\'s notification');
     await sleep(300);
