@@ -5,6 +5,7 @@
  */
 import type { RequestId } from './jsonrpc.js';
 import { newCallId } from './records/ids.js';
+import type { Decision } from './gate/gate.js';
 
 /** A call's final state, named from what mcpguard observed (never guessed). */
 export type CallState =
@@ -16,7 +17,8 @@ export type CallState =
   | 'timed_out_after_dispatch' // --call-timeout expired after the child got it
   | 'unknown_after_dispatch' // the child exited with the call in flight: the action may have happened
   | 'input_required' // the child answered that it needs input first (2026-07-28); the client's retry is a new call
-  | 'stream_ended'; // a subscriptions/listen stream ended (by the server, the client, or the session's end)
+  | 'stream_ended' // a subscriptions/listen stream ended (by the server, the client, or the session's end)
+  | 'denied'; // the gate refused it before dispatch: a policy rule, a person's answer, an expired or impossible approval
 
 export interface Call {
   /** mcpguard's own id for the call (stable across records). */
@@ -39,6 +41,8 @@ export interface Call {
   chain: string | null;
   /** Hash of the `requestState` an `input_required` answer carried. */
   requestStateHash: string | null;
+  /** What the gate decided, and who decided it (null: the gate did not look at it). */
+  decision: Decision | null;
   /** Era rules this call's answer broke without being refused (e.g. a result without resultType). */
   flags: string[] | null;
   startedAt: number;
@@ -75,6 +79,7 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
     chain: null,
     requestStateHash: null,
     flags: null,
+    decision: null,
     startedAt: Date.now(),
     dispatchedAt: null,
     state: null,

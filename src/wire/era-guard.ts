@@ -14,7 +14,7 @@ import {
 } from './era.js';
 import { LegLinker } from './legs.js';
 
-const NO_META: RequestMeta = { version: null, claimsModern: false, capabilities: false, traceparent: null };
+const NO_META: RequestMeta = { version: null, claimsModern: false, capabilities: false, capabilitiesNode: null, traceparent: null };
 
 /** A client line checked against the era: each item's `_meta`, and the rule it must be refused for, if any. */
 export interface ClientVerdict {

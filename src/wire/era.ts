@@ -61,11 +61,13 @@ export interface RequestMeta {
   claimsModern: boolean;
   /** `_meta` carries client capabilities as an object. */
   capabilities: boolean;
+  /** That object's node (in the request's frame), for the few who need its text. */
+  capabilitiesNode: JsonNode | null;
   /** W3C trace context, when the request carries it (for the records). */
   traceparent: string | null;
 }
 
-const NO_META: RequestMeta = { version: null, claimsModern: false, capabilities: false, traceparent: null };
+const NO_META: RequestMeta = { version: null, claimsModern: false, capabilities: false, capabilitiesNode: null, traceparent: null };
 /** Longest traceparent kept: the W3C format is 55 characters; anything far longer is not one. */
 const MAX_TRACEPARENT = 128;
 
@@ -76,10 +78,12 @@ export function readMeta(frame: Buffer, params: JsonNode | undefined): RequestMe
   const m = meta.members!;
   const version = m.get(META_PROTOCOL_VERSION);
   const trace = m.get('traceparent');
+  const caps = m.get(META_CLIENT_CAPABILITIES);
   return {
     version: version?.type === 'string' ? stringValue(frame, version) : null,
     claimsModern: version !== undefined,
-    capabilities: m.get(META_CLIENT_CAPABILITIES)?.type === 'object',
+    capabilities: caps?.type === 'object',
+    capabilitiesNode: caps?.type === 'object' ? caps : null,
     traceparent: trace?.type === 'string' && trace.end - trace.start <= MAX_TRACEPARENT + 2 ? stringValue(frame, trace) : null,
   };
 }

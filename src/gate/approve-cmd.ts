@@ -1,0 +1,61 @@
+/**
+ * `--approve-cmd`: the way to ask when the client cannot show a card. The
+ * command runs without a shell, in its own process group, with the action
+ * as one JSON object on its stdin; exit status 0 approves, anything else
+ * (a signal, a failure to start, the deadline) denies. Its output is not
+ * read beyond a small bound: only the status decides.
+ */
+import { spawn } from 'node:child_process';
+
+export interface CommandVerdict {
+  approved: boolean;
+  /** Why, in words, for the records and the denial message. */
+  detail: string;
+}
+
+/** Most output kept from the command, for the denial message. */
+const OUTPUT_BYTES = 512;
+
+/** Split `--approve-cmd` into argv: words separated by spaces, no quoting, no shell. */
+export function approveArgv(command: string): string[] {
+  return command.split(/\s+/).filter(Boolean);
+}
+
+export function runApproveCmd(argv: readonly string[], action: Record<string, unknown>, deadlineMs: number): Promise<CommandVerdict> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (verdict: CommandVerdict): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(verdict);
+    };
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'ignore', 'pipe'], detached: true, shell: false });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < OUTPUT_BYTES) stderr += chunk.toString('utf8').slice(0, OUTPUT_BYTES - stderr.length);
+    });
+    const timer = setTimeout(() => {
+      killGroup(child.pid);
+      finish({ approved: false, detail: `--approve-cmd gave no answer within ${deadlineMs} ms` });
+    }, deadlineMs);
+    timer.unref();
+    child.on('error', (error) => finish({ approved: false, detail: `--approve-cmd could not run: ${error.message}` }));
+    child.on('close', (code, signal) => {
+      if (code === 0) return finish({ approved: true, detail: '--approve-cmd exited 0' });
+      const how = signal !== null ? `was killed by ${signal}` : `exited ${code}`;
+      finish({ approved: false, detail: `--approve-cmd ${how}${stderr.trim() === '' ? '' : `: ${stderr.trim()}`}` });
+    });
+    child.stdin.on('error', () => {});
+    child.stdin.end(`${JSON.stringify(action)}\n`);
+  });
+}
+
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * The policy: which tool calls may run, which must be asked about, which are
+ * refused. A JSON file, loaded and checked once at start (a file that does
+ * not parse, or a rule that is not understood, stops mcpguard: a policy that
+ * silently means less than it says is worse than none).
+ *
+ *   { "default": "allow", "hide_denied": true,
+ *     "rules": [ { "tool": "delete_*", "decision": "ask" },
+ *                { "tool": "exec", "when": { ...JSON Schema over the arguments... }, "decision": "deny", "reason": "..." },
+ *                { "annotations": { "destructiveHint": true }, "decision": "ask" } ] }
+ *
+ * The first rule that matches decides, else `default`. `when` is a JSON
+ * Schema over the call's arguments, run by the same engine as the tools' own
+ * schemas: no matcher language of its own. `annotations` are the server's
+ * claims about its tool, so a rule keyed on them may only ask or deny.
+ */
+import { GuardError, EXIT_USAGE } from '../errors.js';
+
+export type PolicyDecision = 'allow' | 'ask' | 'deny';
+const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
+
+/** A compiled `when` clause: does this argument value match? */
+export type Predicate = (value: unknown) => boolean;
+/** Compiles a `when` schema; throws an Error saying what is wrong with it. */
+export type CompileWhen = (schema: object) => Predicate;
+
+export interface Rule {
+  /** 0-based position in the file, for records and messages. */
+  index: number;
+  tool: RegExp | null;
+  toolText: string | null;
+  when: Predicate | null;
+  annotations: Record<string, unknown> | null;
+  decision: PolicyDecision;
+  reason: string | null;
+}
+
+export interface Policy {
+  defaultDecision: PolicyDecision;
+  hideDenied: boolean;
+  rules: Rule[];
+  /** Any rule reads the arguments (so they must be parsed to decide). */
+  readsArguments: boolean;
+}
+
+/** What the policy decided for one call, and which rule decided it (null: the default). */
+export interface PolicyVerdict {
+  decision: PolicyDecision;
+  rule: number | null;
+  reason: string | null;
+}
+
+const TOP_KEYS = new Set(['default', 'hide_denied', 'rules']);
+const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'decision', 'reason']);
+
+/** Parse and check a policy (`source` names it in messages: the file, or the config key). */
+export function parsePolicy(text: string, source: string, compileWhen: CompileWhen): Policy {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw bad(source, `not JSON: ${(error as Error).message}`);
+  }
+  return buildPolicy(raw, source, compileWhen);
+}
+
+/** Check an already-parsed policy value (a `policy` key inside --config). */
+export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWhen): Policy {
+  if (!isObject(raw)) throw bad(source, 'a policy must be a JSON object');
+  for (const key of Object.keys(raw)) if (!TOP_KEYS.has(key)) throw bad(source, `unknown key ${JSON.stringify(key)} (known: ${[...TOP_KEYS].join(', ')})`);
+  const defaultDecision = raw.default ?? 'allow';
+  if (!isDecision(defaultDecision)) throw bad(source, `"default" must be one of ${DECISIONS.join(', ')}, got ${JSON.stringify(defaultDecision)}`);
+  const hideDenied = raw.hide_denied ?? false;
+  if (typeof hideDenied !== 'boolean') throw bad(source, `"hide_denied" must be true or false, got ${JSON.stringify(hideDenied)}`);
+  const rulesRaw = raw.rules ?? [];
+  if (!Array.isArray(rulesRaw)) throw bad(source, '"rules" must be an array');
+  const rules = rulesRaw.map((rule, index) => buildRule(rule, index, source, compileWhen));
+  return { defaultDecision, hideDenied, rules, readsArguments: rules.some((r) => r.when !== null) };
+}
+
+function buildRule(raw: unknown, index: number, source: string, compileWhen: CompileWhen): Rule {
+  const where = `rule ${index}`;
+  if (!isObject(raw)) throw bad(source, `${where} must be an object`);
+  for (const key of Object.keys(raw)) if (!RULE_KEYS.has(key)) throw bad(source, `${where}: unknown key ${JSON.stringify(key)} (known: ${[...RULE_KEYS].join(', ')})`);
+  if (!isDecision(raw.decision)) throw bad(source, `${where}: "decision" must be one of ${DECISIONS.join(', ')}, got ${JSON.stringify(raw.decision)}`);
+  if (raw.tool !== undefined && (typeof raw.tool !== 'string' || raw.tool === '')) throw bad(source, `${where}: "tool" must be a tool name or a * pattern`);
+  if (raw.reason !== undefined && typeof raw.reason !== 'string') throw bad(source, `${where}: "reason" must be a string`);
+  if (raw.annotations !== undefined && !isObject(raw.annotations)) throw bad(source, `${where}: "annotations" must be an object`);
+  if (raw.annotations !== undefined && raw.decision === 'allow') {
+    throw bad(source, `${where}: a rule that matches "annotations" may only ask or deny (annotations are the server's own claims)`);
+  }
+  let when: Predicate | null = null;
+  if (raw.when !== undefined) {
+    if (!isObject(raw.when) && typeof raw.when !== 'boolean') throw bad(source, `${where}: "when" must be a JSON Schema (an object)`);
+    try {
+      when = compileWhen(raw.when as object);
+    } catch (error) {
+      throw bad(source, `${where}: "when" is not a usable JSON Schema: ${(error as Error).message}`);
+    }
+  }
+  return {
+    index,
+    tool: raw.tool === undefined ? null : glob(raw.tool as string),
+    toolText: (raw.tool as string | undefined) ?? null,
+    when,
+    annotations: (raw.annotations as Record<string, unknown> | undefined) ?? null,
+    decision: raw.decision,
+    reason: (raw.reason as string | undefined) ?? null,
+  };
+}
+
+/**
+ * Decide a call. `args` is read only when a rule with `when` is reached;
+ * `annotations` are the tool's as the server advertised them (empty if unknown).
+ */
+export function decide(policy: Policy, tool: string, args: () => unknown, annotations: Record<string, unknown>): PolicyVerdict {
+  for (const rule of policy.rules) {
+    if (!matchesTool(rule, tool, annotations)) continue;
+    if (rule.when !== null && !rule.when(args())) continue;
+    return { decision: rule.decision, rule: rule.index, reason: rule.reason };
+  }
+  return { decision: policy.defaultDecision, rule: null, reason: null };
+}
+
+/**
+ * Whether every call of this tool is denied whatever its arguments (for
+ * hide_denied): a `when` rule that could let some calls through keeps it visible.
+ */
+export function alwaysDenied(policy: Policy, tool: string, annotations: Record<string, unknown>): boolean {
+  for (const rule of policy.rules) {
+    if (!matchesTool(rule, tool, annotations)) continue;
+    if (rule.when === null) return rule.decision === 'deny';
+    if (rule.decision !== 'deny') return false;
+  }
+  return policy.defaultDecision === 'deny';
+}
+
+function matchesTool(rule: Rule, tool: string, annotations: Record<string, unknown>): boolean {
+  if (rule.tool !== null && !rule.tool.test(tool)) return false;
+  if (rule.annotations !== null) {
+    for (const [key, value] of Object.entries(rule.annotations)) if (annotations[key] !== value) return false;
+  }
+  return true;
+}
+
+/** `*` matches any run of characters; everything else is literal. */
+function glob(pattern: string): RegExp {
+  const parts = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\/-]/g, '\\$&'));
+  return new RegExp(`^${parts.join('.*')}$`, 's');
+}
+
+function isDecision(value: unknown): value is PolicyDecision {
+  return typeof value === 'string' && (DECISIONS as readonly string[]).includes(value);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function bad(source: string, message: string): GuardError {
+  return new GuardError('bad_policy', `policy ${source}: ${message}`, EXIT_USAGE);
+}

@@ -1,0 +1,161 @@
+/**
+ * The tools a server advertised, as the gate knows them: learned from every
+ * `tools/list` answer that passes to the client (all pages; a list-changed
+ * notification makes them learned again), and, when a call names a tool not
+ * known yet, from a `tools/list` of mcpguard's own (its own ids; the answer is
+ * not forwarded). The schemas themselves are compiled and run by the JSON
+ * Schema engine (schema.ts), behind the `Schemas` interface.
+ */
+import type { Response } from '../jsonrpc.js';
+import { nodeText, scanJson, stringValue, type JsonNode } from '../json-scan.js';
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type RequestMeta } from '../wire/era.js';
+
+/** What the JSON Schema engine reports for one check. */
+export type EngineVerdict =
+  | { ok: true }
+  | { ok: false; kind: 'invalid'; errors: Array<{ path: string; keyword: string; message: string }> }
+  | { ok: false; kind: 'unusable'; reason: string };
+
+/** The engine's side: the tools of one server and their compiled schemas. */
+export interface Schemas {
+  learnPage(tools: unknown[], first: boolean): void;
+  forget(): void;
+  known(name: string): boolean;
+  tool(name: string): Record<string, unknown> | undefined;
+  checkArguments(name: string, args: unknown): Promise<EngineVerdict>;
+}
+
+/** The gate's view of one call's arguments. */
+export type SchemaVerdict =
+  | { ok: true }
+  | { ok: false; kind: 'invalid' | 'unusable' | 'unknown_tool'; reason: string };
+
+/** How long mcpguard waits for its own tools/list before failing the call closed. */
+export const OWN_LIST_TIMEOUT_MS = 10000;
+/** Most pages mcpguard follows in its own tools/list (a server that pages forever cannot hold a call forever). */
+const MAX_PAGES = 100;
+/** Schema errors named in one refusal. */
+const ERRORS_SHOWN = 3;
+
+interface Own {
+  write(frame: Buffer): void;
+  toChild(frame: Buffer): void;
+  diag(line: string): void;
+}
+
+export class ToolBook {
+  /** mcpguard's own tools/list in flight, shared by every call waiting for it. */
+  private fetching: Promise<void> | null = null;
+  /** Own request ids awaiting the server's answer, by id key. */
+  private readonly pending = new Map<string, (response: Response | null) => void>();
+  private nextId = 1;
+  /** Tools whose schema could not be used, already reported once. */
+  private readonly reported = new Set<string>();
+
+  constructor(
+    private readonly schemas: Schemas,
+    private readonly io: Pick<Own, 'toChild' | 'diag'>,
+    private readonly ownId: (n: number) => string,
+  ) {}
+
+  /** The tool's advertised annotations (the server's claims), or none. */
+  annotations(name: string): Record<string, unknown> {
+    const annotations = this.schemas.tool(name)?.annotations;
+    return typeof annotations === 'object' && annotations !== null ? annotations as Record<string, unknown> : {};
+  }
+
+  forget(): void {
+    this.schemas.forget();
+  }
+
+  ownsId(key: string): boolean {
+    return this.pending.has(key);
+  }
+
+  /** Check a call's arguments, learning the tools first if this one is not known. */
+  async check(name: string, args: () => unknown, meta: RequestMeta, frame: Buffer): Promise<SchemaVerdict> {
+    if (!this.schemas.known(name)) {
+      this.fetching ??= this.fetchAll(meta, frame).finally(() => (this.fetching = null));
+      await this.fetching;
+      if (!this.schemas.known(name)) return { ok: false, kind: 'unknown_tool', reason: 'the server does not list it in tools/list' };
+    }
+    const verdict = await this.schemas.checkArguments(name, args());
+    if (verdict.ok) return verdict;
+    if (verdict.kind === 'unusable') {
+      if (!this.reported.has(name)) {
+        this.reported.add(name);
+        this.io.diag(`the inputSchema of tool ${JSON.stringify(name)} cannot be used (${verdict.reason}); its calls are refused until the server lists a usable one`);
+      }
+      return { ok: false, kind: 'unusable', reason: `the tool's inputSchema cannot be checked (${verdict.reason}), so the call is refused` };
+    }
+    const shown = verdict.errors.slice(0, ERRORS_SHOWN).map((e) => `${e.path === '' ? 'the arguments' : e.path} ${e.message} (${e.keyword})`);
+    const more = verdict.errors.length > ERRORS_SHOWN ? `; and ${verdict.errors.length - ERRORS_SHOWN} more` : '';
+    return { ok: false, kind: 'invalid', reason: `the arguments do not match the tool's inputSchema: ${shown.join('; ')}${more}` };
+  }
+
+  /** A tools/list answer (any page): learn its tools; returns the `tools` array node and its parsed value. */
+  learnAnswer(result: JsonNode, frame: Buffer, first: boolean): { node: JsonNode; list: Array<Record<string, unknown> | null> } | null {
+    const node = rescanArray(frame, result.members?.get('tools'));
+    if (node === null) return null;
+    const list = JSON.parse(nodeText(frame, node)) as Array<Record<string, unknown> | null>;
+    this.schemas.learnPage(list, first);
+    return { node, list };
+  }
+
+  /** The server's answer to one of mcpguard's own requests: consumed (true), never forwarded. */
+  serverAnswered(response: Response): boolean {
+    const resolve = this.pending.get(response.idKey);
+    if (resolve === undefined) return false;
+    this.pending.delete(response.idKey);
+    resolve(response);
+    return true;
+  }
+
+  /** Every page of the server's tools/list, asked by mcpguard itself. */
+  private async fetchAll(meta: RequestMeta, frame: Buffer): Promise<void> {
+    const envelope = modernEnvelope(meta, frame);
+    let cursor: string | null = null;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const response = await this.ask(envelope, cursor);
+      if (response === null || response.isError) {
+        this.io.diag(`mcpguard's own tools/list ${response === null ? `got no answer within ${OWN_LIST_TIMEOUT_MS} ms` : 'was answered with an error'}; calls to tools it has not seen are refused`);
+        return;
+      }
+      const learned = this.learnAnswer(response.body, response.frame, page === 0);
+      const next = response.body.members?.get('nextCursor');
+      if (learned === null || next?.type !== 'string') return;
+      cursor = stringValue(response.frame, next);
+    }
+  }
+
+  private ask(envelope: string | null, cursor: string | null): Promise<Response | null> {
+    const id = this.ownId(this.nextId++);
+    const params = [envelope === null ? null : `"_meta":${envelope}`, cursor === null ? null : `"cursor":${JSON.stringify(cursor)}`].filter((p) => p !== null);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(`s${id}`);
+        resolve(null);
+      }, OWN_LIST_TIMEOUT_MS);
+      timer.unref();
+      this.pending.set(`s${id}`, (response) => {
+        clearTimeout(timer);
+        resolve(response);
+      });
+      this.io.toChild(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/list"${params.length === 0 ? '' : `,"params":{${params.join(',')}}`}}\n`));
+    });
+  }
+}
+
+/** 2026-07-28 requests need the version and the client's capabilities: mcpguard's own borrow the client's. */
+function modernEnvelope(meta: RequestMeta, frame: Buffer): string | null {
+  if (!meta.claimsModern || meta.version === null) return null;
+  const caps = meta.capabilitiesNode === null ? '{}' : nodeText(frame, meta.capabilitiesNode);
+  return `{${JSON.stringify(META_PROTOCOL_VERSION)}:${JSON.stringify(meta.version)},${JSON.stringify(META_CLIENT_CAPABILITIES)}:${caps}}`;
+}
+
+function rescanArray(frame: Buffer, node: JsonNode | undefined): JsonNode | null {
+  if (node?.type !== 'array') return null;
+  if (node.items !== undefined) return node;
+  const rescanned = scanJson(frame, node.start, node.end);
+  return rescanned.ok ? rescanned.value : null;
+}
