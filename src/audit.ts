@@ -29,13 +29,13 @@ import { SessionLog, fingerprint, type RecordStoreOptions } from './records/stor
 export const DISPATCH_WAIT_MS = 20;
 
 // The records every call writes, in the order of the values passed for them.
-const ATTEMPT = new RecordShape('call_attempt', ['call_id', 'request_id', 'method', 'tool', 'started_at']);
+const ATTEMPT = new RecordShape('call_attempt', ['call_id', 'request_id', 'method', 'tool', 'started_at', 'decision']);
 const DISPATCHED = new RecordShape('call_dispatched', ['call_id', 'dispatched_at']);
 const END = new RecordShape('call_end', [
   'call_id', 'session_id', 'request_id', 'method', 'tool', 'state', 'detail', 'cancel_requested',
   'stderr_bytes_seen', 'stderr_bytes_retained', 'stderr_truncated', 'stderr_shared_window',
   'exit_status', 'stream_end', 'started_at', 'dispatched_at', 'ended_at',
-  'protocol_version', 'traceparent', 'chain', 'continues', 'linked_by', 'request_state_sha256', 'flags',
+  'protocol_version', 'traceparent', 'chain', 'continues', 'linked_by', 'request_state_sha256', 'flags', 'decision',
 ]);
 
 export class AuditLog implements SessionObserver {
@@ -73,7 +73,7 @@ export class AuditLog implements SessionObserver {
 
   callStarted(call: Call): boolean {
     const m = this.masker;
-    return this.shaped(ATTEMPT, [call.callId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), isoAt(call.startedAt)], 'now');
+    return this.shaped(ATTEMPT, [call.callId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), isoAt(call.startedAt), maskedDecision(m, call)], 'now');
   }
 
   /** Usually written with the call's final record; a call still running after DISPATCH_WAIT_MS gets a write of its own. */
@@ -89,6 +89,7 @@ export class AuditLog implements SessionObserver {
       stderr?.seen ?? 0, stderr?.retained ?? 0, stderr?.truncated ?? false, stderr?.shared ?? false,
       call.exitStatus, call.streamEnd, isoAt(call.startedAt), iso(call.dispatchedAt), iso(call.endedAt),
       maskText(m, call.protocolVersion), maskText(m, call.traceparent), call.chain, call.continues, call.linkedBy, call.requestStateHash, call.flags,
+      maskedDecision(m, call),
     ], 'turn');
   }
 
@@ -203,6 +204,12 @@ export class AuditLog implements SessionObserver {
     this.failure ??= error;
     this.onFailure(error);
   }
+}
+
+/** The gate's decision as records keep it (its reason quotes rules and answers: masked). */
+function maskedDecision(masker: Masker, call: Call): unknown {
+  const d = call.decision;
+  return d === null ? null : { ...d, reason: maskText(masker, d.reason) };
 }
 
 function maskText(masker: Masker, text: string | null): string | null {

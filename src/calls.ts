@@ -41,6 +41,8 @@ export interface Call {
   chain: string | null;
   /** Hash of the `requestState` an `input_required` answer carried. */
   requestStateHash: string | null;
+  /** A tools/list that asked for a later page (a cursor): the tools it returns add to the pages before. */
+  cursor: boolean;
   /** What the gate decided, and who decided it (null: the gate did not look at it). */
   decision: Decision | null;
   /** Era rules this call's answer broke without being refused (e.g. a result without resultType). */
@@ -79,6 +81,7 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
     chain: null,
     requestStateHash: null,
     flags: null,
+    cursor: false,
     decision: null,
     startedAt: Date.now(),
     dispatchedAt: null,

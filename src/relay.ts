@@ -16,6 +16,7 @@ import type { Rejection, SessionObserver } from './observer.js';
 import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from './wire/era.js';
 import { EraGuard } from './wire/era-guard.js';
 import { checkShape } from './wire/shapes.js';
+import type { Gate, GateIO, Outcome } from './gate/gate.js';
 import type { Delivery, FrameWriter } from './writer.js';
 
 export interface RelayOptions {
@@ -55,6 +56,9 @@ export class Relay {
   };
   /** The session's protocol era, learned from what passes, and its rules. */
   readonly eras: EraGuard;
+  private readonly gate: Gate | null;
+  /** Calls the gate is deciding: received, not yet dispatched, answered or withdrawn. */
+  private readonly gated = new Set<Call>();
   /** Set when mcpguard accepts no more client input (on-invalid close, shutdown). */
   inputClosed = false;
 
@@ -68,7 +72,15 @@ export class Relay {
     private readonly requestEnd: (reason: string) => void,
     /** May return a replacement frame for a single response that ends a call. */
     private readonly decorate: ((call: Call, response: Response) => Buffer | null) | null = null,
+    /** Schema, policy and approval for tools/call (null: --validate-args off and no policy). */
+    gate: ((io: GateIO) => Gate) | null = null,
   ) {
+    this.gate = gate === null ? null : gate({
+      toChild: (frame) => this.toChild.write(frame),
+      toClient: (frame) => this.toClient.write(frame),
+      diag: (line) => this.diag.line(line),
+      modern: () => this.eras.modern,
+    });
     this.eras = new EraGuard(options.eraRules, this.counters.eraViolations, diag, (r) => this.notify(r), (key) => this.calls.inFlight.get(key));
   }
 
@@ -179,9 +191,10 @@ export class Relay {
     for (const item of items) {
       if (item.kind === 'request') {
         // Answering with the reused id would pair the error with the request in flight.
-        if (this.calls.inFlight.has(item.idKey) || seen?.has(item.idKey)) return { reason: `request id ${JSON.stringify(item.id)} is already in flight`, id: null };
+        if (this.calls.inFlight.has(item.idKey) || seen?.has(item.idKey) || this.gate?.ownsId(item.idKey)) return { reason: `request id ${JSON.stringify(item.id)} is already in flight`, id: null };
         seen?.add(item.idKey);
       } else if (item.kind === 'response') {
+        if (this.gate?.ownsId(item.idKey) && items.length === 1) continue;
         if (!this.calls.childRequests.has(item.idKey) || seen?.has(`r${item.idKey}`)) return { reason: `response to id ${JSON.stringify(item.id)}, which the server did not ask (or was already answered)`, id: null };
         seen?.add(`r${item.idKey}`);
       }
@@ -190,6 +203,12 @@ export class Relay {
   }
 
   private forwardToChild(frame: Buffer, items: readonly Message[], metas: readonly RequestMeta[]): void {
+    if (this.gate !== null && items.length === 1) {
+      const item = items[0]!;
+      if (item.kind === 'request' && item.method === 'tools/call') return this.review(this.gate, item, metas[0]!);
+      if (item.kind === 'response' && this.gate.clientAnswered(item.idKey, item.isError ? null : item.body, item.frame)) return;
+      if (item.kind === 'request' && item.method === 'initialize') this.gate.clientInitialized(item);
+    }
     const started: Call[] = [];
     const vetoed: Call[] = [];
     let forward = true;
@@ -226,7 +245,52 @@ export class Relay {
     const call = newCall(item.id, item.idKey, item.method, tool);
     this.calls.inFlight.set(item.idKey, call);
     this.eras.callStarted(call, item, meta);
+    if (item.method === 'tools/list') call.cursor = item.params?.members?.has('cursor') === true;
     return call;
+  }
+
+  /** A tools/call goes through the gate; other lines keep flowing while it is decided. */
+  private review(gate: Gate, item: Request, meta: RequestMeta): void {
+    const call = this.startCall(item, meta);
+    this.gated.add(call);
+    this.armDeadline(call);
+    gate.review(call, item, meta).then(
+      (outcome) => this.settle(call, outcome),
+      (error: Error) => this.settle(call, { kind: 'refuse', state: 'rejected', reason: `mcpguard could not check the call: ${error.message}`, answer: errorResponse(call.requestId, INTERNAL_ERROR, 'mcpguard: the call could not be checked; not forwarded', { state: 'rejected' }) }),
+    );
+  }
+
+  /** The gate's outcome for a call, unless the call ended meanwhile (cancelled, timed out, session over). */
+  private settle(call: Call, outcome: Outcome): void {
+    if (!this.gated.delete(call) || call.state !== null) return;
+    if (outcome.kind === 'refuse') {
+      this.end(call, outcome.state, outcome.reason);
+      this.toClient.write(outcome.answer);
+      return;
+    }
+    if (outcome.kind === 'card') {
+      this.eras.cardShown(call, outcome.state);
+      this.end(call, 'input_required', 'mcpguard asks a person to approve the call; the client retries with the answer');
+      this.toClient.write(outcome.answer);
+      return;
+    }
+    let recorded = true;
+    for (const o of this.observers) if (o.callStarted?.(call) === false) recorded = false;
+    if (!recorded) {
+      this.end(call, 'rejected', 'mcpguard could not write its audit record');
+      return this.answer(call, INTERNAL_ERROR, 'mcpguard: the audit record could not be written; request not forwarded');
+    }
+    this.toChild.write(outcome.frame, this.delivery([call]), call);
+  }
+
+  /** Take back a call that has not reached the child (the gate holds it, or it waits in the queue): true if it had not. */
+  private withdraw(call: Call): boolean {
+    if (call.dispatchedAt !== null) return false;
+    if (this.gated.delete(call)) {
+      this.gate!.withdraw(call);
+      return true;
+    }
+    return this.toChild.withdraw(call);
   }
 
   /** How the calls of one forwarded line learn that it reached the child's stdin, or never will. */
@@ -267,7 +331,7 @@ export class Relay {
       return false;
     }
     call.cancelRequested = true;
-    if (call.dispatchedAt === null && this.toChild.withdraw(call)) {
+    if (this.withdraw(call)) {
       this.end(call, 'cancelled_before_dispatch', 'cancelled by the client before it reached the server');
       return false;
     }
@@ -286,7 +350,7 @@ export class Relay {
   private expire(call: Call): void {
     if (call.state !== null) return;
     const ms = this.options.callTimeout;
-    if (call.dispatchedAt === null && this.toChild.withdraw(call)) {
+    if (this.withdraw(call)) {
       this.end(call, 'cancelled_before_dispatch', `--call-timeout ${ms} ms expired before it reached the server`);
     } else {
       // initialize must never be cancelled: answer the client, tell the child nothing.
@@ -328,8 +392,13 @@ export class Relay {
     const message: Classified = classifyFrame(event.frame, this.classifyOptions());
     if (message.kind === 'invalid') return this.noise(event.line, message.reason, event.frame, event.frame.length - 1);
     const items = message.kind === 'batch' ? message.items : [message];
+    // The answer to one of mcpguard's own requests (its tools/list) is for mcpguard alone.
+    if (message.kind === 'response' && this.gate?.tools.serverAnswered(message)) return;
     // Validate the whole line against the call table and the era before acting on any of it.
     for (const item of items) {
+      if (item.kind === 'request' && this.gate?.ownsId(item.idKey)) {
+        return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is the id of a request mcpguard itself has open with the client`, event.frame, event.frame.length - 1);
+      }
       if (item.kind === 'response' && !this.calls.inFlight.has(item.idKey)) {
         return this.noise(event.line, `response to id ${JSON.stringify(item.id)}, which no client request in flight has`, event.frame, event.frame.length - 1);
       }
@@ -349,6 +418,7 @@ export class Relay {
     for (const item of items) {
       if (item.kind === 'request') this.calls.childRequests.set(item.idKey, { id: item.id, method: item.method });
       else if (item.kind === 'notification') {
+        if (item.method === 'notifications/tools/list_changed') this.gate?.tools.forget();
         const listen = this.eras.endedListen(item);
         if (listen !== undefined) this.end(listen, 'stream_ended', 'closed by the server (notifications/cancelled)');
       }
@@ -369,7 +439,9 @@ export class Relay {
           return;
         }
         answered.push([call, outcome.state, outcome.detail]);
-        const decorated = items.length === 1 ? this.decorate?.(call, item) ?? null : null;
+        if (items.length !== 1) continue;
+        const listed = call.method === 'tools/list' && !item.isError ? this.gate?.toolsListed(call, call.cursor, item.body, item.frame) ?? null : null;
+        const decorated = listed ?? this.decorate?.(call, item) ?? null;
         if (decorated !== null) frame = decorated;
       }
     }
@@ -403,7 +475,7 @@ export class Relay {
    */
   answerPending(state: CallState, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
     for (const call of [...this.calls.pending()]) {
-      const dispatched = call.dispatchedAt !== null || !this.toChild.withdraw(call);
+      const dispatched = !this.withdraw(call);
       call.exitStatus = observed.exitStatus;
       call.streamEnd = observed.streamEnd;
       this.end(call, !dispatched ? 'cancelled_before_dispatch' : STREAM_METHODS.has(call.method!) ? 'stream_ended' : state, why);

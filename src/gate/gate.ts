@@ -60,7 +60,7 @@ export type Outcome =
   | { kind: 'dispatch'; frame: Buffer }
   | { kind: 'refuse'; state: 'rejected' | 'denied'; reason: string; answer: Buffer }
   /** 2026-07-28: mcpguard answered the call itself with its approval question (the call ends input_required). */
-  | { kind: 'card'; answer: Buffer };
+  | { kind: 'card'; answer: Buffer; state: string };
 
 export class Gate {
   readonly tools: ToolBook;
@@ -180,7 +180,7 @@ export class Gate {
       call.decision = shown('input_required');
       const state = this.seal.seal(call.tool!, argBytes, expiresAt);
       const result = { resultType: 'input_required', inputRequests: { [APPROVAL_KEY]: { method: 'elicitation/create', params: elicitationParams(card, true) } }, requestState: state };
-      return { kind: 'card', answer: Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`) };
+      return { kind: 'card', state, answer: Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`) };
     }
     if (this.legacyElicitation !== null) {
       call.decision = shown('elicitation');

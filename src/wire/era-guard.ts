@@ -77,6 +77,11 @@ export class EraGuard {
     }
   }
 
+  /** mcpguard answered a call with its own approval card: the retry will echo `state`, and is linked by it. */
+  cardShown(call: Call, state: string): void {
+    this.legs.openLeg(call, state);
+  }
+
   /**
    * A server request or notification in a modern session: the rule it
    * breaks, if any. A modern server writes responses and notifications only,

@@ -31,11 +31,16 @@ export class LegLinker {
 
   /** A call was answered `input_required`: remember it as an open leg. */
   inputRequired(call: Call, result: JsonNode, frame: Buffer): void {
+    const state = result.members!.get('requestState');
+    this.openLeg(call, state?.type === 'string' ? stringValue(frame, state) : null);
+  }
+
+  /** A call answered input_required (by the server, or by mcpguard's own approval card) with this state, if any. */
+  openLeg(call: Call, state: string | null): void {
     const leg: OpenLeg = { callId: call.callId, chain: call.chain ?? call.callId, target: call.target ?? '' };
     call.chain = leg.chain;
-    const state = result.members!.get('requestState');
-    if (state?.type === 'string') {
-      call.requestStateHash = hashState(stringValue(frame, state));
+    if (state !== null) {
+      call.requestStateHash = hashState(state);
       this.byState.delete(call.requestStateHash);
       this.byState.set(call.requestStateHash, leg);
       if (this.byState.size > MAX_OPEN_LEGS) this.byState.delete(this.byState.keys().next().value!);
