@@ -8,7 +8,7 @@ import { constants as bufferConstants } from 'node:buffer';
 import { readCapped } from './capped-read.js';
 import { GuardError } from './errors.js';
 
-export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string';
+export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string' | 'policy';
 
 export interface OptionSpec {
   kind: OptionKind;
@@ -66,11 +66,15 @@ export const RUN_OPTIONS = {
   'record-dir': { kind: 'string', default: null, help: 'where records go (default: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)' },
   fsync: { kind: 'flag', default: false, help: 'each record reaches the disk before the frame it describes is forwarded' },
   'audit-key-file': { kind: 'string', default: null, help: 'HMAC key (at least 16 bytes, kept outside the record directory): an HMAC chain instead of a plain hash chain' },
+  'validate-args': { kind: 'enum', default: 'on', values: ['on', 'off'], help: "check each tools/call's arguments against the tool's inputSchema from the server's tools/list, before it reaches the server" },
+  policy: { kind: 'policy', default: null, help: 'a JSON policy file: which tool calls are allowed, denied, or asked about (in --config: a path, or the policy object itself)' },
+  'approve-cmd': { kind: 'string', default: null, help: 'when the client cannot show an approval card: run this command (no shell; words split on spaces) with the action as JSON on stdin; exit 0 approves' },
+  'approval-timeout': { kind: 'ms', default: 120000, min: 1, help: 'an approval not answered within this wall-clock time is denied' },
   config: { kind: 'string', default: null, help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
 } as const satisfies Record<string, OptionSpec>;
 
 export type RunOptionName = keyof typeof RUN_OPTIONS;
-export type OptionValues = Record<string, boolean | number | string | string[] | null>;
+export type OptionValues = Record<string, boolean | number | string | string[] | null | Record<string, unknown>>;
 
 /** Defaults of a table as a plain object. */
 export function defaultsOf(table: Record<string, OptionSpec>): OptionValues {
@@ -83,7 +87,7 @@ export function defaultsOf(table: Record<string, OptionSpec>): OptionValues {
 const MULTIPLIERS = new Map([['', 1], ['k', 1024], ['kib', 1024], ['m', 1024 ** 2], ['mib', 1024 ** 2], ['g', 1024 ** 3], ['gib', 1024 ** 3]]);
 
 /** Parse and check one value; `raw` is a string from argv or any JSON value from a config file. */
-export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, source = `--${name}`): boolean | number | string | null {
+export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, source = `--${name}`): boolean | number | string | null | Record<string, unknown> {
   const shown = typeof raw === 'string' ? `'${raw}'` : JSON.stringify(raw);
   switch (spec.kind) {
     case 'flag':
@@ -96,6 +100,11 @@ export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, s
     case 'string':
       if (typeof raw === 'string' && raw.length > 0) return raw;
       throw new GuardError('bad_option', `${source} expects a non-empty string, got ${shown}`);
+    case 'policy':
+      // A path; a config file may also hold the policy object itself.
+      if (typeof raw === 'string' && raw.length > 0) return raw;
+      if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && source !== `--${name}`) return raw as Record<string, unknown>;
+      throw new GuardError('bad_option', `${source} expects a policy file path${source === `--${name}` ? '' : ' or a policy object'}, got ${shown}`);
     case 'ms': {
       const ms = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseDuration(raw) : NaN;
       if (raw === 'off' && spec.default === null) return null;

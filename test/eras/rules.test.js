@@ -4,9 +4,8 @@
 // --era-rules enforce (the default) and warn.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { fixture, frame, killStarted, readLines, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
+import { fixture, frame, killStarted, runGuard, sessionEnd } from '../helpers/run.js';
+import { conversation as converse, endOf } from '../helpers/conversation.js';
 
 after(killStarted);
 
@@ -18,42 +17,7 @@ const call = (id, name, extra = {}) => req(id, 'tools/call', { name, arguments: 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** mcpguard in front of the rogue server, driven one line at a time. */
-function conversation(args = [], env = {}) {
-  const { dir, cleanup } = tempDir();
-  const atServer = join(dir, 'server-lines');
-  const run = runGuard([`--record-dir=${join(dir, 'records')}`, '--on-invalid=reject', ...args, '--', 'python3', fixture('rogue-modern.py')],
-    { keepOpen: true, env: { RECORD_LINES: atServer, ...env }, timeout: TIMEOUT });
-  let text = '';
-  run.child.stdout.on('data', (c) => { text += c; });
-  const out = () => text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  return {
-    send: (...values) => run.child.stdin.write(values.map(frame).join('')),
-    out,
-    /** Wait for a line that matches; fails the test after a generous bound. */
-    async waitFor(match, what) {
-      for (let waited = 0; waited < 10000; waited += 20) {
-        const found = out().find(match);
-        if (found) return found;
-        await sleep(20);
-      }
-      assert.fail(`no ${what} in ${text}`);
-    },
-    atServer: () => readLines(atServer).map((l) => JSON.parse(l)),
-    recordDir: join(dir, 'records'),
-    async finish() {
-      run.child.stdin.end();
-      const r = await run.done;
-      const recordDir = join(dir, 'records');
-      const files = readdirSync(recordDir, { recursive: true }).filter((f) => String(f).endsWith('.jsonl'));
-      const records = files.flatMap((f) => readFileSync(join(recordDir, String(f)), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)));
-      return { ...r, summary: sessionEnd(r.stderr), records, out: out() };
-    },
-    cleanup,
-  };
-}
-
-const ends = (records) => records.filter((r) => r.type === 'call_end');
-const endOf = (records, id) => ends(records).find((r) => r.request_id === id);
+const conversation = (args = [], env = {}) => converse(['python3', fixture('rogue-modern.py')], args, env, TIMEOUT);
 
 describe('era detection', () => {
   test('a request carrying the 2026-07-28 _meta makes the session modern; the era, version and traceparent reach the records', { timeout: TIMEOUT }, async () => {
