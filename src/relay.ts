@@ -3,71 +3,34 @@
  * original bytes, answer it with an error, or divert it as noise — and every
  * client request ends in exactly one state with exactly one answer.
  */
-import { CallTable, newCall, type Call, type CallState } from './calls.js';
+import { newCall, type Call, type CallState } from './calls.js';
 import { escapeBytes, type Diagnostics } from './diagnostics.js';
 import { processMasker } from './mask.js';
 import type { LineEvent } from './framing.js';
 import {
-  cancellation, classifyFrame, errorResponse, idKey, memberId, memberString, peekId,
-  CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT,
-  type Classified, type Message, type Request, type RequestId, type Response,
+  classifyFrame, errorResponse, idKey, peekId,
+  CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR,
+  type Classified, type Message, type RequestId, type Response,
 } from './jsonrpc.js';
-import type { Rejection, SessionObserver } from './observer.js';
-import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from './wire/era.js';
-import { EraGuard } from './wire/era-guard.js';
+import type { SessionObserver } from './observer.js';
+import type { RequestMeta, RuleKind } from './wire/era.js';
 import { checkShape } from './wire/shapes.js';
-import type { Gate, GateIO, Outcome } from './gate/gate.js';
-import type { Delivery, FrameWriter } from './writer.js';
+import type { Gate, GateIO } from './gate/gate.js';
+import type { FrameWriter } from './writer.js';
+import { CallKeeper, type RelayOptions } from './relay-calls.js';
 
-export interface RelayOptions {
-  maxFrameBytes: number;
-  onInvalid: 'close' | 'reject';
-  onChildNoise: 'continue' | 'close';
-  allowBatch: boolean;
-  /** Milliseconds, or null for no deadline. */
-  callTimeout: number | null;
-  /** What to do with a line that breaks its protocol era's rules: refuse it, or forward it and report it. */
-  eraRules: EraRules;
-}
+export type { RelayCounters, RelayOptions } from './relay-calls.js';
 
-export interface RelayCounters {
-  clientFrames: number;
-  childFrames: number;
-  rejectedClient: number;
-  noiseLines: number;
-  noiseBytes: number;
-  lateResponses: number;
-  ignoredClientBytes: number;
-  /** Requests handed toward the child that it could never receive (its stdin was closed). */
-  undelivered: number;
-  /** Calls per final state. */
-  states: Partial<Record<CallState, number>>;
-  /** Client lines refused because an MCP method's params had the wrong shape. */
-  shapeRejections: number;
-  /** Lines that broke their era's rules, per rule (refused or, with --era-rules warn, forwarded). */
-  eraViolations: Partial<Record<RuleKind, number>>;
-}
-
-
-export class Relay {
-  readonly calls = new CallTable();
-  readonly counters: RelayCounters = {
-    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {},
-  };
-  /** The session's protocol era, learned from what passes, and its rules. */
-  readonly eras: EraGuard;
-  private readonly gate: Gate | null;
-  /** Calls the gate is deciding: received, not yet dispatched, answered or withdrawn. */
-  private readonly gated = new Set<Call>();
+export class Relay extends CallKeeper {
   /** Set when mcpguard accepts no more client input (on-invalid close, shutdown). */
   inputClosed = false;
 
   constructor(
-    private readonly options: RelayOptions,
-    private readonly toClient: FrameWriter,
-    private readonly toChild: FrameWriter,
-    private readonly diag: Diagnostics,
-    private readonly observers: readonly SessionObserver[],
+    options: RelayOptions,
+    toClient: FrameWriter,
+    toChild: FrameWriter,
+    diag: Diagnostics,
+    observers: readonly SessionObserver[],
     /** Asks the session to end; the first reason wins there. */
     private readonly requestEnd: (reason: string) => void,
     /** May return a replacement frame for a single response that ends a call. */
@@ -75,13 +38,7 @@ export class Relay {
     /** Schema, policy and approval for tools/call (null: --validate-args off and no policy). */
     gate: ((io: GateIO) => Gate) | null = null,
   ) {
-    this.gate = gate === null ? null : gate({
-      toChild: (frame) => this.toChild.write(frame),
-      toClient: (frame) => this.toClient.write(frame),
-      diag: (line) => this.diag.line(line),
-      modern: () => this.eras.modern,
-    });
-    this.eras = new EraGuard(options.eraRules, this.counters.eraViolations, diag, (r) => this.notify(r), (key) => this.calls.inFlight.get(key));
+    super(options, toClient, toChild, diag, observers, gate);
   }
 
   // ---- client → child ----
@@ -239,129 +196,6 @@ export class Relay {
     this.toChild.write(frame, started.length === 0 ? undefined : this.delivery(started), started.length === 1 ? started[0] : undefined);
   }
 
-  /** A request's call, with what its era and its metadata say about it. */
-  private startCall(item: Request, meta: RequestMeta): Call {
-    const tool = item.method === 'tools/call' ? memberString(item.frame, item.params, 'name') ?? null : null;
-    const call = newCall(item.id, item.idKey, item.method, tool);
-    this.calls.inFlight.set(item.idKey, call);
-    this.eras.callStarted(call, item, meta);
-    if (item.method === 'tools/list') call.cursor = item.params?.members?.has('cursor') === true;
-    return call;
-  }
-
-  /** A tools/call goes through the gate; other lines keep flowing while it is decided. */
-  private review(gate: Gate, item: Request, meta: RequestMeta): void {
-    const call = this.startCall(item, meta);
-    this.gated.add(call);
-    this.armDeadline(call);
-    gate.review(call, item, meta).then(
-      (outcome) => this.settle(call, outcome),
-      (error: Error) => this.settle(call, { kind: 'refuse', state: 'rejected', reason: `mcpguard could not check the call: ${error.message}`, answer: errorResponse(call.requestId, INTERNAL_ERROR, 'mcpguard: the call could not be checked; not forwarded', { state: 'rejected' }) }),
-    );
-  }
-
-  /** The gate's outcome for a call, unless the call ended meanwhile (cancelled, timed out, session over). */
-  private settle(call: Call, outcome: Outcome): void {
-    if (!this.gated.delete(call) || call.state !== null) return;
-    if (outcome.kind === 'refuse') {
-      this.end(call, outcome.state, outcome.reason);
-      this.toClient.write(outcome.answer);
-      return;
-    }
-    if (outcome.kind === 'card') {
-      this.eras.cardShown(call, outcome.state);
-      this.end(call, 'input_required', 'mcpguard asks a person to approve the call; the client retries with the answer');
-      this.toClient.write(outcome.answer);
-      return;
-    }
-    let recorded = true;
-    for (const o of this.observers) if (o.callStarted?.(call) === false) recorded = false;
-    if (!recorded) {
-      this.end(call, 'rejected', 'mcpguard could not write its audit record');
-      return this.answer(call, INTERNAL_ERROR, 'mcpguard: the audit record could not be written; request not forwarded');
-    }
-    this.toChild.write(outcome.frame, this.delivery([call]), call);
-  }
-
-  /** Take back a call that has not reached the child (the gate holds it, or it waits in the queue): true if it had not. */
-  private withdraw(call: Call): boolean {
-    if (call.dispatchedAt !== null) return false;
-    if (this.gated.delete(call)) {
-      this.gate!.withdraw(call);
-      return true;
-    }
-    return this.toChild.withdraw(call);
-  }
-
-  /** How the calls of one forwarded line learn that it reached the child's stdin, or never will. */
-  private delivery(started: readonly Call[]): Delivery {
-    return {
-      dispatched: () => {
-        const now = Date.now();
-        for (const call of started) {
-          if (call.state !== null) continue;
-          call.dispatchedAt = now;
-          for (const o of this.observers) o.callDispatched?.(call);
-        }
-      },
-      // The child's stdin was closed (EPIPE) before these bytes got in: the server never saw them.
-      undelivered: (error) => {
-        for (const call of started) {
-          if (call.state !== null) continue;
-          this.counters.undelivered++;
-          call.dispatchedAt = null;
-          const why = `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
-          this.end(call, 'cancelled_before_dispatch', why);
-          this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
-        }
-      },
-    };
-  }
-
-  /** A client cancellation; returns whether to forward it to the child. */
-  private clientCancels(message: Message & { kind: 'notification' }): boolean {
-    const requestId = memberId(message.frame, message.params, 'requestId');
-    const call = requestId === undefined ? undefined : this.calls.inFlight.get(idKey(requestId));
-    if (call === undefined || call.state !== null) {
-      this.diag.line(`client cancelled request ${JSON.stringify(requestId ?? null)}, which is not in flight; not forwarded`);
-      return false;
-    }
-    if (call.method === 'initialize') {
-      this.diag.line('client tried to cancel initialize, which must not be cancelled; not forwarded');
-      return false;
-    }
-    call.cancelRequested = true;
-    if (this.withdraw(call)) {
-      this.end(call, 'cancelled_before_dispatch', 'cancelled by the client before it reached the server');
-      return false;
-    }
-    // Closing a stream is how a listen ends, not a failed call.
-    if (STREAM_METHODS.has(call.method!)) this.end(call, 'stream_ended', 'closed by the client (notifications/cancelled)', true);
-    else this.end(call, 'cancelled_after_dispatch', 'cancelled by the client', true);
-    return true;
-  }
-
-  private armDeadline(call: Call): void {
-    if (this.options.callTimeout === null || STREAM_METHODS.has(call.method!)) return;
-    call.timer = setTimeout(() => this.expire(call), this.options.callTimeout);
-    call.timer.unref();
-  }
-
-  private expire(call: Call): void {
-    if (call.state !== null) return;
-    const ms = this.options.callTimeout;
-    if (this.withdraw(call)) {
-      this.end(call, 'cancelled_before_dispatch', `--call-timeout ${ms} ms expired before it reached the server`);
-    } else {
-      // initialize must never be cancelled: answer the client, tell the child nothing.
-      if (call.method !== 'initialize') {
-        this.toChild.write(cancellation(call.requestId!, `mcpguard: --call-timeout ${ms} ms expired`));
-      }
-      this.end(call, 'timed_out_after_dispatch', `--call-timeout ${ms} ms expired`, true);
-    }
-    this.answer(call, REQUEST_TIMEOUT, `mcpguard: request timed out after ${ms} ms (--call-timeout)`);
-  }
-
   /**
    * Refuse a client line, answering it (id null when none can be paired).
    * A line that breaks only an era rule (`rule`) was well-formed: the stream
@@ -466,37 +300,5 @@ export class Relay {
     if (this.options.onChildNoise === 'close') this.requestEnd('child_noise');
   }
 
-  // ---- endings ----
-
-  /**
-   * Answer every call still waiting (and drop queued ones): the child exited
-   * or the session is ending. `state` says what is known about calls the child
-   * had already received.
-   */
-  answerPending(state: CallState, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
-    for (const call of [...this.calls.pending()]) {
-      const dispatched = !this.withdraw(call);
-      call.exitStatus = observed.exitStatus;
-      call.streamEnd = observed.streamEnd;
-      this.end(call, !dispatched ? 'cancelled_before_dispatch' : STREAM_METHODS.has(call.method!) ? 'stream_ended' : state, why);
-      this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
-    }
-  }
-
-  private end(call: Call, state: CallState, detail: string | null, reserveId = false): void {
-    if (!this.calls.finish(call, state, detail, reserveId)) return;
-    this.counters.states[state] = (this.counters.states[state] ?? 0) + 1;
-    for (const o of this.observers) o.callEnded?.(call);
-  }
-
-  private answer(call: Call, code: number, message: string): void {
-    this.toClient.write(errorResponse(call.requestId, code, message, { state: call.state }));
-  }
-
-
-
-  private notify(rejection: Rejection): void {
-    for (const o of this.observers) o.rejected?.(rejection);
-  }
 }
 

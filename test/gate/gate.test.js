@@ -1,0 +1,333 @@
+// The gate: arguments against the server's own inputSchema, a policy, and a
+// person's approval, all before a byte of the call reaches the server. The
+// server is a Python fixture that records every line it reads, so each
+// refusal can be shown to leave zero bytes there; the client is this file.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fixture, killStarted, tempDir } from '../helpers/run.js';
+import { callEnds, conversation, endOf } from '../helpers/conversation.js';
+
+after(killStarted);
+
+const TIMEOUT = 30000;
+const SERVER = ['python3', fixture('gate-server.py')];
+const init = (capabilities = {}) => ({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 't', version: '1' } } });
+const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+const calledAtServer = (c) => c.atServer().filter((m) => m.method === 'tools/call').map((m) => m.id);
+
+/** A legacy session, initialized, with these mcpguard options and (optionally) a policy file. */
+async function legacy(args = [], { policy, capabilities, env } = {}) {
+  let extra = [...args];
+  let scratch = null;
+  if (policy !== undefined) {
+    scratch = tempDir();
+    const path = join(scratch.dir, 'policy.json');
+    writeFileSync(path, JSON.stringify(policy));
+    extra = [`--policy=${path}`, ...extra];
+  }
+  const c = conversation(SERVER, extra, env);
+  c.send(init(capabilities));
+  await c.waitFor((m) => m.id === 'init', 'initialize answer');
+  c.send(initialized);
+  const cleanup = c.cleanup;
+  c.cleanup = () => { cleanup(); scratch?.cleanup(); };
+  return c;
+}
+
+describe('arguments against the server\'s inputSchema', () => {
+  test('bad arguments: a tool execution error naming the path and keyword; zero bytes at the server; one rejected record', { timeout: TIMEOUT }, async () => {
+    const c = await legacy();
+    try {
+      c.send(call(1, 'echo', { text: 5 }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.result.isError, true);
+      assert.match(one.result.content[0].text, /^mcpguard refused this call before it reached the server: the arguments do not match the tool's inputSchema/);
+      assert.match(one.result.content[0].text, /text/);
+      assert.match(one.result.content[0].text, /\(type\)/);
+      c.send(call(2, 'echo', { text: 'hi' }));
+      const two = await c.waitFor((m) => m.id === 2, 'answer to 2');
+      assert.equal(two.result.isError, undefined);
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), [2], 'the refused call never reached the server');
+      const own = c.atServer().filter((m) => m.method === 'tools/list');
+      assert.equal(own.length, 1, 'mcpguard learned the tools with one tools/list of its own');
+      assert.match(String(own[0].id), /^mcpguard-tools-list-/);
+      assert.equal(r.out.filter((m) => m.id === own[0].id).length, 0, 'its answer was not forwarded');
+      assert.equal(r.out.filter((m) => m.id === 1).length, 1, 'exactly one answer');
+      const ends = callEnds(r.records).filter((x) => x.request_id === 1);
+      assert.equal(ends.length, 1);
+      assert.equal(ends[0].state, 'rejected');
+      assert.equal(ends[0].decision.by, 'schema');
+    } finally { c.cleanup(); }
+  });
+
+  test('an unknown tool is a protocol error (-32602), never forwarded', { timeout: TIMEOUT }, async () => {
+    const c = await legacy();
+    try {
+      c.send({ jsonrpc: '2.0', id: 'l', method: 'tools/list' });
+      await c.waitFor((m) => m.id === 'l', 'tools/list');
+      c.send(call(1, 'nope', {}));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.error.code, -32602);
+      assert.equal(one.error.data.source, 'mcpguard');
+      assert.equal(one.error.data.rule, 'unknown_tool');
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), []);
+      assert.equal(c.atServer().filter((m) => m.method === 'tools/list').length, 2, "the client's list, then mcpguard's own for the unknown name");
+      assert.equal(endOf(r.records, 1).state, 'rejected');
+    } finally { c.cleanup(); }
+  });
+});
+
+describe('policy', () => {
+  const policy = {
+    default: 'allow',
+    hide_denied: true,
+    rules: [
+      { tool: 'delete_*', decision: 'deny', reason: 'no deletes here' },
+      { tool: 'exec', when: { properties: { command: { pattern: '^rm ' } }, required: ['command'] }, decision: 'deny', reason: 'no rm from agents' },
+    ],
+  };
+
+  test('a deny rule answers a tool execution error naming the rule and its reason; zero bytes at the server; one denied record', { timeout: TIMEOUT }, async () => {
+    const c = await legacy([], { policy });
+    try {
+      c.send(call(1, 'exec', { command: 'rm -rf /' }), call(2, 'exec', { command: 'ls' }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      await c.waitFor((m) => m.id === 2, 'answer to 2');
+      assert.equal(one.result.isError, true);
+      assert.match(one.result.content[0].text, /denied by policy rule 1 \(no rm from agents\)/);
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), [2]);
+      const end = endOf(r.records, 1);
+      assert.equal(end.state, 'denied');
+      assert.equal(end.decision.by, 'policy');
+      assert.equal(end.decision.rule, 1);
+    } finally { c.cleanup(); }
+  });
+
+  test('hide_denied removes always-denied tools from the tools/list the client sees, and keeps every other byte', { timeout: TIMEOUT }, async () => {
+    const c = await legacy([], { policy });
+    try {
+      c.send({ jsonrpc: '2.0', id: 'l', method: 'tools/list' });
+      const list = await c.waitFor((m) => m.id === 'l', 'tools/list');
+      assert.deepEqual(list.result.tools.map((t) => t.name), ['echo', 'exec', 'confirm_more'], 'exec stays: only some of its calls are denied');
+      await c.finish();
+    } finally { c.cleanup(); }
+  });
+});
+
+describe('approval, legacy era (elicitation through the client)', () => {
+  const ask = { default: 'allow', rules: [{ tool: 'delete_file', decision: 'ask' }] };
+  const card = (c) => c.waitFor((m) => m.method === 'elicitation/create', 'the approval card');
+
+  test('accept: the card names the tool and the exact arguments; the call is dispatched after the answer; the records keep the card', { timeout: TIMEOUT }, async () => {
+    const c = await legacy([], { policy: ask, capabilities: { elicitation: {} } });
+    try {
+      c.send(call(1, 'delete_file', { path: '/tmp/x' }));
+      const question = await card(c);
+      assert.match(String(question.id), /^mcpguard-approval-/);
+      assert.match(question.params.message, /Tool: delete_file/);
+      assert.match(question.params.message, /\{"path":"\/tmp\/x"\}/);
+      assert.deepEqual(question.params.requestedSchema, { type: 'object', properties: {} });
+      assert.deepEqual(calledAtServer(c), [], 'nothing reaches the server while the card is open');
+      c.send({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: {} } });
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.result.isError, undefined);
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), [1]);
+      assert.equal(c.atServer().filter((m) => m.id === question.id).length, 0, 'the answer to the card never reaches the server');
+      const attempt = r.records.find((x) => x.type === 'call_attempt' && x.request_id === 1);
+      assert.equal(attempt.decision.by, 'approval');
+      assert.equal(attempt.decision.channel, 'elicitation');
+      assert.equal(attempt.decision.card.answer, 'accept');
+      assert.match(attempt.decision.card.sha256, /^[0-9a-f]{64}$/);
+      assert.ok(attempt.decision.card.shown_at <= attempt.decision.card.answered_at);
+      assert.equal(endOf(r.records, 1).state, 'completed');
+    } finally { c.cleanup(); }
+  });
+
+  test('decline: denied, a tool execution error, zero bytes at the server', { timeout: TIMEOUT }, async () => {
+    const c = await legacy([], { policy: ask, capabilities: { elicitation: {} } });
+    try {
+      c.send(call(1, 'delete_file', { path: '/tmp/x' }));
+      const question = await card(c);
+      c.send({ jsonrpc: '2.0', id: question.id, result: { action: 'decline' } });
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.result.isError, true);
+      assert.match(one.result.content[0].text, /the person answered decline/);
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), []);
+      assert.equal(endOf(r.records, 1).state, 'denied');
+    } finally { c.cleanup(); }
+  });
+
+  test('no answer: denied at the wall-clock deadline; the card is withdrawn at the client', { timeout: TIMEOUT }, async () => {
+    const c = await legacy(['--approval-timeout=400'], { policy: ask, capabilities: { elicitation: {} } });
+    try {
+      c.send(call(1, 'delete_file', { path: '/tmp/x' }));
+      const question = await card(c);
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.match(one.result.content[0].text, /no answer within --approval-timeout 400 ms/);
+      const withdrawn = await c.waitFor((m) => m.method === 'notifications/cancelled', 'the card withdrawn');
+      assert.equal(withdrawn.params.requestId, question.id);
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), []);
+      assert.equal(endOf(r.records, 1).state, 'denied');
+      assert.equal(endOf(r.records, 1).decision.card.answer, 'timed_out');
+    } finally { c.cleanup(); }
+  });
+
+  test('a client that cannot be asked, and no --approve-cmd: denied at once, saying why', { timeout: TIMEOUT }, async () => {
+    const c = await legacy([], { policy: ask });
+    try {
+      c.send(call(1, 'delete_file', { path: '/tmp/x' }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.match(one.result.content[0].text, /no way to ask/);
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), []);
+      assert.equal(endOf(r.records, 1).state, 'denied');
+    } finally { c.cleanup(); }
+  });
+
+  test('--approve-cmd: exit 0 approves, anything else denies; the action arrives as JSON on its stdin', { timeout: TIMEOUT }, async () => {
+    const c = await legacy([`--approve-cmd=python3 ${fixture('approve.py')}`], { policy: ask });
+    try {
+      c.send(call(1, 'delete_file', { path: '/tmp/ok' }), call(2, 'delete_file', { path: '/etc/passwd' }));
+      await c.waitFor((m) => m.id === 1, 'answer to 1');
+      const two = await c.waitFor((m) => m.id === 2, 'answer to 2');
+      assert.match(two.result.content[0].text, /--approve-cmd exited 3: only \/tmp/);
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), [1]);
+      assert.equal(endOf(r.records, 1).decision.by, 'approve-cmd');
+      assert.equal(endOf(r.records, 2).state, 'denied');
+    } finally { c.cleanup(); }
+  });
+
+  test('a client cancel of a waiting call ends it before dispatch and withdraws the card; nothing reaches the server', { timeout: TIMEOUT }, async () => {
+    const c = await legacy([], { policy: ask, capabilities: { elicitation: {} } });
+    try {
+      c.send(call(1, 'delete_file', { path: '/tmp/x' }));
+      const question = await card(c);
+      c.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'user' } });
+      const withdrawn = await c.waitFor((m) => m.method === 'notifications/cancelled', 'the card withdrawn');
+      assert.equal(withdrawn.params.requestId, question.id);
+      const r = await c.finish();
+      assert.equal(r.out.filter((m) => m.id === 1).length, 0, 'a cancelled request gets no answer');
+      assert.equal(c.atServer().filter((m) => m.method === 'tools/call' || m.method === 'notifications/cancelled').length, 0);
+      assert.equal(endOf(r.records, 1).state, 'cancelled_before_dispatch');
+    } finally { c.cleanup(); }
+  });
+
+  test('one card open does not hold anything else: 100 calls pass meanwhile', { timeout: TIMEOUT }, async () => {
+    const c = await legacy([], { policy: ask, capabilities: { elicitation: {} } });
+    try {
+      c.send(call(0, 'delete_file', { path: '/tmp/x' }));
+      const question = await card(c);
+      c.send(...Array.from({ length: 100 }, (_, i) => call(i + 1, 'echo', { text: `n${i}` })));
+      await c.waitFor((m) => m.id === 100, 'the 100th answer');
+      assert.equal(c.out().filter((m) => typeof m.id === 'number' && m.id >= 1 && m.result).length, 100);
+      assert.equal(c.out().filter((m) => m.id === 0).length, 0, 'the card is still open');
+      c.send({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: {} } });
+      await c.waitFor((m) => m.id === 0, 'answer to 0');
+      await c.finish();
+    } finally { c.cleanup(); }
+  });
+});
+
+describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
+  const V = '2026-07-28';
+  const META = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+  const mcall = (id, name, args, extra = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...extra, _meta: META } });
+  const accept = { 'io.mcpguard/approval': { action: 'accept', content: {} } };
+  const policy = { default: 'allow', rules: [{ tool: 'delete_file', decision: 'ask' }, { tool: 'confirm_more', decision: 'ask' }] };
+
+  async function modern(args = []) {
+    const scratch = tempDir();
+    const path = join(scratch.dir, 'policy.json');
+    writeFileSync(path, JSON.stringify(policy));
+    const c = conversation(SERVER, [`--policy=${path}`, ...args]);
+    const cleanup = c.cleanup;
+    c.cleanup = () => { cleanup(); scratch.cleanup(); };
+    return c;
+  }
+
+  test('accept: the card travels as input_required; the retry reaches the server without mcpguard\'s answer and state', { timeout: TIMEOUT }, async () => {
+    const c = await modern();
+    try {
+      c.send(mcall(1, 'delete_file', { path: '/tmp/x' }));
+      const one = await c.waitFor((m) => m.id === 1, 'the card');
+      assert.equal(one.result.resultType, 'input_required');
+      const question = one.result.inputRequests['io.mcpguard/approval'];
+      assert.equal(question.method, 'elicitation/create');
+      assert.match(question.params.message, /Tool: delete_file/);
+      c.send(mcall(2, 'delete_file', { path: '/tmp/x' }, { inputResponses: accept, requestState: one.result.requestState }));
+      const two = await c.waitFor((m) => m.id === 2, 'answer to the retry');
+      assert.equal(two.result.resultType, 'complete');
+      assert.deepEqual(JSON.parse(two.result.content[0].text).keys, ['_meta', 'arguments', 'name'], 'the server saw the call as it was before mcpguard asked');
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), [2]);
+      const [first, retry] = [endOf(r.records, 1), endOf(r.records, 2)];
+      assert.equal(first.state, 'input_required');
+      assert.equal(retry.state, 'completed');
+      assert.equal(retry.continues, first.call_id);
+      assert.equal(retry.decision.channel, 'input_required');
+    } finally { c.cleanup(); }
+  });
+
+  test('a forged or altered retry is refused: changed arguments, a replayed state, a state from another call, a decline', { timeout: TIMEOUT }, async () => {
+    const c = await modern();
+    try {
+      c.send(mcall(1, 'delete_file', { path: '/tmp/a' }), mcall(2, 'delete_file', { path: '/tmp/b' }));
+      const a = await c.waitFor((m) => m.id === 1, 'card a');
+      const b = await c.waitFor((m) => m.id === 2, 'card b');
+      const stateA = a.result.requestState;
+      c.send(mcall(3, 'delete_file', { path: '/etc/passwd' }, { inputResponses: accept, requestState: stateA }));
+      const changed = await c.waitFor((m) => m.id === 3, 'answer to 3');
+      assert.match(changed.result.content[0].text, /not the one that was approved/);
+      c.send(mcall(4, 'delete_file', { path: '/tmp/b' }, { inputResponses: accept, requestState: stateA }));
+      const other = await c.waitFor((m) => m.id === 4, 'answer to 4');
+      assert.equal(other.result.isError, true, 'a state from another call');
+      c.send(mcall(5, 'delete_file', { path: '/tmp/b' }, { inputResponses: accept, requestState: b.result.requestState }));
+      await c.waitFor((m) => m.id === 5, 'answer to 5');
+      c.send(mcall(6, 'delete_file', { path: '/tmp/b' }, { inputResponses: accept, requestState: b.result.requestState }));
+      const replayed = await c.waitFor((m) => m.id === 6, 'answer to 6');
+      assert.match(replayed.result.content[0].text, /already used/);
+      c.send(mcall(7, 'delete_file', { path: '/tmp/c' }));
+      const cc = await c.waitFor((m) => m.id === 7, 'card c');
+      c.send(mcall(8, 'delete_file', { path: '/tmp/c' }, { inputResponses: { 'io.mcpguard/approval': { action: 'decline' } }, requestState: cc.result.requestState }));
+      const declined = await c.waitFor((m) => m.id === 8, 'answer to 8');
+      assert.match(declined.result.content[0].text, /answered decline/);
+      c.send(mcall(9, 'delete_file', { path: '/tmp/c' }, { inputResponses: accept, requestState: `${cc.result.requestState.slice(0, -2)}xx` }));
+      const altered = await c.waitFor((m) => m.id === 9, 'answer to 9');
+      assert.match(altered.result.content[0].text, /altered/);
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), [5], 'only the one good retry reached the server');
+      for (const id of [3, 4, 6, 8, 9]) assert.equal(endOf(r.records, id).state, 'denied', `call ${id}`);
+    } finally { c.cleanup(); }
+  });
+
+  test('composes with a server that asks for input of its own after the approval: its state passes untouched, no second card', { timeout: TIMEOUT }, async () => {
+    const c = await modern();
+    try {
+      c.send(mcall(1, 'confirm_more', {}));
+      const card = await c.waitFor((m) => m.id === 1, 'the card');
+      c.send(mcall(2, 'confirm_more', {}, { inputResponses: accept, requestState: card.result.requestState }));
+      const server = await c.waitFor((m) => m.id === 2, "the server's own input_required");
+      assert.equal(server.result.requestState, 'srv-1');
+      assert.ok(server.result.inputRequests.more);
+      c.send(mcall(3, 'confirm_more', {}, { inputResponses: { more: { action: 'accept', content: {} } }, requestState: 'srv-1' }));
+      const done = await c.waitFor((m) => m.id === 3, 'the final answer');
+      assert.equal(done.result.resultType, 'complete');
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), [2, 3]);
+      assert.equal(c.atServer().find((m) => m.id === 3).params.requestState, 'srv-1');
+      const legs = [1, 2, 3].map((id) => endOf(r.records, id));
+      assert.deepEqual(legs.map((l) => l.state), ['input_required', 'input_required', 'completed']);
+      assert.ok(legs.every((l) => l.chain === legs[0].call_id), 'one chain');
+    } finally { c.cleanup(); }
+  });
+});
