@@ -33,7 +33,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       const { runRecordsCommand } = await import('./records/commands.js');
       return await runRecordsCommand(first as 'sessions', argv.slice(1));
     }
-    const prepared = prepare(argv);
+    const prepared = await prepare(argv);
     return await (await import('./run.js')).runRelay(prepared);
   } catch (error) {
     if (error instanceof GuardError) {
@@ -47,7 +47,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 /** Validate everything up front, then start the server: a bad option never starts it. */
-function prepare(argv: readonly string[]): Prepared {
+async function prepare(argv: readonly string[]): Promise<Prepared> {
   const parsed = parseArgv(argv, RUN_OPTIONS);
   if (typeof parsed.values.config === 'string') applyConfigFile(parsed, RUN_OPTIONS, parsed.values.config);
   if (parsed.command.length === 0) throw new GuardError('no_command', 'no command to run: mcpguard [options] -- <command> [args...]');
@@ -55,6 +55,8 @@ function prepare(argv: readonly string[]): Prepared {
   if ((v['stderr-call-bytes'] as number) > (v['stderr-process-bytes'] as number)) {
     throw new GuardError('bad_option', `--stderr-call-bytes (${v['stderr-call-bytes']}) must not exceed --stderr-process-bytes (${v['stderr-process-bytes']})`);
   }
+  // A policy is read and checked whole before anything runs (its schema engine only if a rule needs one).
+  const policy = v.policy === null ? null : await (await import('./gate/load.js')).loadPolicy(v.policy);
   let records: Prepared['records'] = null;
   if (v.records === 'on') {
     const configured = resolveRecordDir(typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined);
@@ -79,7 +81,7 @@ function prepare(argv: readonly string[]): Prepared {
   // The watchdog covers the child from its first moment, before the relay has loaded.
   const pid = started.child?.pid;
   const watchdog = pid === undefined ? undefined : armWatchdog(pid, v.grace as number, sessionId);
-  return { values: v, command, args, sessionId, started, startedAt, watchdog, records, signals };
+  return { values: v, command, args, sessionId, started, startedAt, watchdog, records, signals, policy };
 }
 
 function print(text: string): number {

@@ -12,6 +12,8 @@ import { Diagnostics } from './diagnostics.js';
 import { EXIT_RECORD_FAILURE } from './errors.js';
 import { processMasker } from './mask.js';
 import { withMetaEntry, type Response } from './jsonrpc.js';
+import { gateFactory } from './gate/setup.js';
+import type { Policy } from './gate/policy.js';
 import type { OptionValues } from './options.js';
 import { openOutput } from './output.js';
 import { Session, type SessionSummary } from './session.js';
@@ -33,6 +35,8 @@ export interface Prepared {
   records: { dir: string; key: Buffer | undefined } | null;
   /** Signals that arrived before the session existed, and where later ones go. */
   signals: { pending: NodeJS.Signals[]; handler: ((signal: NodeJS.Signals) => void) | null };
+  /** The policy, loaded and checked before the child started; null without --policy. */
+  policy: Policy | null;
 }
 
 /** At exit, give up on a client that took nothing from stdout for this long. */
@@ -86,6 +90,7 @@ export async function runRelay(p: Prepared): Promise<number> {
       observers: audit === null ? [stderr] : [stderr, audit],
       stderr,
       decorate,
+      gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' ')),
       watchdog: p.watchdog,
       onSpawn: (pid) => audit?.childSpawned(pid),
     },

@@ -10,6 +10,7 @@ import { exitCodeOf, type StartedChild } from './child.js';
 import type { Call } from './calls.js';
 import type { Diagnostics } from './diagnostics.js';
 import type { Response } from './jsonrpc.js';
+import type { Gate, GateIO } from './gate/gate.js';
 import { LineSplitter } from './framing.js';
 import type { SessionObserver } from './observer.js';
 import { markedProcesses } from './marker.js';
@@ -50,6 +51,8 @@ export interface SessionIO {
   onSpawn?: (pid: number) => void;
   /** Decorates a tools/call answer before it is written (the stderr excerpt). */
   decorate?: (call: Call, response: Response) => Buffer | null;
+  /** Builds the gate that reviews each tools/call (null: no gate). */
+  gate?: ((io: GateIO) => Gate) | null;
 }
 
 export type StreamEnd = 'eof' | 'cut_after_drain_timeout' | 'not_started';
@@ -168,7 +171,7 @@ export class Session {
       },
     });
     const reclaimer = new ReadBufferReclaimer();
-    const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason), io.decorate ?? null);
+    const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason), io.decorate ?? null, io.gate ?? null);
     this.pauseChildStdout = (full) => (full ? child.stdout.pause() : child.stdout.resume());
 
     // Child stdout → relay.
