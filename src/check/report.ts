@@ -119,7 +119,7 @@ export function textReport(plan: CheckPlan, runs: readonly RunReport[]): string 
     out.push(oneLine(`  era: ${describeEra(run)}`));
     const probe = run.era.probe;
     if (probe !== null) {
-      out.push(oneLine(`  probe process: ${probe.step.label} ${describeStep(probe.step)}; stdout ${describeStdout(probe.stdout)}; ${describeExit(probe.exit)}; stderr ${plural(probe.stderr.bytes, 'byte')}${probe.stderr.bytes > 0 ? ' (not shown)' : ''}`));
+      out.push(oneLine(`  probe process: ${probe.step.label}: ${describeStep(probe.step)}; stdout ${describeStdout(probe.stdout)}; ${describeExit(probe.exit)}; stderr ${plural(probe.stderr.bytes, 'byte')}${probe.stderr.bytes > 0 ? ' (not shown)' : ''}`));
     }
     out.push(oneLine(`  stdout: ${describeStdout(run.stdout)}`));
     for (const step of run.steps) out.push(oneLine(`  ${step.label}: ${describeStep(step)}`));
