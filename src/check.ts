@@ -1,7 +1,8 @@
 /**
  * `mcpguard check [options] -- <command> [args...]`: the clean-stdout release
  * test as one command. It starts the server as it would be run, speaks the
- * opening of an MCP session, closes stdin, waits through the grace path, and
+ * opening of an MCP session in the server's era (2026-07-28, or the
+ * initialize era before it), closes stdin, waits through the grace path, and
  * reports every byte on stdout that is not a protocol message, every answer
  * that is missing or malformed, and how the server ended. Unlike the relay,
  * this command's stdout is its report.
@@ -10,9 +11,11 @@
  *   exit 1  violations found
  *   exit 2  could not run (bad options, command not found, interrupted)
  *
- * The parts: check/options.ts (argv), check/run.ts (one run: the process),
- * check/conversation.ts (the requests and their answers), check/transcript.ts
- * (stdout as raw bytes), check/report.ts (text and JSON).
+ * The parts: check/options.ts (argv), check/run.ts (one run), check/server.ts
+ * (one server process), check/era.ts (the probe), check/exchange.ts (requests
+ * and their answers), check/conversation.ts and check/modern.ts (what each
+ * era's answers must hold), check/tools.ts (the same in both),
+ * check/transcript.ts (stdout as raw bytes), check/report.ts (text and JSON).
  */
 import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
@@ -124,10 +127,20 @@ export function checkHelp(): string {
   return `Usage:
   mcpguard check [options] -- <command> [args...]
 
-Starts the server as it would be run, sends initialize, notifications/initialized,
-tools/list, ping (and --call), closes stdin and waits through the grace path.
-Reports every stdout line that is not a JSON-RPC message, answers that are
-missing or malformed, and how the server exited; shows stderr separately.
+Starts the server as it would be run and speaks the opening of an MCP session
+in the era --protocol-version names, then closes stdin and waits through the
+grace path. auto (the default) first sends server/discover, as the SDK v2
+client does: a DiscoverResult (or error -32022 naming modern versions) means
+the modern era, which continues on the same process; any other answer, none
+within --start-timeout, or an exit means the legacy era, which starts on a new
+process.
+  modern (2026-07-28): server/discover, tools/list (and --call), each with the
+    required _meta
+  legacy (2024-11-05 ... 2025-11-25): initialize, notifications/initialized,
+    tools/list, ping (and --call)
+Reports every stdout line that is not a JSON-RPC message or that the era
+forbids, answers that are missing or malformed, and how the server exited;
+shows stderr separately.
 
 Options:
 ${options.join('')}

@@ -72,8 +72,18 @@ describe('the Python fixture server', () => {
     assert.equal(code, 0);
     assert.equal(stderr, '');
     assert.equal(report.result, 'clean');
-    assert.equal(report.protocol_version, '2025-11-25');
+    assert.equal(report.protocol_version, 'auto');
     assert.deepEqual(messages, []);
+    // The probe's answer (-32601) makes it legacy; initialize then goes to a new process.
+    assert.deepEqual({ ...run.era, probe_process: null }, {
+      era: 'legacy', protocol_version: '2025-11-25', decided_by: 'discover_error', probe_process: null,
+      how: 'server/discover answered with error -32601 "Method not found"; initialize went to a new process, as the SDK v2 client does',
+    });
+    const probe = run.era.probe_process;
+    assert.deepEqual([probe.step.method, probe.step.id, probe.step.outcome], ['server/discover', 'mcpguard-discover', 'error']);
+    assert.deepEqual(probe.stdout, { bytes: probe.stdout.bytes, lines: 1, messages: 1, notifications: 0, server_requests: [] });
+    assert.deepEqual([probe.exit.code, probe.exit.how], [0, 'after_stdin_closed']);
+    assert.deepEqual(probe.stderr, { bytes: STDERR.length, masked: 0, excerpt: STDERR });
     assert.deepEqual(run.steps.map((s) => [s.method, s.id, s.outcome]), [['initialize', 1, 'answered'], ['tools/list', 2, 'answered'], ['ping', 'mcpguard-ping', 'answered']]);
     assert.deepEqual(run.server, { protocol_version: '2025-11-25', name: 'check-server', version: '1.0', tools: ['add', 'fail'] });
     assert.deepEqual({ ...run.exit, ms_after_stdin_closed: 0 }, { code: 0, signal: null, how: 'after_stdin_closed', ms_after_stdin_closed: 0, signals_sent: [], survivors: [] });
@@ -86,9 +96,11 @@ describe('the Python fixture server', () => {
     assert.equal(r.code, 0);
     const text = r.stdout.replace(/\d+ ms after/g, 'N ms after').replace(/answered in \d+ ms/g, 'answered in N ms');
     assert.equal(text, `mcpguard check -- python3 ${fixture('check-server.py')}
-protocol 2025-11-25, start timeout 30000 ms, timeout 10000 ms, grace 5000 ms
+protocol auto, start timeout 30000 ms, timeout 10000 ms, grace 5000 ms
 
 run 1 of 1: ok
+  era: legacy, protocol 2025-11-25 (server/discover answered with error -32601 "Method not found"; initialize went to a new process, as the SDK v2 client does)
+  probe process: server/discover: answered in N ms with error -32601 "Method not found"; stdout 1 line, 104 bytes, 1 protocol message; exit status 0, N ms after stdin closed; stderr 38 bytes (not shown)
   stdout: 3 lines, 505 bytes, 3 protocol messages
   initialize: answered in N ms: protocol 2025-11-25, server "check-server" 1.0
   tools/list: answered in N ms: 2 tools: add, fail
@@ -104,7 +116,7 @@ result: ok, 1 clean run
 
   test('banner at start: line 1, bytes escaped; text and JSON list the same findings', { timeout: 60000 }, async () => {
     const expected = [String.raw`non-protocol stdout on line 1: "loading optional extension\n" (${notJson('l')})`];
-    const j = await checkJson(['--', ...SERVER], { env: { NOISE: 'banner' } });
+    const j = await checkJson(['--protocol-version', '2025-11-25', '--', ...SERVER], { env: { NOISE: 'banner' } });
     assert.equal(j.code, 1);
     assert.equal(j.report.result, 'violations');
     assert.deepEqual(j.messages, expected);
@@ -115,7 +127,7 @@ result: ok, 1 clean run
     // The protocol still worked: the finding is the only problem.
     assert.deepEqual(j.run.steps.map((s) => s.outcome), ['answered', 'answered', 'answered']);
 
-    const t = await check(['--', ...SERVER], { env: { NOISE: 'banner' } });
+    const t = await check(['--protocol-version', '2025-11-25', '--', ...SERVER], { env: { NOISE: 'banner' } });
     assert.equal(t.code, 1);
     assert.deepEqual(t.stdout.split('\n').filter((l) => l.startsWith('  ✗ ')).map((l) => l.slice(4)), expected);
     assert.match(t.stdout, /^run 1 of 1: FAIL, 1 violation$/m);
@@ -129,7 +141,7 @@ result: ok, 1 clean run
   });
 
   test('a last line without newline', { timeout: 60000 }, async () => {
-    const { code, run, messages } = await checkJson(['--', ...SERVER], { env: { NOISE: 'partial' } });
+    const { code, run, messages } = await checkJson(['--protocol-version', '2025-11-25', '--', ...SERVER], { env: { NOISE: 'partial' } });
     assert.equal(code, 1);
     assert.deepEqual(messages, [`last line without newline on line 4: "shutting down" (${notJson('s')})`]);
     assert.equal(run.violations[0].length, 13);
@@ -162,7 +174,7 @@ result: ok, 1 clean run
   });
 
   test('a line over --max-frame-bytes: reported with its first bytes, never buffered whole', { timeout: 60000 }, async () => {
-    const { code, messages } = await checkJson(['--max-frame-bytes', '100', '--start-timeout', '1500', '--', ...SERVER]);
+    const { code, messages } = await checkJson(['--protocol-version', '2025-11-25', '--max-frame-bytes', '100', '--start-timeout', '1500', '--', ...SERVER]);
     assert.equal(code, 1);
     assert.equal(messages.length, 2);
     assert.match(messages[0], /^oversize line on line 1: "\{\\"jsonrpc\\": \\"2\.0\\", \\"id\\": 1, .*"…\(\+\d+ bytes\) \(\d+ bytes, over --max-frame-bytes 100\)$/);
@@ -217,7 +229,7 @@ result: ok, 1 clean run
 
   test('--env reaches the server, its value is masked on stderr and never reported', { timeout: 60000 }, async () => {
     const secret = 'sk-test-0123456789abcdef';
-    const { code, report, run, messages, stdout } = await checkJson(['--env', 'NOISE=banner', '--env', `API_TOKEN=${secret}`, '--', ...SERVER], { env: { SECRET_LOG: '1' } });
+    const { code, report, run, messages, stdout } = await checkJson(['--protocol-version', '2025-11-25', '--env', 'NOISE=banner', '--env', `API_TOKEN=${secret}`, '--', ...SERVER], { env: { SECRET_LOG: '1' } });
     assert.equal(code, 1);
     assert.equal(messages.length, 1);
     assert.match(messages[0], /^non-protocol stdout on line 1: "loading optional extension\\n"/);
@@ -262,7 +274,7 @@ result: ok, 1 clean run
   });
 
   test('--runs 2: one report per run', { timeout: 90000 }, async () => {
-    const { code, report } = await checkJson(['--runs', '2', '--', ...SERVER], { env: { NOISE: 'banner' } });
+    const { code, report } = await checkJson(['--protocol-version', '2025-11-25', '--runs', '2', '--', ...SERVER], { env: { NOISE: 'banner' } });
     assert.equal(code, 1);
     assert.equal(report.violations, 2);
     assert.deepEqual(report.runs.map((r) => [r.run, r.result, r.violations.length]), [[1, 'violations', 1], [2, 'violations', 1]]);
@@ -284,7 +296,7 @@ describe('@modelcontextprotocol/server-everything', () => {
   });
 
   test('bogus: its usage text on stdout, no answer, exit status 1 before stdin closed', { timeout: 90000 }, async () => {
-    const { code, run, messages } = await checkJson(['--', EVERYTHING, 'bogus']);
+    const { code, run, messages } = await checkJson(['--protocol-version', '2025-11-25', '--', EVERYTHING, 'bogus']);
     assert.equal(code, 1);
     assert.deepEqual(messages, [
       String.raw`non-protocol stdout on line 1: "Available transports:\n" (${notJson('A')})`,
@@ -315,7 +327,7 @@ describe('exit status 2: could not run', () => {
       [['--env', 'NOVALUE', '--', 'true'], "--env expects KEY=VALUE, got 'NOVALUE'"],
       [['--call', 'x', '--args', '[1]', '--', 'true'], "--args expects a JSON object, got '[1]'"],
       [['--args', '{}', '--', 'true'], "--args needs --call NAME, got --args '{}' alone"],
-      [['--protocol-version', '2026-07-28', '--', 'true'], '--protocol-version expects one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, got \'2026-07-28\''],
+      [['--protocol-version', '2027-01-01', '--', 'true'], '--protocol-version expects one of auto, 2026-07-28, 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, got \'2027-01-01\''],
       [['--cwd', '/no/such/dir', '--', 'true'], "--cwd expects an existing directory, got '/no/such/dir'"],
       [['--verbose', '--', 'true'], 'unknown option --verbose (see mcpguard check --help)'],
       [['--'], 'no command to check: mcpguard check [options] -- <command> [args...]'],

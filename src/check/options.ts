@@ -7,27 +7,36 @@ import { statSync } from 'node:fs';
 import { GuardError } from '../errors.js';
 import { MAX_FRAME_BYTES, MAX_FRAME_WHY, parseArgv, type OptionSpec } from '../options.js';
 
-/** Released MCP revisions that have the `initialize` handshake this check speaks. */
+/** Released MCP revisions of the legacy era: the `initialize` handshake, which this check speaks for them. */
 export const PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;
 
 /**
- * The newest released revision (the 2026-07-28 draft has no `initialize`). It is
- * what current clients send (the TypeScript SDK's LATEST_PROTOCOL_VERSION), and
- * a server that knows only an older one answers with that one, which the check
- * accepts: testing with the newest version exercises the negotiation too.
+ * The newest legacy revision: what `initialize` asks for when the era is
+ * legacy and no version was named. A server that knows only an older one
+ * answers with that one, which the check accepts: asking for the newest
+ * exercises the negotiation too.
  */
 export const DEFAULT_PROTOCOL_VERSION = '2025-11-25';
+
+/** The modern era's revision this check speaks: no `initialize`; `server/discover` and `_meta` on every request. */
+export const MODERN_PROTOCOL_VERSION = '2026-07-28';
+
+/** Probe with `server/discover`, as the SDK v2 client does, and continue in the era the answer shows. */
+export const AUTO = 'auto';
+
+/** What --protocol-version takes: auto, the modern revision, or a legacy one. */
+export const PROTOCOL_CHOICES = [AUTO, MODERN_PROTOCOL_VERSION, ...PROTOCOL_VERSIONS] as const;
 
 export const MAX_RUNS = 100;
 
 export const CHECK_OPTIONS = {
-  'protocol-version': { kind: 'enum', default: DEFAULT_PROTOCOL_VERSION, values: PROTOCOL_VERSIONS, help: 'the protocolVersion sent in initialize' },
-  call: { kind: 'string', default: null, help: 'also call this tool (tools/call) after tools/list and ping' },
+  'protocol-version': { kind: 'enum', default: AUTO, values: PROTOCOL_CHOICES, help: `auto probes with server/discover and continues in the era the answer shows; ${MODERN_PROTOCOL_VERSION} speaks only the modern era; a legacy version is the protocolVersion sent in initialize` },
+  call: { kind: 'string', default: null, help: 'also call this tool (tools/call) at the end of the conversation' },
   args: { kind: 'string', default: null, help: 'the arguments of --call, a JSON object (default {})' },
   env: { kind: 'string', default: null, repeatable: true, help: 'KEY=VALUE added to the server environment; repeatable' },
   cwd: { kind: 'string', default: null, help: 'run the server in this directory (default: the current one)' },
   runs: { kind: 'count', default: 1, min: 1, max: MAX_RUNS, help: `repeat the whole check N times, 1 to ${MAX_RUNS}` },
-  'start-timeout': { kind: 'ms', default: 30000, min: 1, help: 'wait this long for the answer to initialize, which includes the server starting (npx may install first)' },
+  'start-timeout': { kind: 'ms', default: 30000, min: 1, help: 'wait this long for the answer to the first request (server/discover, or initialize), which includes the server starting (npx may install first); under auto, no answer to server/discover by then means a legacy server' },
   timeout: { kind: 'ms', default: 10000, min: 1, help: 'wait this long for each later response' },
   grace: { kind: 'ms', default: 5000, min: 0, help: 'after stdin closes, wait this long for the exit; then SIGTERM, wait again, SIGKILL' },
   'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, max: MAX_FRAME_BYTES, maxWhy: MAX_FRAME_WHY, help: 'longest stdout line accepted, without its newline' },
@@ -48,6 +57,7 @@ export interface CheckPlan {
   env: NodeJS.ProcessEnv;
   /** The --env pairs, in order, for the report. */
   addedEnv: string[];
+  /** auto, the modern revision, or a legacy one (PROTOCOL_CHOICES). */
   protocolVersion: string;
   call: ToolCall | null;
   runs: number;

@@ -14,6 +14,8 @@ const TEXT_STDERR_BYTES = 4096;
 
 export interface Violation {
   stream: 'stdout' | 'behaviour';
+  /** Set for the probe's own process (auto, legacy server): its stdout lines are numbered from 1 too. */
+  process?: 'probe';
   kind: string;
   message: string;
   line?: number;
@@ -23,14 +25,43 @@ export interface Violation {
 }
 
 export function violationsOf(run: RunReport): Violation[] {
+  const probe = run.era.probe?.stdout.findings ?? [];
   return [
+    ...probe.map((f): Violation => ({ stream: 'stdout', process: 'probe', ...f, message: `probe process: ${f.message}` })),
     ...run.stdout.findings.map((f): Violation => ({ stream: 'stdout', ...f })),
     ...run.behaviour.map((f): Violation => ({ stream: 'behaviour', ...f })),
   ];
 }
 
 function countOf(run: RunReport): number {
-  return run.stdout.findings.length + run.stdout.omitted + run.behaviour.length;
+  return omittedOf(run) + run.stdout.findings.length + run.behaviour.length + (run.era.probe?.stdout.findings.length ?? 0);
+}
+
+function omittedOf(run: RunReport): number {
+  return run.stdout.omitted + (run.era.probe?.stdout.omitted ?? 0);
+}
+
+function stdoutJson(s: RunReport['stdout']): Record<string, unknown> {
+  return { bytes: s.bytes, lines: s.lines, messages: s.messages, notifications: s.notifications, server_requests: s.serverRequests };
+}
+
+function exitJson(exit: NonNullable<RunReport['exit']>): Record<string, unknown> {
+  return {
+    code: exit.code, signal: exit.signal, how: exit.how, ms_after_stdin_closed: exit.msAfterStdinClosed,
+    signals_sent: exit.signalsSent, survivors: exit.survivors,
+  };
+}
+
+function stderrJson(stderr: RunReport['stderr']): Record<string, unknown> {
+  return { bytes: stderr.bytes, masked: stderr.masked, excerpt: renderExcerpt(stderr.ring, { maxBytes: Infinity, label: false }) };
+}
+
+function eraJson(run: RunReport): Record<string, unknown> {
+  const { era, decidedBy, how, probe } = run.era;
+  return {
+    era, protocol_version: run.server?.protocolVersion ?? null, decided_by: decidedBy, how,
+    probe_process: probe === null ? null : { step: probe.step, stdout: stdoutJson(probe.stdout), exit: exitJson(probe.exit), stderr: stderrJson(probe.stderr) },
+  };
 }
 
 export function jsonReport(plan: CheckPlan, runs: readonly RunReport[], exitCode: number): Record<string, unknown> {
@@ -53,16 +84,14 @@ export function jsonReport(plan: CheckPlan, runs: readonly RunReport[], exitCode
       result: run.status,
       error: run.error,
       duration_ms: run.durationMs,
+      era: eraJson(run),
       violations: violationsOf(run),
-      omitted_violations: run.stdout.omitted,
-      stdout: { bytes: run.stdout.bytes, lines: run.stdout.lines, messages: run.stdout.messages, notifications: run.stdout.notifications, server_requests: run.stdout.serverRequests },
+      omitted_violations: omittedOf(run),
+      stdout: stdoutJson(run.stdout),
       steps: run.steps,
       server: run.server === null ? null : { protocol_version: run.server.protocolVersion, name: run.server.name, version: run.server.version, tools: run.server.tools },
-      exit: run.exit === null ? null : {
-        code: run.exit.code, signal: run.exit.signal, how: run.exit.how, ms_after_stdin_closed: run.exit.msAfterStdinClosed,
-        signals_sent: run.exit.signalsSent, survivors: run.exit.survivors,
-      },
-      stderr: { bytes: run.stderr.bytes, masked: run.stderr.masked, excerpt: renderExcerpt(run.stderr.ring, { maxBytes: Infinity, label: false }) },
+      exit: run.exit === null ? null : exitJson(run.exit),
+      stderr: stderrJson(run.stderr),
     })),
   };
 }
@@ -86,13 +115,14 @@ export function textReport(plan: CheckPlan, runs: readonly RunReport[]): string 
     out.push('', `run ${run.run} of ${plan.runs}: ${run.status === 'clean' ? 'ok' : run.status === 'violations' ? `FAIL, ${plural(count, 'violation')}` : run.error}`);
     if (run.status === 'could_not_run') continue;
     for (const v of violationsOf(run)) out.push(`  ✗ ${oneLine(v.message)}`);
-    if (run.stdout.omitted > 0) out.push(`  ✗ … and ${plural(run.stdout.omitted, 'more stdout violation')} not listed`);
-    const s = run.stdout;
-    out.push(`  stdout: ${plural(s.lines, 'line')}, ${plural(s.bytes, 'byte')}, ${plural(s.messages, 'protocol message')}${s.notifications > 0 ? ` (${plural(s.notifications, 'notification')})` : ''}${s.serverRequests.length > 0 ? `; server requests: ${oneLine(s.serverRequests.join(', '))}` : ''}`);
-    for (const step of run.steps) {
-      const answer = step.ms === null ? step.detail : `answered in ${step.ms} ms${step.detail === '' ? '' : step.outcome === 'error' ? ` with ${step.detail}` : `: ${step.detail}`}`;
-      out.push(oneLine(`  ${step.label}: ${answer}`));
+    if (omittedOf(run) > 0) out.push(`  ✗ … and ${plural(omittedOf(run), 'more stdout violation')} not listed`);
+    out.push(oneLine(`  era: ${describeEra(run)}`));
+    const probe = run.era.probe;
+    if (probe !== null) {
+      out.push(oneLine(`  probe process: ${probe.step.label}: ${describeStep(probe.step)}; stdout ${describeStdout(probe.stdout)}; ${describeExit(probe.exit)}; stderr ${plural(probe.stderr.bytes, 'byte')}${probe.stderr.bytes > 0 ? ' (not shown)' : ''}`));
     }
+    out.push(oneLine(`  stdout: ${describeStdout(run.stdout)}`));
+    for (const step of run.steps) out.push(oneLine(`  ${step.label}: ${describeStep(step)}`));
     if (run.exit !== null) out.push(`  exit: ${describeExit(run.exit)}`);
     out.push(`  stderr: ${plural(run.stderr.bytes, 'byte')}${run.stderr.masked > 0 ? `, ${plural(run.stderr.masked, 'secret')} masked` : ''}${run.stderr.bytes > 0 ? ' (not a violation: shown for diagnosis)' : ''}`);
     if (run.stderr.bytes > 0) {
@@ -106,6 +136,22 @@ export function textReport(plan: CheckPlan, runs: readonly RunReport[]): string 
     : result === 'violations' ? `result: FAIL, ${plural(total, 'violation')} (${runs.filter((r) => countOf(r) > 0).length} of ${plural(runs.length, 'run')} failed)`
       : `result: ${runs.find((r) => r.error !== null)?.error ?? result}`);
   return `${out.join('\n')}\n`;
+}
+
+function describeEra(run: RunReport): string {
+  const { era, how } = run.era;
+  if (era === null) return how;
+  const version = run.server?.protocolVersion;
+  return `${era}${version === null || version === undefined ? '' : `, protocol ${version}`} (${how})`;
+}
+
+function describeStdout(s: RunReport['stdout']): string {
+  return `${plural(s.lines, 'line')}, ${plural(s.bytes, 'byte')}, ${plural(s.messages, 'protocol message')}${s.notifications > 0 ? ` (${plural(s.notifications, 'notification')})` : ''}${s.serverRequests.length > 0 ? `; server requests: ${s.serverRequests.join(', ')}` : ''}`;
+}
+
+function describeStep(step: RunReport['steps'][number]): string {
+  if (step.ms === null) return step.detail;
+  return `answered in ${step.ms} ms${step.detail === '' ? '' : step.outcome === 'error' ? ` with ${step.detail}` : `: ${step.detail}`}`;
 }
 
 function describeExit(exit: NonNullable<RunReport['exit']>): string {

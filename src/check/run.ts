@@ -1,32 +1,48 @@
 /**
- * One run of the check. It owns the server process from spawn to reaping:
- * both stream readers, the stderr ring, the timers, the watchdog, and the one
- * shutdown sequence of the relay (close stdin → grace → SIGTERM the group →
- * grace → SIGKILL). It ends with a report of what was observed, never with an
- * exception for something the server did.
+ * One run of the check: the conversation in the era --protocol-version names
+ * (or the probe finds), on one server process (two when auto finds a legacy
+ * server: the probe's process is stopped and a new one gets initialize, as
+ * the SDK v2 client does), then how the server ended. It ends with a report
+ * of what was observed, never with an exception for something the server did.
  */
-import { spawnInGroup } from '../child.js';
-import { markedEnv, markedProcesses } from '../marker.js';
-import { Masker } from '../mask.js';
-import { DescendantTracker } from '../proctree.js';
-import { newSessionId } from '../records/session-id.js';
-import { shutdownTree, type ShutdownReport } from '../shutdown.js';
 import { explainSpawnFailure } from '../spawn-failure.js';
-import { Redactor } from '../stderr/redact.js';
 import { ByteRing, type RingSnapshot } from '../stderr/ring.js';
-import { armWatchdog } from '../watchdog.js';
-import type { Readable } from 'node:stream';
-import type { Request } from '../jsonrpc.js';
-import { converse, type BehaviourFinding, type ServerInfo, type Step } from './conversation.js';
-import type { CheckPlan } from './options.js';
-import { Transcript, type StdoutFinding } from './transcript.js';
+import type { ShutdownReport } from '../shutdown.js';
+import { converse } from './conversation.js';
+import { decideByProbe, type DecidedBy, type Era, type EraDecision } from './era.js';
+import { Exchange, type BehaviourFinding, type ConversationResult, type ServerInfo, type Step } from './exchange.js';
+import { converseModern, discover } from './modern.js';
+import { AUTO, DEFAULT_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSION, type CheckPlan } from './options.js';
+import { startServer, type Ended } from './server.js';
+import type { StdoutFinding } from './transcript.js';
 
-/** Bytes of stderr kept per run (first half and last half); the rest is counted. */
-export const STDERR_KEEP_BYTES = 64 * 1024;
-/** After the exit, how long the pipes may stay open (a grandchild holding them) before they are cut. */
-const DRAIN_MS = 1000;
+export { STDERR_KEEP_BYTES } from './server.js';
 
 export type ExitHow = 'before_stdin_closed' | 'after_stdin_closed' | 'after_sigterm' | 'after_sigkill' | 'unkillable' | 'interrupted';
+
+export interface StdoutReport { bytes: number; lines: number; messages: number; notifications: number; serverRequests: string[]; findings: StdoutFinding[]; omitted: number }
+
+export interface ExitReport {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  how: ExitHow;
+  /** From closing stdin to the exit, ms; null if it exited before. */
+  msAfterStdinClosed: number | null;
+  signalsSent: string[];
+  survivors: Array<{ pid: number; comm: string }>;
+}
+
+export interface StderrReport { bytes: number; masked: number; ring: RingSnapshot }
+
+export interface EraReport {
+  /** Null: mcpguard was interrupted (or the server could not start) before it was known. */
+  era: Era | null;
+  decidedBy: DecidedBy | null;
+  /** How it was decided, for a person. */
+  how: string;
+  /** The probe's own process, when auto found a legacy server and started a new one for initialize. */
+  probe: { step: Step; stdout: StdoutReport; exit: ExitReport; stderr: StderrReport } | null;
+}
 
 export interface RunReport {
   run: number;
@@ -34,20 +50,13 @@ export interface RunReport {
   /** Why it could not run (command not found, …). */
   error: string | null;
   durationMs: number;
-  stdout: { bytes: number; lines: number; messages: number; notifications: number; serverRequests: string[]; findings: StdoutFinding[]; omitted: number };
+  era: EraReport;
+  stdout: StdoutReport;
   steps: Step[];
   server: ServerInfo | null;
   behaviour: BehaviourFinding[];
-  exit: {
-    code: number | null;
-    signal: NodeJS.Signals | null;
-    how: ExitHow;
-    /** From closing stdin to the exit, ms; null if it exited before. */
-    msAfterStdinClosed: number | null;
-    signalsSent: string[];
-    survivors: Array<{ pid: number; comm: string }>;
-  } | null;
-  stderr: { bytes: number; masked: number; ring: RingSnapshot };
+  exit: ExitReport | null;
+  stderr: StderrReport;
 }
 
 /** Signals to mcpguard during a run: the first stops the conversation, the second cuts the grace waits. */
@@ -61,108 +70,86 @@ export interface Interrupt {
 
 export async function checkOnce(plan: CheckPlan, version: string, run: number, interrupt: Interrupt): Promise<RunReport> {
   const startedAt = Date.now();
-  // Marked like a relay session, so that a daemon the server double-forks is found and stopped too.
-  const marker = newSessionId();
-  let child: ReturnType<typeof spawnInGroup>;
-  try {
-    child = spawnInGroup(plan.command, plan.args, { cwd: plan.cwd, env: markedEnv(plan.env, marker) });
-  } catch (error) {
-    // Node throws for some failures (an empty command, ENOTDIR) and emits 'error' for others.
-    return couldNotRun(plan, run, startedAt, error);
+  const era = plan.protocolVersion === AUTO ? 'probing' : plan.protocolVersion === MODERN_PROTOCOL_VERSION ? 'modern' : 'legacy';
+  const started = await startServer(plan, era, interrupt.first);
+  if (!started.ok) return couldNotRun(plan, run, startedAt, started.error);
+  let server = started.server;
+  let talk: ConversationResult;
+  let decision: EraDecision | null;
+  let probe: EraReport['probe'] = null;
+
+  if (era === 'legacy') {
+    decision = { era: 'legacy', decidedBy: 'option', how: `named by --protocol-version ${plan.protocolVersion}` };
+    talk = await converse(plan, plan.protocolVersion, version, server.io);
+  } else if (era === 'modern') {
+    decision = { era: 'modern', decidedBy: 'option', how: `named by --protocol-version ${plan.protocolVersion}` };
+    talk = await converseModern(plan, version, new Exchange(server.io), null);
+  } else {
+    const exchange = new Exchange(server.io);
+    const answer = await discover(plan, version, exchange, true);
+    decision = decideByProbe(exchange.last, answer, server.io.show);
+    if (decision?.era === 'modern') {
+      server.io.transcript.decide('modern');
+      talk = await converseModern(plan, version, exchange, { answer });
+    } else if (decision === null) {
+      talk = { ...exchangeResult(exchange), server: noServer() };
+    } else {
+      // The SDK v2 client probes on a process of its own and starts the session on a new one:
+      // so does the check, so that a legacy server meets initialize first, as every client sends it.
+      server.io.transcript.decide('legacy');
+      const ended = await server.stop(interrupt.second);
+      probe = { step: exchange.last, stdout: stdoutOf(ended), exit: exitOf(ended, plan.graceMs, interrupt), stderr: ended.stderr };
+      // Interrupted while the probe's process was stopped: that process is the whole run.
+      if (interrupt.signal !== null) return report(plan, run, startedAt, interrupt, { ...exchangeResult(exchange), server: noServer() }, ended, { ...decision, probe: null });
+      const again = await startServer(plan, 'legacy', interrupt.first);
+      if (!again.ok) return couldNotRun(plan, run, startedAt, again.error, probe);
+      server = again.server;
+      decision = { ...decision, how: `${decision.how}; initialize went to a new process, as the SDK v2 client does` };
+      talk = await converse(plan, DEFAULT_PROTOCOL_VERSION, version, server.io);
+    }
   }
-  // If `error` is emitted instead of `spawn`, `exit` will never be emitted.
-  const spawnError = await new Promise<Error | null>((resolve) => {
-    child.once('spawn', () => resolve(null));
-    child.once('error', (error) => resolve(error));
-  });
-  if (spawnError !== null || child.pid === undefined) return couldNotRun(plan, run, startedAt, spawnError);
-  const pid = child.pid;
-  const watchdog = armWatchdog(pid, plan.graceMs, marker);
-  const tracker = process.platform === 'linux' ? new DescendantTracker(pid, () => markedProcesses(marker)) : null;
-  const sampler = tracker === null ? null : setInterval(() => tracker.snapshot(), 1000);
-  sampler?.unref();
+  const ended = await server.stop(interrupt.second);
+  return report(plan, run, startedAt, interrupt, talk, ended, { era: decision?.era ?? null, decidedBy: decision?.decidedBy ?? null, how: decision?.how ?? 'not known: interrupted', probe });
+}
 
-  type Exit = { code: number | null; signal: NodeJS.Signals | null; at: number };
-  let exitInfo: Exit | null = null;
-  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve((exitInfo = { code, signal, at: Date.now() }))));
-
-  child.stdin.on('error', () => {}); // EPIPE: the server closed its stdin or exited; the exit is reported
-  const write = (frame: string) => {
-    if (exitInfo === null && child.stdin.writable) child.stdin.write(frame);
-  };
-  // Reports end up in public CI logs: what is shown of the server's bytes is masked like stderr.
-  const masker = new Masker(plan.env);
-  const show = (bytes: Buffer, max?: number) => masker.quote(bytes, max);
-
-  const transcript = new Transcript({
-    maxFrameBytes: plan.maxFrameBytes,
-    allowBatch: plan.protocolVersion === '2025-03-26',
-    show,
-    onServerRequest: (request) => write(answerFor(request)),
-  });
-  const stdoutEnded = streamEnded(child.stdout);
-  child.stdout.on('data', (chunk: Buffer) => transcript.push(chunk));
-  void stdoutEnded.then(() => transcript.end());
-
-  // stderr: always drained, masked, and only its first and last bytes kept.
-  const redactor = new Redactor({ env: plan.env });
-  const ring = new ByteRing(STDERR_KEEP_BYTES, 'head+tail');
-  const stderrEnded = streamEnded(child.stderr);
-  child.stderr.on('data', (chunk: Buffer) => ring.push(redactor.push(chunk)));
-
-  // Wait on `exit`, then give the pipes a bounded time to reach EOF: a process
-  // the server left behind may hold them open forever.
-  const drained = exited.then((exit) => {
-    const ms = Math.max(0, exit.at + DRAIN_MS - Date.now());
-    return Promise.all([cutAfter(stdoutEnded, ms, () => child.stdout.destroy()), cutAfter(stderrEnded, ms, () => child.stderr.destroy())]);
-  });
-
-  const talk = await converse(plan, version, { transcript, write, show, gone: drained.then(() => {}), stopped: interrupt.first });
-
-  let closedAt = 0;
-  let before = false;
-  const shutdown = await shutdownTree(
-    {
-      pgid: pid,
-      closeStdin: () => {
-        closedAt = Date.now();
-        before = exitInfo !== null;
-        child.stdin.end();
-      },
-      exited,
-      tracker,
-    },
-    plan.graceMs,
-    interrupt.second,
-  );
-  if (sampler !== null) clearInterval(sampler);
-  watchdog.disarm();
-  const exit = await exited;
-  await drained;
-  transcript.end();
-  ring.push(redactor.flush());
-
-  const how = interrupt.cut ? 'interrupted' : exitHow(shutdown, exit, before ? null : exit.at - closedAt, plan.graceMs);
-  const behaviour = [...talk.findings, ...(how === 'interrupted' ? [] : judgeExit(how, shutdown, exit, plan.graceMs))];
-  const violations = transcript.findings.length + transcript.omittedFindings + behaviour.length;
+function report(plan: CheckPlan, run: number, startedAt: number, interrupt: Interrupt, talk: ConversationResult, ended: Ended, era: EraReport): RunReport {
+  const exit = exitOf(ended, plan.graceMs, interrupt);
+  const behaviour = [...talk.findings, ...(exit.how === 'interrupted' ? [] : judgeExit(exit.how, ended.shutdown, ended.exit, plan.graceMs))];
+  const stdout = stdoutOf(ended);
+  const probeViolations = era.probe === null ? 0 : era.probe.stdout.findings.length + era.probe.stdout.omitted;
+  const violations = stdout.findings.length + stdout.omitted + behaviour.length + probeViolations;
   return {
     run,
     status: interrupt.signal !== null ? 'interrupted' : violations > 0 ? 'violations' : 'clean',
     error: interrupt.signal !== null ? `interrupted by ${interrupt.signal}` : null,
     durationMs: Date.now() - startedAt,
-    stdout: {
-      bytes: transcript.bytes, lines: transcript.lines, messages: transcript.messages, notifications: transcript.notifications,
-      serverRequests: transcript.serverRequests, findings: transcript.findings, omitted: transcript.omittedFindings,
-    },
+    era,
+    stdout,
     steps: talk.steps,
     server: talk.server,
     behaviour,
-    exit: {
-      code: exit.code, signal: exit.signal, how, msAfterStdinClosed: before ? null : exit.at - closedAt,
-      signalsSent: shutdown.signals, survivors: shutdown.survivors,
-    },
-    stderr: { bytes: redactor.bytesIn, masked: redactor.count, ring: ring.snapshot() },
+    exit,
+    stderr: ended.stderr,
   };
+}
+
+function stdoutOf(ended: Ended): StdoutReport {
+  const t = ended.transcript;
+  return { bytes: t.bytes, lines: t.lines, messages: t.messages, notifications: t.notifications, serverRequests: t.serverRequests, findings: t.findings, omitted: t.omittedFindings };
+}
+
+function exitOf(ended: Ended, graceMs: number, interrupt: Interrupt): ExitReport {
+  const { exit, shutdown, afterClose } = ended;
+  const how = interrupt.cut ? 'interrupted' : exitHow(shutdown, exit, afterClose, graceMs);
+  return { code: exit.code, signal: exit.signal, how, msAfterStdinClosed: afterClose, signalsSent: shutdown.signals, survivors: shutdown.survivors };
+}
+
+function exchangeResult(exchange: Exchange): Omit<ConversationResult, 'server'> {
+  return { steps: exchange.steps, findings: exchange.findings };
+}
+
+function noServer(): ServerInfo {
+  return { protocolVersion: null, name: null, version: null, tools: null };
 }
 
 function exitHow(shutdown: ShutdownReport, exit: { signal: NodeJS.Signals | null }, afterClose: number | null, graceMs: number): ExitHow {
@@ -195,37 +182,13 @@ function judgeExit(how: ExitHow, shutdown: ShutdownReport, exit: { code: number 
   return found;
 }
 
-/**
- * The check declares no client capabilities, so a server request gets "method
- * not found", except ping, which every party must answer.
- */
-function answerFor(request: Request): string {
-  if (request.method === 'ping') return `${JSON.stringify({ jsonrpc: '2.0', id: request.id, result: {} })}\n`;
-  return `${JSON.stringify({ jsonrpc: '2.0', id: request.id, error: { code: -32601, message: `mcpguard check offers no ${request.method}` } })}\n`;
-}
-
-function couldNotRun(plan: CheckPlan, run: number, startedAt: number, error: unknown): RunReport {
+function couldNotRun(plan: CheckPlan, run: number, startedAt: number, error: unknown, probe: EraReport['probe'] = null): RunReport {
   const { why } = explainSpawnFailure(plan.command, error, { cwd: plan.cwd, env: plan.env });
   return {
     run, status: 'could_not_run', error: `cannot start ${JSON.stringify(plan.command)}: ${why}`, durationMs: Date.now() - startedAt,
+    era: { era: null, decidedBy: null, how: 'not known: the server could not start', probe },
     stdout: { bytes: 0, lines: 0, messages: 0, notifications: 0, serverRequests: [], findings: [], omitted: 0 },
     steps: [], server: null, behaviour: [], exit: null,
     stderr: { bytes: 0, masked: 0, ring: new ByteRing(0).snapshot() },
   };
-}
-
-function streamEnded(stream: Readable): Promise<void> {
-  return new Promise((resolve) => {
-    stream.once('end', resolve);
-    stream.once('close', resolve);
-    stream.once('error', () => resolve());
-  });
-}
-
-async function cutAfter(ended: Promise<void>, ms: number, cut: () => void): Promise<'eof' | 'cut'> {
-  let timer: NodeJS.Timeout | undefined;
-  const result = await Promise.race([ended.then(() => 'eof' as const), new Promise<'cut'>((resolve) => (timer = setTimeout(() => resolve('cut'), ms)))]);
-  clearTimeout(timer);
-  if (result === 'cut') cut();
-  return result;
 }
