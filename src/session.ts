@@ -50,6 +50,20 @@ export interface SessionIO {
   onSpawn?: (pid: number) => void;
   /** Decorates a tools/call answer before it is written (the stderr excerpt). */
   decorate?: (call: Call, response: Response) => Buffer | null;
+  /**
+   * Called once the session's end is decided and the client's input closed,
+   * before the child is shut down: what must not wait for the child (a probe
+   * session's record, see probe.ts) is written here.
+   */
+  onEnding?: (ending: SessionEnding) => void;
+}
+
+/** What is known when the session's end is decided, before the child's shutdown. */
+export interface SessionEnding {
+  reason: string;
+  pid: number;
+  counters: RelayCounters;
+  stderrBytes: number;
 }
 
 export type StreamEnd = 'eof' | 'cut_after_drain_timeout' | 'not_started';
@@ -209,6 +223,7 @@ export class Session {
 
     await this.endRequested;
     relay.inputClosed = true;
+    io.onEnding?.({ reason: this.reason ?? 'child_exit', pid, counters: relay.counters, stderrBytes: this.stderrBytes });
     const shutdown: ShutdownReport = await shutdownTree(
       {
         pgid: pid,

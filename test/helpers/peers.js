@@ -48,7 +48,7 @@ export function assertSameWire(guarded, direct) {
   });
 }
 
-/** `mcpguard verify --json` over `dir`, and every record of every log there. */
+/** `mcpguard verify --json` over `dir`, and every record of every log there (logs in the order their sessions began). */
 export async function recordsOf(dir) {
   const { code, stdout, stderr } = await runGuard(['verify', '--record-dir', dir, '--json']).done;
   const results = stdout.toString('utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line));
@@ -57,6 +57,8 @@ export async function recordsOf(dir) {
     status: r.status,
     records: readFileSync(r.file, 'utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line)),
   }));
+  // File names order sessions by the second they began only; the header has milliseconds.
+  logs.sort((a, b) => (a.records[0]?.created_at < b.records[0]?.created_at ? -1 : 1));
   return { code, stderr, results, logs };
 }
 
