@@ -125,9 +125,9 @@ describe('what counts as a probe session', { timeout: TIMEOUT }, () => {
    * Write `input` to mcpguard in front of the fixture, close stdin once `answers`
    * lines came back; the session_end record and the summary on stderr.
    */
-  async function raw(input, answers) {
+  async function raw(input, answers, serverOptions = []) {
     const { pidDir, recordDir } = workspace();
-    const run = runGuard(['--record-dir', recordDir, '--session-summary', 'on', '--', process.execPath, V2_SERVER, '--pid-dir', pidDir], { input, cwd: ROOT, keepOpen: true });
+    const run = runGuard(['--record-dir', recordDir, '--session-summary', 'on', '--', process.execPath, V2_SERVER, '--pid-dir', pidDir, ...serverOptions], { input, cwd: ROOT, keepOpen: true });
     let seen = 0;
     const closeWhenAnswered = () => {
       if (seen >= answers) run.child.stdin.end();
@@ -140,7 +140,7 @@ describe('what counts as a probe session', { timeout: TIMEOUT }, () => {
     const { code, stdout, stderr } = await run.done;
     const { logs, results } = await recordsOf(recordDir);
     assert.deepEqual(results.map((r) => r.status), ['ok']);
-    return { code, stdout: stdout.toString(), end: endOf(logs[0]), summary: sessionEnd(stderr) };
+    return { code, stdout: stdout.toString(), stderr, end: endOf(logs[0]), summary: sessionEnd(stderr) };
   }
 
   test('only server/discover, answered, then stdin EOF: a probe; the summary on stderr still has the exit', async () => {
@@ -153,6 +153,16 @@ describe('what counts as a probe session', { timeout: TIMEOUT }, () => {
     // The summary is written at the very end, with what the shutdown found.
     assert.equal(summary.probe, true);
     assert.equal(summary.exit_code, 0);
+  });
+
+  test('what happens after a probe\'s seal stays out of its log: noise the server writes on its way out', async () => {
+    const { code, stderr, end, summary } = await raw(discover('d1'), 1, ['--exit-noise', 'bye from the server']);
+    assert.equal(code, 0, stderr);
+    assert.equal(end.probe, true);
+    assert.deepEqual(end.rejected, { client: 0, child: 0 }, 'the record was written before the noise');
+    assert.match(stderr, /child stdout line 2 is not JSON-RPC: "bye from the server"/);
+    assert.match(stderr, /1 event\(s\) after the probe session's log was sealed are not in it/);
+    assert.deepEqual(summary.rejected, { client: 0, child: 1 }, 'the summary has it');
   });
 
   test('server/discover and then another request: an ordinary session, the child\'s exit in its record', async () => {
