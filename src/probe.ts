@@ -17,7 +17,7 @@
 import type { Call } from './calls.js';
 import type { Rejection, SessionObserver } from './observer.js';
 
-export const DISCOVER = 'server/discover';
+const DISCOVER = 'server/discover';
 
 /** Watches the calls of a session to tell, at its end, whether it was a probe. */
 export class ProbeWatch implements SessionObserver {
