@@ -42,6 +42,12 @@ export class AuditLog implements SessionObserver {
   readonly log: SessionLog;
   /** Set once a write failed; no later record is attempted. */
   failure: Error | null = null;
+  /**
+   * Records that came after the seal and were not written. A probe session is
+   * sealed before its child is shut down (see probe.ts); what happens after
+   * that (a line the child writes on its way out) has no place in a sealed log.
+   */
+  droppedAfterSeal = 0;
 
   constructor(
     options: RecordStoreOptions,
@@ -104,10 +110,9 @@ export class AuditLog implements SessionObserver {
     });
   }
 
-  /** The session record, then the seal. */
+  /** The session record, then the seal. Once sealed, nothing more is written. */
   sessionEnded(record: Record<string, unknown>): void {
-    this.append('session_end', { ...this.masker.value(record), ended_at: new Date().toISOString() });
-    if (this.failure !== null) return;
+    if (!this.append('session_end', { ...this.masker.value(record), ended_at: new Date().toISOString() })) return;
     try {
       this.log.seal();
     } catch (error) {
@@ -121,7 +126,7 @@ export class AuditLog implements SessionObserver {
    * but no later than DISPATCH_WAIT_MS from now (`later`).
    */
   private shaped(shape: RecordShape, values: unknown[], when: 'now' | 'turn' | 'later'): boolean {
-    if (this.failure !== null) return false;
+    if (this.closed()) return false;
     try {
       this.log.appendShaped(shape, values, when !== 'now');
     } catch (error) {
@@ -134,7 +139,7 @@ export class AuditLog implements SessionObserver {
   }
 
   private append(type: string, body: Record<string, unknown>): boolean {
-    if (this.failure !== null) return false;
+    if (this.closed()) return false;
     try {
       this.log.append(type, body);
       return true;
@@ -156,7 +161,7 @@ export class AuditLog implements SessionObserver {
    * end writes everything.
    */
   private defer(type: string, body: Record<string, unknown>): void {
-    if (this.failure !== null) return;
+    if (this.closed()) return;
     try {
       this.log.defer(type, body);
     } catch (error) {
@@ -199,6 +204,14 @@ export class AuditLog implements SessionObserver {
 
   private flushScheduled = false;
   private lateFlushScheduled = false;
+
+  /** No more records: a write failed, or the log is sealed (then the record is counted as dropped). */
+  private closed(): boolean {
+    if (this.failure !== null) return true;
+    if (!this.log.sealed) return false;
+    this.droppedAfterSeal++;
+    return true;
+  }
 
   private fail(error: Error): void {
     this.failure ??= error;

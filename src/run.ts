@@ -16,7 +16,9 @@ import { gateFactory } from './gate/setup.js';
 import type { Policy } from './gate/policy.js';
 import type { OptionValues } from './options.js';
 import { openOutput } from './output.js';
-import { Session, type SessionSummary } from './session.js';
+import { ProbeWatch } from './probe.js';
+import type { RelayCounters } from './relay.js';
+import { Session, type SessionEnding, type SessionSummary } from './session.js';
 import type { RetainMode } from './stderr/ring.js';
 import { StderrTap, type StderrSummary } from './stderr/tap.js';
 import type { Watchdog } from './watchdog.js';
@@ -68,6 +70,13 @@ export async function runRelay(p: Prepared): Promise<number> {
     session?.end('record_failure');
   });
   audit?.sessionStarted({ command: p.command, args: p.args, cwd: process.cwd(), options: recordedOptions(v) });
+  const probe = new ProbeWatch();
+  let isProbe = false;
+  // A probe session is sealed before its child is waited for: its client SIGKILLs mcpguard a second after ending it.
+  const sealProbe = (ending: SessionEnding): void => {
+    isProbe = probe.isProbe(ending.reason);
+    if (isProbe) audit?.sessionEnded(processMasker().value(probeEndLine(ending, stderr.summary(), p.startedAt)));
+  };
   session = new Session(
     {
       command: p.command,
@@ -87,12 +96,13 @@ export async function runRelay(p: Prepared): Promise<number> {
       input: process.stdin,
       output,
       diag,
-      observers: audit === null ? [stderr] : [stderr, audit],
+      observers: audit === null ? [stderr, probe] : [stderr, audit, probe],
       stderr,
       decorate,
       gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' ')),
       watchdog: p.watchdog,
       onSpawn: (pid) => audit?.childSpawned(pid),
+      onEnding: sealProbe,
     },
   );
   // The session's first records were written before the session existed to be ended.
@@ -111,8 +121,13 @@ export async function runRelay(p: Prepared): Promise<number> {
   if (mirrorSummary !== null) diag.writeLine(mirrorSummary);
   // Reasons, the stderr tail and the like quote both sides: masked like everything else mcpguard keeps.
   const record = processMasker().value(summaryLine(summary, stderr.summary()));
-  audit?.sessionEnded(record);
+  if (isProbe) record.probe = true;
+  // A probe's log was sealed when the session ended; the record below goes to the summary only.
+  if (audit !== null && !audit.log.sealed) audit.sessionEnded(record);
   if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
+  if (audit !== null && audit.droppedAfterSeal > 0) {
+    diag.line(`${audit.droppedAfterSeal} event(s) after the probe session's log was sealed are not in it (see the session summary)`);
+  }
   if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: p.sessionId, ...record }));
   await diag.flush(1000);
   // The child's own status is in the summary; the exit status says the record is incomplete.
@@ -136,23 +151,52 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
     trigger_to_exit_ms: s.triggerToExitMs,
     stream_end: s.streamEnd,
     stderr_bytes_seen: s.stderrBytes,
-    stderr,
+    ...trafficFields(s.counters, stderr),
     era: s.protocol.era,
     protocol_version: s.protocol.version,
     era_decided_by: s.protocol.decidedBy,
-    era_violations: s.counters.eraViolations,
-    shape_rejections: s.counters.shapeRejections,
-    frames: { client: s.counters.clientFrames, child: s.counters.childFrames },
-    rejected: { client: s.counters.rejectedClient, child: s.counters.noiseLines },
-    redactions: stderr.redactions,
-    stdout_noise_lines: s.counters.noiseLines,
-    stdout_noise_bytes: s.counters.noiseBytes,
-    late_responses: s.counters.lateResponses,
-    undelivered_requests: s.counters.undelivered,
-    calls: s.counters.states,
     output_dropped_frames: s.outputDropped,
     output_unflushed_bytes: s.outputUnflushedBytes,
     duration_ms: s.endedAt - s.startedAt,
+  };
+}
+
+/**
+ * A probe session's record, written when its end is decided: the traffic so
+ * far, and no exit (`child_exit: "not_awaited"`; the shutdown comes after the
+ * seal, and its findings go only to the session summary on stderr).
+ */
+function probeEndLine(e: SessionEnding, stderr: StderrSummary, startedAt: number): Record<string, unknown> {
+  return {
+    end_reason: e.reason,
+    probe: true,
+    child_exit: 'not_awaited',
+    pid: e.pid,
+    exit_code: null,
+    signal: null,
+    status: null,
+    stderr_bytes_seen: e.stderrBytes,
+    ...trafficFields(e.counters, stderr),
+    era: e.protocol.era,
+    protocol_version: e.protocol.version,
+    era_decided_by: e.protocol.decidedBy,
+    duration_ms: Date.now() - startedAt,
+  };
+}
+
+function trafficFields(c: RelayCounters, stderr: StderrSummary): Record<string, unknown> {
+  return {
+    stderr,
+    frames: { client: c.clientFrames, child: c.childFrames },
+    rejected: { client: c.rejectedClient, child: c.noiseLines },
+    redactions: stderr.redactions,
+    stdout_noise_lines: c.noiseLines,
+    stdout_noise_bytes: c.noiseBytes,
+    late_responses: c.lateResponses,
+    undelivered_requests: c.undelivered,
+    calls: c.states,
+    era_violations: c.eraViolations,
+    shape_rejections: c.shapeRejections,
   };
 }
 

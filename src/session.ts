@@ -53,6 +53,21 @@ export interface SessionIO {
   decorate?: (call: Call, response: Response) => Buffer | null;
   /** Builds the gate that reviews each tools/call (null: no gate). */
   gate?: ((io: GateIO) => Gate) | null;
+  /**
+   * Called once the session's end is decided and the client's input closed,
+   * before the child is shut down: what must not wait for the child (a probe
+   * session's record, see probe.ts) is written here.
+   */
+  onEnding?: (ending: SessionEnding) => void;
+}
+
+/** What is known when the session's end is decided, before the child's shutdown. */
+export interface SessionEnding {
+  reason: string;
+  pid: number;
+  counters: RelayCounters;
+  stderrBytes: number;
+  protocol: SessionSummary['protocol'];
 }
 
 export type StreamEnd = 'eof' | 'cut_after_drain_timeout' | 'not_started';
@@ -214,6 +229,7 @@ export class Session {
 
     await this.endRequested;
     relay.inputClosed = true;
+    io.onEnding?.({ reason: this.reason ?? 'child_exit', pid, counters: relay.counters, stderrBytes: this.stderrBytes, protocol: { era: relay.eras.tracker.era, version: relay.eras.tracker.version, decidedBy: relay.eras.tracker.decidedBy } });
     const shutdown: ShutdownReport = await shutdownTree(
       {
         pgid: pid,

@@ -16,7 +16,7 @@ import { clip, formatClock, formatDate, formatDuration, printable, table } from 
 import { loadAuditKey } from './key.js';
 import { recordDirFor, resolveRecordDir } from './location.js';
 import { verifyDir, type VerifyResult } from './verify.js';
-import { activityRows, callRecords, loadLogs, sessionRow, type ActivityRow, type LoadedLog } from './views.js';
+import { activityRows, callRecords, loadLogs, sessionRow, type ActivityRow, type LoadedLog, type SessionRow } from './views.js';
 
 export type RecordsCommandName = 'sessions' | 'activity' | 'show' | 'verify';
 
@@ -82,10 +82,15 @@ function sessions(logs: LoadedLog[], json: boolean, out: (text: string) => void,
   if (json) rows.forEach((row) => out(`${JSON.stringify(row)}\n`));
   else out(table(['SESSION', 'START', 'DURATION', 'COMMAND', 'PROTOCOL', 'END', 'EXIT', 'CALLS', 'REJECTED', 'SEALED'], rows.map((r) => [
     r.session_id, formatDate(r.started_at), formatDuration(r.duration_ms), clip(r.command.join(' ') || '-', 40),
-    r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), r.end_reason ?? '-',
+    r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), endText(r),
     r.exit_code !== null ? String(r.exit_code) : r.signal ?? '-', String(r.calls), String(r.rejected), r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
   ])));
   return 0;
+}
+
+/** A probe session's end says so; its exit was not waited for (the EXIT column then shows '-'). */
+function endText(r: SessionRow): string {
+  return r.probe ? `${r.end_reason ?? '-'} (probe)` : r.end_reason ?? '-';
 }
 
 function activity(logs: LoadedLog[], wanted: string | undefined, json: boolean, out: (text: string) => void, io: CommandIO, dir: string): number {
@@ -94,7 +99,8 @@ function activity(logs: LoadedLog[], wanted: string | undefined, json: boolean, 
   warnUnreadable(log, io);
   const rows = activityRows(log);
   if (json) { rows.forEach((row) => out(`${JSON.stringify(row)}\n`)); return 0; }
-  out(`session ${log.sessionId}  ${formatDate(sessionRow(log).started_at)}  ${log.file}\n`);
+  const row = sessionRow(log);
+  out(`session ${log.sessionId}${row.probe ? ' (probe)' : ''}  ${formatDate(row.started_at)}  ${log.file}\n`);
   out(table(['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'], withLegsUnderHeads(rows).map((r) => r.kind === 'call'
     ? [r.leg !== null && r.leg > 1 ? `  ↳ ${r.call_id}` : r.call_id, formatClock(r.time), r.method ?? '-', r.tool ?? '-',
       r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)` : r.state,

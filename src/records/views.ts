@@ -64,6 +64,8 @@ export interface SessionRow {
   duration_ms: number | null;
   command: string[];
   end_reason: string | null;
+  /** Present (true) for a probe session: only server/discover, ended by the client, sealed before the child's exit. */
+  probe?: true;
   exit_code: number | null;
   signal: string | null;
   calls: number;
@@ -89,6 +91,7 @@ export function sessionRow(log: LoadedLog): SessionRow {
     duration_ms: startedAt !== null && endedAt !== null ? endedAt - startedAt : null,
     command: [start?.command, ...(Array.isArray(start?.args) ? start.args : [])].filter((part) => part !== undefined).map(String),
     end_reason: typeof end?.end_reason === 'string' ? end.end_reason : null,
+    ...(end?.probe === true ? { probe: true as const } : {}),
     exit_code: typeof end?.exit_code === 'number' ? end.exit_code : null,
     signal: typeof end?.signal === 'string' ? end.signal : null,
     calls: new Set(log.records.filter(isCallRecord).map((r) => r.call_id)).size,
