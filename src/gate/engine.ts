@@ -1,0 +1,113 @@
+/**
+ * The JSON Schema engine: @cfworker/json-schema, loaded the first time a
+ * schema is needed (a dynamic import, so a session that never checks a
+ * schema never loads it), behind mcpguard's own checks. The library is an
+ * interpreter: a schema from the server is data it walks, never code it
+ * generates and runs; it has no network code, and mcpguard refuses every
+ * `$ref` that does not resolve inside the schema before the first check.
+ *
+ * Compiling = inspect (inspect.ts) → index the copy's identifiers (the
+ * library's `dereference`) → every `$ref` resolved → bounds (bounds.ts).
+ * After that a check cannot meet an unresolved reference or an endless
+ * cycle; what is left to go wrong is arguments nested deeper than the stack,
+ * which is caught and reported as not checkable.
+ *
+ * Every failing place is collected (the library's `shortCircuit` off), so a
+ * model can correct all of its arguments at once; a valid value costs the
+ * same either way.
+ */
+import type * as Library from '@cfworker/json-schema';
+import { GuardError } from '../errors.js';
+import { checkBounds } from './bounds.js';
+import type { Dialect } from './dialect.js';
+import { explain, type Resolve } from './explain.js';
+import { clip, prepareSchema, unusable } from './inspect.js';
+import type { SchemaError } from './verdict.js';
+
+type Lib = typeof Library;
+
+let library: Lib | undefined;
+let loading: Promise<Lib> | undefined;
+
+/** Load the library (once; later calls share the first load). Rejects only if the package cannot be imported. */
+export function loadEngine(): Promise<void> {
+  loading ??= import('@cfworker/json-schema').then((m) => (library = m));
+  return loading.then(() => undefined);
+}
+
+/** The library is loaded: schemas compile and check synchronously. */
+export function engineLoaded(): boolean {
+  return library !== undefined;
+}
+
+/** What one check found. `unchecked`: the value could not be checked (nested deeper than the stack). */
+export type Outcome =
+  | { ok: true }
+  | { ok: false; kind: 'invalid'; errors: SchemaError[] }
+  | { ok: false; kind: 'unchecked'; reason: string };
+
+/** A schema ready to check values against. */
+export interface CompiledSchema {
+  readonly dialect: Dialect;
+  check(value: unknown): Outcome;
+}
+
+const PASSED: Outcome = Object.freeze({ ok: true });
+
+/**
+ * Compile `schema` as `dialect`. Needs loadEngine() first (GuardError
+ * 'engine_not_loaded'); throws GuardError('schema_unusable') naming what is
+ * wrong with the schema.
+ */
+export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema {
+  const lib = library;
+  if (lib === undefined) throw new GuardError('engine_not_loaded', 'the JSON Schema engine is not loaded yet (await loadEngine() first)');
+  const { copy, refs } = prepareSchema(schema, dialect);
+  let lookup: Record<string, unknown>;
+  try {
+    lookup = lib.dereference(copy as Library.Schema | boolean) as Record<string, unknown>;
+  } catch (error) {
+    throw unusable(`its identifiers ($id, $anchor) cannot be indexed (${clip(messageOf(error))})`);
+  }
+  const resolve: Resolve = (node, keyword) => lookup[refKey(node, keyword)];
+  const targets = new Map<Record<string, unknown>, unknown[]>();
+  for (const site of refs) {
+    const target = resolve(site.node, site.keyword);
+    if (target === undefined) {
+      throw unusable(`${site.at}: ${JSON.stringify(clip(String(site.node[site.keyword])))} does not resolve inside the schema (mcpguard never fetches a schema)`);
+    }
+    targets.set(site.node, [...(targets.get(site.node) ?? []), target]);
+  }
+  checkBounds(copy, targets);
+  return {
+    dialect,
+    check(value: unknown): Outcome {
+      let result: Library.ValidationResult;
+      try {
+        result = lib.validate(value, copy as Library.Schema | boolean, dialect, lookup as Record<string, Library.Schema | boolean>, false);
+      } catch (error) {
+        // Compiling ruled out unresolved references and endless cycles: what throws here is the
+        // stack (a value nested deeper than it, or more failures than one array spread can take).
+        return { ok: false, kind: 'unchecked', reason: error instanceof RangeError ? 'it is nested too deeply or fails in too many places to check' : `the check failed (${clip(messageOf(error))})` };
+      }
+      if (result.valid) return PASSED;
+      let errors: SchemaError[];
+      try {
+        errors = explain(result.errors, value, copy, resolve);
+      } catch {
+        errors = [{ path: '', keyword: 'schema', message: 'does not match the schema' }];
+      }
+      return { ok: false, kind: 'invalid', errors };
+    },
+  };
+}
+
+/** The library records where each reference points (`__absolute_ref__`, part of its Schema type) while indexing. */
+function refKey(node: Record<string, unknown>, keyword: '$ref' | '$recursiveRef'): string {
+  const absolute = keyword === '$ref' ? node.__absolute_ref__ : node.__absolute_recursive_ref__;
+  return typeof absolute === 'string' ? absolute : String(node[keyword]);
+}
+
+function messageOf(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
+}

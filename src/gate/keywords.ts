@@ -1,0 +1,81 @@
+/**
+ * Where JSON Schema keeps subschemas, and which of them apply to the same
+ * value as their parent. Shared by mcpguard's own check of a schema
+ * (inspect.ts) and its bounds (bounds.ts), so the two cannot disagree about
+ * what a subschema is.
+ */
+
+/** A keyword whose value is one subschema. */
+export const SCHEMA_KEYWORDS: ReadonlySet<string> = new Set([
+  'not', 'if', 'then', 'else', 'contains', 'propertyNames',
+  'additionalProperties', 'unevaluatedProperties', 'additionalItems', 'unevaluatedItems',
+]);
+
+/** A keyword whose value is a non-empty array of subschemas. */
+export const SCHEMA_ARRAY_KEYWORDS: ReadonlySet<string> = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems']);
+
+/** A keyword whose value is an object of subschemas. */
+export const SCHEMA_MAP_KEYWORDS: ReadonlySet<string> = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+
+/**
+ * Subschemas applied to the value their parent is applied to (not to a
+ * member or an item of it). A cycle made only of these never ends, whatever
+ * the arguments: each step goes round without moving into the value.
+ */
+export const SAME_VALUE_KEYWORDS: ReadonlySet<string> = new Set([
+  'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentSchemas', 'dependencies', '$ref', '$recursiveRef',
+]);
+
+/** Definitions are not applied where they stand; they are reached only through `$ref`. */
+export const DEFINITION_KEYWORDS: ReadonlySet<string> = new Set(['$defs', 'definitions']);
+
+/** One subschema of a schema object: the keyword it sits under and the subschema (an object or a boolean). */
+export interface Child {
+  keyword: string;
+  /** The path below the schema, as JSON Pointer segments (`['properties', 'a']`). */
+  segments: string[];
+  schema: unknown;
+}
+
+/**
+ * The subschemas of `node` that are applied to a value (definitions left
+ * out unless `withDefinitions`). `items` is one subschema, or, up to
+ * 2019-09, an array of them. `$ref` targets are not children: they are
+ * resolved by the caller.
+ */
+export function childrenOf(node: Record<string, unknown>, withDefinitions: boolean): Child[] {
+  const out: Child[] = [];
+  for (const keyword of Object.keys(node)) {
+    const value = node[keyword];
+    if (SCHEMA_KEYWORDS.has(keyword)) {
+      out.push({ keyword, segments: [keyword], schema: value });
+    } else if (keyword === 'items') {
+      if (Array.isArray(value)) value.forEach((s, i) => out.push({ keyword, segments: [keyword, String(i)], schema: s }));
+      else out.push({ keyword, segments: [keyword], schema: value });
+    } else if (SCHEMA_ARRAY_KEYWORDS.has(keyword)) {
+      if (Array.isArray(value)) value.forEach((s, i) => out.push({ keyword, segments: [keyword, String(i)], schema: s }));
+    } else if (SCHEMA_MAP_KEYWORDS.has(keyword) || keyword === 'dependencies') {
+      if (!withDefinitions && DEFINITION_KEYWORDS.has(keyword)) continue;
+      if (!isObject(value)) continue;
+      for (const name of Object.keys(value)) {
+        const sub = value[name];
+        // draft-07 `dependencies` mixes subschemas with arrays of property names.
+        if (keyword === 'dependencies' && Array.isArray(sub)) continue;
+        out.push({ keyword, segments: [keyword, name], schema: sub });
+      }
+    }
+  }
+  return out;
+}
+
+/** A JSON object (not an array, not null). */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `segments` as a JSON Pointer (RFC 6901), appended to `base`. */
+export function pointer(base: string, segments: readonly string[]): string {
+  let out = base;
+  for (const s of segments) out += `/${s.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+  return out;
+}
