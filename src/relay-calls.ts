@@ -73,6 +73,7 @@ export abstract class CallKeeper {
       toClient: (frame) => this.toClient.write(frame),
       diag: (line) => this.diag.line(line),
       modern: () => this.eras.modern,
+      version: () => this.eras.tracker.version,
     });
   }
 

@@ -44,10 +44,12 @@ describe('the packed and installed package', { timeout: TIMEOUT }, () => {
     assert.deepEqual(files.filter((f) => /^(src|test|node_modules)\//.test(f)), []);
   });
 
-  test('zero runtime dependencies: mcpguard is the only package installed', () => {
+  test('one runtime dependency, pinned exactly, with none of its own: the JSON Schema engine of the gate', () => {
     const manifest = JSON.parse(readFileSync(join(installDir.dir, 'node_modules', 'mcpguard', 'package.json'), 'utf8'));
-    assert.deepEqual(Object.keys(manifest.dependencies ?? {}), []);
-    assert.deepEqual(readdirSync(join(installDir.dir, 'node_modules')).filter((n) => !n.startsWith('.')), ['mcpguard']);
+    assert.deepEqual(Object.keys(manifest.dependencies ?? {}), ['@cfworker/json-schema']);
+    assert.match(manifest.dependencies['@cfworker/json-schema'], /^\d+\.\d+\.\d+$/, 'an exact version');
+    assert.deepEqual(readdirSync(join(installDir.dir, 'node_modules')).filter((n) => !n.startsWith('.')).sort(), ['@cfworker', 'mcpguard']);
+    assert.deepEqual(readdirSync(join(installDir.dir, 'node_modules', '@cfworker')), ['json-schema']);
   });
 
   test('initialize + ping: stdout is exactly the two response frames, exit 0', async () => {

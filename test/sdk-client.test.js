@@ -79,11 +79,15 @@ describe('SDK Client: mcpguard is transparent in front of mcp-server-everything'
     assert.deepEqual(b, a);
   });
 
-  test('tools/call with a schema error: the same error result', async () => {
+  test('tools/call with a schema error: the server refuses it directly; mcpguard refuses it first, against the server\'s own inputSchema, naming each failing place', async () => {
     const args = { name: 'get-sum', arguments: { a: 'two' } };
     const [a, b] = await Promise.all([direct.client.callTool(args), guarded.client.callTool(args)]);
+    assert.equal(a.isError, true, "the server's own refusal");
     assert.equal(b.isError, true);
-    assert.deepEqual(b, a);
+    assert.equal(b._meta['io.mcpguard/refused'].by, 'schema');
+    assert.match(b.content[0].text, /^mcpguard refused this call before it reached the server: Invalid arguments for tool "get-sum"/);
+    assert.match(b.content[0].text, /- \/b: required/);
+    assert.match(b.content[0].text, /- \/a: type: must be number/);
   });
 
   test('trigger-long-running-operation: progress notifications arrive through mcpguard', async () => {

@@ -15,7 +15,7 @@ import { Peer, requestFrame } from './rpc.js';
 import { readMemory } from './rss.js';
 import { median, pairedRatio, percentiles } from './stats.js';
 import { line, num, ratioText } from './table.js';
-import { ECHO_SERVER, NODE, VALIDATE_RELAY, guarded, mcpguardHelp, relayVariants } from './variants.js';
+import { ECHO_SERVER, NODE, POLICY_20, VALIDATE_RELAY, guarded, mcpguardHelp, relayVariants } from './variants.js';
 
 const SMALL = { name: 'echo', arguments: { size: 64 } };
 
@@ -58,6 +58,13 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
   if (/--records\s+on\|off/.test(mcpguardHelp())) {
     variants.splice(3, 0, { name: 'norecords', label: 'mcpguard --records off', argv: guarded([NODE, ECHO_SERVER], ['--records', 'off']) });
   }
+  // The gate (on by default once issue 14 landed): what checking each call's arguments costs, and what a 20-rule policy adds.
+  if (/--validate-args\s+on\|off/.test(mcpguardHelp())) {
+    variants.push(
+      { name: 'novalidate', label: 'mcpguard --validate-args off', argv: guarded([NODE, ECHO_SERVER], ['--validate-args', 'off']) },
+      { name: 'policy20', label: 'mcpguard --policy (20 rules)', argv: guarded([NODE, ECHO_SERVER], ['--policy', POLICY_20]) },
+    );
+  }
   // What validation alone costs: the copy relay plus mcpguard's classifyFrame on every line.
   variants.splice(2, 0, { name: 'validate', label: 'copy + mcpguard validator', argv: [NODE, VALIDATE_RELAY, NODE, ECHO_SERVER] });
   const samples = await interleave(variants, rounds, async (v, r) => {
@@ -80,6 +87,9 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
         const vsSdk = pairedRatio(values, sdk);
         lines.push(line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(vsSdk, 'sdk')}`,
           '≤ 1.25× copy and < 1× sdk', vsCopy <= 1.25 && vsSdk < 1));
+      } else if (v.name === 'novalidate' || v.name === 'policy20') {
+        // Against mcpguard with its defaults (the gate checking each call's arguments, no policy).
+        lines.push(line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('mcpguard', key)), 'default')}`));
       } else if ((v.name === 'norecords' && key === 'p50') || (v.name === 'mcpguard' && key === 'coldP50')) {
         lines.push(line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, sdk), 'sdk')}`));
       } else {

@@ -76,6 +76,9 @@ export class Peer {
     const resultAt = text.indexOf('"result"');
     if (errorAt !== -1 && (resultAt === -1 || errorAt < resultAt)) {
       waiter.reject(new Error(`error response: ${text}`));
+    } else if (text.includes('"io.mcpguard/refused"')) {
+      // mcpguard's gate answered instead of the server: timing that would measure the refusal.
+      waiter.reject(new Error(`mcpguard refused the call: ${text}`));
     } else {
       waiter.resolve({ at, bytes, head: text });
     }

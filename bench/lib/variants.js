@@ -1,7 +1,7 @@
 // The command lines under test. Every relay runs the same server; only what
 // sits between the measuring client and that server changes.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync } from 'node:fs';
+import { cpSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,6 +15,8 @@ export const SDK_RELAY = `${ROOT}bench/fixtures/sdk-relay.js`;
 /** The copy relay plus mcpguard's validator (a live binding: `snapshotGuard` repoints it to the snapshot's copy). */
 export let VALIDATE_RELAY = `${ROOT}bench/fixtures/validate-relay.js`;
 export const STDERR_FLOOD = `${ROOT}bench/fixtures/stderr-flood.js`;
+/** A policy of 20 rules that all let the bench's echo call through, most after looking at it. */
+export const POLICY_20 = `${ROOT}bench/fixtures/policy-20.json`;
 export const STDERR_READER = `${ROOT}bench/fixtures/stderr-reader.js`;
 
 /** mcpguard with its defaults (what a user runs), in front of `server`. */
@@ -41,6 +43,8 @@ export function relayVariants(server = [NODE, ECHO_SERVER]) {
 export function snapshotGuard(dir) {
   mkdirSync(dir, { recursive: true });
   for (const part of ['bin', 'dist', 'package.json', 'bench/fixtures/validate-relay.js']) cpSync(join(ROOT, part), join(dir, part), { recursive: true });
+  // Runtime dependencies (the gate's JSON Schema engine) resolve from the snapshot as from the repository.
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
   MCPGUARD = join(dir, 'bin', 'mcpguard.js');
   VALIDATE_RELAY = join(dir, 'bench', 'fixtures', 'validate-relay.js');
   help = null;

@@ -45,6 +45,8 @@ export interface GateIO {
   diag(line: string): void;
   /** The session speaks 2026-07-28. */
   modern(): boolean;
+  /** The session's protocol version, when known. */
+  version(): string | null;
 }
 
 /** What decided a call, for its records. */
@@ -76,7 +78,7 @@ export class Gate {
   private readonly approvedChains = new Map<string, Buffer>();
 
   constructor(private readonly config: GateConfig, private readonly io: GateIO, schemas: Schemas) {
-    this.tools = new ToolBook(schemas, io, (id) => `mcpguard-tools-list-${id}`);
+    this.tools = new ToolBook(schemas, io, (id) => `mcpguard-tools-list-${id}`, () => io.version());
   }
 
   /** The client's initialize: whether a card can be shown by elicitation in this (legacy) session. */
@@ -274,11 +276,12 @@ export class Gate {
   /** A tool execution error (isError: true): the model reads it and can correct itself. */
   private refuse(call: Call, state: 'rejected' | 'denied', reason: string): Outcome {
     const text = `mcpguard ${state === 'denied' ? 'denied' : 'refused'} this call before it reached the server: ${processMasker().text(reason)}`;
+    // `_meta` first: whoever reads only the start of the line still sees that mcpguard answered.
     const result = {
       ...(this.io.modern() ? { resultType: 'complete' } : {}),
+      _meta: { 'io.mcpguard/refused': { source: 'mcpguard', state, by: call.decision?.by ?? null, rule: call.decision?.rule ?? null } },
       content: [{ type: 'text', text }],
       isError: true,
-      _meta: { 'io.mcpguard/refused': { source: 'mcpguard', state, by: call.decision?.by ?? null, rule: call.decision?.rule ?? null } },
     };
     return { kind: 'refuse', state, reason, answer: Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`) };
   }

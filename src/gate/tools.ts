@@ -7,23 +7,12 @@
  * Schema engine (schema.ts), behind the `Schemas` interface.
  */
 import type { Response } from '../jsonrpc.js';
+import { verdictText, type ToolSchemas } from './schema.js';
 import { nodeText, scanJson, stringValue, type JsonNode } from '../json-scan.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type RequestMeta } from '../wire/era.js';
 
-/** What the JSON Schema engine reports for one check. */
-export type EngineVerdict =
-  | { ok: true }
-  | { ok: false; kind: 'invalid'; errors: Array<{ path: string; keyword: string; message: string }> }
-  | { ok: false; kind: 'unusable'; reason: string };
-
-/** The engine's side: the tools of one server and their compiled schemas. */
-export interface Schemas {
-  learnPage(tools: unknown[], first: boolean): void;
-  forget(): void;
-  known(name: string): boolean;
-  tool(name: string): Record<string, unknown> | undefined;
-  checkArguments(name: string, args: unknown): Promise<EngineVerdict>;
-}
+/** The engine's side: the tools of one server and their compiled schemas (schema.ts). */
+export type Schemas = Pick<ToolSchemas, 'learnPage' | 'forget' | 'known' | 'tool' | 'checkArguments'>;
 
 /** The gate's view of one call's arguments. */
 export type SchemaVerdict =
@@ -34,8 +23,6 @@ export type SchemaVerdict =
 export const OWN_LIST_TIMEOUT_MS = 10000;
 /** Most pages mcpguard follows in its own tools/list (a server that pages forever cannot hold a call forever). */
 const MAX_PAGES = 100;
-/** Schema errors named in one refusal. */
-const ERRORS_SHOWN = 3;
 
 interface Own {
   write(frame: Buffer): void;
@@ -49,13 +36,12 @@ export class ToolBook {
   /** Own request ids awaiting the server's answer, by id key. */
   private readonly pending = new Map<string, (response: Response | null) => void>();
   private nextId = 1;
-  /** Tools whose schema could not be used, already reported once. */
-  private readonly reported = new Set<string>();
-
   constructor(
     private readonly schemas: Schemas,
     private readonly io: Pick<Own, 'toChild' | 'diag'>,
     private readonly ownId: (n: number) => string,
+    /** The session's protocol version (it decides a schema's default dialect). */
+    private readonly version: () => string | null,
   ) {}
 
   /** The tool's advertised annotations (the server's claims), or none. */
@@ -81,16 +67,11 @@ export class ToolBook {
     }
     const verdict = await this.schemas.checkArguments(name, args());
     if (verdict.ok) return verdict;
-    if (verdict.kind === 'unusable') {
-      if (!this.reported.has(name)) {
-        this.reported.add(name);
-        this.io.diag(`the inputSchema of tool ${JSON.stringify(name)} cannot be used (${verdict.reason}); its calls are refused until the server lists a usable one`);
-      }
-      return { ok: false, kind: 'unusable', reason: `the tool's inputSchema cannot be checked (${verdict.reason}), so the call is refused` };
+    if (verdict.kind === 'unknown_tool') return { ok: false, kind: 'unknown_tool', reason: 'the server does not list it in tools/list' };
+    if (verdict.kind === 'unusable' && verdict.first) {
+      this.io.diag(`the inputSchema of tool ${JSON.stringify(name)} cannot be used (${verdict.reason}); its calls are refused until the server lists a usable one`);
     }
-    const shown = verdict.errors.slice(0, ERRORS_SHOWN).map((e) => `${e.path === '' ? 'the arguments' : e.path} ${e.message} (${e.keyword})`);
-    const more = verdict.errors.length > ERRORS_SHOWN ? `; and ${verdict.errors.length - ERRORS_SHOWN} more` : '';
-    return { ok: false, kind: 'invalid', reason: `the arguments do not match the tool's inputSchema: ${shown.join('; ')}${more}` };
+    return { ok: false, kind: verdict.kind, reason: verdictText(verdict, name) };
   }
 
   /** A tools/list answer (any page): learn its tools; returns the `tools` array node and its parsed value. */
@@ -98,7 +79,7 @@ export class ToolBook {
     const node = rescanArray(frame, result.members?.get('tools'));
     if (node === null) return null;
     const list = JSON.parse(nodeText(frame, node)) as Array<Record<string, unknown> | null>;
-    this.schemas.learnPage(list, first);
+    this.schemas.learnPage(list, first, this.version());
     return { node, list };
   }
 

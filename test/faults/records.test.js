@@ -234,7 +234,8 @@ describe('a failing audit log shows in the exit status', { skip: hasPrlimit ? fa
    * options (and so the session_start record) include it.
    */
   function cappedGuard(limit, recordDir, scratch, options) {
-    return runCommand('prlimit', [`--fsize=${limit}`, '--', process.execPath, BIN, `--record-dir=${recordDir}`, '--', 'python3', fixture('recorder.py')], {
+    // The same options as the calibration run's (runGuard adds --validate-args=off there).
+    return runCommand('prlimit', [`--fsize=${limit}`, '--', process.execPath, BIN, '--validate-args=off', `--record-dir=${recordDir}`, '--', 'python3', fixture('recorder.py')], {
       env: { RECORD_ACTIONS: join(scratch, 'actions') }, timeout: TIMEOUT, ...options,
     });
   }
