@@ -57,6 +57,7 @@ async function prepare(argv: readonly string[]): Promise<Prepared> {
   }
   // A policy is read and checked whole before anything runs (its schema engine only if a rule needs one).
   const policy = v.policy === null ? null : await (await import('./gate/load.js')).loadPolicy(v.policy);
+  if (typeof v['approve-cmd'] === 'string') (await import('./gate/approve-cmd.js')).checkApproveCmd(v['approve-cmd']);
   let records: Prepared['records'] = null;
   if (v.records === 'on') {
     const configured = resolveRecordDir(typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined);

@@ -67,6 +67,7 @@ export const RUN_OPTIONS = {
   fsync: { kind: 'flag', default: false, help: 'each record reaches the disk before the frame it describes is forwarded' },
   'audit-key-file': { kind: 'string', default: null, help: 'HMAC key (at least 16 bytes, kept outside the record directory): an HMAC chain instead of a plain hash chain' },
   'validate-args': { kind: 'enum', default: 'on', values: ['on', 'off'], help: "check each tools/call's arguments against the tool's inputSchema from the server's tools/list, before it reaches the server" },
+  'validate-output': { kind: 'enum', default: 'report', values: ['report', 'enforce'], help: "with --validate-args on: a tools/call result whose structuredContent does not match the tool's outputSchema is reported, or (enforce) turned into a tool error" },
   policy: { kind: 'policy', default: null, help: 'a JSON policy file: which tool calls are allowed, denied, or asked about (in --config: a path, or the policy object itself)' },
   'approve-cmd': { kind: 'string', default: null, help: 'when the client cannot show an approval card: run this command (no shell; words split on spaces) with the action as JSON on stdin; exit 0 approves' },
   'approval-timeout': { kind: 'ms', default: 120000, min: 1, help: 'an approval not answered within this wall-clock time is denied' },

@@ -274,8 +274,10 @@ export class Relay extends CallKeeper {
         }
         answered.push([call, outcome.state, outcome.detail]);
         if (items.length !== 1) continue;
-        const listed = call.method === 'tools/list' && !item.isError ? this.gate?.toolsListed(call, call.cursor, item.body, item.frame) ?? null : null;
-        const decorated = listed ?? this.decorate?.(call, item) ?? null;
+        const gated = this.gate === null || item.isError ? null
+          : call.method === 'tools/list' ? this.gate.toolsListed(call, call.cursor, item.body, item.frame)
+          : call.method === 'tools/call' ? this.gate.checkOutput(call, item) : null;
+        const decorated = gated ?? this.decorate?.(call, item) ?? null;
         if (decorated !== null) frame = decorated;
       }
     }

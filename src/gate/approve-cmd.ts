@@ -6,6 +6,9 @@
  * read beyond a small bound: only the status decides.
  */
 import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { GuardError } from '../errors.js';
 
 export interface CommandVerdict {
   approved: boolean;
@@ -19,6 +22,28 @@ const OUTPUT_BYTES = 512;
 /** Split `--approve-cmd` into argv: words separated by spaces, no quoting, no shell. */
 export function approveArgv(command: string): string[] {
   return command.split(/\s+/).filter(Boolean);
+}
+
+/**
+ * Check at start that `--approve-cmd` names a program that can run (an
+ * approval that cannot be asked is a denial; a typo should not turn every
+ * `ask` into one silently).
+ */
+export function checkApproveCmd(command: string, env: NodeJS.ProcessEnv = process.env): string[] {
+  const argv = approveArgv(command);
+  const program = argv[0];
+  if (program === undefined) throw new GuardError('bad_option', `--approve-cmd expects a command, got '${command}'`);
+  const candidates = program.includes('/') ? [program] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, program));
+  for (const path of candidates) {
+    try {
+      if (!statSync(path).isFile()) continue;
+      accessSync(path, constants.X_OK);
+      return argv;
+    } catch {
+      // Not this one.
+    }
+  }
+  throw new GuardError('bad_option', `--approve-cmd: '${program}' is not an executable file${program.includes('/') ? '' : ' on PATH'} (got '${command}')`);
 }
 
 export function runApproveCmd(argv: readonly string[], action: Record<string, unknown>, deadlineMs: number): Promise<CommandVerdict> {

@@ -14,15 +14,16 @@
  * the session's end, leaving nothing behind at the client or the server.
  */
 import type { Call } from '../calls.js';
-import { idJson, membersOf, memberString, type Request } from '../jsonrpc.js';
+import { idJson, membersOf, memberString, type Request, type Response } from '../jsonrpc.js';
 import { processMasker } from '../mask.js';
-import { stringValue, type JsonNode } from '../json-scan.js';
+import { nodeText, stringValue, type JsonNode } from '../json-scan.js';
 import { META_CLIENT_CAPABILITIES, type RequestMeta } from '../wire/era.js';
 import { runApproveCmd } from './approve-cmd.js';
 import { elicitationParams, makeCard, type Card } from './card.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
 import { applySplices, dropItems, dropMembers, rebuildObject } from './rewrite.js';
 import { ApprovalSeal } from './seal.js';
+import { verdictText } from './schema.js';
 import { ToolBook, type SchemaVerdict, type Schemas } from './tools.js';
 
 /** The key under which mcpguard's own approval question travels in an input_required result. */
@@ -30,6 +31,8 @@ export const APPROVAL_KEY = 'io.mcpguard/approval';
 
 export interface GateConfig {
   validateArgs: boolean;
+  /** A result whose structuredContent does not match the tool's outputSchema: report it, or turn it into a tool error. */
+  validateOutput: 'report' | 'enforce';
   policy: Policy | null;
   approveCmd: string[] | null;
   approvalTimeoutMs: number;
@@ -109,7 +112,14 @@ export class Gate {
     }
     const policy = this.config.policy;
     if (policy === null) return { kind: 'dispatch', frame };
-    const verdict = decide(policy, name, parsed, this.tools.annotations(name));
+    let verdict;
+    try {
+      verdict = decide(policy, name, parsed, this.tools.annotations(name));
+    } catch (error) {
+      // A `when` that cannot be checked (arguments nested beyond the engine's bound): refusing is the safe answer.
+      call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
+      return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
+    }
     const why = verdict.rule === null ? `the policy's default is ${verdict.decision}` : `policy rule ${verdict.rule}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
     if (verdict.decision === 'allow') return { kind: 'dispatch', frame };
     if (verdict.decision === 'deny') {
@@ -167,6 +177,38 @@ export class Gate {
     call.flags = [...(call.flags ?? []), `hid ${hidden.size} denied tool(s)`];
     return applySplices(frame, [dropItems(frame, tools.node, hidden)]);
   }
+
+  /**
+   * A tools/call result on its way to the client: its structuredContent
+   * against the tool's outputSchema (when the tool has one and the engine is
+   * loaded, which it is once the call's arguments were checked). A mismatch
+   * is flagged on the call and said once per tool; under enforce the client
+   * gets a tool error instead (returned as the replacement frame).
+   */
+  checkOutput(call: Call, response: Response): Buffer | null {
+    if (!this.config.validateArgs || response.isError || call.tool === null) return null;
+    const definition = this.tools.definition(call.tool);
+    if (definition === undefined || !Object.hasOwn(definition, 'outputSchema')) return null;
+    const node = response.body.members!.get('structuredContent');
+    const verdict = this.tools.checkOutputNow(call.tool, node === undefined ? undefined : JSON.parse(nodeText(response.frame, node)) as unknown);
+    if (verdict === null || verdict.ok) return null;
+    call.flags = [...(call.flags ?? []), 'output_schema_mismatch'];
+    const text = verdictText(verdict, call.tool, 'output');
+    if (!this.outputReported.has(call.tool)) {
+      this.outputReported.add(call.tool);
+      this.io.diag(`${text.split('\n').join(' ')} (tool ${JSON.stringify(call.tool)}; said once per tool; --validate-output ${this.config.validateOutput})`);
+    }
+    if (this.config.validateOutput !== 'enforce') return null;
+    const result = {
+      ...(this.io.modern() ? { resultType: 'complete' } : {}),
+      _meta: { 'io.mcpguard/refused': { source: 'mcpguard', state: 'completed', by: 'output_schema', rule: null } },
+      content: [{ type: 'text', text: `mcpguard replaced this result: the tool ran, but ${processMasker().text(text)}` }],
+      isError: true,
+    };
+    return Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`);
+  }
+
+  private readonly outputReported = new Set<string>();
 
   // ---- approval ----
 

@@ -95,7 +95,8 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
     try {
       when = compileWhen(raw.when as object);
     } catch (error) {
-      throw bad(source, `${where}: "when" is not a usable JSON Schema: ${(error as Error).message}`);
+      const message = (error as Error).message;
+      throw bad(source, `${where}: ${message.startsWith('"when"') ? message : `"when" is not a usable JSON Schema: ${message}`}`);
     }
   }
   return {

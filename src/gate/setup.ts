@@ -15,7 +15,7 @@ export function gateFactory(v: OptionValues, policy: Policy | null, server: stri
   if (!validateArgs && policy === null) return null;
   const approveCmd = typeof v['approve-cmd'] === 'string' ? approveArgv(v['approve-cmd']) : null;
   return (io) => new Gate(
-    { validateArgs, policy, approveCmd, approvalTimeoutMs: v['approval-timeout'] as number, server },
+    { validateArgs, validateOutput: v['validate-output'] as 'report' | 'enforce', policy, approveCmd, approvalTimeoutMs: v['approval-timeout'] as number, server },
     io,
     new ToolSchemas(),
   );

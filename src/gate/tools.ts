@@ -12,7 +12,7 @@ import { nodeText, scanJson, stringValue, type JsonNode } from '../json-scan.js'
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type RequestMeta } from '../wire/era.js';
 
 /** The engine's side: the tools of one server and their compiled schemas (schema.ts). */
-export type Schemas = Pick<ToolSchemas, 'learnPage' | 'forget' | 'known' | 'tool' | 'checkArguments'>;
+export type Schemas = Pick<ToolSchemas, 'learnPage' | 'forget' | 'known' | 'tool' | 'checkArguments' | 'checkOutputNow'>;
 
 /** The gate's view of one call's arguments. */
 export type SchemaVerdict =
@@ -52,6 +52,16 @@ export class ToolBook {
 
   forget(): void {
     this.schemas.forget();
+  }
+
+  /** The tool as the server advertised it, if known. */
+  definition(name: string): Readonly<Record<string, unknown>> | undefined {
+    return this.schemas.tool(name);
+  }
+
+  /** A result's structuredContent against the tool's outputSchema, now (null: the engine is not loaded). */
+  checkOutputNow(name: string, structuredContent: unknown): ReturnType<Schemas['checkOutputNow']> {
+    return this.schemas.checkOutputNow(name, structuredContent);
   }
 
   ownsId(key: string): boolean {

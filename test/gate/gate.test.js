@@ -4,9 +4,9 @@
 // refusal can be shown to leave zero bytes there; the client is this file.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, killStarted, tempDir } from '../helpers/run.js';
+import { fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
 import { callEnds, conversation, endOf } from '../helpers/conversation.js';
 
 after(killStarted);
@@ -328,5 +328,113 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
       assert.deepEqual(legs.map((l) => l.state), ['input_required', 'input_required', 'completed']);
       assert.ok(legs.every((l) => l.chain === legs[0].call_id), 'one chain');
     } finally { c.cleanup(); }
+  });
+});
+
+describe('structuredContent against outputSchema', () => {
+  test('report (the default): a mismatch is forwarded as it came, flagged on the call, said once', { timeout: TIMEOUT }, async () => {
+    const c = await legacy();
+    try {
+      c.send(call(1, 'count', { n: 'many' }), call(2, 'count', { n: 'more' }), call(3, 'count', { n: 3 }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      await c.waitFor((m) => m.id === 3, 'answer to 3');
+      assert.deepEqual(one.result.structuredContent, { n: 'many' });
+      const r = await c.finish();
+      assert.deepEqual(endOf(r.records, 1).flags, ['output_schema_mismatch']);
+      assert.equal(endOf(r.records, 3).flags, null);
+      assert.equal(r.stderr.split('outputSchema').length - 1, 1, r.stderr);
+    } finally { c.cleanup(); }
+  });
+
+  test('--validate-output enforce: the client gets a tool error instead, saying the tool ran', { timeout: TIMEOUT }, async () => {
+    const c = await legacy(['--validate-output=enforce']);
+    try {
+      c.send(call(1, 'count', { n: 'many' }), call(2, 'count', { n: 2 }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      const two = await c.waitFor((m) => m.id === 2, 'answer to 2');
+      assert.equal(one.result.isError, true);
+      assert.match(one.result.content[0].text, /^mcpguard replaced this result: the tool ran, but The structured result of tool "count" does not match/);
+      assert.deepEqual(two.result.structuredContent, { n: 2 });
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), [1, 2], 'the tool did run');
+      assert.equal(endOf(r.records, 1).state, 'completed');
+    } finally { c.cleanup(); }
+  });
+});
+
+describe('the tools mcpguard knows', () => {
+  test('a list-changed notification makes mcpguard learn the tools again before the next call', { timeout: TIMEOUT }, async () => {
+    const c = await legacy();
+    try {
+      c.send({ jsonrpc: '2.0', id: 'l', method: 'tools/list' });
+      await c.waitFor((m) => m.id === 'l', 'tools/list');
+      c.send(call(1, 'echo', { text: 'a' }));
+      await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(c.atServer().filter((m) => m.method === 'tools/list').length, 1, 'known from the client\'s list');
+      c.send(call(2, 'change_list', {}));
+      await c.waitFor((m) => m.method === 'notifications/tools/list_changed', 'list changed');
+      c.send(call(3, 'echo', { text: 'b' }));
+      await c.waitFor((m) => m.id === 3, 'answer to 3');
+      const lists = c.atServer().filter((m) => m.method === 'tools/list');
+      assert.equal(lists.length, 2, 'learned again, with a list of its own');
+      assert.match(String(lists[1].id), /^mcpguard-tools-list-/);
+      await c.finish();
+    } finally { c.cleanup(); }
+  });
+
+  test('pages: mcpguard follows nextCursor in its own tools/list', { timeout: TIMEOUT }, async () => {
+    const c = await legacy([], { env: { PAGE_SIZE: '1' } });
+    try {
+      c.send(call(1, 'exec', { command: 'ls' }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.result.isError, undefined, JSON.stringify(one));
+      const own = c.atServer().filter((m) => m.method === 'tools/list');
+      assert.deepEqual(own.map((m) => m.params?.cursor ?? null), [null, '1', '2'], 'three pages to reach exec');
+      await c.finish();
+    } finally { c.cleanup(); }
+  });
+});
+
+describe('options checked at start (exit 125, nothing started)', () => {
+  const cases = [
+    [{ rules: [{ tool: 'x', decision: 'maybe' }] }, /rule 0: "decision" must be one of allow, ask, deny, got "maybe"/],
+    [{ rules: [{ tool: 'x', decision: 'deny' }, { tool: 'y', when: { type: 'strin' }, decision: 'deny' }] }, /rule 1: "when" is not a usable JSON Schema/],
+    [{ rules: [{ tool: 'x', decision: 'deny', extra: 1 }] }, /rule 0: unknown key "extra"/],
+    [{ rules: [{ annotations: { readOnlyHint: true }, decision: 'allow' }] }, /rule 0: a rule that matches "annotations" may only ask or deny/],
+    [{ default: 'allow', hide: true }, /unknown key "hide"/],
+    ['{not json', /not JSON/],
+  ];
+  for (const [policy, message] of cases) {
+    test(`policy ${typeof policy === 'string' ? policy : JSON.stringify(policy)}`, { timeout: TIMEOUT }, async () => {
+      const { dir, cleanup } = tempDir();
+      try {
+        const path = join(dir, 'policy.json');
+        const marker = join(dir, 'started');
+        writeFileSync(path, typeof policy === 'string' ? policy : JSON.stringify(policy));
+        const r = await runGuard([`--policy=${path}`, '--', 'sh', '-c', `touch '${marker}'`], { timeout: TIMEOUT }).done;
+        assert.equal(r.code, 125, r.stderr);
+        assert.match(r.stderr, message);
+        assert.ok(r.stderr.includes(path), 'names the file');
+        assert.equal(existsSync(marker), false, 'the server never started');
+      } finally { cleanup(); }
+    });
+  }
+
+  test('a policy inside --config (the object itself) works like a file', { timeout: TIMEOUT }, async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const config = join(dir, 'config.json');
+      writeFileSync(config, JSON.stringify({ 'validate-args': 'on', policy: { rules: [{ tool: 'exec', decision: 'deny', reason: 'from config' }] } }));
+      const input = [init(), initialized, call(1, 'exec', { command: 'ls' })].map((m) => `${JSON.stringify(m)}\n`).join('');
+      const r = await runGuard([`--config=${config}`, '--', ...SERVER], { input, timeout: TIMEOUT }).done;
+      const one = r.stdout.toString().trim().split('\n').map((l) => JSON.parse(l)).find((m) => m.id === 1);
+      assert.match(one.result.content[0].text, /denied by policy rule 0 \(from config\)/);
+    } finally { cleanup(); }
+  });
+
+  test('--approve-cmd must name a program that can run', { timeout: TIMEOUT }, async () => {
+    const r = await runGuard(['--approve-cmd=no-such-approver --flag', '--', 'true'], { timeout: TIMEOUT }).done;
+    assert.equal(r.code, 125);
+    assert.match(r.stderr, /--approve-cmd: 'no-such-approver' is not an executable file on PATH/);
   });
 });
