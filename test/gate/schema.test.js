@@ -142,6 +142,9 @@ describe('dialects', () => {
   test('format is an annotation: never a reason to refuse', async () => {
     const t = toolsOf({ t: { type: 'object', properties: { u: { type: 'string', format: 'uri' }, e: { format: 'email' }, x: { format: 'no-such-format' } } } });
     assert.deepEqual(await t.checkArguments('t', { u: 'not a uri', e: 'not an email', x: 'whatever' }), { ok: true });
+    // A member named "format" is not the keyword: its schema still applies.
+    const member = toolsOf({ t: { type: 'object', properties: { format: { enum: ['json', 'csv'] } } } });
+    assert.deepEqual((await member.checkArguments('t', { format: 'xml' })).errors.map((e) => `${e.path} ${e.keyword}`), ['/format enum']);
   });
 });
 
