@@ -17,16 +17,9 @@
  * Both walks keep their own stack, so a long `$ref` chain cannot overflow
  * mcpguard's.
  */
-import { MAX_SCHEMA_DEPTH, unusable } from './inspect.js';
+import { unusable } from './inspect.js';
 import { childrenOf, isObject, SAME_VALUE_KEYWORDS } from './keywords.js';
-
-/**
- * Most subschemas one value may be checked against with every `$ref`
- * expanded. Tool schemas expand to tens or hundreds; the library checks
- * about a million subschemas a second once warm (a third of that cold), so
- * the worst schema under the bound costs about 20 ms a check (60 ms cold).
- */
-export const MAX_EXPANDED_SUBSCHEMAS = 20_000;
+import { MAX_EXPANDED_SUBSCHEMAS, MAX_SCHEMA_DEPTH } from './limits.js';
 
 type Node = Record<string, unknown>;
 /** The targets of each node's `$ref` / `$recursiveRef`, resolved by the caller. */

@@ -1,10 +1,12 @@
 /**
- * The JSON Schema engine: @cfworker/json-schema, loaded the first time a
- * schema is needed (a dynamic import, so a session that never checks a
- * schema never loads it), behind mcpguard's own checks. The library is an
- * interpreter: a schema from the server is data it walks, never code it
- * generates and runs; it has no network code, and mcpguard refuses every
- * `$ref` that does not resolve inside the schema before the first check.
+ * The JSON Schema engine: @cfworker/json-schema behind mcpguard's own
+ * checks. This module is the lazy boundary: schema.ts imports it (and with
+ * it the library and the rest of src/gate) the first time a schema is
+ * needed, so a session that never checks one never loads any of it. The
+ * library is an interpreter: a schema from the server is data it walks,
+ * never code it generates and runs; it has no network code, and mcpguard
+ * refuses every `$ref` that does not resolve inside the schema before the
+ * first check.
  *
  * Compiling = inspect (inspect.ts) → index the copy's identifiers (the
  * library's `dereference`) → every `$ref` resolved → bounds (bounds.ts).
@@ -16,29 +18,14 @@
  * model can correct all of its arguments at once; a valid value costs the
  * same either way.
  */
-import type * as Library from '@cfworker/json-schema';
-import { GuardError } from '../errors.js';
+import * as lib from '@cfworker/json-schema';
 import { checkBounds } from './bounds.js';
 import type { Dialect } from './dialect.js';
 import { explain, type Resolve } from './explain.js';
 import { clip, prepareSchema, unusable } from './inspect.js';
 import type { SchemaError } from './verdict.js';
 
-type Lib = typeof Library;
-
-let library: Lib | undefined;
-let loading: Promise<Lib> | undefined;
-
-/** Load the library (once; later calls share the first load). Rejects only if the package cannot be imported. */
-export function loadEngine(): Promise<void> {
-  loading ??= import('@cfworker/json-schema').then((m) => (library = m));
-  return loading.then(() => undefined);
-}
-
-/** The library is loaded: schemas compile and check synchronously. */
-export function engineLoaded(): boolean {
-  return library !== undefined;
-}
+export { resolveDialect } from './dialect.js';
 
 /** What one check found. `unchecked`: the value could not be checked (nested deeper than the stack). */
 export type Outcome =
@@ -54,18 +41,12 @@ export interface CompiledSchema {
 
 const PASSED: Outcome = Object.freeze({ ok: true });
 
-/**
- * Compile `schema` as `dialect`. Needs loadEngine() first (GuardError
- * 'engine_not_loaded'); throws GuardError('schema_unusable') naming what is
- * wrong with the schema.
- */
+/** Compile `schema` as `dialect`; throws GuardError('schema_unusable') naming what is wrong with it. */
 export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema {
-  const lib = library;
-  if (lib === undefined) throw new GuardError('engine_not_loaded', 'the JSON Schema engine is not loaded yet (await loadEngine() first)');
   const { copy, refs } = prepareSchema(schema, dialect);
   let lookup: Record<string, unknown>;
   try {
-    lookup = lib.dereference(copy as Library.Schema | boolean) as Record<string, unknown>;
+    lookup = lib.dereference(copy as lib.Schema | boolean) as Record<string, unknown>;
   } catch (error) {
     throw unusable(`its identifiers ($id, $anchor) cannot be indexed (${clip(messageOf(error))})`);
   }
@@ -82,9 +63,9 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
   return {
     dialect,
     check(value: unknown): Outcome {
-      let result: Library.ValidationResult;
+      let result: lib.ValidationResult;
       try {
-        result = lib.validate(value, copy as Library.Schema | boolean, dialect, lookup as Record<string, Library.Schema | boolean>, false);
+        result = lib.validate(value, copy as lib.Schema | boolean, dialect, lookup as Record<string, lib.Schema | boolean>, false);
       } catch (error) {
         // Compiling ruled out unresolved references and endless cycles: what throws here is the
         // stack (a value nested deeper than it, or more failures than one array spread can take).

@@ -13,15 +13,7 @@
 import { GuardError } from '../errors.js';
 import { dialectOfUri, DIALECT_NAMES, type Dialect } from './dialect.js';
 import { childrenOf, isObject, pointer, SCHEMA_ARRAY_KEYWORDS, SCHEMA_MAP_KEYWORDS } from './keywords.js';
-
-/**
- * Deepest nesting of subschemas in the schema's text (`properties` →
- * `items` → `anyOf` … each counts one). Real tool schemas nest a handful of
- * levels; the library recurses once per level with large stack frames and
- * overflows Node's default stack between 500 and 5,000 levels, so 64 keeps a
- * wide margin wherever in mcpguard's own stack a check starts.
- */
-export const MAX_SCHEMA_DEPTH = 64;
+import { MAX_SCHEMA_DEPTH } from './limits.js';
 
 const TYPES: ReadonlySet<string> = new Set(['array', 'boolean', 'integer', 'null', 'number', 'object', 'string']);
 const COUNT_KEYWORDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties', 'minContains', 'maxContains'];

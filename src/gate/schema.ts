@@ -10,15 +10,27 @@
  * for the generation. The engine (engine.ts) loads with the first schema.
  */
 import { GuardError } from '../errors.js';
-import { resolveDialect } from './dialect.js';
-import { compileSchema, engineLoaded, loadEngine, type CompiledSchema, type Outcome } from './engine.js';
-import { isObject } from './keywords.js';
+import type { CompiledSchema, Outcome } from './engine.js';
 import { OK, type Verdict } from './verdict.js';
 
-export { loadEngine, engineLoaded } from './engine.js';
 export { verdictText, type Verdict, type SchemaError, type Subject } from './verdict.js';
-export { MAX_SCHEMA_DEPTH } from './inspect.js';
-export { MAX_EXPANDED_SUBSCHEMAS } from './bounds.js';
+
+// Only errors.js and verdict.ts load with this module; everything else of the
+// gate, and the library, loads with engine.js on the first schema.
+type Engine = typeof import('./engine.js');
+let engine: Engine | undefined;
+let loading: Promise<Engine> | undefined;
+
+/** Load the engine (once; later calls share the first load). Rejects only if it cannot be imported. */
+export function loadEngine(): Promise<void> {
+  loading ??= import('./engine.js').then((m) => (engine = m));
+  return loading.then(() => undefined);
+}
+
+/** The engine is loaded: schemas compile and check synchronously. */
+export function engineLoaded(): boolean {
+  return engine !== undefined;
+}
 
 /** A compiled schema, or why it cannot be used. */
 type Slot = { compiled: CompiledSchema } | { reason: string };
@@ -185,7 +197,7 @@ export class ToolSchemas {
 
 /** Load the engine; null when loaded, else why it could not be (the checks then fail closed). */
 async function ensureEngine(): Promise<string | null> {
-  if (engineLoaded()) return null;
+  if (engine !== undefined) return null;
   try {
     await loadEngine();
     return null;
@@ -194,17 +206,22 @@ async function ensureEngine(): Promise<string | null> {
   }
 }
 
+/** Called only once the engine is loaded. */
 function compileSlot(definition: Readonly<Record<string, unknown>>, member: 'inputSchema' | 'outputSchema', protocolVersion: string | null): Slot {
   if (!Object.hasOwn(definition, member)) return { reason: `the tool has no ${member}` };
   const schema = definition[member];
   if (!isObject(schema)) return { reason: `its ${member} is not a JSON object` };
   try {
-    return { compiled: compileSchema(schema, resolveDialect(schema, protocolVersion)) };
+    return { compiled: engine!.compileSchema(schema, engine!.resolveDialect(schema, protocolVersion)) };
   } catch (error) {
     if (error instanceof GuardError) return { reason: error.message };
     // Anything else the library throws while compiling (a RangeError, a bug) refuses the schema too.
     return { reason: `it cannot be compiled (${error instanceof Error ? error.message.split('\n')[0] : String(error)})` };
   }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function verdictOf(outcome: Outcome): Verdict {
@@ -223,11 +240,11 @@ export type WhenPredicate = (args: unknown) => boolean;
  * arguments too deeply nested to check (the caller decides; deny is safe).
  */
 export function compileWhen(schema: unknown): WhenPredicate {
-  if (!engineLoaded()) throw new GuardError('engine_not_loaded', 'compileWhen needs the JSON Schema engine: await loadEngine() first');
+  if (engine === undefined) throw new GuardError('engine_not_loaded', 'compileWhen needs the JSON Schema engine: await loadEngine() first');
   let compiled: CompiledSchema;
   try {
     if (!isObject(schema) && typeof schema !== 'boolean') throw new GuardError('schema_unusable', 'must be a JSON Schema (an object or a boolean)');
-    compiled = compileSchema(schema, resolveDialect(schema, null));
+    compiled = engine.compileSchema(schema, engine.resolveDialect(schema, null));
   } catch (error) {
     const what = error instanceof Error ? error.message : String(error);
     throw new GuardError('bad_schema', `"when" is not a usable JSON Schema: ${what}`);
