@@ -8,6 +8,7 @@ import { ROOT, NODE } from './variants.js';
 const SCRIPTS = [
   { file: 'bench/records.js', quickArgs: ['2000', '100'] },
   { file: 'bench/stderr.js', quickArgs: [] },
+  { file: 'bench/gate-schema.js', quickArgs: ['--quick'] },
 ];
 
 export async function microSections({ quick }, progress) {

@@ -23,7 +23,7 @@ import { elicitationParams, makeCard, type Card } from './card.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
 import { applySplices, dropItems, dropMembers, rebuildObject } from './rewrite.js';
 import { ApprovalSeal } from './seal.js';
-import { verdictText } from './schema.js';
+import { loadEngine, verdictText } from './schema.js';
 import { ToolBook, type SchemaVerdict, type Schemas } from './tools.js';
 
 /** The key under which mcpguard's own approval question travels in an input_required result. */
@@ -166,6 +166,8 @@ export class Gate {
   /** A tools/list answer passing to the client: learned, and (hide_denied) stripped of tools that are always denied. */
   toolsListed(call: Call, cursor: boolean, result: JsonNode, frame: Buffer): Buffer | null {
     const tools = this.tools.learnAnswer(result, frame, !cursor);
+    // Load the engine now, while the model reads the list, not on the first call.
+    if (this.config.validateArgs) loadEngine().catch(() => {});
     const policy = this.config.policy;
     if (policy === null || !policy.hideDenied || tools === null) return null;
     const hidden = new Set<number>();
