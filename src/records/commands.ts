@@ -103,7 +103,8 @@ function activity(logs: LoadedLog[], wanted: string | undefined, json: boolean, 
   out(`session ${log.sessionId}${row.probe ? ' (probe)' : ''}  ${formatDate(row.started_at)}  ${log.file}\n`);
   out(table(['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'], withLegsUnderHeads(rows).map((r) => r.kind === 'call'
     ? [r.leg !== null && r.leg > 1 ? `  ↳ ${r.call_id}` : r.call_id, formatClock(r.time), r.method ?? '-', r.tool ?? '-',
-      r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)` : r.state,
+      r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)`
+        : (r.state === 'denied' || r.state === 'rejected') && r.detail !== null ? `${r.state}: ${clip(r.detail.split('\n')[0]!, 60)}` : r.state,
       r.stderr_bytes_seen === null ? '-' : `${r.stderr_bytes_seen}/${r.stderr_bytes_retained ?? '-'}${r.stderr_truncated ? ' truncated' : ''}`, formatDuration(r.duration_ms)]
     : ['(rejected)', formatClock(r.time), '-', '-', `from ${r.direction ?? '?'}: ${r.reason ?? '?'}${r.code !== null ? ` (${String(r.code)})` : ''}`, '-', '-'])));
   return 0;

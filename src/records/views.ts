@@ -112,6 +112,8 @@ export type ActivityRow =
       state: string; stderr_bytes_seen: number | null; stderr_bytes_retained: number | null; stderr_truncated: boolean | null; duration_ms: number | null;
       /** A multi-round call (2026-07-28 input_required): the first leg's call id, and this row's leg number from 1; else null. */
       chain: string | null; leg: number | null;
+      /** Why it ended, for calls refused before dispatch (rejected, denied) and other endings with a reason. */
+      detail: string | null;
       /** On a chain's first leg: how many legs it has so far, and the state of the latest. */
       legs?: number; chain_state?: string }
   | { kind: 'reject'; session_id: string; time: string | null; direction: string | null; line: unknown; code: unknown; reason: string | null; fingerprint: unknown };
@@ -136,7 +138,7 @@ export function activityRows(log: LoadedLog): ActivityRow[] {
     if (row === undefined) {
       row = { kind: 'call', session_id: log.sessionId, call_id: r.call_id, time: str(r.ts), request_id: r.request_id ?? null,
         method: str(r.method), tool: str(r.tool), state: 'open', stderr_bytes_seen: null, stderr_bytes_retained: null,
-        stderr_truncated: null, duration_ms: null, chain: null, leg: null };
+        stderr_truncated: null, duration_ms: null, chain: null, leg: null, detail: null };
       calls.set(r.call_id, row);
       rows.push(row);
     }
@@ -149,6 +151,7 @@ export function activityRows(log: LoadedLog): ActivityRow[] {
         stderr_truncated: typeof r.stderr_truncated === 'boolean' ? r.stderr_truncated : null,
         duration_ms: started !== null && ended !== null ? ended - started : null,
         chain: str(r.chain),
+        detail: str(r.detail),
       });
     }
   }

@@ -105,6 +105,8 @@ describe('policy', () => {
       assert.equal(end.state, 'denied');
       assert.equal(end.decision.by, 'policy');
       assert.equal(end.decision.rule, 1);
+      const activity = (await runGuard(['activity', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
+      assert.match(activity, /denied: denied by policy rule 1 \(no rm from agents\)/, 'activity shows the refusal and its reason');
     } finally { c.cleanup(); }
   });
 
