@@ -99,6 +99,11 @@ export class Relay extends CallKeeper {
    * line was well-formed JSON-RPC, so the session goes on.
    */
   private checkShapes(line: number, frame: Buffer, items: readonly Message[], metas: readonly RequestMeta[]): boolean {
+    if (this.gate !== null && items.length > 1 && items.some((item) => item.kind === 'request' && item.method === 'tools/call')) {
+      // A batch is forwarded whole or not at all, and a gated call may have to wait: it must come on its own line.
+      this.reject(line, INVALID_REQUEST, 'a batch may not carry tools/call while the gate is on (--validate-args or --policy): send each tools/call on its own line', null, frame, frame.length - 1, null, 'method_shape');
+      return false;
+    }
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
       if (item.kind === 'response') continue;

@@ -151,6 +151,12 @@ export class Gate {
 
   /** A client response to one of mcpguard's own questions: consumed here (true), never forwarded. */
   clientAnswered(key: string, result: JsonNode | null, frame: Buffer): boolean {
+    if (this.retired.has(key)) {
+      // The card was withdrawn (deadline, cancel) just before the person answered: too late, and not the server's business.
+      this.retired.delete(key);
+      this.io.diag(`an answer to withdrawn approval card ${key.slice(1)} arrived late; ignored`);
+      return true;
+    }
     const resolve = this.asked.get(key);
     if (resolve === undefined) return false;
     this.asked.delete(key);
@@ -160,7 +166,15 @@ export class Gate {
 
   /** An id the client must not use, and the server must not send, while mcpguard's own request has it. */
   ownsId(key: string): boolean {
-    return this.asked.has(key) || this.tools.ownsId(key);
+    return this.asked.has(key) || this.retired.has(key) || this.tools.ownsId(key);
+  }
+
+  /** Ids of cards withdrawn before their answer came (bounded: oldest forgotten first). */
+  private readonly retired = new Set<string>();
+
+  private retire(key: string): void {
+    this.retired.add(key);
+    if (this.retired.size > 256) this.retired.delete(this.retired.values().next().value!);
   }
 
   /** A tools/list answer passing to the client: learned, and (hide_denied) stripped of tools that are always denied. */
@@ -260,6 +274,7 @@ export class Gate {
         resolve(outcome);
       };
       const cancelCard = (reason: string): void => {
+        this.retire(key);
         this.io.toClient(Buffer.from(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${JSON.stringify(id)},"reason":${JSON.stringify(reason)}}}\n`));
       };
       const timer = setTimeout(() => {

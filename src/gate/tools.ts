@@ -36,6 +36,8 @@ export class ToolBook {
   /** Own request ids awaiting the server's answer, by id key. */
   private readonly pending = new Map<string, (response: Response | null) => void>();
   private nextId = 1;
+  /** Own requests that timed out: their answers, if they come, are swallowed. */
+  private readonly late = new Set<string>();
   constructor(
     private readonly schemas: Schemas,
     private readonly io: Pick<Own, 'toChild' | 'diag'>,
@@ -65,7 +67,7 @@ export class ToolBook {
   }
 
   ownsId(key: string): boolean {
-    return this.pending.has(key);
+    return this.pending.has(key) || this.late.has(key);
   }
 
   /** Check a call's arguments, learning the tools first if this one is not known. */
@@ -95,6 +97,7 @@ export class ToolBook {
 
   /** The server's answer to one of mcpguard's own requests: consumed (true), never forwarded. */
   serverAnswered(response: Response): boolean {
+    if (this.late.delete(response.idKey)) return true; // an own request given up on: its answer is nobody's
     const resolve = this.pending.get(response.idKey);
     if (resolve === undefined) return false;
     this.pending.delete(response.idKey);
@@ -125,6 +128,7 @@ export class ToolBook {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(`s${id}`);
+        this.late.add(`s${id}`);
         resolve(null);
       }, OWN_LIST_TIMEOUT_MS);
       timer.unref();

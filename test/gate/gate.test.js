@@ -440,3 +440,36 @@ describe('options checked at start (exit 125, nothing started)', () => {
     assert.match(r.stderr, /--approve-cmd: 'no-such-approver' is not an executable file on PATH/);
   });
 });
+
+describe('nothing goes around the gate', () => {
+  test('a 2025-03-26 batch carrying a tools/call is refused whole (zero bytes at the server); one without passes', { timeout: TIMEOUT }, async () => {
+    const c = conversation(SERVER, ['--validate-args=on']);
+    try {
+      c.send({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+      await c.waitFor((m) => m.id === 'init', 'initialize');
+      c.child.stdin.write(`${JSON.stringify([call(1, 'exec', { command: 'rm -rf /' }), { jsonrpc: '2.0', id: 2, method: 'tools/list' }])}\n`);
+      const refused = await c.waitFor((m) => m.id === null && m.error, 'the refusal');
+      assert.match(refused.error.message, /a batch may not carry tools\/call while the gate is on/);
+      c.child.stdin.write(`${JSON.stringify([{ jsonrpc: '2.0', id: 3, method: 'tools/list' }, { jsonrpc: '2.0', id: 4, method: 'tools/list' }])}\n`);
+      await c.waitFor((m) => Array.isArray(m), 'the batch answer');
+      await c.finish();
+      assert.deepEqual(c.atServer().filter((m) => !Array.isArray(m)).map((m) => m.method), ['initialize']);
+      assert.equal(c.atServer().filter((m) => Array.isArray(m)).length, 1, 'only the batch without tools/call reached the server');
+    } finally { c.cleanup(); }
+  });
+
+  test('an answer to a card that was already withdrawn is dropped quietly; the session goes on', { timeout: TIMEOUT }, async () => {
+    const c = await legacy(['--approval-timeout=300'], { policy: { rules: [{ tool: 'delete_file', decision: 'ask' }] }, capabilities: { elicitation: {} } });
+    try {
+      c.send(call(1, 'delete_file', { path: '/tmp/x' }));
+      const question = await c.waitFor((m) => m.method === 'elicitation/create', 'the card');
+      await c.waitFor((m) => m.id === 1, 'the denial at the deadline');
+      c.send({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: {} } }, call(2, 'echo', { text: 'still here' }));
+      await c.waitFor((m) => m.id === 2, 'answer to 2');
+      const r = await c.finish();
+      assert.match(r.stderr, /arrived late; ignored/);
+      assert.equal(r.summary.end_reason, 'client_eof');
+      assert.deepEqual(calledAtServer(c), [2]);
+    } finally { c.cleanup(); }
+  });
+});
