@@ -89,7 +89,10 @@ export class Gate {
     const caps = membersOf(request.frame, request.params?.members?.get('capabilities'));
     const elicitation = caps?.members?.get('elicitation');
     const version = memberString(request.frame, request.params, 'protocolVersion') ?? '';
-    this.legacyElicitation = elicitation?.type === 'object' ? { form: version >= '2025-11-25' } : null;
+    // `{}` means form mode (2025-06-18); from 2025-11-25 a client may offer URL mode only, which cannot show a card.
+    const modes = elicitation?.type === 'object' ? membersOf(request.frame, elicitation)!.members! : null;
+    const form = modes !== null && (modes.size === 0 || modes.has('form'));
+    this.legacyElicitation = form ? { form: version >= '2025-11-25' } : null;
   }
 
   /** Decide a tools/call; resolves once, unless the call is withdrawn first (then its outcome is ignored). */
