@@ -380,5 +380,7 @@ function answered(call: Call, answer: string): void {
 function modernElicitation(frame: Buffer, meta: RequestMeta, params: JsonNode): boolean {
   if (!meta.capabilities) return false;
   const caps = membersOf(frame, membersOf(frame, params.members!.get('_meta'))?.members?.get(META_CLIENT_CAPABILITIES));
-  return caps?.members?.get('elicitation')?.type === 'object';
+  const modes = membersOf(frame, caps?.members?.get('elicitation'));
+  // Form mode is what shows a card; `{}` means form, a client offering URL mode only cannot show one.
+  return modes != null && (modes.members!.size === 0 || modes.members!.has('form'));
 }
