@@ -79,6 +79,8 @@ export class Gate {
   private legacyElicitation: { form: boolean } | null = null;
   /** Chains (first leg's call id) whose call a person approved, with the argument bytes approved. */
   private readonly approvedChains = new Map<string, Buffer>();
+  /** 2026-07-28: what each card sent as input_required was (rule, reason, card), by its sealed state, for the retry's record. */
+  private readonly shownCards = new Map<string, Decision>();
 
   constructor(private readonly config: GateConfig, private readonly io: GateIO, schemas: Schemas) {
     this.tools = new ToolBook(schemas, io, (id) => `mcpguard-tools-list-${id}`, () => io.version());
@@ -242,6 +244,9 @@ export class Gate {
       if (!modernElicitation(request.frame, meta, request.params!)) return this.cannotAsk(call, rule, why);
       call.decision = shown('input_required');
       const state = this.seal.seal(call.tool!, argBytes, expiresAt);
+      this.shownCards.set(state, call.decision);
+      // Bounded like the seal's open nonces: a client that never retries cannot grow it.
+      if (this.shownCards.size > MAX_SHOWN_CARDS) this.shownCards.delete(this.shownCards.keys().next().value!);
       const result = { resultType: 'input_required', inputRequests: { [APPROVAL_KEY]: { method: 'elicitation/create', params: elicitationParams(card, true) } }, requestState: state };
       return { kind: 'card', state, answer: Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`) };
     }
@@ -306,12 +311,20 @@ export class Gate {
   private retried(call: Call, request: Request, state: string, argBytes: Buffer): Outcome {
     const { frame, params } = request;
     const unsealed = this.seal.unseal(state, call.tool!, argBytes);
-    call.decision = { by: 'approval', rule: null, channel: 'input_required', card: null, reason: null };
-    if (!unsealed.ok) return this.refuse(call, 'denied', `not approved: ${unsealed.reason}`);
+    // The card this retry answers (its rule, reason, hash and the time it was shown), when mcpguard still knows it.
+    const spent = unsealed.ok || unsealed.spent === true;
+    const shown = spent ? this.shownCards.get(state) : undefined;
+    if (spent) this.shownCards.delete(state);
+    call.decision = {
+      by: 'approval', rule: shown?.rule ?? null, channel: 'input_required', reason: shown?.reason ?? null,
+      card: shown?.card ? { ...shown.card, answered_at: null, answer: null } : null,
+    };
     const responses = membersOf(frame, params!.members!.get('inputResponses'));
     const mine = responses?.members?.get(APPROVAL_KEY);
     const action = mine === undefined ? null : memberString(frame, membersOf(frame, mine) ?? undefined, 'action') ?? null;
-    answered(call, action ?? 'none');
+    // An answer that came too late is still recorded as given, with when it came.
+    if (spent) answered(call, action ?? 'none');
+    if (!unsealed.ok) return this.refuse(call, 'denied', `not approved: ${unsealed.reason}`);
     if (action !== 'accept') return this.refuse(call, 'denied', `not approved: the person answered ${action ?? 'nothing'}`);
     if (call.chain !== null) this.approvedChains.set(call.chain, Buffer.from(argBytes));
     // The server gets the call as it was before mcpguard asked: its own answer and state removed.
@@ -364,6 +377,9 @@ export class Gate {
     });
   }
 }
+
+/** Most 2026-07-28 cards remembered for their retries' records (oldest forgotten first). */
+const MAX_SHOWN_CARDS = 4096;
 
 function withdrawn(): Outcome {
   return { kind: 'refuse', state: 'denied', reason: 'withdrawn', answer: Buffer.alloc(0) };

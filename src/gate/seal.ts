@@ -15,7 +15,8 @@ const PREFIX = 'mcpguard1.';
 /** Nonces issued and not yet used, with their deadlines (bounded: oldest forgotten first). */
 const MAX_OPEN = 4096;
 
-export type Unsealed = { ok: true; nonce: string } | { ok: false; reason: string };
+/** `spent`: the state was genuine and is now used up (it expired); a retry cannot use it again. */
+export type Unsealed = { ok: true; nonce: string } | { ok: false; reason: string; spent?: true };
 
 export class ApprovalSeal {
   private readonly key = randomBytes(32);
@@ -47,7 +48,7 @@ export class ApprovalSeal {
     if (hash !== digest(tool, argumentBytes)) return { ok: false, reason: 'the retried call is not the one that was approved (tool or arguments changed)' };
     if (!this.open.has(nonce)) return { ok: false, reason: 'the approval state was already used' };
     this.open.delete(nonce);
-    if (now > Number(expires)) return { ok: false, reason: 'the approval expired before the retry arrived' };
+    if (now > Number(expires)) return { ok: false, reason: 'the approval expired before the retry arrived', spent: true };
     return { ok: true, nonce };
   }
 
