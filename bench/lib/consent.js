@@ -126,7 +126,9 @@ export async function consentRows({ rounds, requests, warmup, warmupRounds = 1 }
     progress(`consent ${v.name} ${roundName(r, rounds)}`);
     const report = join(benchHome, `consent-${sessions++}.json`);
     const sample = await consentRun(v.name, policyPath, report, { requests, warmup });
-    return { ...sample, floodMiBps: floodRate(report) };
+    const floodMiBps = floodRate(report);
+    if (v.name === 'flood' && !(floodMiBps > 0)) throw new Error('consent: the flooding server wrote no stderr: the flood variant would measure a quiet server');
+    return { ...sample, floodMiBps };
   }, { warmup: warmupRounds });
 
   const series = (name, pick) => samples[name].map(pick);
@@ -150,6 +152,11 @@ export async function consentRows({ rounds, requests, warmup, warmupRounds = 1 }
     const p = pooled(v.name);
     notes.push(`consent, ${v.label}: all ${p.n} timed cards pooled: p50 ${num(p.p50)} µs, p99 ${num(p.p99)} µs, max ${num(p.max)} µs; first card of each session (after initialize and tools/list, JIT cold): median ${num(median(series(v.name, (s) => s.firstCard)))} µs`);
   }
+  const roundRatios = (q) => {
+    const ratios = samples.flood.map((s, i) => s.card[q] / samples.quiet[i].card[q]);
+    return `${num(Math.min(...ratios))}-${num(Math.max(...ratios))}×`;
+  };
+  notes.push(`consent: flood/quiet per round, card p50 ${roundRatios('p50')}, card p99 ${roundRatios('p99')}`);
   notes.push(`consent: the flooding server wrote its stderr at ${num(median(series('flood', (s) => s.floodMiBps)))} MiB/s over each session (median of rounds; the pace at which mcpguard drained it); policy: ask for echo, default allow; every card accepted; server: bench/fixtures/noisy-echo-server.js`);
   return { lines, notes };
 }
