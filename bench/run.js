@@ -10,10 +10,12 @@
 //   node bench/run.js --flood-bytes=512MiB
 //   node bench/run.js --rows=micro      only bench/records.js, bench/stderr.js (if present)
 //   node bench/run.js --rows=warmup     p50 by call index as the JIT warms up (run only when named)
+//   node bench/run.js --rows=consent    time to the approval card, server quiet vs flooding its stderr
 //   node bench/run.js --profile=throughput|latency|flood|shutdown|startup [--keep-profile] [--top=N] [--guard-opts='--records off']
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { consentRows } from './lib/consent.js';
 import { floodRows } from './lib/flood.js';
 import { latencyRows } from './lib/latency.js';
 import { microSections } from './lib/micro.js';
@@ -29,7 +31,7 @@ import { render } from './lib/table.js';
 import { throughputRows } from './lib/throughput.js';
 import { ROOT, mcpguardHelp, snapshotGuard } from './lib/variants.js';
 
-const ROWS = ['latency', 'throughput', 'startup', 'flood', 'stall', 'shutdown', 'records', 'warmup'];
+const ROWS = ['latency', 'throughput', 'startup', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup'];
 /** Rows run only when --rows names them. */
 const ON_REQUEST = ['warmup'];
 /** Not table rows: other helpers' micro-benchmarks, appended when present (full runs of all rows, or --rows=micro). */
@@ -43,6 +45,7 @@ const MODES = {
     stall: { rounds: 1, lines: 100000 },
     shutdown: { rounds: 5 },
     records: { rounds: 3, requests: 300, warmup: 500 },
+    consent: { rounds: 2, requests: 50, warmup: 20 },
     warmup: { rounds: 2 },
   },
   full: {
@@ -53,6 +56,7 @@ const MODES = {
     stall: { rounds: 3, lines: 400000 },
     shutdown: { rounds: 15 },
     records: { rounds: 9, requests: 1000, warmup: 5000 },
+    consent: { rounds: 7, requests: 200, warmup: 300 },
     warmup: { rounds: 5 },
   },
 };
@@ -131,7 +135,7 @@ if (args.profile !== undefined) {
   process.exit(0);
 }
 
-const RUNNERS = { warmup: warmupRows, latency: latencyRows, throughput: throughputRows, startup: startupRows, flood: floodRows, stall: stallRows, shutdown: shutdownRows, records: recordsRows };
+const RUNNERS = { warmup: warmupRows, latency: latencyRows, throughput: throughputRows, startup: startupRows, flood: floodRows, stall: stallRows, shutdown: shutdownRows, records: recordsRows, consent: consentRows };
 const started = Date.now();
 const lines = [];
 const notes = [];

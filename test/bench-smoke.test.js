@@ -10,10 +10,10 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ARGS = ['bench/run.js', '--quick', '--rows=latency', '--rounds=2'];
 const VARIANTS = ['direct (no relay)', 'byte-copy relay', 'mcpguard', 'SDK stdio relay'];
 
-function runBench(ms) {
+function runBench(ms, args = ARGS) {
   return new Promise((resolve, reject) => {
     // detached: the bench and everything it spawned form one group we can kill.
-    const child = spawn(process.execPath, ARGS, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -66,4 +66,22 @@ test('bench/run.js --quick --rows=latency prints the latency rows with numbers',
   const guardP50 = rows.find((r) => r.row === ROW_NAMES.p50 && r.variant === 'mcpguard');
   assert.match(guardP50.ratio, /^\d+\.\d\d× copy; \d+\.\d\d× sdk$/);
   assert.match(guardP50.target, /^≤ 1\.25× copy and < 1× sdk [✓✗]$/);
+});
+
+test('bench/run.js --quick --rows=consent prints the approval-card rows, quiet and flooding', { timeout: 60_000 }, async () => {
+  const { code, stdout, stderr } = await runBench(55_000, ['bench/run.js', '--quick', '--rows=consent', '--rounds=1']);
+  assert.equal(code, 0, `bench exited ${code}; stderr:\n${stderr}`);
+  const rows = tableRows(stdout);
+  const card = (q) => `consent: tools/call written → approval card at the client, ${q} (µs), calls 21-70 × 1 rounds`;
+  for (const name of [card('p50'), card('p99'), "consent: accept written → the call's result, p50 (µs), same calls"]) {
+    const mine = rows.filter((r) => r.row === name);
+    assert.deepEqual(mine.map((r) => r.variant), ['server quiet', 'server flooding its stderr'], `${name}:\n${stdout}`);
+    for (const r of mine) assert.ok(Number(r.median) > 0, `${name} ${r.variant}: median '${r.median}' is not a positive number`);
+    assert.equal(mine[0].ratio, 'baseline');
+    assert.match(mine[1].ratio, /^\d+\.\d\d× quiet$/);
+  }
+  assert.equal(rows.length, 6, 'only the consent rows were asked for');
+  // The flood really ran: the flooding server reports what it wrote.
+  const rate = /the flooding server wrote its stderr at ([\d.]+) MiB\/s/.exec(stdout);
+  assert.ok(rate !== null && Number(rate[1]) > 0, `no flood rate in:\n${stdout}`);
 });
