@@ -92,10 +92,16 @@ export abstract class CallKeeper {
     const call = this.startCall(item, meta);
     this.gated.add(call);
     this.armDeadline(call);
-    gate.review(call, item, meta).then(
-      (outcome) => this.settle(call, outcome),
-      (error: Error) => this.settle(call, { kind: 'refuse', state: 'rejected', reason: `mcpguard could not check the call: ${error.message}`, answer: errorResponse(call.requestId, INTERNAL_ERROR, 'mcpguard: the call could not be checked; not forwarded', { state: 'rejected' }) }),
-    );
+    const failed = (error: Error): Outcome => ({ kind: 'refuse', state: 'rejected', reason: `mcpguard could not check the call: ${error.message}`, answer: errorResponse(call.requestId, INTERNAL_ERROR, 'mcpguard: the call could not be checked; not forwarded', { state: 'rejected' }) });
+    let outcome: Outcome | Promise<Outcome>;
+    try {
+      outcome = gate.review(call, item, meta);
+    } catch (error) {
+      outcome = failed(error as Error);
+    }
+    // Decided at once (the common case): the call goes out in order with the lines around it.
+    if (!(outcome instanceof Promise)) return this.settle(call, outcome);
+    outcome.then((decided) => this.settle(call, decided), (error: Error) => this.settle(call, failed(error)));
   }
 
   /** The gate's outcome for a call, unless the call ended meanwhile (cancelled, timed out, session over). */

@@ -98,7 +98,13 @@ export class Gate {
   }
 
   /** Decide a tools/call; resolves once, unless the call is withdrawn first (then its outcome is ignored). */
-  async review(call: Call, request: Request, meta: RequestMeta): Promise<Outcome> {
+  /**
+   * Decide a tools/call. The outcome is immediate when nothing has to be
+   * waited for (the tool and the engine are known, no person is asked): the
+   * call then goes out in order with the lines around it. Otherwise it comes
+   * once, later, unless the call is withdrawn first (then it is ignored).
+   */
+  review(call: Call, request: Request, meta: RequestMeta): Outcome | Promise<Outcome> {
     const { frame, params } = request;
     const name = call.tool!;
     const argsNode = params!.members!.get('arguments');
@@ -109,12 +115,20 @@ export class Gate {
     }
     let args: unknown;
     const parsed = (): unknown => (args ??= JSON.parse(argBytes.toString('utf8')));
-
-    if (this.config.validateArgs) {
-      const verdict = await this.waitFor(call, this.tools.check(name, parsed, meta, frame));
+    if (!this.config.validateArgs) return this.afterSchema(call, request, meta, argBytes, parsed);
+    const now = this.tools.checkNow(name, parsed);
+    if (now !== null) return now.ok ? this.afterSchema(call, request, meta, argBytes, parsed) : this.schemaRefusal(call, now, name);
+    return this.waitFor(call, this.tools.check(name, parsed, meta, frame)).then((verdict) => {
       if (verdict === null) return withdrawn();
       if (!verdict.ok) return this.schemaRefusal(call, verdict, name);
-    }
+      return this.afterSchema(call, request, meta, argBytes, parsed);
+    });
+  }
+
+  /** The policy, and a person when the policy asks. */
+  private afterSchema(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, parsed: () => unknown): Outcome | Promise<Outcome> {
+    const { frame } = request;
+    const name = call.tool!;
     const policy = this.config.policy;
     if (policy === null) return { kind: 'dispatch', frame };
     let verdict;
@@ -233,7 +247,7 @@ export class Gate {
 
   // ---- approval ----
 
-  private async ask(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, why: string, rule: number | null): Promise<Outcome> {
+  private ask(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, why: string, rule: number | null): Outcome | Promise<Outcome> {
     const expiresAt = Date.now() + this.config.approvalTimeoutMs;
     const card = makeCard({ server: this.config.server, tool: call.tool!, argumentsText: argBytes.toString('utf8'), why, expiresAt });
     const shown = (channel: Decision['channel']): Decision => ({
@@ -257,10 +271,11 @@ export class Gate {
     if (this.config.approveCmd !== null) {
       call.decision = shown('approve-cmd');
       const action = { server: this.config.server, tool: call.tool, arguments: JSON.parse(argBytes.toString('utf8')) as unknown, reason: why, call_id: call.callId, expires_at: new Date(expiresAt).toISOString() };
-      const verdict = await this.waitFor(call, runApproveCmd(this.config.approveCmd, action, this.config.approvalTimeoutMs));
-      if (verdict === null) return withdrawn();
-      answered(call, verdict.approved ? 'approved' : 'denied');
-      return verdict.approved ? { kind: 'dispatch', frame: request.frame } : this.refuse(call, 'denied', `not approved: ${verdict.detail}`);
+      return this.waitFor(call, runApproveCmd(this.config.approveCmd, action, this.config.approvalTimeoutMs)).then((verdict) => {
+        if (verdict === null) return withdrawn();
+        answered(call, verdict.approved ? 'approved' : 'denied');
+        return verdict.approved ? { kind: 'dispatch', frame: request.frame } : this.refuse(call, 'denied', `not approved: ${verdict.detail}`);
+      });
     }
     return this.cannotAsk(call, rule, why);
   }

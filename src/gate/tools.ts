@@ -7,12 +7,12 @@
  * Schema engine (schema.ts), behind the `Schemas` interface.
  */
 import type { Response } from '../jsonrpc.js';
-import { verdictText, type ToolSchemas } from './schema.js';
+import { verdictText, type ToolSchemas, type Verdict } from './schema.js';
 import { nodeText, scanJson, stringValue, type JsonNode } from '../json-scan.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type RequestMeta } from '../wire/era.js';
 
 /** The engine's side: the tools of one server and their compiled schemas (schema.ts). */
-export type Schemas = Pick<ToolSchemas, 'learnPage' | 'forget' | 'known' | 'tool' | 'checkArguments' | 'checkOutputNow'>;
+export type Schemas = Pick<ToolSchemas, 'learnPage' | 'forget' | 'known' | 'tool' | 'checkArguments' | 'checkArgumentsNow' | 'checkOutputNow'>;
 
 /** The gate's view of one call's arguments. */
 export type SchemaVerdict =
@@ -70,6 +70,13 @@ export class ToolBook {
     return this.pending.has(key) || this.late.has(key);
   }
 
+  /** The check without waiting, or null when it must wait (the tool is not known yet, or the engine is not loaded). */
+  checkNow(name: string, args: () => unknown): SchemaVerdict | null {
+    if (!this.schemas.known(name)) return null;
+    const verdict = this.schemas.checkArgumentsNow(name, args());
+    return verdict === null ? null : this.verdict(name, verdict);
+  }
+
   /** Check a call's arguments, learning the tools first if this one is not known. */
   async check(name: string, args: () => unknown, meta: RequestMeta, frame: Buffer): Promise<SchemaVerdict> {
     if (!this.schemas.known(name)) {
@@ -77,7 +84,10 @@ export class ToolBook {
       await this.fetching;
       if (!this.schemas.known(name)) return { ok: false, kind: 'unknown_tool', reason: 'the server does not list it in tools/list' };
     }
-    const verdict = await this.schemas.checkArguments(name, args());
+    return this.verdict(name, await this.schemas.checkArguments(name, args()));
+  }
+
+  private verdict(name: string, verdict: Verdict): SchemaVerdict {
     if (verdict.ok) return verdict;
     if (verdict.kind === 'unknown_tool') return { ok: false, kind: 'unknown_tool', reason: 'the server does not list it in tools/list' };
     if (verdict.kind === 'unusable' && verdict.first) {
