@@ -328,6 +328,8 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null): strin
 }
 
 function streamEnded(stream: Readable): Promise<void> {
+  // A child that exits at once may have ended its pipes before the session listens: 'end' is not emitted twice.
+  if (stream.readableEnded || stream.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     stream.once('end', resolve);
     stream.once('close', resolve);

@@ -320,3 +320,13 @@ describe('a real server that ignores stdin EOF', () => {
     assert.ok(s.trigger_to_exit_ms >= 500);
   });
 });
+
+describe('a server that exits at once', () => {
+  test('its pipes ended before the session listened: still seen as EOF, not cut after --drain-ms', { timeout: 30000 }, async () => {
+    const r = await runGuard(['--drain-ms=5000', '--', 'true'], { timeout: 30000 }).done;
+    const s = sessionEnd(r.stderr);
+    assert.equal(s.end_reason, 'child_exit');
+    assert.deepEqual(s.stream_end, { stdout: 'eof', stderr: 'eof' }, 'before the fix both were cut_after_drain_timeout and mcpguard waited out --drain-ms');
+    assert.equal(r.code, 0);
+  });
+});
