@@ -14,20 +14,19 @@
  * the session's end, leaving nothing behind at the client or the server.
  */
 import type { Call } from '../calls.js';
-import { idJson, membersOf, memberString, type Request, type Response } from '../jsonrpc.js';
+import { idJson, type Request, type Response } from '../jsonrpc.js';
 import { processMasker } from '../mask.js';
 import { nodeText, stringValue, type JsonNode } from '../json-scan.js';
-import { META_CLIENT_CAPABILITIES, type RequestMeta } from '../wire/era.js';
-import { runApproveCmd } from './approve-cmd.js';
-import { elicitationParams, makeCard, type Card } from './card.js';
+import type { RequestMeta } from '../wire/era.js';
+import { Approvals } from './approval.js';
+import { HeldCalls } from './held.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
-import { applySplices, dropItems, dropMembers, rebuildObject } from './rewrite.js';
-import { ApprovalSeal } from './seal.js';
+import { refusal, withdrawn } from './refusal.js';
+import { applySplices, dropItems } from './rewrite.js';
 import { loadEngine, verdictText } from './schema.js';
 import { ToolBook, type SchemaVerdict, type Schemas } from './tools.js';
 
-/** The key under which mcpguard's own approval question travels in an input_required result. */
-export const APPROVAL_KEY = 'io.mcpguard/approval';
+export { APPROVAL_KEY } from './approval.js';
 
 export interface GateConfig {
   validateArgs: boolean;
@@ -69,35 +68,20 @@ export type Outcome =
 
 export class Gate {
   readonly tools: ToolBook;
-  private readonly seal = new ApprovalSeal();
   /** Calls the gate holds, and how to stop waiting for each. */
-  private readonly held = new Map<Call, () => void>();
-  /** mcpguard's own requests to the client (approval cards), by id key. */
-  private readonly asked = new Map<string, (answer: JsonNode | null, frame: Buffer) => void>();
-  private nextId = 1;
-  /** The client declared `elicitation` in its initialize (legacy era); form mode is named from 2025-11-25. */
-  private legacyElicitation: { form: boolean } | null = null;
-  /** Chains (first leg's call id) whose call a person approved, with the argument bytes approved. */
-  private readonly approvedChains = new Map<string, Buffer>();
-  /** 2026-07-28: what each card sent as input_required was (rule, reason, card), by its sealed state, for the retry's record. */
-  private readonly shownCards = new Map<string, Decision>();
+  private readonly held = new HeldCalls();
+  private readonly approvals: Approvals;
 
   constructor(private readonly config: GateConfig, private readonly io: GateIO, schemas: Schemas) {
     this.tools = new ToolBook(schemas, io, (id) => `mcpguard-tools-list-${id}`, () => io.version());
+    this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
   }
 
   /** The client's initialize: whether a card can be shown by elicitation in this (legacy) session. */
   clientInitialized(request: Request): void {
-    const caps = membersOf(request.frame, request.params?.members?.get('capabilities'));
-    const elicitation = caps?.members?.get('elicitation');
-    const version = memberString(request.frame, request.params, 'protocolVersion') ?? '';
-    // `{}` means form mode (2025-06-18); from 2025-11-25 a client may offer URL mode only, which cannot show a card.
-    const modes = elicitation?.type === 'object' ? membersOf(request.frame, elicitation)!.members! : null;
-    const form = modes !== null && (modes.size === 0 || modes.has('form'));
-    this.legacyElicitation = form ? { form: version >= '2025-11-25' } : null;
+    this.approvals.clientInitialized(request);
   }
 
-  /** Decide a tools/call; resolves once, unless the call is withdrawn first (then its outcome is ignored). */
   /**
    * Decide a tools/call. The outcome is immediate when nothing has to be
    * waited for (the tool and the engine are known, no person is asked): the
@@ -110,15 +94,15 @@ export class Gate {
     const argsNode = params!.members!.get('arguments');
     const argBytes = argsNode === undefined ? Buffer.from('{}') : frame.subarray(argsNode.start, argsNode.end);
     const state = params!.members!.get('requestState');
-    if (this.io.modern() && state?.type === 'string' && this.seal.isOurs(stringValue(frame, state))) {
-      return this.retried(call, request, stringValue(frame, state), argBytes);
+    if (this.io.modern() && state?.type === 'string' && this.approvals.isOurs(stringValue(frame, state))) {
+      return this.approvals.retried(call, request, stringValue(frame, state), argBytes);
     }
     let args: unknown;
     const parsed = (): unknown => (args ??= JSON.parse(argBytes.toString('utf8')));
     if (!this.config.validateArgs) return this.afterSchema(call, request, meta, argBytes, parsed);
     const now = this.tools.checkNow(name, parsed);
     if (now !== null) return now.ok ? this.afterSchema(call, request, meta, argBytes, parsed) : this.schemaRefusal(call, now, name);
-    return this.waitFor(call, this.tools.check(name, parsed, meta, frame)).then((verdict) => {
+    return this.held.waitFor(call, this.tools.check(name, parsed, meta, frame)).then((verdict) => {
       if (verdict === null) return withdrawn();
       if (!verdict.ok) return this.schemaRefusal(call, verdict, name);
       return this.afterSchema(call, request, meta, argBytes, parsed);
@@ -146,54 +130,31 @@ export class Gate {
       return this.refuse(call, 'denied', `denied by ${why}`);
     }
     // A later leg of a call already approved (the server asked for input of its own) is not asked again.
-    const approved = call.chain === null ? undefined : this.approvedChains.get(call.chain);
-    if (approved !== undefined && approved.equals(argBytes)) {
+    if (this.approvals.approvedEarlier(call, argBytes)) {
       call.decision = { by: 'approval', rule: verdict.rule, channel: null, card: null, reason: 'approved on an earlier leg of this call' };
       return { kind: 'dispatch', frame };
     }
-    return this.ask(call, request, meta, argBytes, why, verdict.rule);
+    return this.approvals.ask(call, request, meta, argBytes, why, verdict.rule);
   }
 
   /** Stop holding a call (cancelled, timed out, session ending): true if the gate was holding it. */
   withdraw(call: Call): boolean {
-    const stop = this.held.get(call);
-    if (stop === undefined) return false;
-    this.held.delete(call);
-    stop();
-    return true;
+    return this.held.withdraw(call);
   }
 
   /** Every call still held (the session is ending). */
   heldCalls(): Call[] {
-    return [...this.held.keys()];
+    return this.held.calls();
   }
 
-  /** A client response to one of mcpguard's own questions: consumed here (true), never forwarded. */
+  /** A client response to one of mcpguard's own cards: consumed here (true), never forwarded. */
   clientAnswered(key: string, result: JsonNode | null, frame: Buffer): boolean {
-    if (this.retired.has(key)) {
-      // The card was withdrawn (deadline, cancel) just before the person answered: too late, and not the server's business.
-      this.retired.delete(key);
-      this.io.diag(`an answer to withdrawn approval card ${key.slice(1)} arrived late; ignored`);
-      return true;
-    }
-    const resolve = this.asked.get(key);
-    if (resolve === undefined) return false;
-    this.asked.delete(key);
-    resolve(result, frame);
-    return true;
+    return this.approvals.clientAnswered(key, result, frame);
   }
 
   /** An id the client must not use, and the server must not send, while mcpguard's own request has it. */
   ownsId(key: string): boolean {
-    return this.asked.has(key) || this.retired.has(key) || this.tools.ownsId(key);
-  }
-
-  /** Ids of cards withdrawn before their answer came (bounded: oldest forgotten first). */
-  private readonly retired = new Set<string>();
-
-  private retire(key: string): void {
-    this.retired.add(key);
-    if (this.retired.size > 256) this.retired.delete(this.retired.values().next().value!);
+    return this.approvals.ownsId(key) || this.tools.ownsId(key);
   }
 
   /** A tools/list answer passing to the client: learned, and (hide_denied) stripped of tools that are always denied. */
@@ -247,111 +208,6 @@ export class Gate {
 
   // ---- approval ----
 
-  private ask(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, why: string, rule: number | null): Outcome | Promise<Outcome> {
-    const expiresAt = Date.now() + this.config.approvalTimeoutMs;
-    const card = makeCard({ server: this.config.server, tool: call.tool!, argumentsText: argBytes.toString('utf8'), why, expiresAt });
-    const shown = (channel: Decision['channel']): Decision => ({
-      by: channel === 'approve-cmd' ? 'approve-cmd' : 'approval', rule, channel,
-      card: { sha256: card.sha256, bytes: card.bytes, shown_at: new Date().toISOString(), answered_at: null, answer: null }, reason: why,
-    });
-    if (this.io.modern()) {
-      if (!modernElicitation(request.frame, meta, request.params!)) return this.cannotAsk(call, rule, why);
-      call.decision = shown('input_required');
-      const state = this.seal.seal(call.tool!, argBytes, expiresAt);
-      this.shownCards.set(state, call.decision);
-      // Bounded like the seal's open nonces: a client that never retries cannot grow it.
-      if (this.shownCards.size > MAX_SHOWN_CARDS) this.shownCards.delete(this.shownCards.keys().next().value!);
-      const result = { resultType: 'input_required', inputRequests: { [APPROVAL_KEY]: { method: 'elicitation/create', params: elicitationParams(card, true) } }, requestState: state };
-      return { kind: 'card', state, answer: Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`) };
-    }
-    if (this.legacyElicitation !== null) {
-      call.decision = shown('elicitation');
-      return this.elicit(call, card, expiresAt, argBytes, request.frame);
-    }
-    if (this.config.approveCmd !== null) {
-      call.decision = shown('approve-cmd');
-      const action = { server: this.config.server, tool: call.tool, arguments: JSON.parse(argBytes.toString('utf8')) as unknown, reason: why, call_id: call.callId, expires_at: new Date(expiresAt).toISOString() };
-      return this.waitFor(call, runApproveCmd(this.config.approveCmd, action, this.config.approvalTimeoutMs)).then((verdict) => {
-        if (verdict === null) return withdrawn();
-        answered(call, verdict.approved ? 'approved' : 'denied');
-        return verdict.approved ? { kind: 'dispatch', frame: request.frame } : this.refuse(call, 'denied', `not approved: ${verdict.detail}`);
-      });
-    }
-    return this.cannotAsk(call, rule, why);
-  }
-
-  private cannotAsk(call: Call, rule: number | null, why: string): Outcome {
-    call.decision = { by: 'policy', rule, channel: null, card: null, reason: why };
-    return this.refuse(call, 'denied', `${why} asks for a person's approval, and there is no way to ask: the client declared no elicitation capability and no --approve-cmd is set`);
-  }
-
-  /** Legacy era: ask through the client's own elicitation UI, with a wall-clock deadline nothing else moves. */
-  private elicit(call: Call, card: Card, expiresAt: number, argBytes: Buffer, frame: Buffer): Promise<Outcome> {
-    const id = `mcpguard-approval-${this.nextId++}`;
-    const key = `s${id}`;
-    return new Promise<Outcome>((resolve) => {
-      const finish = (outcome: Outcome): void => {
-        clearTimeout(timer);
-        this.held.delete(call);
-        this.asked.delete(key);
-        resolve(outcome);
-      };
-      const cancelCard = (reason: string): void => {
-        this.retire(key);
-        this.io.toClient(Buffer.from(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${JSON.stringify(id)},"reason":${JSON.stringify(reason)}}}\n`));
-      };
-      const timer = setTimeout(() => {
-        cancelCard('mcpguard: the approval timed out');
-        answered(call, 'timed_out');
-        finish(this.refuse(call, 'denied', `not approved: no answer within --approval-timeout ${this.config.approvalTimeoutMs} ms`));
-      }, Math.max(0, expiresAt - Date.now()));
-      this.held.set(call, () => {
-        cancelCard('mcpguard: the tool call was cancelled');
-        finish(withdrawn());
-      });
-      this.asked.set(key, (result, answerFrame) => {
-        const action = result === null ? 'error' : memberString(answerFrame, result, 'action') ?? 'unknown';
-        answered(call, action);
-        if (action === 'accept') {
-          if (call.chain !== null) this.approvedChains.set(call.chain, argBytes);
-          finish({ kind: 'dispatch', frame });
-        } else finish(this.refuse(call, 'denied', `not approved: the person answered ${action}`));
-      });
-      const params = elicitationParams(card, this.legacyElicitation!.form);
-      this.io.toClient(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"elicitation/create","params":${JSON.stringify(params)}}\n`));
-    });
-  }
-
-  /** 2026-07-28: the retry of a call mcpguard answered with its card. */
-  private retried(call: Call, request: Request, state: string, argBytes: Buffer): Outcome {
-    const { frame, params } = request;
-    const unsealed = this.seal.unseal(state, call.tool!, argBytes);
-    // The card this retry answers (its rule, reason, hash and the time it was shown), when mcpguard still knows it.
-    const spent = unsealed.ok || unsealed.spent === true;
-    const shown = spent ? this.shownCards.get(state) : undefined;
-    if (spent) this.shownCards.delete(state);
-    call.decision = {
-      by: 'approval', rule: shown?.rule ?? null, channel: 'input_required', reason: shown?.reason ?? null,
-      card: shown?.card ? { ...shown.card, answered_at: null, answer: null } : null,
-    };
-    const responses = membersOf(frame, params!.members!.get('inputResponses'));
-    const mine = responses?.members?.get(APPROVAL_KEY);
-    const action = mine === undefined ? null : memberString(frame, membersOf(frame, mine) ?? undefined, 'action') ?? null;
-    // An answer that came too late is still recorded as given, with when it came.
-    if (spent) answered(call, action ?? 'none');
-    if (!unsealed.ok) return this.refuse(call, 'denied', `not approved: ${unsealed.reason}`);
-    if (action !== 'accept') return this.refuse(call, 'denied', `not approved: the person answered ${action ?? 'nothing'}`);
-    if (call.chain !== null) this.approvedChains.set(call.chain, Buffer.from(argBytes));
-    // The server gets the call as it was before mcpguard asked: its own answer and state removed.
-    const onlyMine = responses!.members!.size === 1;
-    const params2 = rebuildObject(frame, params!, (key) => {
-      if (key === 'requestState' || (key === 'inputResponses' && onlyMine)) return null;
-      if (key === 'inputResponses') return dropMembers(frame, responses!, new Set([APPROVAL_KEY])).text;
-      return undefined;
-    });
-    return { kind: 'dispatch', frame: applySplices(frame, [params2]) };
-  }
-
   // ---- refusals ----
 
   private schemaRefusal(call: Call, verdict: Exclude<SchemaVerdict, { ok: true }>, name: string): Outcome {
@@ -365,53 +221,9 @@ export class Gate {
 
   /** A tool execution error (isError: true): the model reads it and can correct itself. */
   private refuse(call: Call, state: 'rejected' | 'denied', reason: string): Outcome {
-    const text = `mcpguard ${state === 'denied' ? 'denied' : 'refused'} this call before it reached the server: ${processMasker().text(reason)}`;
-    // `_meta` first: whoever reads only the start of the line still sees that mcpguard answered.
-    const result = {
-      ...(this.io.modern() ? { resultType: 'complete' } : {}),
-      _meta: { 'io.mcpguard/refused': { source: 'mcpguard', state, by: call.decision?.by ?? null, rule: call.decision?.rule ?? null } },
-      content: [{ type: 'text', text }],
-      isError: true,
-    };
-    return { kind: 'refuse', state, reason, answer: Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`) };
+    return refusal(call, state, reason, this.io.modern());
   }
 
-  /** Wait for `work` unless the call is withdrawn first (then null). */
-  private waitFor<T>(call: Call, work: Promise<T>): Promise<T | null> {
-    return new Promise((resolve) => {
-      let done = false;
-      this.held.set(call, () => {
-        done = true;
-        resolve(null);
-      });
-      void work.then((value) => {
-        if (done) return;
-        this.held.delete(call);
-        resolve(value);
-      });
-    });
-  }
+
 }
 
-/** Most 2026-07-28 cards remembered for their retries' records (oldest forgotten first). */
-const MAX_SHOWN_CARDS = 4096;
-
-function withdrawn(): Outcome {
-  return { kind: 'refuse', state: 'denied', reason: 'withdrawn', answer: Buffer.alloc(0) };
-}
-
-function answered(call: Call, answer: string): void {
-  if (call.decision?.card) {
-    call.decision.card.answered_at = new Date().toISOString();
-    call.decision.card.answer = answer;
-  }
-}
-
-/** The client of a 2026-07-28 request said it can show an elicitation. */
-function modernElicitation(frame: Buffer, meta: RequestMeta, params: JsonNode): boolean {
-  if (!meta.capabilities) return false;
-  const caps = membersOf(frame, membersOf(frame, params.members!.get('_meta'))?.members?.get(META_CLIENT_CAPABILITIES));
-  const modes = membersOf(frame, caps?.members?.get('elicitation'));
-  // Form mode is what shows a card; `{}` means form, a client offering URL mode only cannot show one.
-  return modes != null && (modes.members!.size === 0 || modes.members!.has('form'));
-}

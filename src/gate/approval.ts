@@ -1,0 +1,215 @@
+/**
+ * A person's approval of one tool call, through the channel the session
+ * has: the client's own elicitation UI (legacy era), an `input_required`
+ * answer whose retry is sealed to the exact call (2026-07-28), or
+ * --approve-cmd. Every card has a wall-clock deadline, and a withdrawn card
+ * is withdrawn at the client too.
+ */
+import type { Call } from '../calls.js';
+import { idJson, membersOf, memberString, type Request } from '../jsonrpc.js';
+import type { JsonNode } from '../json-scan.js';
+import { META_CLIENT_CAPABILITIES, type RequestMeta } from '../wire/era.js';
+import { runApproveCmd } from './approve-cmd.js';
+import { elicitationParams, makeCard, type Card } from './card.js';
+import type { Decision, GateConfig, GateIO, Outcome } from './gate.js';
+import type { HeldCalls } from './held.js';
+import { applySplices, dropMembers, rebuildObject } from './rewrite.js';
+import { ApprovalSeal } from './seal.js';
+import { withdrawn } from './refusal.js';
+
+/** The key under which mcpguard's own approval question travels in an input_required result. */
+export const APPROVAL_KEY = 'io.mcpguard/approval';
+
+export class Approvals {
+  private readonly seal = new ApprovalSeal();
+  /** mcpguard's own cards open at the client, by id key. */
+  private readonly asked = new Map<string, (answer: JsonNode | null, frame: Buffer) => void>();
+  /** Ids of cards withdrawn before their answer came (bounded: oldest forgotten first). */
+  private readonly retired = new Set<string>();
+  private nextId = 1;
+  /** The client declared `elicitation` in its initialize (legacy era); form mode is named from 2025-11-25. */
+  private legacyElicitation: { form: boolean } | null = null;
+  /** Chains (first leg's call id) whose call a person approved, with the argument bytes approved. */
+  private readonly approvedChains = new Map<string, Buffer>();
+  /** 2026-07-28: what each card sent as input_required was (rule, reason, card), by its sealed state, for the retry's record. */
+  private readonly shownCards = new Map<string, Decision>();
+
+  constructor(
+    private readonly config: Pick<GateConfig, 'approveCmd' | 'approvalTimeoutMs' | 'server'>,
+    private readonly io: GateIO,
+    private readonly held: HeldCalls,
+    private readonly refuse: (call: Call, state: 'rejected' | 'denied', reason: string) => Outcome,
+  ) {}
+
+  /** The client's initialize: whether a card can be shown by elicitation in this (legacy) session. */
+  clientInitialized(request: Request): void {
+    const caps = membersOf(request.frame, request.params?.members?.get('capabilities'));
+    const elicitation = caps?.members?.get('elicitation');
+    const version = memberString(request.frame, request.params, 'protocolVersion') ?? '';
+    // `{}` means form mode (2025-06-18); from 2025-11-25 a client may offer URL mode only, which cannot show a card.
+    const modes = elicitation?.type === 'object' ? membersOf(request.frame, elicitation)!.members! : null;
+    const form = modes !== null && (modes.size === 0 || modes.has('form'));
+    this.legacyElicitation = form ? { form: version >= '2025-11-25' } : null;
+  }
+
+  /** Decide a tools/call; resolves once, unless the call is withdrawn first (then its outcome is ignored). */
+  /** A client response to one of mcpguard's own cards: consumed here (true), never forwarded. */
+  clientAnswered(key: string, result: JsonNode | null, frame: Buffer): boolean {
+    if (this.retired.has(key)) {
+      // The card was withdrawn (deadline, cancel) just before the person answered: too late, and not the server's business.
+      this.retired.delete(key);
+      this.io.diag(`an answer to withdrawn approval card ${key.slice(1)} arrived late; ignored`);
+      return true;
+    }
+    const resolve = this.asked.get(key);
+    if (resolve === undefined) return false;
+    this.asked.delete(key);
+    resolve(result, frame);
+    return true;
+  }
+
+  /** An id mcpguard's own card has (or had) at the client. */
+  ownsId(key: string): boolean {
+    return this.asked.has(key) || this.retired.has(key);
+  }
+
+  private retire(key: string): void {
+    this.retired.add(key);
+    if (this.retired.size > 256) this.retired.delete(this.retired.values().next().value!);
+  }
+
+  /** 2026-07-28: a requestState that is mcpguard's own (the call is the retry of a card). */
+  isOurs(state: string): boolean {
+    return this.seal.isOurs(state);
+  }
+
+  /** A later leg of a call a person already approved, with the same argument bytes (the server asked for input of its own). */
+  approvedEarlier(call: Call, argBytes: Buffer): boolean {
+    const approved = call.chain === null ? undefined : this.approvedChains.get(call.chain);
+    return approved !== undefined && approved.equals(argBytes);
+  }
+
+  ask(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, why: string, rule: number | null): Outcome | Promise<Outcome> {
+    const expiresAt = Date.now() + this.config.approvalTimeoutMs;
+    const card = makeCard({ server: this.config.server, tool: call.tool!, argumentsText: argBytes.toString('utf8'), why, expiresAt });
+    const shown = (channel: Decision['channel']): Decision => ({
+      by: channel === 'approve-cmd' ? 'approve-cmd' : 'approval', rule, channel,
+      card: { sha256: card.sha256, bytes: card.bytes, shown_at: new Date().toISOString(), answered_at: null, answer: null }, reason: why,
+    });
+    if (this.io.modern()) {
+      if (!modernElicitation(request.frame, meta, request.params!)) return this.cannotAsk(call, rule, why);
+      call.decision = shown('input_required');
+      const state = this.seal.seal(call.tool!, argBytes, expiresAt);
+      this.shownCards.set(state, call.decision);
+      // Bounded like the seal's open nonces: a client that never retries cannot grow it.
+      if (this.shownCards.size > MAX_SHOWN_CARDS) this.shownCards.delete(this.shownCards.keys().next().value!);
+      const result = { resultType: 'input_required', inputRequests: { [APPROVAL_KEY]: { method: 'elicitation/create', params: elicitationParams(card, true) } }, requestState: state };
+      return { kind: 'card', state, answer: Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`) };
+    }
+    if (this.legacyElicitation !== null) {
+      call.decision = shown('elicitation');
+      return this.elicit(call, card, expiresAt, argBytes, request.frame);
+    }
+    if (this.config.approveCmd !== null) {
+      call.decision = shown('approve-cmd');
+      const action = { server: this.config.server, tool: call.tool, arguments: JSON.parse(argBytes.toString('utf8')) as unknown, reason: why, call_id: call.callId, expires_at: new Date(expiresAt).toISOString() };
+      return this.held.waitFor(call, runApproveCmd(this.config.approveCmd, action, this.config.approvalTimeoutMs)).then((verdict) => {
+        if (verdict === null) return withdrawn();
+        answered(call, verdict.approved ? 'approved' : 'denied');
+        return verdict.approved ? { kind: 'dispatch', frame: request.frame } : this.refuse(call, 'denied', `not approved: ${verdict.detail}`);
+      });
+    }
+    return this.cannotAsk(call, rule, why);
+  }
+
+  private cannotAsk(call: Call, rule: number | null, why: string): Outcome {
+    call.decision = { by: 'policy', rule, channel: null, card: null, reason: why };
+    return this.refuse(call, 'denied', `${why} asks for a person's approval, and there is no way to ask: the client declared no elicitation capability and no --approve-cmd is set`);
+  }
+
+  /** Legacy era: ask through the client's own elicitation UI, with a wall-clock deadline nothing else moves. */
+  private elicit(call: Call, card: Card, expiresAt: number, argBytes: Buffer, frame: Buffer): Promise<Outcome> {
+    const id = `mcpguard-approval-${this.nextId++}`;
+    const key = `s${id}`;
+    return new Promise<Outcome>((resolve) => {
+      const finish = (outcome: Outcome): void => {
+        clearTimeout(timer);
+        this.held.release(call);
+        this.asked.delete(key);
+        resolve(outcome);
+      };
+      const cancelCard = (reason: string): void => {
+        this.retire(key);
+        this.io.toClient(Buffer.from(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${JSON.stringify(id)},"reason":${JSON.stringify(reason)}}}\n`));
+      };
+      const timer = setTimeout(() => {
+        cancelCard('mcpguard: the approval timed out');
+        answered(call, 'timed_out');
+        finish(this.refuse(call, 'denied', `not approved: no answer within --approval-timeout ${this.config.approvalTimeoutMs} ms`));
+      }, Math.max(0, expiresAt - Date.now()));
+      this.held.hold(call, () => {
+        cancelCard('mcpguard: the tool call was cancelled');
+        finish(withdrawn());
+      });
+      this.asked.set(key, (result, answerFrame) => {
+        const action = result === null ? 'error' : memberString(answerFrame, result, 'action') ?? 'unknown';
+        answered(call, action);
+        if (action === 'accept') {
+          if (call.chain !== null) this.approvedChains.set(call.chain, argBytes);
+          finish({ kind: 'dispatch', frame });
+        } else finish(this.refuse(call, 'denied', `not approved: the person answered ${action}`));
+      });
+      const params = elicitationParams(card, this.legacyElicitation!.form);
+      this.io.toClient(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"elicitation/create","params":${JSON.stringify(params)}}\n`));
+    });
+  }
+
+  /** 2026-07-28: the retry of a call mcpguard answered with its card. */
+  retried(call: Call, request: Request, state: string, argBytes: Buffer): Outcome {
+    const { frame, params } = request;
+    const unsealed = this.seal.unseal(state, call.tool!, argBytes);
+    // The card this retry answers (its rule, reason, hash and the time it was shown), when mcpguard still knows it.
+    const spent = unsealed.ok || unsealed.spent === true;
+    const shown = spent ? this.shownCards.get(state) : undefined;
+    if (spent) this.shownCards.delete(state);
+    call.decision = {
+      by: 'approval', rule: shown?.rule ?? null, channel: 'input_required', reason: shown?.reason ?? null,
+      card: shown?.card ? { ...shown.card, answered_at: null, answer: null } : null,
+    };
+    const responses = membersOf(frame, params!.members!.get('inputResponses'));
+    const mine = responses?.members?.get(APPROVAL_KEY);
+    const action = mine === undefined ? null : memberString(frame, membersOf(frame, mine) ?? undefined, 'action') ?? null;
+    // An answer that came too late is still recorded as given, with when it came.
+    if (spent) answered(call, action ?? 'none');
+    if (!unsealed.ok) return this.refuse(call, 'denied', `not approved: ${unsealed.reason}`);
+    if (action !== 'accept') return this.refuse(call, 'denied', `not approved: the person answered ${action ?? 'nothing'}`);
+    if (call.chain !== null) this.approvedChains.set(call.chain, Buffer.from(argBytes));
+    // The server gets the call as it was before mcpguard asked: its own answer and state removed.
+    const onlyMine = responses!.members!.size === 1;
+    const params2 = rebuildObject(frame, params!, (key) => {
+      if (key === 'requestState' || (key === 'inputResponses' && onlyMine)) return null;
+      if (key === 'inputResponses') return dropMembers(frame, responses!, new Set([APPROVAL_KEY])).text;
+      return undefined;
+    });
+    return { kind: 'dispatch', frame: applySplices(frame, [params2]) };
+  }
+}
+
+/** Most 2026-07-28 cards remembered for their retries' records (oldest forgotten first). */
+const MAX_SHOWN_CARDS = 4096;
+
+function answered(call: Call, answer: string): void {
+  if (call.decision?.card) {
+    call.decision.card.answered_at = new Date().toISOString();
+    call.decision.card.answer = answer;
+  }
+}
+
+/** The client of a 2026-07-28 request said it can show an elicitation. */
+function modernElicitation(frame: Buffer, meta: RequestMeta, params: JsonNode): boolean {
+  if (!meta.capabilities) return false;
+  const caps = membersOf(frame, membersOf(frame, params.members!.get('_meta'))?.members?.get(META_CLIENT_CAPABILITIES));
+  const modes = membersOf(frame, caps?.members?.get('elicitation'));
+  // Form mode is what shows a card; `{}` means form, a client offering URL mode only cannot show one.
+  return modes != null && (modes.members!.size === 0 || modes.members!.has('form'));
+}
