@@ -55,7 +55,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 async function help(args: readonly string[]): Promise<number> {
   const [name, extra] = args;
   if (extra !== undefined) throw new GuardError('bad_usage', `help takes one subcommand, got '${extra}' too (see mcpguard help)`);
-  if (name === undefined || name === '--help' || name === '-h') return print(relayHelp());
+  if (name === undefined) return print(relayHelp());
+  if (name === '--help' || name === '-h') return print(subcommandHelp('help'));
   if (name === 'check') return print((await import('./check.js')).checkHelp());
   if (isSubcommand(name)) return print(subcommandHelp(name));
   const meant = closestSubcommand(name);
