@@ -238,10 +238,30 @@ describe('shell completion', () => {
     assert.match(text, /^#compdef mcpguard\n/);
     for (const name of SUBCOMMANDS) assert.ok(text.includes(name), name);
     assert.ok(text.includes("'verify:--audit-key-file') _files"));
-    const hasZsh = spawnSync('zsh', ['--version']).status === 0;
-    if (hasZsh) assert.equal(spawnSync('zsh', ['-n', '-c', text]).status, 0, 'zsh parses it');
     const fish = await runGuard(['completion', 'fish'], { timeout: TIMEOUT }).done;
     assert.equal(fish.code, 125);
     assert.match(fish.stderr, /completion expects bash or zsh, got 'fish'/);
   });
+});
+
+const hasZsh = spawnSync('zsh', ['--version']).status === 0;
+
+test('zsh: the script completes subcommands, options, values and the server command', { timeout: TIMEOUT, skip: hasZsh ? false : 'zsh is not installed' }, async () => {
+  const script = (await runGuard(['completion', 'zsh'], { timeout: TIMEOUT }).done).stdout.toString();
+  assert.equal(spawnSync('zsh', ['-n', '-c', script]).status, 0, 'zsh parses it');
+  // compadd and the file completers exist only inside a completion widget: stand-ins print what they were given
+  // (zsh itself then keeps the words that match what is typed).
+  const stubs = 'compadd() { while [[ $1 != -- ]]; do shift; done; shift; print -l -- "$@"; }; compdef() {}; _files() { print FILES; }; _path_files() { print DIRS; }; _command_names() { print COMMANDS; }';
+  const complete = (words) => {
+    const r = spawnSync('zsh', ['-f', '-c', `${stubs}\n${script}\nwords=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=\${#words}; _mcpguard`], { encoding: 'utf8', timeout: TIMEOUT });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.split('\n').filter(Boolean);
+  };
+  assert.deepEqual(complete(['mcpguard', 'ses']), SUBCOMMANDS);
+  assert.deepEqual(complete(['mcpguard', 'verify', '--a']), ['--record-dir', '--audit-key-file', '--allow-unsealed', '--json', '--help']);
+  assert.deepEqual(complete(['mcpguard', '--records', '']), ['on', 'best-effort', 'off']);
+  assert.deepEqual(complete(['mcpguard', 'sessions', '--record-dir', '']), ['DIRS']);
+  assert.deepEqual(complete(['mcpguard', '--grace', '1s', '--', 'py']), ['COMMANDS']);
+  assert.deepEqual(complete(['mcpguard', '--', 'python3', 'ser']), ['FILES']);
+  assert.deepEqual(complete(['mcpguard', 'completion', '']), ['bash', 'zsh']);
 });
