@@ -5,19 +5,21 @@
  * mcpguard's). Every mcpguard failure becomes a message on stderr and an exit
  * code.
  */
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import { startChild } from './child.js';
 import { GuardError } from './errors.js';
+import { RECORD_VIEWS, closestSubcommand, helpRequested, isSubcommand, mainHelp, subcommandHelp, tableOptions, viewOptionTakesValue } from './help.js';
 import { markedEnv } from './marker.js';
-import { RUN_OPTIONS, applyConfigFile, parseArgv, type OptionSpec } from './options.js';
+import { RUN_OPTIONS, applyConfigFile, parseArgv } from './options.js';
 import { loadAuditKey } from './records/key.js';
-import { ensureRecordDir, resolveRecordDir } from './records/location.js';
+import { ensureWritableRecordDir, resolveRecordDir } from './records/location.js';
 import { newSessionId } from './records/session-id.js';
 import type { Prepared } from './run.js';
 import { armWatchdog } from './watchdog.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-const RECORD_COMMANDS = new Set(['sessions', 'activity', 'show', 'verify']);
+const RECORD_COMMANDS = new Set<string>(RECORD_VIEWS);
 
 // Signals that end a session through the shutdown (a second one escalates).
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'] as const;
@@ -25,14 +27,17 @@ const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'] as const;
 /** Run mcpguard with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const first = argv[0];
-  if (first === '--help' || first === '-h' || first === 'help') return print(helpText());
   if (first === '--version' || first === '-V') return print(`mcpguard ${VERSION}\n`);
   try {
+    if (first === 'help') return await help(argv.slice(1));
+    if (first === 'completion') return await (await import('./completion.js')).runCompletion(argv.slice(1));
     if (first === 'check') return await (await import('./check.js')).runCheck(argv.slice(1));
     if (first !== undefined && RECORD_COMMANDS.has(first)) {
+      if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue(first, name), true)) return print(subcommandHelp(first));
       const { runRecordsCommand } = await import('./records/commands.js');
       return await runRecordsCommand(first as 'sessions', argv.slice(1));
     }
+    if (helpRequested(argv, takesValue)) return print(relayHelp());
     const prepared = await prepare(argv);
     return await (await import('./run.js')).runRelay(prepared);
   } catch (error) {
@@ -46,11 +51,33 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+/** `mcpguard help [SUBCOMMAND]`. */
+async function help(args: readonly string[]): Promise<number> {
+  const [name, extra] = args;
+  if (extra !== undefined) throw new GuardError('bad_usage', `help takes one subcommand, got '${extra}' too (see mcpguard help)`);
+  if (name === undefined) return print(relayHelp());
+  if (name === '--help' || name === '-h') return print(subcommandHelp('help'));
+  if (name === 'check') return print((await import('./check.js')).checkHelp());
+  if (isSubcommand(name)) return print(subcommandHelp(name));
+  const meant = closestSubcommand(name);
+  throw new GuardError('unknown_command', `help: no subcommand '${name}'${meant === null ? '' : `; did you mean '${meant}'?`} (see mcpguard help)`);
+}
+
+function relayHelp(): string {
+  return mainHelp(VERSION, tableOptions(RUN_OPTIONS));
+}
+
+function takesValue(name: string): boolean {
+  const spec = Object.hasOwn(RUN_OPTIONS, name) ? (RUN_OPTIONS as Record<string, { kind: string }>)[name] : undefined;
+  return spec !== undefined && spec.kind !== 'flag';
+}
+
 /** Validate everything up front, then start the server: a bad option never starts it. */
-async function prepare(argv: readonly string[]): Promise<Prepared> {
+async function prepare(argv: readonly string[]): Promise<Prepared & { recordsOff: string | null }> {
   const parsed = parseArgv(argv, RUN_OPTIONS);
   if (typeof parsed.values.config === 'string') applyConfigFile(parsed, RUN_OPTIONS, parsed.values.config);
   if (parsed.command.length === 0) throw new GuardError('no_command', 'no command to run: mcpguard [options] -- <command> [args...]');
+  refuseLookalike(argv, parsed.command);
   const v = parsed.values;
   if ((v['stderr-call-bytes'] as number) > (v['stderr-process-bytes'] as number)) {
     throw new GuardError('bad_option', `--stderr-call-bytes (${v['stderr-call-bytes']}) must not exceed --stderr-process-bytes (${v['stderr-process-bytes']})`);
@@ -59,11 +86,19 @@ async function prepare(argv: readonly string[]): Promise<Prepared> {
   const policy = v.policy === null ? null : await (await import('./gate/load.js')).loadPolicy(v.policy);
   if (typeof v['approve-cmd'] === 'string') (await import('./gate/approve-cmd.js')).checkApproveCmd(v['approve-cmd']);
   let records: Prepared['records'] = null;
-  if (v.records === 'on') {
+  let recordsOff: string | null = v.records === 'off' ? '--records off' : null;
+  if (v.records !== 'off') {
     const configured = resolveRecordDir(typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined);
-    const dir = ensureRecordDir(configured);
     const keyFile = v['audit-key-file'];
-    records = { dir, key: typeof keyFile === 'string' ? loadAuditKey(keyFile, configured) : undefined };
+    // A bad key is a mistake in the command line, not in the directory: an error even with best-effort.
+    const key = typeof keyFile === 'string' ? loadAuditKey(keyFile, configured) : undefined;
+    try {
+      records = { dir: ensureWritableRecordDir(configured), key };
+    } catch (error) {
+      if (v.records !== 'best-effort' || !(error instanceof GuardError) || error.code !== 'ERR_RECORD_DIR') throw error;
+      recordsOff = error.message;
+      process.stderr.write(`mcpguard: records are off for this session (--records best-effort): ${error.message}\n`);
+    }
   }
   // Signals before the session exists are kept and replayed; none may kill mcpguard with the child running.
   // SIGQUIT too: its default (a core dump, at once) would leave requests unanswered and the log unsealed.
@@ -82,43 +117,43 @@ async function prepare(argv: readonly string[]): Promise<Prepared> {
   // The watchdog covers the child from its first moment, before the relay has loaded.
   const pid = started.child?.pid;
   const watchdog = pid === undefined ? undefined : armWatchdog(pid, v.grace as number, sessionId);
-  return { values: v, command, args, sessionId, started, startedAt, watchdog, records, signals, policy };
+  return { values: v, command, args, sessionId, started, startedAt, watchdog, records, recordsOff, signals, policy };
+}
+
+/**
+ * A command word without `--` before it that looks like a subcommand is
+ * refused with a suggestion, before anything starts: `mcpguard sesions` is a
+ * typo, not a server. Exceptions, so that no working server command breaks: a
+ * program of that name on PATH runs as it always did, and after `--` the word
+ * is the server's command whatever it looks like. A word starting with '-' is
+ * an option mcpguard does not know (a server whose name starts with '-' goes
+ * after `--`).
+ */
+function refuseLookalike(argv: readonly string[], command: readonly string[]): void {
+  if (argv[argv.length - command.length - 1] === '--') return;
+  const word = command[0]!;
+  if (word.startsWith('-')) throw new GuardError('unknown_option', `unknown option ${word} (see mcpguard --help; a command that starts with '-' goes after --)`);
+  const meant = isSubcommand(word) ? word : closestSubcommand(word);
+  if (meant === null || onPath(word)) return;
+  const fix = `to run a program named '${word}', write: mcpguard [options] -- ${word}`;
+  if (meant === word) throw new GuardError('unknown_command', `'${word}' is a subcommand: mcpguard ${word} [options] (its options go after it); ${fix}`);
+  throw new GuardError('unknown_command', `unknown command '${word}': did you mean '${meant}'? (${fix})`);
+}
+
+/** True when `word` names an executable file in a $PATH directory, as execvp would find it. */
+function onPath(word: string): boolean {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    const path = join(dir, word);
+    try {
+      accessSync(path, constants.X_OK);
+      if (statSync(path).isFile()) return true;
+    } catch { /* not in this directory */ }
+  }
+  return false;
 }
 
 function print(text: string): number {
   process.stdout.write(text);
   return 0;
 }
-
-function optionHelp(table: Record<string, OptionSpec>): string {
-  return Object.entries(table)
-    .map(([name, spec]) => {
-      const arg = spec.kind === 'flag' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'ms' ? ' MS' : spec.kind === 'bytes' ? ' BYTES' : spec.kind === 'count' ? ' N' : ' VALUE';
-      const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
-      return `  --${name}${arg}\n      ${spec.help}${def}\n`;
-    })
-    .join('');
-}
-
-function helpText(): string {
-  return `mcpguard ${VERSION}: a strict supervisor for MCP stdio servers
-
-Usage:
-  mcpguard [options] -- <command> [args...]
-  mcpguard check [options] -- <command> [args...]   the clean-stdout release test (mcpguard check --help)
-
-Relays JSON-RPC between the client (mcpguard's stdin/stdout) and the server
-(the command's stdin/stdout), one message per line, checking every line in
-both directions. See man mcpguard.
-
-Options:
-${optionHelp(RUN_OPTIONS)}  --help, --version
-
-Exit status: the server's exit code, or 128+N if it died of signal N;
-74 the audit log could not be written (the session was ended there; the
-server's own status is in the session summary); 125 bad usage or an
-unusable record directory; 126 command found but not executable
-(permission, a missing #! interpreter); 127 command not found.
-`;
-}
-

@@ -62,7 +62,7 @@ export const RUN_OPTIONS = {
   'stderr-passthrough': { kind: 'enum', default: 'on', values: ['on', 'off'], help: "mirror the child's (masked) stderr to mcpguard's stderr" },
   'stderr-passthrough-bytes': { kind: 'bytes', default: 1024 * 1024, min: 0, help: 'most child stderr mirrored; the rest is counted and reported in one line' },
   'stderr-excerpt-on-error': { kind: 'flag', default: false, help: "attach a failed tools/call's stderr excerpt to its answer under _meta \"io.mcpguard/stderr\"" },
-  records: { kind: 'enum', default: 'on', values: ['on', 'off'], help: 'keep the hash-chained audit log of this session' },
+  records: { kind: 'enum', default: 'on', values: ['on', 'best-effort', 'off'], help: "keep the hash-chained audit log of this session; on: a record directory that cannot be used is an error (exit 125) before the server starts; best-effort: the server runs anyway, without records, and mcpguard says why" },
   'record-dir': { kind: 'string', default: null, help: 'where records go (default: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)' },
   fsync: { kind: 'flag', default: false, help: 'each record reaches the disk before the frame it describes is forwarded' },
   'audit-key-file': { kind: 'string', default: null, help: 'HMAC key (at least 16 bytes, kept outside the record directory): an HMAC chain instead of a plain hash chain' },

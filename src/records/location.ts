@@ -9,9 +9,9 @@
  * to directly: records go to mcpguard's own 0700 subdirectory in it. Anything
  * else is refused with what is wrong and how to fix it.
  */
-import { lstatSync, mkdirSync, realpathSync, type Stats } from 'node:fs';
+import { closeSync, constants, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, statfsSync, unlinkSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { GuardError } from '../errors.js';
 
 /**
@@ -43,6 +43,27 @@ export function ensureRecordDir(dir: string): string {
 }
 
 /**
+ * `ensureRecordDir`, then prove a file can be created there: create and
+ * remove an empty probe file. Run once before the server starts, so a
+ * read-only, full or pseudo filesystem (procfs, sysfs) is an error naming the
+ * directory now, not a failed session log after the server is running.
+ * Throws GuardError `ERR_RECORD_DIR`.
+ */
+export function ensureWritableRecordDir(configured: string): string {
+  const dir = ensureRecordDir(configured);
+  const probe = join(dir, `.mcpguard-probe-${process.pid}-${Date.now().toString(36)}`);
+  let fd: number;
+  try {
+    fd = openSync(probe, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  } catch (error) {
+    throw refusal(configured, `cannot hold mcpguard's files: creating a file in ${dir === configured ? 'it' : `'${dir}'`} failed: ${whyNotWritable(error, dir)}`);
+  }
+  closeSync(fd);
+  try { unlinkSync(probe); } catch { /* a file that cannot be removed is harmless: readers only read *.jsonl */ }
+  return dir;
+}
+
+/**
  * Where records written for the configured directory `dir` are, by the same
  * rule as `ensureRecordDir`, without creating or judging anything but the
  * sticky directory's subdirectory (which must be yours, as the writer demands).
@@ -65,30 +86,38 @@ function locate(configured: string, writing: boolean): string {
   let st = lstatOrNull(dir);
   if (st === null) {
     if (!writing) return dir;
-    attempt(configured, () => makePrivateDir(dir, true));
+    makePrivateDirs(configured);
     st = attempt(configured, () => lstatSync(dir));
   }
+  let via = '';
   if (st.isSymbolicLink()) {
     // Only you or root can have made a symlink you or root own: that one was set up on purpose.
     // It is resolved once here, so nothing later follows it again.
     if (writing && !trustedOwner(st.uid)) {
       throw refusal(configured, `is a symbolic link owned by uid ${st.uid}; mcpguard follows a symlink for its records only when you or root own it. Use the directory it points to directly, if you trust it, or choose another`);
     }
-    dir = attempt(configured, () => realpathSync(configured));
+    const target = attempt(configured, () => readlinkSync(configured));
+    try {
+      dir = realpathSync(configured);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw refusal(configured, `is a symbolic link to '${target}', which cannot be followed: ${describe(error)}`);
+      throw refusal(configured, `is a symbolic link to '${target}', which does not exist${writing ? '; mcpguard creates no directory through a symlink: create it, or point --record-dir at a directory' : ''}`);
+    }
     st = attempt(configured, () => lstatSync(dir));
+    via = `(a symbolic link to '${dir}') `;
   }
-  if (!st.isDirectory()) throw refusal(configured, 'is not a directory');
+  if (!st.isDirectory()) throw refusal(configured, `${via}is not a directory`);
   if ((st.mode & SHARED_WRITE) === 0) {
-    if (writing && !ownedByMe(st)) throw refusal(configured, `is owned by uid ${st.uid}, not by you (uid ${currentUid()}); choose a directory you own`);
+    if (writing && !ownedByMe(st)) throw refusal(configured, `${via}is owned by uid ${st.uid}, not by you (uid ${currentUid()}); choose a directory you own`);
     return dir;
   }
   if ((st.mode & STICKY) === 0) {
     if (!writing) return dir;
-    throw refusal(configured, `is ${writableBy(st.mode)} (mode ${octal(st.mode)}), so others could delete or replace records in it; run chmod go-w '${dir}', or choose another record directory`);
+    throw refusal(configured, `${via}is ${writableBy(st.mode)} (mode ${octal(st.mode)}), so others could delete or replace records in it; run chmod go-w '${dir}', or choose another record directory`);
   }
   // Shared and sticky, like /tmp: others cannot remove or rename what is ours in it, so our own subdirectory is safe.
   const own = join(dir, sharedSubdirName());
-  if (writing) attempt(configured, () => makePrivateDir(own, false));
+  if (writing) attempt(configured, () => makePrivateDir(own));
   const ownSt = lstatOrNull(own);
   if (ownSt === null) {
     if (writing) throw refusal(own, 'vanished right after it was created');
@@ -106,14 +135,81 @@ function locate(configured: string, writing: boolean): string {
 }
 
 /**
+ * Create `dir` and its missing parents, one level at a time. Not
+ * mkdirSync({ recursive: true }): given a path whose parent exists but cannot
+ * hold it (/proc/nope, a dangling symlink on the way), Node's recursive mkdir
+ * steps back on ENOENT and forward on the parent's EEXIST for ever, at 100%
+ * CPU. Here a level that cannot be made is an error at once.
+ */
+function makePrivateDirs(configured: string): void {
+  const missing: string[] = [];
+  for (let at = configured; lstatOrNull(at) === null; at = dirname(at)) {
+    missing.unshift(at);
+    if (dirname(at) === at) break;
+  }
+  for (const path of missing) {
+    try {
+      makePrivateDir(path);
+    } catch (error) {
+      const parent = dirname(path);
+      const code = (error as NodeJS.ErrnoException).code;
+      const link = code === 'ENOENT' ? danglingTarget(parent) : null;
+      const why = link !== null ? `its parent '${parent}' is a symbolic link to '${link}', which does not exist`
+        : code === 'ENOENT' ? `its parent '${parent}' exists but cannot hold a directory${filesystemNote(parent)}`
+          : `${describe(error)}${filesystemNote(parent)}`;
+      throw new GuardError('ERR_RECORD_DIR', `cannot create record directory '${configured}'${path === configured ? '' : ` (at '${path}')`}: ${why}`);
+    }
+  }
+}
+
+/** The target of `path` when it is a symlink that leads nowhere, else null. */
+function danglingTarget(path: string): string | null {
+  try {
+    if (!lstatSync(path).isSymbolicLink()) return null;
+    const target = readlinkSync(path);
+    try { realpathSync(path); return null; } catch { return target; }
+  } catch {
+    return null;
+  }
+}
+
+// Kernel pseudo-filesystems by their statfs magic (linux/magic.h): nothing of mcpguard's can live there.
+const PSEUDO_FILESYSTEMS = new Map([[0x9fa0, 'procfs'], [0x62656572, 'sysfs'], [0x63677270, 'cgroup2'], [0x27e0eb, 'cgroup'], [0x64626720, 'debugfs']]);
+
+/** " (on procfs, a kernel pseudo-filesystem)" when `path` is on one, else "". */
+function filesystemNote(path: string): string {
+  try {
+    const name = PSEUDO_FILESYSTEMS.get(Number(statfsSync(path).type));
+    return name === undefined ? '' : ` ('${path}' is on ${name}, a kernel pseudo-filesystem that holds no files of yours)`;
+  } catch {
+    return ''; // macOS and others report no such magic numbers; the errno says enough there
+  }
+}
+
+/** Why creating a file in `dir` failed, in words. */
+function whyNotWritable(error: unknown, dir: string): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  const note = filesystemNote(dir);
+  const what = describe(error).replace(/, open '.*$/s, ''); // the probe file's name means nothing to the reader
+  if (code === 'EROFS') return `${what} (the filesystem is mounted read-only)`;
+  if (code === 'EACCES' || code === 'EPERM') {
+    let st: Stats | null = null;
+    try { st = lstatSync(dir); } catch { /* reported below without the mode */ }
+    const mode = st === null ? '' : ` (mode ${octal(st.mode)}, owner uid ${st.uid}; you are uid ${currentUid()})`;
+    return `${what}${mode}${note}`;
+  }
+  return `${what}${note}`;
+}
+
+/**
  * mkdir under a umask of 077, so what mcpguard creates is exactly 0700 (a
  * stricter umask cannot take the owner's bits). No chmod by path afterwards:
  * a path can be swapped for a symlink between the mkdir and the chmod.
  */
-function makePrivateDir(dir: string, parents: boolean): void {
+function makePrivateDir(dir: string): void {
   const previous = process.umask(0o077);
   try {
-    mkdirSync(dir, { recursive: parents, mode: 0o700 });
+    mkdirSync(dir, { mode: 0o700 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   } finally {

@@ -1,9 +1,9 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ensureRecordDir, recordDirFor, resolveRecordDir, sharedSubdirName } from '../../dist/records/location.js';
+import { ensureRecordDir, ensureWritableRecordDir, recordDirFor, resolveRecordDir, sharedSubdirName } from '../../dist/records/location.js';
 
 const root = mkdtempSync(join(tmpdir(), 'mcpguard-location-'));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -69,4 +69,23 @@ test('a shared sticky directory gets an own 0700 subdirectory, which readers fin
     assert.throws(() => locate(shared), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(own) && /mode 0750/.test(e.message));
   }
   assert.equal(statSync(own).mode & 0o7777, 0o750);
+});
+
+// Node's mkdirSync({ recursive: true }) loops for ever on these (ENOENT for the child, EEXIST for the parent, again).
+test('a directory whose parent exists but cannot hold it is an error at once, not an endless mkdir', { timeout: 10000 }, () => {
+  const cases = [['/proc/nope', /its parent '\/proc' exists but cannot hold a directory \('\/proc' is on procfs/]];
+  const dangling = join(root, 'dangling');
+  symlinkSync(join(root, 'nowhere'), dangling);
+  cases.push([join(dangling, 'records'), /its parent '.*dangling' is a symbolic link to '.*nowhere', which does not exist/]);
+  for (const [dir, problem] of cases) {
+    assert.throws(() => ensureRecordDir(dir), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(`'${dir}'`) && problem.test(e.message), dir);
+  }
+  assert.equal(existsSync(join(root, 'nowhere')), false, 'nothing made through the symlink');
+});
+
+test('ensureWritableRecordDir proves a file can be made and leaves nothing behind; /proc cannot hold one', () => {
+  const dir = join(root, 'writable');
+  assert.equal(ensureWritableRecordDir(dir), dir);
+  assert.deepEqual(readdirSync(dir), []);
+  assert.throws(() => ensureWritableRecordDir('/proc'), (e) => e.code === 'ERR_RECORD_DIR' && /record directory '\/proc' cannot hold mcpguard's files: .*ENOENT/.test(e.message) && !e.message.includes('probe'));
 });

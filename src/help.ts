@@ -1,0 +1,212 @@
+/**
+ * Help for people: the main `--help`, one page per subcommand, and the
+ * "did you mean" for a mistyped subcommand. The subcommands and their options
+ * are listed once, here (the relay's and `check`'s options come from their
+ * option tables), so `help`, `--help` and the completion scripts agree.
+ */
+import type { OptionSpec } from './options.js';
+
+/** One option of a subcommand, as help and completion show it. */
+export interface HelpOption {
+  name: string;
+  /** The value it takes, e.g. DIR; absent for a flag. */
+  arg?: string;
+  /** The words it takes, for completion (an enum's values). */
+  values?: readonly string[];
+  help: string;
+}
+
+interface Subcommand {
+  summary: string;
+  usage: string;
+  about: string;
+  /** Listed here for the record views; `check` and the relay list theirs from their option tables. */
+  options: readonly HelpOption[];
+  exit: string;
+}
+
+const RECORD_DIR: HelpOption = { name: 'record-dir', arg: 'DIR', help: 'read the records of this directory (default: as the relay writes them: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)' };
+const JSON_OUT: HelpOption = { name: 'json', help: 'one JSON object per line instead of a table' };
+const VIEW_EXIT = 'Exit status: 0 success, 1 nothing found, 125 bad usage.';
+
+/** Every subcommand, in the order the main help lists them. */
+export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
+  check: {
+    summary: 'the clean-stdout release test: run a server once and report what breaks the protocol',
+    usage: 'mcpguard check [options] -- <command> [args...]',
+    about: '',
+    options: [],
+    exit: '',
+  },
+  sessions: {
+    summary: 'list the recorded sessions, one row each',
+    usage: 'mcpguard sessions [--record-dir DIR] [--json]',
+    about: 'One row per session log in the record directory: its id, start, duration, command,\nprotocol, how it ended, its exit, its calls, rejected frames, and whether the log is sealed.',
+    options: [RECORD_DIR, JSON_OUT],
+    exit: VIEW_EXIT,
+  },
+  activity: {
+    summary: 'the calls of one session (the latest unless named), one row each',
+    usage: 'mcpguard activity [SESSION] [--record-dir DIR] [--json]',
+    about: 'SESSION is a session id or any unique prefix of one; without it, the latest session.\nOne row per call and per rejected frame: call id, time, method, tool, state, stderr\nbytes seen and kept, duration.',
+    options: [RECORD_DIR, JSON_OUT],
+    exit: VIEW_EXIT,
+  },
+  show: {
+    summary: 'every record of one call',
+    usage: 'mcpguard show CALL_ID [--record-dir DIR] [--json]',
+    about: 'Prints each record the call left (attempt, dispatch, final, decisions), field by field.',
+    options: [RECORD_DIR, JSON_OUT],
+    exit: VIEW_EXIT,
+  },
+  verify: {
+    summary: 'check the hash chain of every session log',
+    usage: 'mcpguard verify [--record-dir DIR] [--audit-key-file FILE] [--allow-unsealed] [--json]',
+    about: 'Recomputes every chain link and seal. One row per log: status, file, records, and\nwhere and why a chain breaks.',
+    options: [
+      RECORD_DIR,
+      { name: 'audit-key-file', arg: 'FILE', help: 'the HMAC key the logs were written with (kept outside the record directory)' },
+      { name: 'allow-unsealed', help: 'a log that is intact but unsealed or torn (a running session, a crash) is not an error' },
+      JSON_OUT,
+    ],
+    exit: 'Exit status: 0 every chain intact; 1 a chain does not verify (tampering, a wrong or\nmissing key, an unreadable file); 2 intact, but some log is unsealed or torn (0 with\n--allow-unsealed); 125 bad usage.',
+  },
+  help: {
+    summary: 'this help, or the help of one subcommand',
+    usage: 'mcpguard help [SUBCOMMAND]',
+    about: 'The same as mcpguard --help, or mcpguard SUBCOMMAND --help.',
+    options: [],
+    exit: 'Exit status: 0, or 125 for an unknown subcommand.',
+  },
+  completion: {
+    summary: 'print a shell completion script (bash or zsh)',
+    usage: 'mcpguard completion bash|zsh',
+    about: 'Prints a script that completes subcommands and their options. Load it with\n  source <(mcpguard completion bash)      in ~/.bashrc\n  source <(mcpguard completion zsh)       in ~/.zshrc (after compinit)',
+    options: [],
+    exit: 'Exit status: 0, or 125 for an unknown shell.',
+  },
+};
+
+/** The record views: the subcommands that records/commands.ts runs. */
+export const RECORD_VIEWS = ['sessions', 'activity', 'show', 'verify'] as const;
+
+export function isSubcommand(word: string): boolean {
+  return Object.hasOwn(SUBCOMMANDS, word);
+}
+
+/** An option table (the relay's, check's) as help options. */
+export function tableOptions(table: Record<string, OptionSpec>): HelpOption[] {
+  return Object.entries(table).map(([name, spec]) => {
+    const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES' : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : 'VALUE';
+    const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
+    return { name, arg, values: spec.kind === 'enum' ? spec.values : undefined, help: `${spec.help}${def}` };
+  });
+}
+
+/** Options as help lists them: the option and its value on one line, what it does indented below. */
+export function optionLines(options: readonly HelpOption[]): string {
+  return options.map((o) => `  --${o.name}${o.arg === undefined ? '' : ` ${o.arg}`}\n      ${o.help}\n`).join('');
+}
+
+/** The page of one record view (`sessions`, `activity`, `show`, `verify`), `help` or `completion`. */
+export function subcommandHelp(name: string): string {
+  const c = SUBCOMMANDS[name]!;
+  const options = c.options.length === 0 ? '' : `\nOptions:\n${optionLines(c.options)}  -h, --help\n      this help\n`;
+  return `Usage:\n  ${c.usage}\n\n${c.summary[0]!.toUpperCase()}${c.summary.slice(1)}.\n${c.about === '' ? '' : `${c.about}\n`}${options}\n${c.exit}\n`;
+}
+
+/** The main help: usage, every subcommand in one line, the relay's options and exit status. */
+export function mainHelp(version: string, relayOptions: readonly HelpOption[]): string {
+  const width = Math.max(...Object.keys(SUBCOMMANDS).map((n) => n.length));
+  const list = Object.entries(SUBCOMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}\n`).join('');
+  return `mcpguard ${version}: a strict supervisor for MCP stdio servers
+
+Usage:
+  mcpguard [options] -- <command> [args...]   run an MCP server behind mcpguard
+  mcpguard <subcommand> [options]              see the subcommands below
+
+Relays JSON-RPC between the client (mcpguard's stdin/stdout) and the server
+(the command's stdin/stdout), one message per line, checking every line in
+both directions. See man mcpguard.
+
+Subcommands:
+${list}Run mcpguard help <subcommand> (or mcpguard <subcommand> --help) for its options.
+A first word that is not a subcommand is the server's command; put the command after --
+so that a server named like a subcommand still runs.
+
+Options:
+${optionLines(relayOptions)}  -h, --help
+      this help
+  -V, --version
+      print mcpguard's version
+
+Exit status: the server's exit code, or 128+N if it died of signal N;
+74 the audit log could not be written (the session was ended there; the
+server's own status is in the session summary); 125 bad usage or an
+unusable record directory; 126 command found but not executable
+(permission, a missing #! interpreter); 127 command not found.
+`;
+}
+
+/**
+ * True when `-h` or `--help` is among a command's options: the words before
+ * `--` (and, unless `positionals`, before the first word that is not an
+ * option). `valued` names the options that take the next word as their value
+ * (that word is skipped).
+ */
+export function helpRequested(argv: readonly string[], valued: (name: string) => boolean, positionals = false): boolean {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--help' || arg === '-h') return true;
+    if (arg === '--') return false;
+    if (!arg.startsWith('-')) {
+      if (positionals) continue;
+      return false;
+    }
+    if (arg.startsWith('--') && !arg.includes('=') && valued(arg.slice(2))) i++;
+  }
+  return false;
+}
+
+/** The options of a record view that take a value (for `helpRequested`). */
+export function viewOptionTakesValue(view: string, name: string): boolean {
+  return SUBCOMMANDS[view]?.options.some((o) => o.name === name && o.arg !== undefined) ?? false;
+}
+
+/**
+ * The subcommand `word` was probably meant to be, or null. Close means an
+ * optimal-string-alignment distance (edits, where swapping two neighbours is
+ * one edit) of at most 2 from a subcommand of 5 letters or more, at most 1
+ * from a shorter one (so `sh` or `go` is never taken for `show` or a
+ * 4-letter name), compared without case. A word with '/' or '.' names a file
+ * or a script, never a subcommand.
+ */
+export function closestSubcommand(word: string): string | null {
+  if (word.length < 2 || /[/.\\]/.test(word) || word.startsWith('-')) return null;
+  const lower = word.toLowerCase();
+  let best: string | null = null;
+  let bestDistance = Infinity;
+  for (const name of Object.keys(SUBCOMMANDS)) {
+    const d = editDistance(lower, name);
+    if (d <= (name.length >= 5 ? 2 : 1) && d < bestDistance) {
+      best = name;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
+export function editDistance(a: string, b: string): number {
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
+  for (let j = 0; j <= b.length; j++) rows[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = d;
+    }
+  }
+  return rows[a.length]![b.length]!;
+}
