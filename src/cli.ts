@@ -73,7 +73,7 @@ function takesValue(name: string): boolean {
 }
 
 /** Validate everything up front, then start the server: a bad option never starts it. */
-async function prepare(argv: readonly string[]): Promise<Prepared & { recordsOff: string | null }> {
+async function prepare(argv: readonly string[]): Promise<Prepared> {
   const parsed = parseArgv(argv, RUN_OPTIONS);
   if (typeof parsed.values.config === 'string') applyConfigFile(parsed, RUN_OPTIONS, parsed.values.config);
   if (parsed.command.length === 0) throw new GuardError('no_command', 'no command to run: mcpguard [options] -- <command> [args...]');

@@ -39,6 +39,8 @@ export interface Prepared {
   signals: { pending: NodeJS.Signals[]; handler: ((signal: NodeJS.Signals) => void) | null };
   /** The policy, loaded and checked before the child started; null without --policy. */
   policy: Policy | null;
+  /** Why this session keeps no records (--records off, or best-effort with an unusable directory); null when it does. */
+  recordsOff: string | null;
 }
 
 /** At exit, give up on a client that took nothing from stdout for this long. */
@@ -121,6 +123,8 @@ export async function runRelay(p: Prepared): Promise<number> {
   if (mirrorSummary !== null) diag.writeLine(mirrorSummary);
   // Reasons, the stderr tail and the like quote both sides: masked like everything else mcpguard keeps.
   const record = processMasker().value(summaryLine(summary, stderr.summary()));
+  // A session without records says so, and why, in its summary (the only account it leaves).
+  if (p.recordsOff !== null) record.records = { state: 'off', reason: p.recordsOff };
   if (isProbe) record.probe = true;
   // A probe's log was sealed when the session ended; the record below goes to the summary only.
   if (audit !== null && !audit.log.sealed) audit.sessionEnded(record);

@@ -199,11 +199,14 @@ describe('a bad record directory fails fast and clearly, before the server start
       assert.ok(existsSync(marker), 'the server ran');
       assert.match(r.stderr, /records are off for this session \(--records best-effort\): cannot create record directory '\/proc\/nope'/);
       assert.equal(sessionEnd(r.stderr)?.exit_code, 0);
+      assert.equal(sessionEnd(r.stderr).records.state, 'off', 'the summary, the only account such a session leaves, says so');
+      assert.match(sessionEnd(r.stderr).records.reason, /cannot create record directory '\/proc\/nope'/);
       // With a usable directory, best-effort records as on does.
       const records = join(dir, 'records');
       const ok = await runGuard(['--records=best-effort', `--record-dir=${records}`, '--', 'true'], { timeout: 10000 }).done;
       assert.equal(ok.code, 0, ok.stderr);
       assert.doesNotMatch(ok.stderr, /records are off/);
+      assert.equal(sessionEnd(ok.stderr).records, undefined);
       assert.equal(readdirSync(records).filter((f) => f.endsWith('.jsonl')).length, 1);
       assert.deepEqual(readdirSync(records).filter((f) => !f.endsWith('.jsonl')), [], 'no probe file left behind');
     } finally { cleanup(); }
