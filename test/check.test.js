@@ -3,65 +3,15 @@
 // Each test asserts the exact findings, through the JSON report unless it tests the text.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, FIXTURES, PLANTED_VARS, ROOT, assertNoPlanted, fixture } from './helpers/run.js';
+import { FIXTURES, ROOT, fixture } from './helpers/run.js';
+import { check, checkJson, killChecks } from './helpers/check.js';
 
-// Until src/cli.ts dispatches `check`, the subcommand runs through this helper;
-// then this becomes [BIN, 'check'].
-const CHECK = [BIN, 'check'];
 const SERVER = ['python3', fixture('check-server.py')];
 const EVERYTHING = join(ROOT, 'node_modules', '.bin', 'mcp-server-everything');
 
-const started = new Set();
-after(() => {
-  for (const child of started) {
-    try { process.kill(child.pid, 'SIGKILL'); } catch {}
-  }
-});
-
-/** Run `mcpguard check ...args`; resolves with the exit code and both outputs. */
-function check(args, { env = {}, timeout = 60000 } = {}) {
-  // Without the runner's marker: neither the helper nor the servers are test files.
-  const { NODE_TEST_CONTEXT, ...inherited } = process.env;
-  // The suite's planted secrets too: no report or message may show them (helpers/run.js).
-  const child = spawn(process.execPath, [...CHECK, ...args], { env: { ...inherited, ...PLANTED_VARS, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  started.add(child);
-  const out = [];
-  const err = [];
-  child.stdout.on('data', (c) => out.push(c));
-  child.stderr.on('data', (c) => err.push(c));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      try { process.kill(child.pid, 'SIGKILL'); } catch {}
-      reject(new Error(`check ${args.join(' ')} did not finish within ${timeout} ms; stderr: ${Buffer.concat(err)}`));
-    }, timeout);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      started.delete(child);
-      try {
-        assertNoPlanted(Buffer.concat(err), `the stderr of check ${args.join(' ')}`);
-        assertNoPlanted(Buffer.concat(out), `the report of check ${args.join(' ')}`, { envOnly: true });
-      } catch (error) {
-        reject(error);
-        return;
-      }
-      resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
-    });
-  });
-}
-
-/** Run with --json; returns the parsed report, its one run, and the violation messages. */
-async function checkJson(args, options) {
-  const r = await check(['--json', ...args], options);
-  const lines = r.stdout.split('\n').filter(Boolean);
-  assert.equal(lines.length, 1, `one JSON line on stdout, got: ${r.stdout}`);
-  const report = JSON.parse(lines[0]);
-  assert.equal(report.exit_code, r.code);
-  const run = report.runs.at(-1);
-  return { ...r, report, run, messages: run ? run.violations.map((v) => v.message) : [] };
-}
+after(killChecks);
 
 const STDERR = 'check-server: ready\ncheck-server: bye\n';
 const notJson = (c) => `not JSON: unexpected '${c}' where a JSON value should start at byte 0`;
