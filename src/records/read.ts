@@ -91,7 +91,9 @@ export class LineReader {
   /** Set at the end: the file ends in bytes not ended by `\n`. */
   torn = false;
   private fd: number | null;
-  private buf = Buffer.alloc(0);
+  /** The buffer the file is read into; `buf` is its filled part. */
+  private store = Buffer.alloc(0);
+  private buf = this.store;
   private pos = 0;
   private eof = false;
 
@@ -126,14 +128,21 @@ export class LineReader {
     closeSync(fd);
   }
 
-  // The rest of the current chunk, then as much of the file as fits; a line longer than a chunk doubles the buffer.
+  // The rest of the current chunk moved to the front of the same buffer, then as much of the file as fits
+  // (one buffer for the whole file: the lines handed out before are no longer in use). A line longer than
+  // half the buffer doubles it.
   private fill(): void {
-    const rest = this.buf.subarray(this.pos);
-    const fresh = Buffer.allocUnsafe(rest.length < CHUNK / 2 ? CHUNK : rest.length * 2);
-    rest.copy(fresh);
-    const n = readSync(this.fd!, fresh, rest.length, fresh.length - rest.length, null);
+    const rest = this.buf.length - this.pos;
+    if (this.store.length === 0 || rest > this.store.length / 2) {
+      const grown = Buffer.allocUnsafe(Math.max(CHUNK, this.store.length * 2));
+      this.buf.copy(grown, 0, this.pos);
+      this.store = grown;
+    } else {
+      this.store.copyWithin(0, this.pos, this.buf.length); // buf starts at store[0]
+    }
+    const n = readSync(this.fd!, this.store, rest, this.store.length - rest, null);
     if (n === 0) this.eof = true;
-    this.buf = fresh.subarray(0, rest.length + n);
+    this.buf = this.store.subarray(0, rest + n);
     this.pos = 0;
   }
 }
