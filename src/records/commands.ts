@@ -1,7 +1,8 @@
 /**
- * The record subcommands: `sessions`, `activity [SESSION]`, `show CALL_ID` and
- * `verify`. Tables for people, `--json` (one object per line) for tools. These
- * are not the relay, so they write to process.stdout.
+ * The record subcommands: `sessions`, `activity [SESSION]`, `show SESSION|CALL_ID`
+ * and `verify`. Tables for people, `--json` (one object per line) for tools.
+ * These are not the relay, so they write to process.stdout, through an Output
+ * that waits for a slow reader and is drained before the command returns.
  *
  * Exit codes: 0 success; 1 nothing found, or (verify) a chain that does not
  * verify: tampering, a wrong or missing key, an unreadable file; 2 (verify)
@@ -9,14 +10,18 @@
  * crash or a cut tail; `--allow-unsealed` makes that 0); 125 bad options.
  */
 import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { EXIT_USAGE, GuardError } from '../errors.js';
 import type { LogRecord } from './chain.js';
-import { clip, formatClock, formatDate, formatDuration, printable, table } from './format.js';
+import { activityRows, type ActivityRow } from './activity.js';
+import { clip, formatClock, formatDate, formatDuration, printable, StreamingTable, table } from './format.js';
 import { loadAuditKey } from './key.js';
-import { recordDirFor, resolveRecordDir } from './location.js';
+import { describe, recordDirFor, resolveRecordDir } from './location.js';
+import { Output, settle } from './output.js';
+import { showSession } from './show.js';
 import { verifyDir, type VerifyResult } from './verify.js';
-import { activityRows, callRecords, loadLogs, sessionRow, type ActivityRow, type LoadedLog, type SessionRow } from './views.js';
+import { findCall, listLogs, logEnds, sessionRow, summarizeLog, logRef, type LogRef, type SessionRow } from './views.js';
 
 export type RecordsCommandName = 'sessions' | 'activity' | 'show' | 'verify';
 
@@ -32,11 +37,31 @@ const COMMON = { 'record-dir': { type: 'string' }, json: { type: 'boolean' } } a
 const VERIFY = { ...COMMON, 'audit-key-file': { type: 'string' }, 'allow-unsealed': { type: 'boolean' } } as const;
 const POSITIONALS: Record<RecordsCommandName, [number, number]> = { sessions: [0, 0], activity: [0, 1], show: [1, 1], verify: [0, 0] };
 
-/** Run one record subcommand with its arguments (after the subcommand name); resolves to the exit code. */
+/**
+ * Run one record subcommand with its arguments (after the subcommand name);
+ * resolves to the exit code once all of its output has been taken by the
+ * reader (or the reader has gone away: that is not an error).
+ */
 export async function runRecordsCommand(
   name: RecordsCommandName, argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   if (io.stdout === process.stdout) tolerateEpipe();
+  const output = new Output(io.stdout);
+  let code: number;
+  try {
+    code = await runCommand(name, argv, io, output);
+  } finally {
+    await output.end();
+  }
+  if (output.failure !== null) {
+    io.stderr.write(`mcpguard ${name}: cannot write the output: ${describe(output.failure)}\n`);
+    code = code === 0 ? 1 : code;
+  }
+  await settle(io.stderr);
+  return code;
+}
+
+async function runCommand(name: RecordsCommandName, argv: string[], io: CommandIO, output: Output): Promise<number> {
   const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard ${name}: ${message}\n`); return code; };
   let values: Values;
   let positionals: string[];
@@ -47,7 +72,7 @@ export async function runRecordsCommand(
   }
   const [min, max] = POSITIONALS[name];
   if (positionals.length > max) return fail(`unexpected argument '${positionals[max]}'`, EXIT_USAGE);
-  if (positionals.length < min) return fail('expects a CALL_ID', EXIT_USAGE);
+  if (positionals.length < min) return fail('expects a SESSION or CALL_ID (a unique prefix), or a log file', EXIT_USAGE);
   if (values['record-dir'] === '') return fail("--record-dir expects a directory, got ''", EXIT_USAGE);
   const configured = resolveRecordDir(values['record-dir']);
   let dir: string;
@@ -62,29 +87,51 @@ export async function runRecordsCommand(
     const problem = kind === 'none' ? 'does not exist' : 'not a directory';
     return fail(values['record-dir'] === undefined ? `record directory '${dir}': ${problem}` : `--record-dir expects a directory, got '${values['record-dir']}' (${problem})`, EXIT_USAGE);
   }
-  const out = (text: string): void => { io.stdout.write(text); };
+  // Text for stdout goes through `output`, which the caller drains before the process may exit.
+  const out = (text: string): void => { output.write(text); };
   const json = values.json === true;
   try {
     if (name === 'verify') return verify(dir, configured, kind === 'dir', values, out, io);
-    const logs = kind === 'dir' ? loadLogs(dir, (file, reason) => io.stderr.write(`mcpguard: ${file}: skipped: ${reason}\n`)) : [];
-    if (name === 'sessions') return sessions(logs, json, out, io);
-    if (name === 'activity') return activity(logs, positionals[0], json, out, io, dir);
-    return show(logs, positionals[0]!, json, out, io, dir);
+    const logs = kind === 'dir' ? listLogs(dir, (file, reason) => skipped(io, file, reason)) : [];
+    if (name === 'sessions') return await sessions(logs, json, output, io);
+    if (name === 'activity') return await activity(logs, positionals[0], json, output, io, dir);
+    return await show(logs, positionals[0]!, json, output, io, dir);
   } catch (error) {
     if (error instanceof GuardError) return fail(error.message, error.exitCode);
     return fail((error as Error).message, 1);
   }
 }
 
-function sessions(logs: LoadedLog[], json: boolean, out: (text: string) => void, io: CommandIO): number {
-  logs.forEach((log) => warnUnreadable(log, io));
-  const rows = logs.map(sessionRow);
-  if (json) rows.forEach((row) => out(`${JSON.stringify(row)}\n`));
-  else out(table(['SESSION', 'START', 'DURATION', 'COMMAND', 'PROTOCOL', 'END', 'EXIT', 'CALLS', 'REJECTED', 'SEALED'], rows.map((r) => [
-    r.session_id, formatDate(r.started_at), formatDuration(r.duration_ms), clip(r.command.join(' ') || '-', 40),
-    r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), endText(r),
-    r.exit_code !== null ? String(r.exit_code) : r.signal ?? '-', String(r.calls), String(r.rejected), r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
-  ])));
+function skipped(io: CommandIO, file: string, reason: string): void {
+  io.stderr.write(`mcpguard: ${file}: skipped: ${reason}\n`);
+}
+
+/** Queue `text`; wait for the reader when enough is queued. False once the reader has gone: stop producing. */
+async function emit(output: Output, text: string): Promise<boolean> {
+  if (output.write(text)) await output.flush();
+  return !output.closed;
+}
+
+async function sessions(logs: LogRef[], json: boolean, output: Output, io: CommandIO): Promise<number> {
+  const grid = new StreamingTable(['SESSION', 'START', 'DURATION', 'COMMAND', 'PROTOCOL', 'END', 'EXIT', 'CALLS', 'REJECTED', 'SEALED']);
+  for (const ref of logs) {
+    let r: SessionRow;
+    try {
+      const log = summarizeLog(ref.file);
+      warnUnreadable(ref.file, log.unreadable, io);
+      r = sessionRow(log);
+    } catch (error) {
+      skipped(io, ref.file, describe(error)); // gone or changed since it was listed
+      continue;
+    }
+    const text = json ? `${JSON.stringify(r)}\n` : grid.add([
+      r.session_id, formatDate(r.started_at), formatDuration(r.duration_ms), clip(r.command.join(' ') || '-', 40),
+      r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), endText(r),
+      r.exit_code !== null ? String(r.exit_code) : r.signal ?? '-', String(r.calls), String(r.rejected), r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
+    ]);
+    if (!await emit(output, text)) return 0;
+  }
+  if (!json) output.write(grid.end());
   return 0;
 }
 
@@ -93,51 +140,63 @@ function endText(r: SessionRow): string {
   return r.probe ? `${r.end_reason ?? '-'} (probe)` : r.end_reason ?? '-';
 }
 
-function activity(logs: LoadedLog[], wanted: string | undefined, json: boolean, out: (text: string) => void, io: CommandIO, dir: string): number {
-  const log = pickSession(logs, wanted, dir);
-  if (typeof log === 'string') return notFound(io, log);
-  warnUnreadable(log, io);
-  const rows = activityRows(log);
-  if (json) { rows.forEach((row) => out(`${JSON.stringify(row)}\n`)); return 0; }
-  const row = sessionRow(log);
-  out(`session ${log.sessionId}${row.probe ? ' (probe)' : ''}  ${formatDate(row.started_at)}  ${log.file}\n`);
-  out(table(['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'], withLegsUnderHeads(rows).map((r) => r.kind === 'call'
+async function activity(logs: LogRef[], wanted: string | undefined, json: boolean, output: Output, io: CommandIO, dir: string): Promise<number> {
+  const ref = pickSession(logs, wanted, dir);
+  if (typeof ref === 'string') return notFound(io, ref);
+  const ends = logEnds(ref.file);
+  const ended = ends.seal !== undefined || ends.end !== undefined;
+  const unreadable: number[] = [];
+  const rows = activityRows(ref.file, ref.sessionId, ended, !json, (line) => unreadable.push(line));
+  if (json) {
+    for (const row of rows) if (!await emit(output, `${JSON.stringify(row)}\n`)) return 0;
+    warnUnreadable(ref.file, unreadable, io);
+    return 0;
+  }
+  const start = sessionRow({ ...ends, unreadable: [], sealed: ends.seal !== undefined, records: 0, calls: 0, rejected: 0 });
+  output.write(`session ${ref.sessionId}${start.probe ? ' (probe)' : ''}  ${formatDate(start.started_at)}  ${ref.file}\n`);
+  const grid = new StreamingTable(['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION']);
+  for (const r of rows) if (!await emit(output, grid.add(activityCells(r)))) return 0;
+  output.write(grid.end());
+  warnUnreadable(ref.file, unreadable, io);
+  return 0;
+}
+
+function activityCells(r: ActivityRow): string[] {
+  return r.kind === 'call'
     ? [r.leg !== null && r.leg > 1 ? `  ↳ ${r.call_id}` : r.call_id, formatClock(r.time), r.method ?? '-', r.tool ?? '-',
       r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)`
         : (r.state === 'denied' || r.state === 'rejected') && r.detail !== null ? `${r.state}: ${clip(r.detail.split('\n')[0]!, 60)}` : r.state,
       r.stderr_bytes_seen === null ? '-' : `${r.stderr_bytes_seen}/${r.stderr_bytes_retained ?? '-'}${r.stderr_truncated ? ' truncated' : ''}`, formatDuration(r.duration_ms)]
-    : ['(rejected)', formatClock(r.time), '-', '-', `from ${r.direction ?? '?'}: ${r.reason ?? '?'}${r.code !== null ? ` (${String(r.code)})` : ''}`, '-', '-'])));
-  return 0;
+    : ['(rejected)', formatClock(r.time), '-', '-', `from ${r.direction ?? '?'}: ${r.reason ?? '?'}${r.code !== null ? ` (${String(r.code)})` : ''}`, '-', '-'];
 }
 
-/** A multi-round call reads as one: its later legs right under the leg before them, in order. */
-function withLegsUnderHeads(rows: ActivityRow[]): ActivityRow[] {
-  const later = new Map<string, ActivityRow[]>();
-  for (const r of rows) {
-    if (r.kind === 'call' && r.chain !== null && r.leg !== null && r.leg > 1) {
-      const legs = later.get(r.chain) ?? [];
-      legs.push(r);
-      later.set(r.chain, legs);
-    }
+/**
+ * `show` takes a session (a unique prefix of its id, or its log file's path)
+ * or a call (a unique prefix of its id). Session ids and call ids have
+ * different prefixes (`s_`, `c_`), so a prefix names sessions first.
+ */
+async function show(logs: LogRef[], wanted: string, json: boolean, output: Output, io: CommandIO, dir: string): Promise<number> {
+  if (looksLikePath(wanted) || wanted.startsWith('s_') || (!wanted.startsWith('c_') && logs.some((l) => l.sessionId.startsWith(wanted)))) {
+    const ref = pickSession(logs, wanted, dir);
+    if (typeof ref === 'string') return notFound(io, ref);
+    const log = summarizeLog(ref.file);
+    warnUnreadable(ref.file, log.unreadable, io);
+    output.write(showSession(log, json));
+    return 0;
   }
-  if (later.size === 0) return rows;
-  const ordered: ActivityRow[] = [];
-  for (const r of rows) {
-    if (r.kind === 'call' && r.leg !== null && r.leg > 1) continue;
-    ordered.push(r);
-    if (r.kind === 'call') ordered.push(...(later.get(r.call_id) ?? []));
+  const found = findCall(logs, wanted);
+  if ('none' in found) return notFound(io, `no ${wanted.startsWith('c_') ? 'call' : 'session or call'} '${printable(wanted)}' in '${dir}'`);
+  if ('ambiguous' in found) {
+    return notFound(io, `'${printable(wanted)}' matches ${found.ambiguous.length >= 20 ? 'many' : found.ambiguous.length} calls (${found.ambiguous.slice(0, 3).join(', ')}${found.ambiguous.length > 3 ? ', ...' : ''}); give more of the id`);
   }
-  return ordered;
-}
-
-function show(logs: LoadedLog[], callId: string, json: boolean, out: (text: string) => void, io: CommandIO, dir: string): number {
-  const found = callRecords(logs, callId);
-  if (found === null) return notFound(io, `no call '${callId}' in '${dir}'`);
-  if (json) { found.records.forEach((r) => out(`${JSON.stringify(r)}\n`)); return 0; }
-  out(`call ${printable(callId)} in session ${found.log.sessionId}  ${found.log.file}\n`);
+  if (json) {
+    for (const r of found.records) if (!await emit(output, `${JSON.stringify(r)}\n`)) return 0;
+    return 0;
+  }
+  output.write(`call ${printable(found.callId)} in session ${found.log.sessionId}  ${found.log.file}\n`);
   for (const record of found.records) {
-    out(`\n#${String(record.seq)}  ${printable(String(record.ts))}  ${printable(String(record.type))}\n`);
-    out(fields(record));
+    output.write(`\n#${String(record.seq)}  ${printable(String(record.ts))}  ${printable(String(record.type))}\n`);
+    if (!await emit(output, fields(record))) return 0;
   }
   return 0;
 }
@@ -183,14 +242,29 @@ function optionError(error: Error, argv: string[]): string {
   return error.message;
 }
 
-// The session a name means: exact id, else a unique prefix; the latest when none is named.
-function pickSession(logs: LoadedLog[], wanted: string | undefined, dir: string): LoadedLog | string {
+/** A path, not an id: ids never hold a `/` nor end in `.jsonl`. */
+function looksLikePath(wanted: string): boolean {
+  return wanted.includes('/') || wanted.endsWith('.jsonl');
+}
+
+// The session a name means: a log file's path, an exact id, else a unique prefix; the latest when none is named.
+function pickSession(logs: LogRef[], wanted: string | undefined, dir: string): LogRef | string {
   if (wanted === undefined) return logs.at(-1) ?? `no sessions in '${dir}'`;
+  if (looksLikePath(wanted)) {
+    const file = resolve(wanted);
+    const listed = logs.find((l) => l.file === file);
+    if (listed !== undefined) return listed;
+    try {
+      return logRef(file);
+    } catch (error) {
+      return `cannot read '${printable(wanted)}': ${describe(error)}`;
+    }
+  }
   const exact = logs.find((l) => l.sessionId === wanted);
   if (exact !== undefined) return exact;
   const prefixed = logs.filter((l) => l.sessionId.startsWith(wanted));
   if (prefixed.length === 1) return prefixed[0]!;
-  return prefixed.length === 0 ? `no session '${wanted}' in '${dir}'` : `'${wanted}' matches ${prefixed.length} sessions; give more of the id`;
+  return prefixed.length === 0 ? `no session '${printable(wanted)}' in '${dir}'` : `'${printable(wanted)}' matches ${prefixed.length} sessions; give more of the id`;
 }
 
 function notFound(io: CommandIO, message: string): number {
@@ -198,9 +272,9 @@ function notFound(io: CommandIO, message: string): number {
   return 1;
 }
 
-function warnUnreadable(log: LoadedLog, io: CommandIO): void {
-  if (log.unreadable.length > 0) {
-    io.stderr.write(`mcpguard: ${log.file}: ${log.unreadable.length} unreadable line(s) (first: line ${log.unreadable[0]}); run mcpguard verify\n`);
+function warnUnreadable(file: string, unreadable: number[], io: CommandIO): void {
+  if (unreadable.length > 0) {
+    io.stderr.write(`mcpguard: ${file}: ${unreadable.length} unreadable line(s) (first: line ${unreadable[0]}); run mcpguard verify\n`);
   }
 }
 

@@ -7,8 +7,54 @@
 /** Columns padded to their widest cell, two spaces apart, one row per line. */
 export function table(headers: string[], rows: string[][]): string {
   const cells = [headers, ...rows].map((row) => row.map(printable));
-  const widths = headers.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
-  return cells.map((row) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n';
+  const widths = widthsOf(cells, headers.length);
+  return cells.map((row) => layout(row, widths)).join('\n') + '\n';
+}
+
+// A loop, not Math.max(...column): spreading 100,000 rows into one call overflows the stack.
+function widthsOf(cells: string[][], columns: number): number[] {
+  const widths = new Array<number>(columns).fill(0);
+  for (const row of cells) {
+    for (let i = 0; i < columns; i++) widths[i] = Math.max(widths[i]!, row[i]?.length ?? 0);
+  }
+  return widths;
+}
+
+function layout(row: string[], widths: number[]): string {
+  return row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+}
+
+/**
+ * A table written as its rows come: the widths are those of the header and
+ * the first `window` rows, then fixed, so a long table needs no more memory
+ * than its first screenful. A later, wider cell pushes the rest of its row
+ * right and leaves the columns of other rows alone.
+ */
+export class StreamingTable {
+  private pending: string[][] | null = [];
+  private widths: number[] = [];
+
+  constructor(private readonly headers: string[], private readonly window = 1000) {}
+
+  /** Text ready to write after adding this row ('' while the first rows are measured). */
+  add(row: string[]): string {
+    const cells = row.map(printable);
+    if (this.pending === null) return `${layout(cells, this.widths)}\n`;
+    this.pending.push(cells);
+    return this.pending.length >= this.window ? this.release() : '';
+  }
+
+  /** Whatever is still held: the header and measured rows of a short table. */
+  end(): string {
+    return this.pending === null ? '' : this.release();
+  }
+
+  private release(): string {
+    const cells = [this.headers.map(printable), ...this.pending!];
+    this.widths = widthsOf(cells, this.headers.length);
+    this.pending = null;
+    return cells.map((row) => `${layout(row, this.widths)}\n`).join('');
+  }
 }
 
 /** Control characters (C0, DEL, C1) as visible `\xNN` escapes. */

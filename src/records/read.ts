@@ -1,9 +1,10 @@
 /**
- * Reading record files back: bytes split into lines, and the list of session
- * logs in a directory. Shared by verify (which needs each line's exact bytes)
- * and the views (which only need the parsed records).
+ * Reading record files back: bytes split into lines, a log streamed line by
+ * line or read at its two ends only, and the list of session logs in a
+ * directory. Shared by verify (which needs each line's exact bytes) and the
+ * views (which only need the parsed records, and never a whole large log).
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync, readdirSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LogRecord } from './chain.js';
 
@@ -35,12 +36,16 @@ export function parseRecord(line: Buffer): LogRecord | null {
   }
 }
 
-/**
- * The bytes of a session log, which must be a regular file named directly: a
- * symlink is not followed (the relay never makes one) and a FIFO does not
- * hang the reader. Throws on anything else, with the reason.
- */
-export function readLogFile(path: string): Buffer {
+/** Absolute paths of the `*.jsonl` files in `dir`, sorted by name (session ids sort by time); reading them is readLogFile's to judge. */
+export function listLogFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.name.endsWith('.jsonl') && !entry.isDirectory())
+    .map((entry) => join(dir, entry.name))
+    .sort();
+}
+
+/** Open a session log for reading: a regular file named directly (see readLogFile). */
+function openLog(path: string): number {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -52,16 +57,159 @@ export function readLogFile(path: string): Buffer {
   }
   try {
     if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+  return fd;
+}
+
+/**
+ * The bytes of a session log, which must be a regular file named directly: a
+ * symlink is not followed (the relay never makes one) and a FIFO does not
+ * hang the reader. Throws on anything else, with the reason.
+ */
+export function readLogFile(path: string): Buffer {
+  const fd = openLog(path);
+  try {
     return readFileSync(fd);
   } finally {
     closeSync(fd);
   }
 }
 
-/** Absolute paths of the `*.jsonl` files in `dir`, sorted by name (session ids sort by time); reading them is readLogFile's to judge. */
-export function listLogFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true })
-    .filter((entry) => entry.name.endsWith('.jsonl') && !entry.isDirectory())
-    .map((entry) => join(dir, entry.name))
-    .sort();
+const CHUNK = 1 << 20;
+
+/**
+ * A session log read one line at a time: memory holds one chunk (and the line
+ * that spans two), whatever the file's size. Lines are views into the chunk:
+ * use each before asking for the next. Opening throws like readLogFile.
+ */
+export class LineReader {
+  /** 1-based number of the line `next` returned last. */
+  lineNumber = 0;
+  /** Set at the end: the file ends in bytes not ended by `\n`. */
+  torn = false;
+  private fd: number | null;
+  /** The buffer the file is read into; `buf` is its filled part. */
+  private store = Buffer.alloc(0);
+  private buf = this.store;
+  private pos = 0;
+  private eof = false;
+
+  constructor(path: string) {
+    this.fd = openLog(path);
+  }
+
+  /** The next complete line without its `\n`, or null at the end (the file is closed then). */
+  next(): Buffer | null {
+    for (;;) {
+      const nl = this.buf.indexOf(10, this.pos);
+      if (nl !== -1) {
+        const line = this.buf.subarray(this.pos, nl);
+        this.pos = nl + 1;
+        this.lineNumber++;
+        return line;
+      }
+      if (this.eof || this.fd === null) {
+        this.torn = this.pos < this.buf.length;
+        this.close();
+        return null;
+      }
+      this.fill();
+    }
+  }
+
+  /** Stop early: release the descriptor. */
+  close(): void {
+    if (this.fd === null) return;
+    const fd = this.fd;
+    this.fd = null;
+    closeSync(fd);
+  }
+
+  // The rest of the current chunk moved to the front of the same buffer, then as much of the file as fits
+  // (one buffer for the whole file: the lines handed out before are no longer in use). A line longer than
+  // half the buffer doubles it.
+  private fill(): void {
+    const rest = this.buf.length - this.pos;
+    if (this.store.length === 0 || rest > this.store.length / 2) {
+      const grown = Buffer.allocUnsafe(Math.max(CHUNK, this.store.length * 2));
+      this.buf.copy(grown, 0, this.pos);
+      this.store = grown;
+    } else {
+      this.store.copyWithin(0, this.pos, this.buf.length); // buf starts at store[0]
+    }
+    const n = readSync(this.fd!, this.store, rest, this.store.length - rest, null);
+    if (n === 0) this.eof = true;
+    this.buf = this.store.subarray(0, rest + n);
+    this.pos = 0;
+  }
+}
+
+/** The first and last lines of a log, read without reading what lies between. */
+export interface LogEdges {
+  /** Up to `headLines` complete lines from the start. */
+  head: Buffer[];
+  /** Up to `tailLines` complete lines from the end (the torn bytes after the last `\n` excluded). */
+  tail: Buffer[];
+  /** Every complete line, when the file was small enough to read whole; else null. */
+  all: Buffer[] | null;
+  torn: boolean;
+}
+
+const WHOLE_BELOW = 256 * 1024;
+const EDGE_LIMIT = 16 * 1024 * 1024;
+
+/**
+ * Read the start and the end of a log: a small file whole, a large one in
+ * chunks from each end until enough lines are in (or EDGE_LIMIT bytes, for a
+ * log of absurdly long lines). Opening throws like readLogFile.
+ */
+export function readLogEdges(path: string, headLines: number, tailLines: number): LogEdges {
+  const fd = openLog(path);
+  try {
+    const size = fstatSync(fd).size;
+    if (size <= WHOLE_BELOW) {
+      const { lines, tail } = splitLines(readFileSync(fd));
+      return { head: lines.slice(0, headLines), tail: tailLines === 0 ? [] : lines.slice(-tailLines), all: lines, torn: tail !== null };
+    }
+    const front = readSpan(fd, 0, Math.min(size, 64 * 1024));
+    let head = front;
+    while (count(head, headLines) && head.length < Math.min(size, EDGE_LIMIT)) {
+      head = Buffer.concat([head, readSpan(fd, head.length, Math.min(head.length, size - head.length))]);
+    }
+    const heads = splitLines(head).lines.slice(0, headLines);
+    if (tailLines === 0) return { head: heads, tail: [], all: null, torn: readSpan(fd, size - 1, 1)[0] !== 10 };
+    let back = readSpan(fd, size - 64 * 1024, 64 * 1024);
+    // tailLines + 1 newlines: the first piece before them may be part of a longer line.
+    while (count(back.subarray(0, -1), tailLines + 1) && back.length < Math.min(size, EDGE_LIMIT)) {
+      const more = Math.min(back.length, size - back.length);
+      back = Buffer.concat([readSpan(fd, size - back.length - more, more), back]);
+    }
+    const torn = back.at(-1) !== 10;
+    const backLines = splitLines(back).lines;
+    if (back.length < size) backLines.shift(); // starts mid-line
+    return { head: heads, tail: backLines.slice(-tailLines), all: null, torn };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** True while `bytes` holds fewer than `n` newlines. */
+function count(bytes: Buffer, n: number): boolean {
+  let found = 0;
+  for (let at = bytes.indexOf(10); at !== -1; at = bytes.indexOf(10, at + 1)) if (++found >= n) return false;
+  return true;
+}
+
+function readSpan(fd: number, position: number, length: number): Buffer {
+  const bytes = Buffer.allocUnsafe(length);
+  let got = 0;
+  while (got < length) {
+    const n = readSync(fd, bytes, got, length - got, position + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return bytes.subarray(0, got);
 }

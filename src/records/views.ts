@@ -1,60 +1,157 @@
 /**
- * What the views read: session logs loaded leniently (views describe; only
- * verify judges) and turned into rows. A line that does not parse is kept as a
- * line number so the command can say so instead of silently skipping it.
+ * What the views read: session logs summarised from their first and last
+ * records (views describe; only verify judges), and the records of one call
+ * found by streaming. No view holds a whole log in memory: a sealed log's
+ * session record and seal say what `sessions` needs, and only a log without
+ * them (a running or crashed session) is read through, line by line.
  */
 import { basename } from 'node:path';
 import type { LogRecord } from './chain.js';
 import { describe } from './location.js';
-import { listLogFiles, parseRecord, readLogFile, splitLines } from './read.js';
+import { LineReader, listLogFiles, parseRecord, readLogEdges, readLogFile, splitLines } from './read.js';
 
-/** One session file as the views see it. */
-export interface LoadedLog {
+/** A session log known by its header: enough to list, sort and pick sessions. */
+export interface LogRef {
   file: string;
   sessionId: string;
-  records: LogRecord[];
-  /** 1-based numbers of lines that are not JSON objects. */
-  unreadable: number[];
-  /** The file ends in a line without `\n`. */
-  torn: boolean;
-  sealed: boolean;
   createdAt: string;
 }
 
-/** Load one session file; never throws for bad content, only for I/O (a symlink or a FIFO counts as I/O: see readLogFile). */
-export function loadLog(file: string): LoadedLog {
-  const { lines, tail } = splitLines(readLogFile(file));
-  const records: LogRecord[] = [];
-  const unreadable: number[] = [];
-  lines.forEach((line, i) => {
-    const record = parseRecord(line);
-    if (record === null) unreadable.push(i + 1);
-    else records.push(record);
-  });
-  const header = records[0]?.type === 'header' ? records[0] : undefined;
+/** One session file as `sessions` and `show SESSION` see it. */
+export interface LogSummary extends LogEnds {
+  /** 1-based numbers of the lines read that are not JSON objects (a sealed log's middle is not read). */
+  unreadable: number[];
+  sealed: boolean;
+  records: number;
+  calls: number;
+  rejected: number;
+}
+
+// A header, session_start and child_started come first; the session record and the seal last.
+const HEAD_LINES = 4;
+const TAIL_LINES = 3;
+
+/** A log's header; never throws for bad content, only for I/O (a symlink or a FIFO counts as I/O: see readLogFile). */
+export function logRef(file: string): LogRef {
+  const header = parseRecord(readLogEdges(file, 1, 0).head[0] ?? Buffer.alloc(0));
+  return refOf(file, header?.type === 'header' ? header : undefined);
+}
+
+function refOf(file: string, header: LogRecord | undefined): LogRef {
   return {
     file,
     sessionId: typeof header?.log_id === 'string' ? header.log_id : basename(file, '.jsonl'),
-    records,
-    unreadable,
-    torn: tail !== null,
-    sealed: records.at(-1)?.type === 'seal',
     createdAt: typeof header?.created_at === 'string' ? header.created_at : '',
   };
 }
 
 /** Every readable session log in `dir`, oldest first (by header time, then id); `skipped` hears of the others. */
-export function loadLogs(dir: string, skipped: (file: string, reason: string) => void = () => {}): LoadedLog[] {
-  const logs: LoadedLog[] = [];
+export function listLogs(dir: string, skipped: (file: string, reason: string) => void = () => {}): LogRef[] {
+  const logs: LogRef[] = [];
   for (const file of listLogFiles(dir)) {
     try {
-      logs.push(loadLog(file));
+      logs.push(logRef(file));
     } catch (error) {
       skipped(file, describe(error));
     }
   }
   return logs.sort((a, b) =>
     a.createdAt === b.createdAt ? (a.sessionId < b.sessionId ? -1 : 1) : (a.createdAt < b.createdAt ? -1 : 1));
+}
+
+/** A log's first and last records: its header and session_start, its session_end and seal (those it has). */
+export interface LogEnds extends LogRef {
+  start: LogRecord | undefined;
+  end: LogRecord | undefined;
+  seal: LogRecord | undefined;
+  torn: boolean;
+}
+
+/** Read a log's two ends only (a small log whole); `all` holds every line when it was read whole. */
+function readEnds(file: string): LogEnds & { all: Buffer[] | null } {
+  const edges = readLogEdges(file, HEAD_LINES, TAIL_LINES);
+  const head = edges.head.map(parseRecord);
+  const tail = edges.tail.map(parseRecord);
+  const last = tail.at(-1);
+  const seal = last?.type === 'seal' ? last : undefined;
+  // The session record is the last record, or the one before the seal.
+  const end = [tail.at(-2), last].find((r) => r?.type === 'session_end') ?? undefined;
+  return {
+    ...refOf(file, head[0]?.type === 'header' ? head[0] : undefined),
+    start: head.find((r) => r?.type === 'session_start') ?? undefined, end, seal, torn: edges.torn, all: edges.all,
+  };
+}
+
+/** A log's first and last records, without reading what lies between. */
+export function logEnds(file: string): LogEnds {
+  const { all: _all, ...ends } = readEnds(file);
+  return ends;
+}
+
+/**
+ * Summarise one log. A sealed log whose session record counts its calls and
+ * rejections is read at its two ends only; any other log is read through.
+ */
+export function summarizeLog(file: string): LogSummary {
+  const ends = readEnds(file);
+  if (ends.all !== null) return scan(file, ends.all, ends.torn);
+  const counts = ends.end === undefined ? null : countsOf(ends.end);
+  const seal = ends.seal;
+  if (seal === undefined || typeof seal.records !== 'number' || counts === null || counts.rejected === null) {
+    const reader = new LineReader(file);
+    const lines = (function* () { for (let line = reader.next(); line !== null; line = reader.next()) yield line; })();
+    try {
+      return scan(file, lines, () => reader.torn);
+    } finally {
+      reader.close();
+    }
+  }
+  const { all: _all, ...rest } = ends;
+  return { ...rest, unreadable: [], sealed: true, records: seal.records, calls: counts.calls, rejected: counts.rejected };
+}
+
+/** What a session record says about its calls (the sum of its per-state counts) and rejections; null where it says nothing. */
+function countsOf(end: LogRecord): { calls: number; rejected: number | null } | null {
+  const calls = end.calls;
+  if (typeof calls !== 'object' || calls === null || Array.isArray(calls)) return null;
+  let sum = 0;
+  for (const n of Object.values(calls)) sum += typeof n === 'number' ? n : 0;
+  const rejected = end.rejected as { client?: unknown; child?: unknown } | undefined;
+  return { calls: sum, rejected: rejected === undefined ? null : Number(rejected.client ?? 0) + Number(rejected.child ?? 0) };
+}
+
+/** Read every line: counts, the first session_start and session_end, and whether the last record is the seal. */
+function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => boolean)): LogSummary {
+  let header: LogRecord | undefined;
+  let start: LogRecord | undefined;
+  let end: LogRecord | undefined;
+  let last: LogRecord | undefined;
+  const unreadable: number[] = [];
+  const callIds = new Set<string>();
+  let records = 0;
+  let rejects = 0;
+  let number = 0;
+  for (const line of lines) {
+    number++;
+    const r = parseRecord(line);
+    if (r === null) {
+      unreadable.push(number);
+      continue;
+    }
+    if (records === 0 && r.type === 'header') header = r;
+    records++;
+    last = r;
+    if (isCallRecord(r)) callIds.add(r.call_id);
+    else if (r.type === 'reject') rejects++;
+    else if (r.type === 'session_start') start ??= r;
+    else if (r.type === 'session_end') end ??= r;
+  }
+  const counts = end === undefined ? null : countsOf(end);
+  return {
+    ...refOf(file, header), start, end, seal: last?.type === 'seal' ? last : undefined, unreadable,
+    torn: typeof torn === 'function' ? torn() : torn, sealed: last?.type === 'seal', records,
+    calls: counts?.calls ?? callIds.size, rejected: counts?.rejected ?? rejects,
+  };
 }
 
 /** A session as one row of `mcpguard sessions`. */
@@ -68,6 +165,7 @@ export interface SessionRow {
   probe?: true;
   exit_code: number | null;
   signal: string | null;
+  /** From the session record's per-state counts when it has them (calls with a final record), else the distinct call ids. */
   calls: number;
   rejected: number;
   /** `legacy`, `modern` or `unknown`, and the protocol version, from the session record; null before it ends. */
@@ -78,122 +176,69 @@ export interface SessionRow {
   records: number;
 }
 
-/** Summarise one session from its start, end and call records; a missing end leaves nulls. */
-export function sessionRow(log: LoadedLog): SessionRow {
-  const start = find(log, 'session_start');
-  const end = find(log, 'session_end');
-  const rejected = end?.rejected as { client?: unknown; child?: unknown } | undefined;
+/** Summarise one session from its start and end records; a missing end leaves nulls. */
+export function sessionRow(log: LogSummary): SessionRow {
+  const { start, end } = log;
   const startedAt = timeOf(start?.started_at) ?? timeOf(log.createdAt);
   const endedAt = timeOf(end?.ended_at);
   return {
     session_id: log.sessionId,
     started_at: startedAt === null ? null : new Date(startedAt).toISOString(),
     duration_ms: startedAt !== null && endedAt !== null ? endedAt - startedAt : null,
-    command: [start?.command, ...(Array.isArray(start?.args) ? start.args : [])].filter((part) => part !== undefined).map(String),
+    command: commandOf(start),
     end_reason: typeof end?.end_reason === 'string' ? end.end_reason : null,
     ...(end?.probe === true ? { probe: true as const } : {}),
     exit_code: typeof end?.exit_code === 'number' ? end.exit_code : null,
     signal: typeof end?.signal === 'string' ? end.signal : null,
-    calls: new Set(log.records.filter(isCallRecord).map((r) => r.call_id)).size,
-    rejected: rejected !== undefined
-      ? Number(rejected.client ?? 0) + Number(rejected.child ?? 0)
-      : log.records.filter((r) => r.type === 'reject').length,
+    calls: log.calls,
+    rejected: log.rejected,
     era: str(end?.era),
     protocol_version: str(end?.protocol_version),
     sealed: log.sealed,
     torn: log.torn,
-    records: log.records.length,
+    records: log.records,
   };
 }
 
-/** One call, or one rejected frame, as a row of `mcpguard activity`. */
-export type ActivityRow =
-  | { kind: 'call'; session_id: string; call_id: string; time: string | null; request_id: unknown; method: string | null; tool: string | null;
-      state: string; stderr_bytes_seen: number | null; stderr_bytes_retained: number | null; stderr_truncated: boolean | null; duration_ms: number | null;
-      /** A multi-round call (2026-07-28 input_required): the first leg's call id, and this row's leg number from 1; else null. */
-      chain: string | null; leg: number | null;
-      /** Why it ended, for calls refused before dispatch (rejected, denied) and other endings with a reason. */
-      detail: string | null;
-      /** On a chain's first leg: how many legs it has so far, and the state of the latest. */
-      legs?: number; chain_state?: string }
-  | { kind: 'reject'; session_id: string; time: string | null; direction: string | null; line: unknown; code: unknown; reason: string | null; fingerprint: unknown };
-
-/**
- * Calls in the order they were first recorded, each folded from its
- * attempt/dispatch/end records, and rejections in between. A call without a
- * final record shows state `open` while the session runs (or after a crash), and
- * `no_final_record` once the session has ended.
- */
-export function activityRows(log: LoadedLog): ActivityRow[] {
-  const rows: ActivityRow[] = [];
-  const calls = new Map<string, Extract<ActivityRow, { kind: 'call' }>>();
-  for (const r of log.records) {
-    if (r.type === 'reject') {
-      rows.push({ kind: 'reject', session_id: log.sessionId, time: str(r.ts), direction: str(r.direction), line: r.line ?? null,
-        code: r.code ?? null, reason: str(r.reason), fingerprint: r.fingerprint ?? null });
-      continue;
-    }
-    if (!isCallRecord(r)) continue;
-    let row = calls.get(r.call_id);
-    if (row === undefined) {
-      row = { kind: 'call', session_id: log.sessionId, call_id: r.call_id, time: str(r.ts), request_id: r.request_id ?? null,
-        method: str(r.method), tool: str(r.tool), state: 'open', stderr_bytes_seen: null, stderr_bytes_retained: null,
-        stderr_truncated: null, duration_ms: null, chain: null, leg: null, detail: null };
-      calls.set(r.call_id, row);
-      rows.push(row);
-    }
-    if (r.type === 'call_end') {
-      const started = timeOf(r.started_at);
-      const ended = timeOf(r.ended_at);
-      Object.assign(row, {
-        method: str(r.method) ?? row.method, tool: str(r.tool) ?? row.tool, state: str(r.state) ?? 'unknown',
-        stderr_bytes_seen: num(r.stderr_bytes_seen), stderr_bytes_retained: num(r.stderr_bytes_retained),
-        stderr_truncated: typeof r.stderr_truncated === 'boolean' ? r.stderr_truncated : null,
-        duration_ms: started !== null && ended !== null ? ended - started : null,
-        chain: str(r.chain),
-        detail: str(r.detail),
-      });
-    }
-  }
-  foldLegs(calls);
-  // Once the session has ended, a call without a final record broke the "one final record per call" promise.
-  if (log.sealed || find(log, 'session_end') !== undefined) {
-    for (const row of calls.values()) if (row.state === 'open') row.state = 'no_final_record';
-  }
-  return rows;
+/** The command and its arguments from a session_start record. */
+export function commandOf(start: LogRecord | undefined): string[] {
+  return [start?.command, ...(Array.isArray(start?.args) ? start.args : [])].filter((part) => part !== undefined).map(String);
 }
 
-/**
- * Number the legs of each multi-round call and give its first leg the
- * chain's size and latest state. A leg whose head is not in this session
- * (it cannot be: chains are per session) is left as it is.
- */
-function foldLegs(calls: Map<string, Extract<ActivityRow, { kind: 'call' }>>): void {
-  for (const row of calls.values()) {
-    if (row.chain === null) continue;
-    const head = calls.get(row.chain);
-    if (head === undefined) continue;
-    head.legs = (head.legs ?? 0) + 1;
-    head.chain_state = row.state;
-    row.leg = head.legs;
-  }
-}
+/** What a call id prefix names: one call's records in file order with its log, or why not. */
+export type CallLookup = { log: LogRef; callId: string; records: LogRecord[] } | { none: true } | { ambiguous: string[] };
 
-/** Every record that names `callId`, in file order, with the log that holds them; null if none does. */
-export function callRecords(logs: LoadedLog[], callId: string): { log: LoadedLog; records: LogRecord[] } | null {
+/**
+ * Stream every log for records of the call(s) whose id starts with `prefix`.
+ * Only lines that hold the prefix's text are parsed, and records are kept for
+ * one call only: a prefix that matches many calls costs their ids, no more.
+ */
+export function findCall(logs: LogRef[], prefix: string): CallLookup {
+  const needle = Buffer.from(JSON.stringify(prefix).slice(0, -1)); // `"c_ab` as canonical JSON writes it
+  let found: { log: LogRef; callId: string; records: LogRecord[] } | null = null;
+  const others = new Set<string>();
   for (const log of logs) {
-    const records = log.records.filter((r) => r.call_id === callId);
-    if (records.length > 0) return { log, records };
+    const reader = new LineReader(log.file);
+    try {
+      for (let line = reader.next(); line !== null; line = reader.next()) {
+        if (line.indexOf(needle) === -1) continue;
+        const r = parseRecord(line);
+        if (r === null || typeof r.call_id !== 'string' || !r.call_id.startsWith(prefix)) continue;
+        if (found === null) found = { log, callId: r.call_id, records: [] };
+        if (r.call_id === found.callId && log.file === found.log.file) found.records.push(r);
+        else if (others.size < 20) others.add(r.call_id === found.callId ? `${r.call_id} (in ${log.sessionId})` : r.call_id);
+      }
+    } finally {
+      reader.close();
+    }
   }
-  return null;
+  if (found === null) return { none: true };
+  return others.size > 0 ? { ambiguous: [found.callId, ...others] } : found;
 }
 
-function isCallRecord(r: LogRecord): r is LogRecord & { call_id: string } {
+/** A call record: any `call_*` type with a string `call_id`. */
+export function isCallRecord(r: LogRecord): r is LogRecord & { call_id: string } {
   return typeof r.call_id === 'string' && typeof r.type === 'string' && r.type.startsWith('call_');
-}
-
-function find(log: LoadedLog, type: string): LogRecord | undefined {
-  return log.records.find((r) => r.type === type);
 }
 
 /** Milliseconds since the epoch from an ISO string or a number; null if neither. */
@@ -202,10 +247,39 @@ export function timeOf(value: unknown): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
-function str(value: unknown): string | null {
+export function str(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
-function num(value: unknown): number | null {
+export function num(value: unknown): number | null {
   return typeof value === 'number' ? value : null;
+}
+
+/**
+ * One session file loaded whole. The views no longer use it (a log can be
+ * gigabytes); kept for callers that need every record of a small log.
+ */
+export interface LoadedLog {
+  file: string;
+  sessionId: string;
+  records: LogRecord[];
+  /** 1-based numbers of lines that are not JSON objects. */
+  unreadable: number[];
+  torn: boolean;
+  sealed: boolean;
+  createdAt: string;
+}
+
+/** Load one session file whole; never throws for bad content, only for I/O. Prefer streaming with LineReader. */
+export function loadLog(file: string): LoadedLog {
+  const { lines, tail } = splitLines(readLogFile(file));
+  const records: LogRecord[] = [];
+  const unreadable: number[] = [];
+  lines.forEach((line, i) => {
+    const record = parseRecord(line);
+    if (record === null) unreadable.push(i + 1);
+    else records.push(record);
+  });
+  const header = records[0]?.type === 'header' ? records[0] : undefined;
+  return { ...refOf(file, header), records, unreadable, torn: tail !== null, sealed: records.at(-1)?.type === 'seal' };
 }

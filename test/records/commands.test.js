@@ -180,7 +180,7 @@ test('bad options exit 125 with a message naming the option and the value', asyn
     ['activity', ['--record-dir', join(root, 'missing')], /--record-dir expects a directory, got '.*missing' \(does not exist\)/],
     ['sessions', ['--record-dir', ''], /--record-dir expects a directory, got ''/],
     ['sessions', ['--record-dir', dir, 'extra'], /unexpected argument 'extra'/],
-    ['show', ['--record-dir', dir], /expects a CALL_ID/],
+    ['show', ['--record-dir', dir], /expects a SESSION or CALL_ID/],
     ['activity', ['--audit-key-file', 'k'], /unknown option '--audit-key-file'/],
   ];
   for (const [name, argv, message] of cases) {
