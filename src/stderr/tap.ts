@@ -26,8 +26,12 @@ export interface StderrOptions {
 /** What the session record says about stderr. */
 export interface StderrSummary {
   bytes_seen: number;
+  /** Retained now: the session ring (calls' bytes went into their own records as they ended). */
   bytes_retained: number;
+  /** Some byte is in no record: a call's ring or the session ring gave bytes up. */
   truncated: boolean;
+  /** Bytes that arrived with no call in flight: the stream `tail` is the end of. */
+  tail_bytes_seen: number;
   redactions: number;
   mirrored_bytes: number;
   suppressed_bytes: number;
@@ -40,6 +44,7 @@ export class StderrTap implements SessionObserver {
   private readonly store: StderrStore;
   private readonly mirror: Passthrough | null;
   private seen = 0;
+  private callsTruncated = false;
   private inFlight: readonly string[] = [];
   private readonly emit = (safe: Buffer): void => {
     this.store.write(safe, this.inFlight);
@@ -74,8 +79,16 @@ export class StderrTap implements SessionObserver {
     this.mirror?.resume();
   }
 
+  /**
+   * The call's counts and its retained text for its final record: the whole
+   * ring (already masked and bounded by --stderr-call-bytes), with the same
+   * truncation marker as an excerpt but no label. Then its bytes are freed.
+   */
   callEnded(call: Call): void {
-    call.stderr = this.store.closeCall(call.callId);
+    const counts = this.store.closeCall(call.callId);
+    if (counts.truncated) this.callsTruncated = true;
+    const snapshot = counts.seen === 0 ? undefined : this.store.callSnapshot(call.callId);
+    call.stderr = snapshot === undefined ? { ...counts, text: null } : { ...counts, text: renderExcerpt(snapshot, { maxBytes: Infinity, label: false }) };
     this.store.releaseCall(call.callId);
   }
 
@@ -96,7 +109,8 @@ export class StderrTap implements SessionObserver {
     return {
       bytes_seen: this.seen,
       bytes_retained: this.store.retained,
-      truncated: this.store.seen > this.store.retained,
+      truncated: this.callsTruncated || session.omitted > 0 || this.store.inFlightTruncated(),
+      tail_bytes_seen: session.seen,
       redactions: this.redactor.count,
       mirrored_bytes: this.mirror?.mirrored ?? 0,
       suppressed_bytes: this.mirror?.suppressed ?? 0,
