@@ -34,9 +34,10 @@ const POSITIONALS: Record<RecordsCommandName, [number, number]> = { sessions: [0
 
 /** Run one record subcommand with its arguments (after the subcommand name); resolves to the exit code. */
 export async function runRecordsCommand(
-  name: RecordsCommandName, argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
+  name: RecordsCommandName | 'logs', argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   if (io.stdout === process.stdout) tolerateEpipe();
+  if (name === 'logs') return (await import('./logs.js')).runLogsCommand(argv, io);
   const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard ${name}: ${message}\n`); return code; };
   let values: Values;
   let positionals: string[];

@@ -9,7 +9,7 @@
 import type { Call } from '../calls.js';
 import type { SessionObserver } from '../observer.js';
 import { StderrStore, type CallStderr } from './budget.js';
-import { renderExcerpt } from './excerpt.js';
+import { CAPTURED_LABEL, renderExcerpt } from './excerpt.js';
 import { Passthrough } from './passthrough.js';
 import { Redactor } from './redact.js';
 import type { RetainMode } from './ring.js';
@@ -32,6 +32,8 @@ export interface StderrSummary {
   truncated: boolean;
   /** Bytes that arrived with no call in flight: the stream `tail` is the end of. */
   tail_bytes_seen: number;
+  /** `tail` starts (after its label) with mcpguard's truncation marker; a line the child wrote that looks like one is not it. */
+  tail_truncated: boolean;
   redactions: number;
   mirrored_bytes: number;
   suppressed_bytes: number;
@@ -106,6 +108,7 @@ export class StderrTap implements SessionObserver {
 
   summary(): StderrSummary {
     const session = this.store.sessionSnapshot();
+    const tail = session.seen === 0 ? '' : renderExcerpt(session, { maxBytes: this.options.callBytes + 256, label: true });
     return {
       bytes_seen: this.seen,
       bytes_retained: this.store.retained,
@@ -114,7 +117,8 @@ export class StderrTap implements SessionObserver {
       redactions: this.redactor.count,
       mirrored_bytes: this.mirror?.mirrored ?? 0,
       suppressed_bytes: this.mirror?.suppressed ?? 0,
-      tail: session.seen === 0 ? '' : renderExcerpt(session, { maxBytes: this.options.callBytes + 256, label: true }),
+      tail,
+      tail_truncated: session.seen > 0 && tail !== `${CAPTURED_LABEL}\n${Buffer.concat([session.head, session.tail]).toString('utf8')}`,
     };
   }
 }
