@@ -131,6 +131,9 @@ describe('stderr text in the records and in mcpguard logs', () => {
   test('logs refuses what it cannot name: nothing matches, an ambiguous prefix, a bad --tail', { timeout: TIMEOUT }, async (t) => {
     const s = await noisySession([], [[1, { bytes: 10 }], [2, { bytes: 10 }]]);
     t.after(s.cleanup);
+    // Every byte is in some record: the summary does not call the stderr truncated.
+    const end = s.records.find((r) => r.type === 'session_end');
+    assert.deepEqual([end.stderr.bytes_seen, end.stderr.truncated, end.stderr.tail_truncated], [10 + 10 + 'server starting\n'.length, false, false]);
     const none = await logs(s.recordDir, 'c_ffffffffffff0');
     assert.equal(none.code, 1);
     assert.match(none.stderr, /no session or call 'c_ffffffffffff0'/);
