@@ -1,5 +1,5 @@
 /**
- * `mcpguard logs SESSION|CALL [--tail N] [--json]`: what the server wrote on
+ * `mcpguard logs SESSION|CALL [--tail N] [--follow] [--json]`: what the server wrote on
  * stderr, as the records kept it (masked when it was recorded, within
  * --stderr-call-bytes per call). A call prints its own text; a session prints
  * each call's text in order under a header, then the session tail (what came
@@ -10,6 +10,11 @@
  * SESSION and CALL are ids or unique prefixes of them (`s_…`, `c_…`); a
  * session may also be named by its log file's path. Logs are read a chunk at
  * a time, never whole, so a large directory costs time, not memory.
+ *
+ * With --follow it goes on printing what the session writes (or waits for
+ * the call's final record) until the session record is written, as
+ * `tail -f` does; a session that crashed without one is followed until
+ * interrupted.
  *
  * Exit codes: 0 printed (also when there was no stderr); 1 nothing or more
  * than one thing matches; 125 bad options.
@@ -27,6 +32,8 @@ import type { CommandIO } from './commands.js';
 
 const MARKER_START = '[stderr truncated: ';
 const CHUNK_BYTES = 1 << 20;
+const FOLLOW_POLL_MS = 200;
+const SESSION_END = '"type":"session_end"';
 
 /** One stretch of stderr: a call's, or the session's outside any call. */
 interface Block {
@@ -49,12 +56,12 @@ interface Block {
 /** Run `logs` with its arguments (after the word `logs`); resolves to the exit code. */
 export async function runLogsCommand(argv: string[], io: CommandIO): Promise<number> {
   const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard logs: ${message}\n`); return code; };
-  let values: { 'record-dir'?: string; json?: boolean; tail?: string };
+  let values: { 'record-dir'?: string; json?: boolean; tail?: string; follow?: boolean };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
       args: argv, allowPositionals: true, strict: true,
-      options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, tail: { type: 'string', short: 'n' } },
+      options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, tail: { type: 'string', short: 'n' }, follow: { type: 'boolean', short: 'f' } },
     }));
   } catch (error) {
     return fail((error as Error).message.replace(/\. To specify a positional argument.*$/s, ''), EXIT_USAGE);
@@ -73,82 +80,133 @@ export async function runLogsCommand(argv: string[], io: CommandIO): Promise<num
   } catch (error) {
     return fail((error as Error).message, EXIT_USAGE);
   }
-  let blocks: Block[];
-  let oneCall: boolean;
+  let source: Source;
   try {
     const found = find(dir, wanted);
     if (typeof found === 'string') return fail(found, 1);
-    ({ blocks, oneCall } = found);
+    source = found;
   } catch (error) {
     return fail(describeError(error), 1);
   }
   const masker = processMasker();
-  // Records were masked when written; masking again costs little and covers logs written by anything else.
-  for (const b of blocks) if (b.text !== null) b.text = masker.text(b.text);
-  if (values.json === true) {
-    for (const b of tail === null ? blocks : lastLines(blocks, tail)) io.stdout.write(`${JSON.stringify(b)}\n`);
-    return 0;
+  const print = (blocks: Block[]): void => {
+    for (const b of blocks) {
+      // Records were masked when written; masking again costs little and covers logs written by anything else.
+      if (b.text !== null) b.text = masker.text(b.text);
+      // A call's own text needs no header, as `docker logs` prints one container's output bare.
+      io.stdout.write(values.json === true ? `${JSON.stringify(b)}\n` : render(b, !source.oneCall));
+    }
+  };
+  try {
+    let { blocks, done } = source.read();
+    print(tail === null ? blocks : lastLines(blocks, tail));
+    if (source.oneCall && done && blocks.length === 0) return fail(`call ${source.name} has no final record: its session ended without one`, 1);
+    if (source.oneCall && !done && values.follow !== true) return fail(`call ${source.name} has no final record yet (still running, or its session crashed): no stderr recorded; --follow waits for it`, 1);
+    while (values.follow === true && !done) {
+      await new Promise((resolve) => setTimeout(resolve, FOLLOW_POLL_MS));
+      ({ blocks, done } = source.read());
+      print(blocks);
+    }
+  } catch (error) {
+    return fail(describeError(error), 1);
   }
-  // A call's own text needs no header, as `docker logs` prints one container's output bare.
-  for (const b of tail === null ? blocks : lastLines(blocks, tail)) io.stdout.write(render(b, !oneCall));
   return 0;
 }
 
-/** A call's blocks, or a session's, or why there are none. */
-function find(dir: string, wanted: string): { blocks: Block[]; oneCall: boolean } | string {
-  if (wanted.endsWith('.jsonl') || wanted.includes('/')) return { blocks: sessionBlocks(wanted), oneCall: false };
+/**
+ * Where the blocks come from: a session log, or one call's final record.
+ * Each read goes on from where the last one stopped, so --follow sees only
+ * what was written since; `done` once nothing more can come.
+ */
+interface Source {
+  oneCall: boolean;
+  name: string;
+  read(): { blocks: Block[]; done: boolean };
+}
+
+/** The session or call a name means, or why there is none. */
+function find(dir: string, wanted: string): Source | string {
+  if (wanted.endsWith('.jsonl') || wanted.includes('/')) return sessionSource(wanted);
   const files = exists(dir) ? listLogFiles(dir) : [];
   const sessions = wanted.startsWith('c_') ? [] : files.filter((f) => basename(f, '.jsonl').startsWith(wanted));
-  const calls = wanted.startsWith('s_') ? new Map<string, Block | null>() : findCalls(files, wanted);
+  const calls = wanted.startsWith('s_') ? new Map<string, string>() : findCalls(files, wanted);
   const count = sessions.length + calls.size;
   if (count === 0) return `no session or call '${wanted}' in '${dir}'`;
   if (count > 1) {
     const names = [...sessions.map((f) => basename(f, '.jsonl')), ...calls.keys()];
     return `'${wanted}' matches ${count} sessions and calls (${names.slice(0, 5).join(', ')}${count > 5 ? ', …' : ''}); give more of the id`;
   }
-  if (sessions.length === 1) return { blocks: sessionBlocks(sessions[0]!), oneCall: false };
-  const [callId, block] = [...calls][0]!;
-  return block === null ? `call ${callId} has no final record yet (still running, or its session ended without one): no stderr recorded` : { blocks: [block], oneCall: true };
+  if (sessions.length === 1) return sessionSource(sessions[0]!);
+  const [callId, file] = [...calls][0]!;
+  return callSource(file, callId);
 }
 
-/** Calls whose id starts with `prefix`, with their final record's block (null: attempted, not ended). */
-function findCalls(files: string[], prefix: string): Map<string, Block | null> {
-  const found = new Map<string, Block | null>();
+/** Calls whose id starts with `prefix`, and the log each is in. */
+function findCalls(files: string[], prefix: string): Map<string, string> {
+  const found = new Map<string, string>();
   const needle = `"call_id":${JSON.stringify(prefix).slice(0, -1)}`;
-  // Newest first: a prefix usually names a recent call.
-  for (const file of [...files].reverse()) {
-    forEachLine(file, needle, (record) => {
+  for (const file of files) {
+    forEachLine(file, 0, (line) => line.includes(needle), (record) => {
       const id = record.call_id;
-      if (typeof id !== 'string' || !id.startsWith(prefix)) return;
-      if (record.type === 'call_end') found.set(id, callBlock(record, basename(file, '.jsonl')));
-      else if (record.type === 'call_attempt' && !found.has(id)) found.set(id, null);
+      if (typeof id === 'string' && id.startsWith(prefix)) found.set(id, file);
     });
   }
   return found;
 }
 
-/** A session's calls that saw stderr, in the order they ended, then its tail. */
-function sessionBlocks(file: string): Block[] {
-  const blocks: Block[] = [];
-  let sessionId = basename(file, '.jsonl');
-  forEachLine(file, null, (record) => {
-    if (record.type === 'header' && typeof record.log_id === 'string') sessionId = record.log_id;
-    else if (record.type === 'call_end' && num(record.stderr_bytes_seen) > 0) blocks.push(callBlock(record, sessionId));
-    else if (record.type === 'session_end') {
-      const s = record.stderr as Record<string, unknown> | undefined;
-      if (s === undefined || typeof s.tail !== 'string' || s.tail === '') return;
-      let text = s.tail.startsWith(`${CAPTURED_LABEL}\n`) ? s.tail.slice(CAPTURED_LABEL.length + 1) : s.tail;
-      // Older records do not say whether the tail lost bytes; a marker-shaped first line is then taken as the marker.
-      const truncated = typeof s.tail_truncated === 'boolean' ? s.tail_truncated : text.startsWith(MARKER_START);
-      let marker: string | null = null;
-      if (truncated) ({ marker, text } = splitMarker(text));
-      blocks.push({
-        kind: 'session_tail', session_id: sessionId, call_id: null, method: null, tool: null, state: null, ended_at: str(record.ended_at),
-        bytes_seen: typeof s.tail_bytes_seen === 'number' ? s.tail_bytes_seen : Buffer.byteLength(text), bytes_retained: null, truncated, marker, text,
+function callSource(file: string, callId: string): Source {
+  let offset = 0;
+  let done = false;
+  const needle = `"call_id":${JSON.stringify(callId)}`;
+  return {
+    oneCall: true,
+    name: callId,
+    read() {
+      const blocks: Block[] = [];
+      offset = forEachLine(file, offset, (line) => line.includes(needle) || line.includes(SESSION_END), (record) => {
+        if (record.type === 'call_end' && record.call_id === callId) blocks.push(callBlock(record, basename(file, '.jsonl')));
+        if (blocks.length > 0 || record.type === 'session_end') done = true;
       });
-    }
-  });
-  return blocks;
+      return { blocks, done };
+    },
+  };
+}
+
+function sessionSource(file: string): Source {
+  let offset = 0;
+  let done = false;
+  let sessionId = basename(file, '.jsonl');
+  return {
+    oneCall: false,
+    name: sessionId,
+    read() {
+      const blocks: Block[] = [];
+      offset = forEachLine(file, offset, null, (record) => {
+        if (record.type === 'header' && typeof record.log_id === 'string') sessionId = record.log_id;
+        const block = sessionBlock(record, sessionId);
+        if (block !== null) blocks.push(block);
+        if (record.type === 'session_end') done = true;
+      });
+      return { blocks, done };
+    },
+  };
+}
+
+/** A session record's block: a call that saw stderr, or the session tail; null for anything else. */
+function sessionBlock(record: Record<string, unknown>, sessionId: string): Block | null {
+  if (record.type === 'call_end') return num(record.stderr_bytes_seen) > 0 ? callBlock(record, sessionId) : null;
+  if (record.type !== 'session_end') return null;
+  const s = record.stderr as Record<string, unknown> | undefined;
+  if (s === undefined || typeof s.tail !== 'string' || s.tail === '') return null;
+  let text = s.tail.startsWith(`${CAPTURED_LABEL}\n`) ? s.tail.slice(CAPTURED_LABEL.length + 1) : s.tail;
+  // Older records do not say whether the tail lost bytes; a marker-shaped first line is then taken as the marker.
+  const truncated = typeof s.tail_truncated === 'boolean' ? s.tail_truncated : text.startsWith(MARKER_START);
+  let marker: string | null = null;
+  if (truncated) ({ marker, text } = splitMarker(text));
+  return {
+    kind: 'session_tail', session_id: sessionId, call_id: null, method: null, tool: null, state: null, ended_at: str(record.ended_at),
+    bytes_seen: typeof s.tail_bytes_seen === 'number' ? s.tail_bytes_seen : Buffer.byteLength(text), bytes_retained: null, truncated, marker, text,
+  };
 }
 
 function callBlock(r: Record<string, unknown>, sessionId: string): Block {
@@ -209,11 +267,13 @@ function terminalSafe(text: string): string {
 }
 
 /**
- * Each complete line of a log, a chunk at a time, as a parsed record; with a
- * needle, only lines holding it are parsed. The file must be a regular file
- * named directly (as readLogFile wants it); an unparsable line is skipped.
+ * Each complete line of a log from byte `from` on, a chunk at a time, parsed
+ * (only the lines `keep` accepts, when given); returns the offset after the
+ * last complete line, where a later read (--follow) goes on. The file must be
+ * a regular file named directly (as readLogFile wants it); an unparsable line
+ * is skipped.
  */
-function forEachLine(file: string, needle: string | null, visit: (record: Record<string, unknown>) => void): void {
+function forEachLine(file: string, from: number, keep: ((line: Buffer) => boolean) | null, visit: (record: Record<string, unknown>) => void): number {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -222,28 +282,31 @@ function forEachLine(file: string, needle: string | null, visit: (record: Record
     if (code === 'ELOOP' || code === 'EMLINK') throw new Error(`${file}: a symbolic link, not followed`);
     throw error;
   }
+  let offset = from;
   try {
     if (!fstatSync(fd).isFile()) throw new Error(`${file}: not a regular file`);
     const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
     let carry: Buffer = Buffer.alloc(0);
-    const needleBytes = needle === null ? null : Buffer.from(needle);
-    for (;;) {
-      const n = readSync(fd, chunk, 0, CHUNK_BYTES, null);
+    for (let at = from; ;) {
+      const n = readSync(fd, chunk, 0, CHUNK_BYTES, at);
       if (n === 0) break;
+      at += n;
       const data = carry.length === 0 ? chunk.subarray(0, n) : Buffer.concat([carry, chunk.subarray(0, n)]);
       let start = 0;
       for (let nl = data.indexOf(10, start); nl !== -1; nl = data.indexOf(10, start)) {
         const line = data.subarray(start, nl);
         start = nl + 1;
-        if (needleBytes !== null && line.indexOf(needleBytes) === -1) continue;
+        if (keep !== null && !keep(line)) continue;
         const record = parse(line);
         if (record !== null) visit(record);
       }
+      offset += start;
       carry = Buffer.from(data.subarray(start)); // a copy: `chunk` is reused
     }
   } finally {
     closeSync(fd);
   }
+  return offset;
 }
 
 function parse(line: Buffer): Record<string, unknown> | null {

@@ -4,7 +4,7 @@
 // masked in both and in what `logs` prints.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { fixture, killStarted, PLANTED_ENV, PLANTED_SHAPES, ROOT, runCommand, runGuard } from '../helpers/run.js';
@@ -23,10 +23,12 @@ const written = (text, bytes) => Buffer.from(text.repeat(bytes + 1)).subarray(0,
 const VIA_CLI = false;
 const DISPATCH = `const m = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'records', 'commands.js')).href)});`
   + "process.exitCode = await m.runRecordsCommand('logs', process.argv.slice(1));";
-function logs(recordDir, ...args) {
+function logsRun(recordDir, args, options) {
   const argv = [`--record-dir=${recordDir}`, ...args];
-  return (VIA_CLI ? runGuard(['logs', ...argv]) : runCommand(process.execPath, ['--input-type=module', '-e', DISPATCH, '--', ...argv])).done;
+  return VIA_CLI ? runGuard(['logs', ...argv], options) : runCommand(process.execPath, ['--input-type=module', '-e', DISPATCH, '--', ...argv], options);
 }
+const logs = (recordDir, ...args) => logsRun(recordDir, args).done;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** A session on recorder.py (started by `sh`, which says one line first), calls made one at a time. */
 async function noisySession(args, calls, env = {}) {
@@ -145,6 +147,62 @@ describe('stderr text in the records and in mcpguard logs', () => {
     assert.match(bad.stderr, /--tail expects a whole number of lines, got 'ten'/);
     const missing = await logs(s.recordDir);
     assert.equal(missing.code, 125);
+  });
+});
+
+describe('logs --follow', () => {
+  test('a live session: blocks appear as calls end, the tail when the session ends, then it exits 0', { timeout: TIMEOUT * 2 }, async (t) => {
+    const c = conversation(['sh', '-c', `echo "server starting" >&2; exec python3 ${fixture('recorder.py')}`], ['--stderr-passthrough=off']);
+    t.after(c.cleanup);
+    c.send(call(1, { bytes: 11, text: 'first call\n' }));
+    await c.waitFor((m) => m.id === 1, 'answer to 1');
+    let file;
+    for (let waited = 0; file === undefined && waited < 10000; waited += 50) {
+      file = existsSync(c.recordDir) ? readdirSync(c.recordDir).find((f) => f.endsWith('.jsonl')) : undefined;
+      if (file === undefined) await sleep(50);
+    }
+    const follower = logsRun(c.recordDir, ['--follow', file.replace(/\.jsonl$/, '')], { timeout: TIMEOUT });
+    let seen = '';
+    follower.child.stdout.on('data', (chunk) => { seen += chunk; });
+    const until = async (what, ok) => {
+      for (let waited = 0; !ok(); waited += 50) {
+        if (waited > 15000) assert.fail(`logs --follow never showed ${what}; it showed: ${seen}`);
+        await sleep(50);
+      }
+    };
+    await until('the first call', () => seen.includes('first call\n'));
+    assert.equal(follower.child.exitCode, null, 'still following a live session');
+    c.send(call(2, { bytes: 12, text: 'second call\n' }));
+    await c.waitFor((m) => m.id === 2, 'answer to 2');
+    await until('the second call', () => seen.includes('second call\n'));
+    assert.equal(follower.child.exitCode, null);
+    await c.finish();
+    const r = await follower.done;
+    assert.equal(r.code, 0, r.stderr);
+    const out = r.stdout.toString();
+    assert.deepEqual(out.split('\n').filter((l) => !l.startsWith('==> ')), ['first call', 'second call', 'server starting', '']);
+    assert.match(out, /==> session [^\n]*: stderr outside any call[^\n]*<==\nserver starting\n$/);
+  });
+
+  test('a call still running: logs says so (exit 1); --follow waits for its final record', { timeout: TIMEOUT * 2 }, async (t) => {
+    const c = conversation(['python3', fixture('recorder.py')], ['--stderr-passthrough=off']);
+    t.after(c.cleanup);
+    c.send(call(1, { bytes: 30, text: 'slow call\n', writes: 3, pause_ms: 1500 }));
+    let callId;
+    for (let waited = 0; callId === undefined && waited < 10000; waited += 50) {
+      const file = existsSync(c.recordDir) ? readdirSync(c.recordDir).find((f) => f.endsWith('.jsonl')) : undefined;
+      const text = file === undefined ? '' : readFileSync(join(c.recordDir, file), 'utf8');
+      callId = /"call_attempt"/.test(text) ? /"call_id":"(c_[0-9a-f]+)"/.exec(text)?.[1] : undefined;
+      if (callId === undefined) await sleep(50);
+    }
+    const now = await logs(c.recordDir, callId);
+    assert.equal(now.code, 1);
+    assert.match(now.stderr, /has no final record yet/);
+    const follower = await logsRun(c.recordDir, ['-f', callId], { timeout: TIMEOUT }).done;
+    assert.equal(follower.code, 0, follower.stderr);
+    assert.equal(follower.stdout.toString(), 'slow call\n'.repeat(3));
+    await c.waitFor((m) => m.id === 1, 'answer to 1');
+    await c.finish();
   });
 });
 
