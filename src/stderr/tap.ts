@@ -41,6 +41,8 @@ export interface StderrSummary {
   tail: string;
 }
 
+const QUIET = Object.freeze({ seen: 0, retained: 0, truncated: false, shared: false, evicted: 0, text: null });
+
 export class StderrTap implements SessionObserver {
   private readonly redactor: Redactor;
   private readonly store: StderrStore;
@@ -90,7 +92,8 @@ export class StderrTap implements SessionObserver {
     const counts = this.store.closeCall(call.callId);
     if (counts.truncated) this.callsTruncated = true;
     const snapshot = counts.seen === 0 ? undefined : this.store.callSnapshot(call.callId);
-    call.stderr = snapshot === undefined ? { ...counts, text: null } : { ...counts, text: renderExcerpt(snapshot, { maxBytes: Infinity, label: false }) };
+    // Most calls see no stderr: they share one frozen record of that.
+    call.stderr = snapshot === undefined ? QUIET : { ...counts, text: renderExcerpt(snapshot, { maxBytes: Infinity, label: false }) };
     this.store.releaseCall(call.callId);
   }
 
