@@ -31,7 +31,9 @@ import { listLogFiles } from './read.js';
 import type { CommandIO } from './commands.js';
 
 const MARKER_START = '[stderr truncated: ';
-const CHUNK_BYTES = 1 << 20;
+const CHUNK_BYTES = 256 << 10;
+/** Log bytes read before what they hold is printed (a line longer than this is still read whole). */
+const READ_BYTES = 1 << 20;
 const FOLLOW_POLL_MS = 200;
 const SESSION_END = '"type":"session_end"';
 
@@ -89,28 +91,73 @@ export async function runLogsCommand(argv: string[], io: CommandIO): Promise<num
     return fail(describeError(error), 1);
   }
   const masker = processMasker();
-  const print = (blocks: Block[]): void => {
-    for (const b of blocks) {
-      // Records were masked when written; masking again costs little and covers logs written by anything else.
-      if (b.text !== null) b.text = masker.text(b.text);
-      // A call's own text needs no header, as `docker logs` prints one container's output bare.
-      io.stdout.write(values.json === true ? `${JSON.stringify(b)}\n` : render(b, !source.oneCall));
+  // The reader went away (`logs … | head`): stop quietly, as the other record commands do.
+  // (process.stdout is never destroyed; after EPIPE it is no longer writable.)
+  const stopped = (): boolean => {
+    const out = io.stdout as { destroyed?: boolean; writable?: boolean };
+    return out.destroyed === true || out.writable === false;
+  };
+  const write = (b: Block): boolean => {
+    // Records were masked when written; masking again costs little and covers logs written by anything else.
+    if (b.text !== null) b.text = masker.text(b.text);
+    // A call's own text needs no header, as `docker logs` prints one container's output bare.
+    return io.stdout.write(values.json === true ? `${JSON.stringify(b)}\n` : render(b, !source.oneCall)) !== false;
+  };
+  // With --tail, the first pass keeps only the last N lines it has seen; later (followed) blocks print as they come.
+  let kept: Block[] | null = tail === null ? null : [];
+  let keptLines = 0;
+  let shown = 0;
+  const emit = async (blocks: Block[]): Promise<void> => {
+    shown += blocks.length;
+    if (kept !== null) {
+      kept.push(...blocks);
+      keptLines += blocks.reduce((n, b) => n + (b.text === null ? 0 : splitKeepingEnds(b.text).length), 0);
+      if (keptLines > 2 * tail! + 1000) { kept = lastLines(kept, tail!); keptLines = tail!; }
+      return;
     }
+    let drained = true;
+    for (const b of blocks) if (!stopped()) drained = write(b) && drained;
+    // Output is written as the log is read, never all at once: a slow reader holds the reading back.
+    if (!drained && !stopped()) await writable(io.stdout);
+    // A turn of the event loop per batch, so that a closed pipe (EPIPE) is heard of.
+    else await new Promise((resolve) => setImmediate(resolve));
   };
   try {
-    let { blocks, done } = source.read();
-    print(tail === null ? blocks : lastLines(blocks, tail));
-    if (source.oneCall && done && blocks.length === 0) return fail(`call ${source.name} has no final record: its session ended without one`, 1);
-    if (source.oneCall && !done && values.follow !== true) return fail(`call ${source.name} has no final record yet (still running, or its session crashed): no stderr recorded; --follow waits for it`, 1);
-    while (values.follow === true && !done) {
-      await new Promise((resolve) => setTimeout(resolve, FOLLOW_POLL_MS));
-      ({ blocks, done } = source.read());
-      print(blocks);
+    let r = source.read();
+    for (;;) {
+      await emit(r.blocks);
+      if (r.eof || stopped()) break;
+      r = source.read();
+    }
+    if (kept !== null) {
+      const last = lastLines(kept, tail!);
+      kept = null;
+      await emit(last);
+    }
+    if (source.oneCall && r.done && shown === 0) return fail(`call ${source.name} has no final record: its session ended without one`, 1);
+    if (source.oneCall && !r.done && values.follow !== true) return fail(`call ${source.name} has no final record yet (still running, or its session crashed): no stderr recorded; --follow waits for it`, 1);
+    while (values.follow === true && !r.done && !stopped()) {
+      if (r.eof) await new Promise((resolve) => setTimeout(resolve, FOLLOW_POLL_MS));
+      r = source.read();
+      await emit(r.blocks);
     }
   } catch (error) {
     return fail(describeError(error), 1);
   }
   return 0;
+}
+
+/** Until `stream` drains, or closes or fails (then there is nothing to wait for). */
+function writable(stream: CommandIO['stdout']): Promise<void> {
+  const s = stream as Partial<NodeJS.WritableStream>;
+  if (typeof s.once !== 'function' || typeof s.off !== 'function') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      for (const event of ['drain', 'close', 'error']) s.off!(event, done);
+      resolve();
+    };
+    for (const event of ['drain', 'close', 'error']) s.once!(event, done);
+  });
 }
 
 /**
@@ -121,7 +168,8 @@ export async function runLogsCommand(argv: string[], io: CommandIO): Promise<num
 interface Source {
   oneCall: boolean;
   name: string;
-  read(): { blocks: Block[]; done: boolean };
+  /** The blocks of the next stretch of the log (about READ_BYTES); `eof`: the log was read to its end. */
+  read(): { blocks: Block[]; done: boolean; eof: boolean };
 }
 
 /** The session or call a name means, or why there is none. */
@@ -146,10 +194,12 @@ function findCalls(files: string[], prefix: string): Map<string, string> {
   const found = new Map<string, string>();
   const needle = `"call_id":${JSON.stringify(prefix).slice(0, -1)}`;
   for (const file of files) {
-    forEachLine(file, 0, (line) => line.includes(needle), (record) => {
-      const id = record.call_id;
-      if (typeof id === 'string' && id.startsWith(prefix)) found.set(id, file);
-    });
+    for (let at = 0, eof = false; !eof;) {
+      ({ offset: at, eof } = forEachLine(file, at, (line) => line.includes(needle), (record) => {
+        const id = record.call_id;
+        if (typeof id === 'string' && id.startsWith(prefix)) found.set(id, file);
+      }));
+    }
   }
   return found;
 }
@@ -163,11 +213,12 @@ function callSource(file: string, callId: string): Source {
     name: callId,
     read() {
       const blocks: Block[] = [];
-      offset = forEachLine(file, offset, (line) => line.includes(needle) || line.includes(SESSION_END), (record) => {
+      let eof: boolean;
+      ({ offset, eof } = forEachLine(file, offset, (line) => line.includes(needle) || line.includes(SESSION_END), (record) => {
         if (record.type === 'call_end' && record.call_id === callId) blocks.push(callBlock(record, basename(file, '.jsonl')));
         if (blocks.length > 0 || record.type === 'session_end') done = true;
-      });
-      return { blocks, done };
+      }));
+      return { blocks, done, eof };
     },
   };
 }
@@ -181,13 +232,14 @@ function sessionSource(file: string): Source {
     name: sessionId,
     read() {
       const blocks: Block[] = [];
-      offset = forEachLine(file, offset, null, (record) => {
+      let eof: boolean;
+      ({ offset, eof } = forEachLine(file, offset, null, (record) => {
         if (record.type === 'header' && typeof record.log_id === 'string') sessionId = record.log_id;
         const block = sessionBlock(record, sessionId);
         if (block !== null) blocks.push(block);
         if (record.type === 'session_end') done = true;
-      });
-      return { blocks, done };
+      }));
+      return { blocks, done, eof };
     },
   };
 }
@@ -267,13 +319,14 @@ function terminalSafe(text: string): string {
 }
 
 /**
- * Each complete line of a log from byte `from` on, a chunk at a time, parsed
- * (only the lines `keep` accepts, when given); returns the offset after the
- * last complete line, where a later read (--follow) goes on. The file must be
+ * The complete lines of a log from byte `from` on, about READ_BYTES of them,
+ * parsed (only the lines `keep` accepts, when given); returns the offset after
+ * the last complete line, where the next read goes on, and whether the file
+ * was read to its end. The file must be
  * a regular file named directly (as readLogFile wants it); an unparsable line
  * is skipped.
  */
-function forEachLine(file: string, from: number, keep: ((line: Buffer) => boolean) | null, visit: (record: Record<string, unknown>) => void): number {
+function forEachLine(file: string, from: number, keep: ((line: Buffer) => boolean) | null, visit: (record: Record<string, unknown>) => void): { offset: number; eof: boolean } {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -283,17 +336,27 @@ function forEachLine(file: string, from: number, keep: ((line: Buffer) => boolea
     throw error;
   }
   let offset = from;
+  let eof = false;
   try {
     if (!fstatSync(fd).isFile()) throw new Error(`${file}: not a regular file`);
-    const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
-    let carry: Buffer = Buffer.alloc(0);
-    for (let at = from; ;) {
-      const n = readSync(fd, chunk, 0, CHUNK_BYTES, at);
-      if (n === 0) break;
+    // One buffer, reused: an unfinished line moves to its start and the next read lands after it.
+    let buf = Buffer.allocUnsafe(2 * CHUNK_BYTES);
+    let have = 0;
+    for (let at = from; offset - from < READ_BYTES;) {
+      if (buf.length - have < CHUNK_BYTES) {
+        const bigger = Buffer.allocUnsafe(2 * buf.length); // a line longer than the buffer
+        buf.copy(bigger, 0, 0, have);
+        buf = bigger;
+      }
+      const n = readSync(fd, buf, have, CHUNK_BYTES, at);
+      if (n === 0) {
+        eof = true;
+        break;
+      }
       at += n;
-      const data = carry.length === 0 ? chunk.subarray(0, n) : Buffer.concat([carry, chunk.subarray(0, n)]);
+      const data = buf.subarray(0, have + n);
       let start = 0;
-      for (let nl = data.indexOf(10, start); nl !== -1; nl = data.indexOf(10, start)) {
+      for (let nl = data.indexOf(10, have); nl !== -1; nl = data.indexOf(10, start)) {
         const line = data.subarray(start, nl);
         start = nl + 1;
         if (keep !== null && !keep(line)) continue;
@@ -301,12 +364,13 @@ function forEachLine(file: string, from: number, keep: ((line: Buffer) => boolea
         if (record !== null) visit(record);
       }
       offset += start;
-      carry = Buffer.from(data.subarray(start)); // a copy: `chunk` is reused
+      have = data.length - start;
+      buf.copy(buf, 0, start, data.length);
     }
   } finally {
     closeSync(fd);
   }
-  return offset;
+  return { offset, eof };
 }
 
 function parse(line: Buffer): Record<string, unknown> | null {

@@ -4,10 +4,10 @@
 // masked in both and in what `logs` prints.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { fixture, killStarted, PLANTED_ENV, PLANTED_SHAPES, ROOT, runCommand, runGuard } from '../helpers/run.js';
+import { fixture, killStarted, PLANTED_ENV, PLANTED_SHAPES, ROOT, runCommand, runGuard, tempDir } from '../helpers/run.js';
 import { callEnds, conversation, endOf } from '../helpers/conversation.js';
 
 after(killStarted);
@@ -29,6 +29,7 @@ function logsRun(recordDir, args, options) {
 }
 const logs = (recordDir, ...args) => logsRun(recordDir, args).done;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const vmHWM = (pid) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
 
 /** A session on recorder.py (started by `sh`, which says one line first), calls made one at a time. */
 async function noisySession(args, calls, env = {}) {
@@ -147,6 +148,53 @@ describe('stderr text in the records and in mcpguard logs', () => {
     assert.match(bad.stderr, /--tail expects a whole number of lines, got 'ten'/);
     const missing = await logs(s.recordDir);
     assert.equal(missing.code, 125);
+  });
+});
+
+describe('a large session', () => {
+  /** A session log of `calls` final records with `bytes` of stderr each (logs reads records; it does not verify the chain). */
+  function bigLog(dir, calls, bytes) {
+    const id = 's_20261130T000000Z_0badcafe';
+    const text = 'a line the server wrote 0123456789\n'.repeat(Math.ceil(bytes / 35)).slice(0, bytes);
+    const lines = [JSON.stringify({ created_at: '2026-11-30T00:00:00.000Z', log_id: id, seq: 0, type: 'header' })];
+    for (let i = 0; i < calls; i++) {
+      lines.push(JSON.stringify({ call_id: `c_${i.toString(16).padStart(12, '0')}`, ended_at: '2026-11-30T00:00:01.000Z', method: 'tools/call', seq: i + 1, state: 'completed', stderr: text, stderr_bytes_retained: bytes, stderr_bytes_seen: bytes, stderr_truncated: false, tool: 't', type: 'call_end' }));
+    }
+    lines.push(JSON.stringify({ seq: calls + 1, stderr: { tail: '[captured stderr]\nbye\n', tail_bytes_seen: 4, tail_truncated: false }, type: 'session_end' }));
+    writeFileSync(join(dir, `${id}.jsonl`), `${lines.join('\n')}\n`);
+    // What logs prints for it: a header and the text per call, then the tail.
+    const header = (i) => `==> call c_${i.toString(16).padStart(12, '0')}  tools/call t  completed  2026-11-30 00:00:01Z <==\n`;
+    let expected = 0;
+    for (let i = 0; i < calls; i++) expected += header(i).length + text.length + (text.endsWith('\n') ? 0 : 1);
+    expected += `==> session ${id}: stderr outside any call <==\nbye\n`.length;
+    return { id, expected };
+  }
+
+  test('a slow reader gets every byte; memory stays flat; a reader that goes away ends it with 0', { timeout: TIMEOUT * 4 }, async (t) => {
+    const { dir, cleanup } = tempDir();
+    t.after(cleanup);
+    const { id, expected } = bigLog(dir, 40000, 2000); // a ~90 MB log
+    const g = logsRun(dir, [id], { timeout: TIMEOUT * 3 });
+    g.child.stdout.pause();
+    let hwm = 0;
+    const sample = setInterval(() => { try { hwm = Math.max(hwm, vmHWM(g.child.pid)); } catch {} }, 50);
+    t.after(() => clearInterval(sample));
+    // Slow at first: the pipe is full and logs must wait, not queue what it read.
+    await sleep(1000);
+    g.child.stdout.resume();
+    const r = await g.done;
+    clearInterval(sample);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.length, expected, 'every byte');
+    assert.ok(hwm < 160 * 1024 * 1024, `peak RSS ${hwm}`);
+    t.diagnostic(`logs of a ${expected}-byte output: peak RSS (VmHWM) ${(hwm / 1048576).toFixed(1)} MiB`);
+
+    const early = logsRun(dir, [id, '--json'], { timeout: TIMEOUT });
+    await new Promise((resolve) => early.child.stdout.once('data', resolve));
+    early.child.stdout.destroy();
+    const stopped = await early.done;
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.equal(stopped.stderr, '');
   });
 });
 
