@@ -112,16 +112,18 @@ export class StderrTap implements SessionObserver {
   summary(): StderrSummary {
     const session = this.store.sessionSnapshot();
     const tail = session.seen === 0 ? '' : renderExcerpt(session, { maxBytes: this.options.callBytes + 256, label: true });
+    // Marked when the ring lost bytes, or when the text had to be cut to fit (invalid bytes grow as U+FFFD).
+    const tailTruncated = session.seen > 0 && tail !== `${CAPTURED_LABEL}\n${Buffer.concat([session.head, session.tail]).toString('utf8')}`;
     return {
       bytes_seen: this.seen,
       bytes_retained: this.store.retained,
-      truncated: this.callsTruncated || session.omitted > 0 || this.store.inFlightTruncated(),
+      truncated: this.callsTruncated || tailTruncated || this.store.inFlightTruncated(),
       tail_bytes_seen: session.seen,
       redactions: this.redactor.count,
       mirrored_bytes: this.mirror?.mirrored ?? 0,
       suppressed_bytes: this.mirror?.suppressed ?? 0,
       tail,
-      tail_truncated: session.seen > 0 && tail !== `${CAPTURED_LABEL}\n${Buffer.concat([session.head, session.tail]).toString('utf8')}`,
+      tail_truncated: tailTruncated,
     };
   }
 }
