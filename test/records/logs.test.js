@@ -102,6 +102,19 @@ describe('stderr text in the records and in mcpguard logs', () => {
     ]);
   });
 
+  test('a server that dies in a call: its last words are in the record of the call it cut off', { timeout: TIMEOUT }, async (t) => {
+    const c = conversation(['sh', '-c', 'read line; echo "fatal: cannot open the database" >&2; exit 3'], ['--stderr-passthrough=off']);
+    t.after(c.cleanup);
+    c.send(call(1, {}));
+    await c.waitFor((m) => m.id === 1, 'answer to 1');
+    const r = await c.finish();
+    const one = endOf(r.records, 1);
+    assert.equal(one.state, 'unknown_after_dispatch');
+    assert.equal(one.stderr, 'fatal: cannot open the database\n');
+    const out = await logs(c.recordDir, one.call_id);
+    assert.equal(out.stdout.toString(), 'fatal: cannot open the database\n');
+  });
+
   test('head+tail retention: the record and logs keep both ends and the omission line', { timeout: TIMEOUT }, async (t) => {
     const s = await noisySession(['--stderr-call-bytes=1000', '--stderr-retain=head+tail'], [[1, { bytes: 5000, text: '0123456789abcdefghi\n' }]]);
     t.after(s.cleanup);
