@@ -11,7 +11,7 @@
  *
  * Records outlive the session and get copied around: every string in them
  * that came from either side (the command line, ids, method and tool names,
- * reasons and details, the stderr tail) is masked like the child's stderr
+ * reasons and details, a call's stderr text, the stderr tail) is masked like the child's stderr
  * (mask.ts). A `--api-key sk-…` argument is kept as `--api-key sk-[REDACTED]`.
  */
 import type { Call } from './calls.js';
@@ -33,7 +33,7 @@ const ATTEMPT = new RecordShape('call_attempt', ['call_id', 'request_id', 'metho
 const DISPATCHED = new RecordShape('call_dispatched', ['call_id', 'dispatched_at']);
 const END = new RecordShape('call_end', [
   'call_id', 'session_id', 'request_id', 'method', 'tool', 'state', 'detail', 'cancel_requested',
-  'stderr_bytes_seen', 'stderr_bytes_retained', 'stderr_truncated', 'stderr_shared_window',
+  'stderr_bytes_seen', 'stderr_bytes_retained', 'stderr_truncated', 'stderr_shared_window', 'stderr',
   'exit_status', 'stream_end', 'started_at', 'dispatched_at', 'ended_at',
   'protocol_version', 'traceparent', 'chain', 'continues', 'linked_by', 'request_state_sha256', 'flags', 'decision',
 ]);
@@ -92,7 +92,7 @@ export class AuditLog implements SessionObserver {
     const m = this.masker;
     this.shaped(END, [
       call.callId, this.sessionId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), call.state, maskText(m, call.detail), call.cancelRequested,
-      stderr?.seen ?? 0, stderr?.retained ?? 0, stderr?.truncated ?? false, stderr?.shared ?? false,
+      stderr?.seen ?? 0, stderr?.retained ?? 0, stderr?.truncated ?? false, stderr?.shared ?? false, maskText(m, stderr?.text ?? null),
       call.exitStatus, call.streamEnd, isoAt(call.startedAt), iso(call.dispatchedAt), iso(call.endedAt),
       maskText(m, call.protocolVersion), maskText(m, call.traceparent), call.chain, call.continues, call.linkedBy, call.requestStateHash, call.flags,
       maskedDecision(m, call),

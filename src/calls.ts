@@ -11,6 +11,7 @@ import type { Decision } from './gate/gate.js';
 export type CallState =
   | 'completed' // the child answered with a result
   | 'error' // the child answered with a JSON-RPC error
+  | 'tool_error' // the child answered a tools/call with a result flagged isError: true (the tool ran and failed)
   | 'rejected' // mcpguard refused the frame; nothing reached the child
   | 'cancelled_before_dispatch' // cancelled while still queued inside mcpguard
   | 'cancelled_after_dispatch' // cancelled (by the client or by mcpguard's shutdown) after the child got it
@@ -62,8 +63,8 @@ export interface Call {
   exitStatus: { code: number | null; signal: string | null } | null;
   /** How the child's streams ended, for calls cut off by the child's end; else null (streams still open). */
   streamEnd: { stdout: string; stderr: string } | null;
-  /** Stderr accounting for the call's window, filled in when it ends. */
-  stderr: { seen: number; retained: number; truncated: boolean; shared: boolean } | null;
+  /** Stderr accounting for the call's window and its retained text (marked as excerpt.ts marks it; null: none seen), filled in when it ends. */
+  stderr: { seen: number; retained: number; truncated: boolean; shared: boolean; text: string | null } | null;
 }
 
 export function newCall(requestId: RequestId | null, idKey: string | null, method: string | null, tool: string | null): Call {

@@ -35,7 +35,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (first !== undefined && RECORD_COMMANDS.has(first)) {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue(first, name), true)) return print(subcommandHelp(first));
       const { runRecordsCommand } = await import('./records/commands.js');
-      return await runRecordsCommand(first as 'sessions', argv.slice(1));
+      return await runRecordsCommand(first as 'sessions' | 'logs', argv.slice(1));
     }
     if (helpRequested(argv, takesValue)) return print(relayHelp());
     const prepared = await prepare(argv);

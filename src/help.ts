@@ -53,11 +53,23 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     exit: VIEW_EXIT,
   },
   show: {
-    summary: 'every record of one call',
-    usage: 'mcpguard show CALL_ID [--record-dir DIR] [--json]',
-    about: 'Prints each record the call left (attempt, dispatch, final, decisions), field by field.',
+    summary: 'one session (how it started and ended) or one call (every record it left)',
+    usage: 'mcpguard show SESSION|CALL [--record-dir DIR] [--json]',
+    about: 'SESSION and CALL may be any unique prefix of an id (s_..., c_...), and SESSION may be\nthe log file path that activity prints. A session: command, era, start and end, how it\nended, exit, signals sent, forced kill, survivors, stderr counts and tail, calls per\nstate. A call: each record it left (attempt, dispatch, final, decisions), field by field.',
     options: [RECORD_DIR, JSON_OUT],
     exit: VIEW_EXIT,
+  },
+  logs: {
+    summary: 'what the server printed on stderr, for one call or one session',
+    usage: 'mcpguard logs SESSION|CALL [--tail N] [--follow] [--json] [--record-dir DIR]',
+    about: 'Prints the stderr text the records kept (masked, at most --stderr-call-bytes per call).\nCALL prints that call\'s text; SESSION prints each call that wrote stderr under a\n"==> call ID  METHOD TOOL  STATE  TIME <==" header in the order the calls ended, then\nthe stderr that came while no call was in flight. Either may be any unique prefix of\nan id; SESSION may be a log file path. Lost bytes are marked, e.g.\n  [stderr truncated: kept last 16384 of 184320 bytes]\nControl characters other than newline and tab are shown as \\xNN.',
+    options: [
+      { name: 'tail', arg: 'N', help: 'only the last N lines over all blocks (-n N); a block keeps its header and marker' },
+      { name: 'follow', help: 'keep printing as the session writes (-f); ends when the session record is written' },
+      RECORD_DIR,
+      { name: 'json', help: 'one object per block: kind, session_id, call_id, method, tool, state, ended_at, bytes_seen, bytes_retained, truncated, marker, text' },
+    ],
+    exit: 'Exit status: 0 printed (also when nothing was written on stderr); 1 no session or call\nmatches, or a prefix matches more than one; 125 bad usage.',
   },
   verify: {
     summary: 'check the hash chain of every session log',
@@ -88,7 +100,7 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
 };
 
 /** The record views: the subcommands that records/commands.ts runs. */
-export const RECORD_VIEWS = ['sessions', 'activity', 'show', 'verify'] as const;
+export const RECORD_VIEWS = ['sessions', 'activity', 'show', 'logs', 'verify'] as const;
 
 export function isSubcommand(word: string): boolean {
   return Object.hasOwn(SUBCOMMANDS, word);
@@ -108,7 +120,7 @@ export function optionLines(options: readonly HelpOption[]): string {
   return options.map((o) => `  --${o.name}${o.arg === undefined ? '' : ` ${o.arg}`}\n      ${o.help}\n`).join('');
 }
 
-/** The page of one record view (`sessions`, `activity`, `show`, `verify`), `help` or `completion`. */
+/** The page of one record view (`sessions`, `activity`, `show`, `logs`, `verify`), `help` or `completion`. */
 export function subcommandHelp(name: string): string {
   const c = SUBCOMMANDS[name]!;
   const options = c.options.length === 0 ? '' : `\nOptions:\n${optionLines(c.options)}  -h, --help\n      this help\n`;

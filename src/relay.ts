@@ -277,7 +277,7 @@ export class Relay extends CallKeeper {
           this.counters.childFrames++;
           return;
         }
-        answered.push([call, outcome.state, outcome.detail]);
+        answered.push(toolError(call, item) && outcome.state === 'completed' ? [call, 'tool_error', TOOL_ERROR_DETAIL] : [call, outcome.state, outcome.detail]);
         if (items.length !== 1) continue;
         const gated = this.gate === null || item.isError ? null
           : call.method === 'tools/list' ? this.gate.toolsListed(call, call.cursor, item.body, item.frame)
@@ -309,3 +309,14 @@ export class Relay extends CallKeeper {
 
 }
 
+const TOOL_ERROR_DETAIL = 'the tool reported an error (result isError: true)';
+
+/**
+ * A tools/call the server answered with a result flagged `isError: true`: the
+ * tool ran and failed (a JSON-RPC error answer is `error` instead). The gate's
+ * own refusals look the same on the wire but never come from the child, so
+ * they never pass here and keep their states.
+ */
+function toolError(call: Call, response: Response): boolean {
+  return call.method === 'tools/call' && !response.isError && response.body.members?.get('isError')?.type === 'true';
+}

@@ -43,9 +43,10 @@ const POSITIONALS: Record<RecordsCommandName, [number, number]> = { sessions: [0
  * reader (or the reader has gone away: that is not an error).
  */
 export async function runRecordsCommand(
-  name: RecordsCommandName, argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
+  name: RecordsCommandName | 'logs', argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   if (io.stdout === process.stdout) tolerateEpipe();
+  if (name === 'logs') return (await import('./logs.js')).runLogsCommand(argv, io);
   const output = new Output(io.stdout);
   let code: number;
   try {

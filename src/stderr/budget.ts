@@ -135,6 +135,12 @@ export class StderrStore {
     this.#ended.delete(callId);
   }
 
+  /** Whether a call not yet closed has given bytes up (the session summary can come before every call closed). */
+  inFlightTruncated(): boolean {
+    for (const entry of this.#open.values()) if (entry.ring.truncated) return true;
+    return false;
+  }
+
   /** The session ring: stderr that arrived while no call was in flight. */
   sessionSnapshot(): RingSnapshot {
     return this.#session.snapshot();

@@ -9,7 +9,7 @@
 import type { Call } from '../calls.js';
 import type { SessionObserver } from '../observer.js';
 import { StderrStore, type CallStderr } from './budget.js';
-import { renderExcerpt } from './excerpt.js';
+import { CAPTURED_LABEL, renderExcerpt } from './excerpt.js';
 import { Passthrough } from './passthrough.js';
 import { Redactor } from './redact.js';
 import type { RetainMode } from './ring.js';
@@ -26,8 +26,14 @@ export interface StderrOptions {
 /** What the session record says about stderr. */
 export interface StderrSummary {
   bytes_seen: number;
+  /** Retained now: the session ring (calls' bytes went into their own records as they ended). */
   bytes_retained: number;
+  /** Some byte is in no record: a call's ring or the session ring gave bytes up. */
   truncated: boolean;
+  /** Bytes that arrived with no call in flight: the stream `tail` is the end of. */
+  tail_bytes_seen: number;
+  /** `tail` starts (after its label) with mcpguard's truncation marker; a line the child wrote that looks like one is not it. */
+  tail_truncated: boolean;
   redactions: number;
   mirrored_bytes: number;
   suppressed_bytes: number;
@@ -35,11 +41,14 @@ export interface StderrSummary {
   tail: string;
 }
 
+const QUIET = Object.freeze({ seen: 0, retained: 0, truncated: false, shared: false, evicted: 0, text: null });
+
 export class StderrTap implements SessionObserver {
   private readonly redactor: Redactor;
   private readonly store: StderrStore;
   private readonly mirror: Passthrough | null;
   private seen = 0;
+  private callsTruncated = false;
   private inFlight: readonly string[] = [];
   private readonly emit = (safe: Buffer): void => {
     this.store.write(safe, this.inFlight);
@@ -74,8 +83,17 @@ export class StderrTap implements SessionObserver {
     this.mirror?.resume();
   }
 
+  /**
+   * The call's counts and its retained text for its final record: the whole
+   * ring (already masked and bounded by --stderr-call-bytes), with the same
+   * truncation marker as an excerpt but no label. Then its bytes are freed.
+   */
   callEnded(call: Call): void {
-    call.stderr = this.store.closeCall(call.callId);
+    const counts = this.store.closeCall(call.callId);
+    if (counts.truncated) this.callsTruncated = true;
+    const snapshot = counts.seen === 0 ? undefined : this.store.callSnapshot(call.callId);
+    // Most calls see no stderr: they share one frozen record of that.
+    call.stderr = snapshot === undefined ? QUIET : { ...counts, text: renderExcerpt(snapshot, { maxBytes: Infinity, label: false }) };
     this.store.releaseCall(call.callId);
   }
 
@@ -93,14 +111,19 @@ export class StderrTap implements SessionObserver {
 
   summary(): StderrSummary {
     const session = this.store.sessionSnapshot();
+    const tail = session.seen === 0 ? '' : renderExcerpt(session, { maxBytes: this.options.callBytes + 256, label: true });
+    // Marked when the ring lost bytes, or when the text had to be cut to fit (invalid bytes grow as U+FFFD).
+    const tailTruncated = session.seen > 0 && tail !== `${CAPTURED_LABEL}\n${Buffer.concat([session.head, session.tail]).toString('utf8')}`;
     return {
       bytes_seen: this.seen,
       bytes_retained: this.store.retained,
-      truncated: this.store.seen > this.store.retained,
+      truncated: this.callsTruncated || tailTruncated || this.store.inFlightTruncated(),
+      tail_bytes_seen: session.seen,
       redactions: this.redactor.count,
       mirrored_bytes: this.mirror?.mirrored ?? 0,
       suppressed_bytes: this.mirror?.suppressed ?? 0,
-      tail: session.seen === 0 ? '' : renderExcerpt(session, { maxBytes: this.options.callBytes + 256, label: true }),
+      tail,
+      tail_truncated: tailTruncated,
     };
   }
 }
