@@ -6,7 +6,7 @@
 call); `delete` fails as a tool (isError: true). Used by the README's
 walkthrough:
 
-    mcpguard --call-timeout 2s -- python3 examples/hanging-server.py < examples/hang.jsonl
+    (cat examples/hang.jsonl; sleep 5) | mcpguard --call-timeout 2s -- python3 examples/hanging-server.py
 """
 import json
 import sys
