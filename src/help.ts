@@ -109,7 +109,7 @@ export function isSubcommand(word: string): boolean {
 /** An option table (the relay's, check's) as help options. */
 export function tableOptions(table: Record<string, OptionSpec>): HelpOption[] {
   return Object.entries(table).map(([name, spec]) => {
-    const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES' : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : 'VALUE';
+    const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES' : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : spec.kind === 'label' ? 'NAME' : 'VALUE';
     const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
     return { name, arg, values: spec.kind === 'enum' ? spec.values : undefined, help: `${spec.help}${def}` };
   });
