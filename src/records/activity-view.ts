@@ -14,11 +14,11 @@ function columns(zone: string): Column[] {
   return [
     { header: 'CALL' },
     { header: `TIME ${zone}` },
-    { header: 'METHOD', clip: 'end', min: 10, shrink: 1 },
-    { header: 'TOOL', clip: 'end', min: 8, shrink: 0 },
-    { header: 'STATE', clip: 'end', min: 14, shrink: 2 },
+    { header: 'METHOD', clip: 'end', min: 10, shrink: 0 },
+    { header: 'TOOL', clip: 'end', min: 12, shrink: 1 },
+    { header: 'STATE', clip: 'end', min: 16, shrink: 2 },
     { header: 'STDERR SEEN/KEPT', drop: 1 },
-    { header: 'DURATION' },
+    { header: 'DURATION', drop: 2 },
   ];
 }
 
@@ -66,9 +66,9 @@ export async function activityView(ctx: ViewContext, q: ActivityQuery): Promise<
 function activityCells(r: ActivityRow, ctx: ViewContext): [string[], { colours: Array<Colour | undefined>; notes: string[] }] {
   const time = ctx.clock.clock(r.time);
   if (r.kind === 'reject') {
-    const code = r.code !== null ? ` ${String(r.code)}` : '';
-    return [['(rejected)', time, '-', '-', `${r.direction ?? '?'} frame${code}`, '-', '-'],
-      { colours: [undefined, undefined, undefined, undefined, 'yellow'], notes: [r.reason ?? '?'] }];
+    const code = r.code !== null ? ` (${String(r.code)})` : '';
+    return [['(rejected)', time, '-', '-', `from ${r.direction ?? '?'}`, '-', '-'],
+      { colours: [undefined, undefined, undefined, undefined, 'yellow'], notes: [`${r.reason ?? '?'}${code}`] }];
   }
   const state = r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)` : r.state;
   const failed = FAILED_STATES.has(r.state) || (r.chain_state !== undefined && FAILED_STATES.has(r.chain_state));

@@ -35,6 +35,8 @@ export interface Column {
   clip?: 'middle' | 'end' | 'year';
   /** Narrowest it may be cut to (default 8). */
   min?: number;
+  /** Cut to this first, before any column is cut to its `min` (default: `min`). */
+  soft?: number;
   /** Columns that may be cut are cut in this order (lowest first; default 0). */
   shrink?: number;
   /** Left out when the table cannot fit otherwise, lowest first; absent: always shown. */
@@ -77,14 +79,17 @@ export function fitColumns(columns: readonly Column[], natural: readonly number[
       const shown = widths.filter((w) => w >= 0);
       return shown.reduce((a, b) => a + b, 0) + 2 * Math.max(0, shown.length - 1);
     };
-    for (const i of shrinkable) {
-      const over = total() - limit;
-      if (over <= 0) break;
-      if (widths[i]! < 0) continue;
-      const c = columns[i]!;
-      // A date loses its whole `YYYY-` or nothing.
-      if (c.clip === 'year') widths[i] = Math.max(natural[i]! - 5, c.header.length);
-      else widths[i] = Math.max(Math.min(natural[i]!, c.min ?? 8), widths[i]! - over);
+    // Two rounds: every column down to its soft width, then down to its minimum.
+    for (const round of ['soft', 'min'] as const) {
+      for (const i of shrinkable) {
+        const over = total() - limit;
+        if (over <= 0) break;
+        if (widths[i]! < 0) continue;
+        const c = columns[i]!;
+        // A date loses its whole `YYYY-` or nothing.
+        if (c.clip === 'year') widths[i] = Math.max(natural[i]! - 5, c.header.length);
+        else widths[i] = Math.max(Math.min(natural[i]!, round === 'soft' ? c.soft ?? c.min ?? 8 : c.min ?? 8), widths[i]! - over);
+      }
     }
     if (total() <= limit || k >= droppable.length) return widths;
   }
@@ -93,7 +98,7 @@ export function fitColumns(columns: readonly Column[], natural: readonly number[
 /** A cell cut to `width` the way its column is cut (a cell of a column that is not cut is left whole). */
 export function cut(text: string, width: number, how: Column['clip']): string {
   if (how === undefined || text.length <= width) return text;
-  if (how === 'year') return /^\d{4}-/.test(text) ? cut(text.slice(5), width, 'end') : cut(text, width, 'end');
+  if (how === 'year') return /^\d{4}-/.test(text) ? text.slice(5) : text; // width 0: always
   if (how === 'middle') return clipMiddle(text, width);
   return clip(text, width);
 }
@@ -108,6 +113,8 @@ export function cut(text: string, width: number, how: Column['clip']): string {
 export class StreamingTable {
   private pending: Array<{ cells: string[]; extras: RowExtras | undefined }> | null = [];
   private widths: number[] = [];
+  /** Columns narrower than their widest cell: a `year` column then drops the year of every row. */
+  private cutColumns: boolean[] = [];
   private readonly columns: Column[];
 
   constructor(
@@ -135,6 +142,7 @@ export class StreamingTable {
     const headers = this.columns.map((c) => printable(c.header));
     const natural = widthsOf([headers, ...this.pending!.map((p) => p.cells)], this.columns.length);
     this.widths = fitColumns(this.columns, natural, this.style.width);
+    this.cutColumns = this.widths.map((w, i) => w >= 0 && w < natural[i]!);
     const rows = this.pending!;
     this.pending = null;
     let text = this.render(headers.map((h, i) => clip(h, Math.max(1, this.widths[i]!))), undefined);
@@ -148,7 +156,8 @@ export class StreamingTable {
     for (let i = 0; i < this.columns.length; i++) {
       const width = this.widths[i]!;
       if (width < 0) continue;
-      const cell = cut(cells[i] ?? '', width, this.columns[i]!.clip);
+      const how = this.columns[i]!.clip;
+      const cell = cut(cells[i] ?? '', how === 'year' && this.cutColumns[i] ? 0 : width, how);
       shown.push(paint(i === last ? cell : cell.padEnd(width), extras?.colours?.[i], this.style.color));
     }
     let text = `${shown.join('  ').trimEnd()}\n`;

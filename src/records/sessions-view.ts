@@ -10,18 +10,19 @@ import { sessionRow, summarizeLog, type SessionRow } from './views.js';
 
 /**
  * The columns, and how each gives way on a narrow terminal: COMMAND is cut
- * in its middle first (its end names the server's script), then NAME and
- * START (its year), then whole columns are left out, PROTOCOL first.
+ * in its middle first (its end names the server's script), then START loses
+ * its year, END and NAME their ends; then whole columns are left out,
+ * PROTOCOL first, COMMAND last.
  */
 function columns(zone: string): Column[] {
   return [
     { header: 'SESSION' },
-    { header: 'NAME', clip: 'end', min: 8, shrink: 1 },
-    { header: `START ${zone}`, clip: 'year', shrink: 2 },
+    { header: 'NAME', clip: 'end', min: 8, soft: 16, shrink: 3 },
+    { header: `START ${zone}`, clip: 'year', shrink: 1 },
     { header: 'DURATION', drop: 3 },
-    { header: 'COMMAND', clip: 'middle', min: 16, shrink: 0, drop: 5 },
+    { header: 'COMMAND', clip: 'middle', min: 16, soft: 32, shrink: 0, drop: 5 },
     { header: 'PROTOCOL', drop: 1 },
-    { header: 'END', clip: 'end', min: 9, shrink: 3 },
+    { header: 'END', clip: 'end', min: 10, soft: 14, shrink: 2 },
     { header: 'EXIT' },
     { header: 'CALLS' },
     { header: 'REJECTED', drop: 2 },
@@ -67,6 +68,5 @@ function sessionLine(grid: StreamingTable, r: SessionRow, ctx: ViewContext): str
 
 /** A probe session's end says so; its exit was not waited for (the EXIT column then shows '-'). */
 function endText(r: SessionRow): string {
-  const end = r.probe ? `${r.end_reason ?? '-'} (probe)` : r.end_reason ?? '-';
-  return r.forced_kill === true ? `${end} (killed)` : end;
+  return r.probe ? `${r.end_reason ?? '-'} (probe)` : r.end_reason ?? '-';
 }

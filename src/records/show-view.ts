@@ -54,7 +54,21 @@ function fields(record: LogRecord, clock: Clock, width: number | null): string {
       : typeof v === 'string' ? v : JSON.stringify(v));
     if (width === null || 4 + pad + text.length <= width) return `  ${k.padEnd(pad)}  ${text}\n`;
     let out = `  ${k}\n`;
-    for (let at = 0; at < text.length; at += width - 6) out += `      ${text.slice(at, at + width - 6)}\n`;
+    for (const line of wrap(text, width - 6)) out += `      ${line}\n`;
     return out;
   }).join('');
+}
+
+/** `text` in lines of at most `width` characters, broken after a space where there is one. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let rest = text;
+  while (rest.length > width) {
+    const space = rest.lastIndexOf(' ', width);
+    const at = space > width / 2 ? space + 1 : width;
+    lines.push(rest.slice(0, at).trimEnd());
+    rest = rest.slice(at);
+  }
+  if (rest !== '') lines.push(rest);
+  return lines;
 }

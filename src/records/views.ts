@@ -30,7 +30,7 @@ export interface LogSummary extends LogEnds {
 
 // A header, session_start and child_started come first; the session record and the seal last.
 // A server_info record (the server's name) comes after the first answer: a few lines later.
-const HEAD_LINES = 8;
+const HEAD_LINES = 12;
 const TAIL_LINES = 3;
 
 /** A log's header; never throws for bad content, only for I/O (a symlink or a FIFO counts as I/O: see readLogFile). */
