@@ -7,7 +7,7 @@ import type { ActivityRow } from './activity.js';
 import { activityRowsNewestFirst } from './activity-newest.js';
 import { FAILED_STATES, passes, type Predicate } from './filters.js';
 import { formatDuration, StreamingTable, type Colour, type Column } from './format.js';
-import { emit, notFound, pickSession, warnUnreadable, type ViewContext } from './view-kit.js';
+import { emit, notFound, pickSession, titleLine, warnUnreadable, type ViewContext } from './view-kit.js';
 import { logEnds, sessionRow } from './views.js';
 
 function columns(zone: string): Column[] {
@@ -41,7 +41,7 @@ export async function activityView(ctx: ViewContext, q: ActivityQuery): Promise<
   let grid: StreamingTable | null = null;
   if (!ctx.json) {
     const start = sessionRow({ ...ends, unreadable: [], sealed: ends.seal !== undefined, records: 0, calls: 0, rejected: 0 });
-    ctx.output.write(`session ${ref.sessionId}  ${start.name}${start.probe ? ' (probe)' : ''}  ${ctx.clock.full(start.started_at)}  ${ref.file}\n`);
+    ctx.output.write(titleLine(`session ${ref.sessionId}  ${start.name}${start.probe ? ' (probe)' : ''}  ${ctx.clock.full(start.started_at)}`, ref.file, ctx.style.width));
     grid = new StreamingTable(columns(ctx.clock.zone), ctx.style);
   }
   let shown = 0;

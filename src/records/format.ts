@@ -206,3 +206,27 @@ export function clipMiddle(text: string, max: number): string {
   const head = Math.floor((max - 1) * 0.4);
   return `${text.slice(0, head)}…${text.slice(text.length - (max - 1 - head))}`;
 }
+
+/**
+ * `  name   value` with the name padded to `pad`; a value too long for the
+ * width goes on lines of its own under the name, wrapped at spaces.
+ */
+export function fieldLine(name: string, pad: number, value: string, width: number | null): string {
+  const text = printable(value);
+  if (width === null || 4 + pad + text.length <= width) return `  ${name.padEnd(pad)}  ${text}\n`;
+  return `  ${name}\n${wrap(text, width - 6).map((line) => `      ${line}\n`).join('')}`;
+}
+
+/** `text` in lines of at most `width` characters, broken after a space where there is one. */
+export function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let rest = text;
+  while (rest.length > width) {
+    const space = rest.lastIndexOf(' ', width);
+    const at = space > width / 2 ? space + 1 : width;
+    lines.push(rest.slice(0, at).trimEnd());
+    rest = rest.slice(at);
+  }
+  if (rest !== '') lines.push(rest);
+  return lines;
+}

@@ -24,7 +24,7 @@ function columns(zone: string): Column[] {
     { header: 'PROTOCOL', drop: 1 },
     { header: 'END', clip: 'end', min: 10, soft: 14, shrink: 2 },
     { header: 'EXIT' },
-    { header: 'CALLS' },
+    { header: 'CALLS', drop: 6 },
     { header: 'REJECTED', drop: 2 },
     { header: 'SEALED', drop: 4 },
   ];

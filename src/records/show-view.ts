@@ -5,9 +5,9 @@
  * `c_`), so a prefix names sessions first.
  */
 import type { LogRecord } from './chain.js';
-import { printable } from './format.js';
+import { fieldLine, printable } from './format.js';
 import { showSession } from './show.js';
-import { emit, looksLikePath, notFound, pickSession, warnUnreadable, type ViewContext } from './view-kit.js';
+import { emit, looksLikePath, notFound, pickSession, titleLine, warnUnreadable, type ViewContext } from './view-kit.js';
 import { findCall, summarizeLog } from './views.js';
 import type { Clock } from './when.js';
 
@@ -18,7 +18,7 @@ export async function showView(ctx: ViewContext, wanted: string): Promise<number
     if (typeof ref === 'string') return notFound(io, ref);
     const log = summarizeLog(ref.file);
     warnUnreadable(ref.file, log.unreadable, io);
-    output.write(showSession(log, json, ctx.clock));
+    output.write(showSession(log, json, ctx.clock, ctx.style.width));
     return 0;
   }
   const found = findCall(logs, wanted);
@@ -30,7 +30,7 @@ export async function showView(ctx: ViewContext, wanted: string): Promise<number
     for (const r of found.records) if (!await emit(output, `${JSON.stringify(r)}\n`)) return 0;
     return 0;
   }
-  output.write(`call ${printable(found.callId)} in session ${found.log.sessionId}  ${found.log.file}\n`);
+  output.write(titleLine(`call ${printable(found.callId)} in session ${found.log.sessionId}`, found.log.file, ctx.style.width));
   for (const record of found.records) {
     output.write(`\n#${String(record.seq)}  ${ctx.clock.full(typeof record.ts === 'string' ? record.ts : null)}  ${printable(String(record.type))}\n`);
     if (!await emit(output, fields(record, ctx.clock, ctx.style.width))) return 0;
@@ -50,25 +50,8 @@ function fields(record: LogRecord, clock: Clock, width: number | null): string {
   const pad = Math.max(0, ...keys.map((k) => k.length));
   return keys.map((k) => {
     const v = record[k];
-    const text = printable(k.endsWith('_at') && typeof v === 'string' && !Number.isNaN(Date.parse(v)) ? clock.full(v)
-      : typeof v === 'string' ? v : JSON.stringify(v));
-    if (width === null || 4 + pad + text.length <= width) return `  ${k.padEnd(pad)}  ${text}\n`;
-    let out = `  ${k}\n`;
-    for (const line of wrap(text, width - 6)) out += `      ${line}\n`;
-    return out;
+    return fieldLine(k, pad, k.endsWith('_at') && typeof v === 'string' && !Number.isNaN(Date.parse(v)) ? clock.full(v)
+      : typeof v === 'string' ? v : JSON.stringify(v), width);
   }).join('');
 }
 
-/** `text` in lines of at most `width` characters, broken after a space where there is one. */
-function wrap(text: string, width: number): string[] {
-  const lines: string[] = [];
-  let rest = text;
-  while (rest.length > width) {
-    const space = rest.lastIndexOf(' ', width);
-    const at = space > width / 2 ? space + 1 : width;
-    lines.push(rest.slice(0, at).trimEnd());
-    rest = rest.slice(at);
-  }
-  if (rest !== '') lines.push(rest);
-  return lines;
-}

@@ -4,12 +4,13 @@
  * what became of its calls), or the records themselves with `--json`.
  */
 import type { LogRecord } from './chain.js';
-import { formatDuration, printable } from './format.js';
+import { fieldLine, formatDuration, printable } from './format.js';
 import { commandOf, sessionRow, str, type LogSummary } from './views.js';
+import { titleLine } from './view-kit.js';
 import { Clock } from './when.js';
 
 /** The session block (or, with `json`, its session_start and session_end records, one per line); times as `clock` shows them. */
-export function showSession(log: LogSummary, json: boolean, clock = new Clock(false)): string {
+export function showSession(log: LogSummary, json: boolean, clock = new Clock(false), columns: number | null = null): string {
   if (json) return [log.start, log.end].filter((r) => r !== undefined).map((r) => `${JSON.stringify(r)}\n`).join('');
   const row = sessionRow(log);
   const start = log.start ?? {};
@@ -41,8 +42,8 @@ export function showSession(log: LogSummary, json: boolean, clock = new Clock(fa
   }
   lines.push(['records', `${log.records}, ${log.torn ? 'torn (the last line is cut)' : log.sealed ? 'sealed' : 'not sealed'}`]);
   const width = Math.max(...lines.map(([k]) => k.length));
-  let text = `session ${printable(log.sessionId)}  ${log.file}\n`;
-  for (const [key, value] of lines) text += `  ${key.padEnd(width)}  ${printable(value)}\n`;
+  let text = titleLine(`session ${printable(log.sessionId)}`, log.file, columns);
+  for (const [key, value] of lines) text += fieldLine(key, width, value, columns);
   const tail = stderrTail(end);
   if (tail !== '') {
     text += `  stderr tail:\n`;

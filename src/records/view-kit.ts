@@ -5,7 +5,7 @@
  * nothing was found.
  */
 import { resolve } from 'node:path';
-import { printable, type TableStyle } from './format.js';
+import { clipMiddle, printable, type TableStyle } from './format.js';
 import { describe } from './location.js';
 import type { Output } from './output.js';
 import { logRef, type LogRef } from './views.js';
@@ -93,4 +93,15 @@ export function pickSession(logs: LogRef[], wanted: string | undefined, dir: str
   const prefixed = logs.filter((l) => l.sessionId.startsWith(wanted));
   if (prefixed.length === 1) return prefixed[0]!;
   return prefixed.length === 0 ? `no session '${printable(wanted)}' in '${dir}'` : `'${printable(wanted)}' matches ${prefixed.length} sessions; give more of the id`;
+}
+
+/**
+ * A view's first line: `text` and the log file it read, on one line when it
+ * fits the width, else the file on a line of its own (cut in its middle if
+ * even that is too long: the end names the session).
+ */
+export function titleLine(text: string, file: string, width: number | null): string {
+  const one = `${text}  ${file}`;
+  if (width === null || one.length <= width) return `${one}\n`;
+  return `${text}\n  ${clipMiddle(file, width - 2)}\n`;
 }
