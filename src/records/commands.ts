@@ -144,6 +144,8 @@ function optionError(error: Error, argv: string[]): string {
   const option = /'(-[^' ]+)/.exec(error.message)?.[1] ?? '';
   if (/^Unknown option/.test(error.message)) return `unknown option '${option}'`;
   if (/argument missing/.test(error.message)) return `${option} expects ${VALUE_NAMES[option] ?? 'a value'}, got nothing`;
+  // `-n -1`: a value that looks like an option.
+  if (/argument is ambiguous/.test(error.message)) return `${option} expects ${VALUE_NAMES[option] ?? 'a value'}, got '${argv[argv.indexOf(option) + 1] ?? ''}'`;
   const given = argv.find((arg) => arg.startsWith(`${option}=`));
   if (given !== undefined) return `${option} takes no value, got '${given.slice(option.length + 1)}'`;
   return error.message;
