@@ -1,7 +1,7 @@
 /**
  * A session log read from its last line to its first, one chunk at a time,
  * so a view can print the newest first without holding the log: memory is
- * one chunk and the line that spans two. Bytes after the last newline (a torn
+ * one buffer of two chunks (more only for a line longer than a chunk). Bytes after the last newline (a torn
  * write) are not a line and are skipped, as LineReader skips them.
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
@@ -31,7 +31,8 @@ export class BackwardLineReader {
   private fd: number | null;
   /** File offset of buf[0]. */
   private bufStart: number;
-  private buf = Buffer.alloc(0);
+  private store = Buffer.alloc(0);
+  private buf = this.store;
   /** The unread lines are buf[0, end); buf[end - 1] is a newline, or end is 0. -1: the last newline is not found yet. */
   private end = -1;
 
@@ -73,21 +74,30 @@ export class BackwardLineReader {
     return null;
   }
 
-  /** Read the chunk before buf[0] in front of the unread part; false at the start of the file. */
+  /**
+   * Read the chunk before buf[0] in front of the unread part; false at the
+   * start of the file. One buffer serves the whole file (the lines handed out
+   * before are no longer in use); it grows only for a line longer than a chunk.
+   */
   private more(): boolean {
     if (this.fd === null || this.bufStart === 0) return false;
     const length = Math.min(this.chunk, this.bufStart);
     const start = this.bufStart - length;
     const keep = this.end === -1 ? this.buf.length : this.end;
-    const next = Buffer.allocUnsafe(length + keep);
+    if (this.store.length < length + keep) {
+      const grown = Buffer.allocUnsafe(Math.max(2 * this.chunk, 2 * (length + keep)));
+      this.buf.copy(grown, length, 0, keep);
+      this.store = grown;
+    } else {
+      this.store.copyWithin(length, this.buf.byteOffset - this.store.byteOffset, this.buf.byteOffset - this.store.byteOffset + keep);
+    }
     let got = 0;
     while (got < length) {
-      const n = readSync(this.fd, next, got, length - got, start + got);
+      const n = readSync(this.fd, this.store, got, length - got, start + got);
       if (n === 0) throw new Error('the log shrank while it was read');
       got += n;
     }
-    this.buf.copy(next, length, 0, keep);
-    this.buf = next;
+    this.buf = this.store.subarray(0, length + keep);
     this.bufStart = start;
     if (this.end !== -1) this.end += length;
     return true;
