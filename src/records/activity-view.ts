@@ -22,12 +22,14 @@ function columns(zone: string): Column[] {
   ];
 }
 
+const SINCE_SLACK_MS = 1000;
+
 /** What `activity` was asked for besides the session. */
 export interface ActivityQuery {
   session: string | undefined;
   filters: Array<Predicate<ActivityRow>>;
   limit: number | null;
-  /** --since as milliseconds: rows come newest first, so the first older row ends the listing. */
+  /** --since as milliseconds: rows come newest first, so the first row well before it ends the listing (the filters hold the exact test). */
   since: number | null;
 }
 
@@ -48,7 +50,8 @@ export async function activityView(ctx: ViewContext, q: ActivityQuery): Promise<
   try {
     for (const row of rows) {
       if (q.limit !== null && shown >= q.limit) break;
-      if (q.since !== null && row.time !== null && Date.parse(row.time) < q.since) break;
+      // A record written at once goes ahead of deferred ones a few milliseconds older: stop a second past --since.
+      if (q.since !== null && row.time !== null && Date.parse(row.time) < q.since - SINCE_SLACK_MS) break;
       if (!passes(row, q.filters)) continue;
       shown++;
       const text = grid === null ? `${JSON.stringify(row)}\n` : grid.add(...activityCells(row, ctx));

@@ -80,8 +80,8 @@ test('activity: defaults to the latest session; one row per call and per rejecti
   assert.deepEqual(lines[1].split(/\s{2,}/), ['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'].map((h) => (h === 'TIME' ? `TIME ${/TIME (\S+)/.exec(lines[1])[1]}` : h)));
   // Newest first: the call first recorded last comes first; the rejection's reason on a line of its own.
   assert.match(lines[2], /^c_aaaaaaaaaaa2\s+\S+\s+tools\/list\s+-\s+no_final_record\s+-\s+-$/);
-  assert.match(lines[3], /^\(rejected\)\s+\S+\s+-\s+-\s+client frame -32700\s+-\s+-$/);
-  assert.equal(lines[4], '    not JSON');
+  assert.match(lines[3], /^\(rejected\)\s+\S+\s+-\s+-\s+from client\s+-\s+-$/);
+  assert.equal(lines[4], '    not JSON (-32700)');
   assert.match(lines[5], /^c_aaaaaaaaaaa1\s+\d\d:\d\d:\d\d\.\d{3}\s+tools\/call\s+echo\s+completed\s+20000\/16384 truncated\s+250ms$/);
   assert.equal(lines.length, 6);
 });
