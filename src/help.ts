@@ -109,11 +109,10 @@ ${TIMES}`,
   },
   verify: {
     summary: 'check the hash chain of every session log',
-    usage: 'mcpguard verify [--record-dir DIR] [--audit-key-file FILE] [--allow-unsealed] [--color WHEN] [--json]',
+    usage: 'mcpguard verify [--record-dir DIR] [--audit-key-file FILE] [--allow-unsealed] [--json]',
     about: 'Recomputes every chain link and seal. One row per log: STATUS (ok, UNSEALED, TORN,\nTAMPERED, KEY, VERSION, UNREADABLE), FILE, RECORDS; where and why a chain breaks goes on\nan indented line under its row. A last line counts the logs per status.',
     options: [
       RECORD_DIR,
-      COLOR,
       { name: 'audit-key-file', arg: 'FILE', help: 'the HMAC key the logs were written with (kept outside the record directory)' },
       { name: 'allow-unsealed', help: 'a log that is intact but unsealed or torn (a running session, a crash) is not an error' },
       JSON_OUT,

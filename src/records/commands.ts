@@ -40,7 +40,8 @@ const OPTIONS = {
   sessions: { ...COMMON, 'max-count': { type: 'string', short: 'n' }, since: { type: 'string' }, until: { type: 'string' }, name: { type: 'string' }, failed: { type: 'boolean' } },
   activity: { ...COMMON, 'max-count': { type: 'string', short: 'n' }, since: { type: 'string' }, until: { type: 'string' }, state: { type: 'string' }, tool: { type: 'string' }, failed: { type: 'boolean' } },
   show: COMMON,
-  verify: { ...COMMON, 'audit-key-file': { type: 'string' }, 'allow-unsealed': { type: 'boolean' } },
+  // verify colours its statuses on a terminal (NO_COLOR respected) and has no times to show: no --color, no --utc.
+  verify: { 'record-dir': COMMON['record-dir'], json: COMMON.json, 'audit-key-file': { type: 'string' }, 'allow-unsealed': { type: 'boolean' } },
 } as const;
 const POSITIONALS: Record<RecordsCommandName, [number, number]> = { sessions: [0, 0], activity: [0, 1], show: [1, 1], verify: [0, 0] };
 const COLOR_VALUES = ['auto', 'always', 'never'];
