@@ -20,6 +20,8 @@ import type { Rejection, SessionObserver } from './observer.js';
 import { RawId, type RequestId } from './request-id.js';
 import { RecordShape, isoAt } from './records/chain.js';
 import { SessionLog, fingerprint, type RecordStoreOptions } from './records/store.js';
+import type { ServerInfo } from './server-info.js';
+import { basename } from 'node:path';
 
 /**
  * Longest wait of a dispatch record for the write of its call's final record:
@@ -63,7 +65,10 @@ export class AuditLog implements SessionObserver {
   }
 
   sessionStarted(info: { command: string; args: readonly string[]; cwd: string; options: Record<string, unknown> }): void {
+    this.givenName = typeof info.options.name === 'string' ? info.options.name : null;
+    this.command = info.command;
     this.append('session_start', this.masker.value({
+      ...(this.givenName === null ? {} : { name: this.givenName }),
       command: info.command,
       args: [...info.args],
       cwd: info.cwd,
@@ -110,9 +115,29 @@ export class AuditLog implements SessionObserver {
     });
   }
 
+  /** The server named itself: a server_info record (the first name only), and the name the session goes by. */
+  serverInfo(info: ServerInfo): void {
+    if (this.serverName !== null) return;
+    this.serverName = this.masker.text(info.name);
+    this.defer('server_info', { name: this.serverName, version: maskText(this.masker, info.version), from: info.from });
+  }
+
+  /** The session's name: --name, else the server's serverInfo.name, else the command's basename. */
+  get sessionName(): { name: string; source: 'option' | 'server' | 'command' } {
+    if (this.givenName !== null) return { name: this.masker.text(this.givenName), source: 'option' };
+    if (this.serverName !== null) return { name: this.serverName, source: 'server' };
+    return { name: this.masker.text(basename(this.command)), source: 'command' };
+  }
+
+  private givenName: string | null = null;
+  private serverName: string | null = null;
+  private command = '';
+
   /** The session record, then the seal. Once sealed, nothing more is written. */
   sessionEnded(record: Record<string, unknown>): void {
-    if (!this.append('session_end', { ...this.masker.value(record), ended_at: new Date().toISOString() })) return;
+    const named = this.sessionName;
+    const naming = { name: named.name, name_source: named.source, ...(this.serverName === null ? {} : { server_name: this.serverName }) };
+    if (!this.append('session_end', { ...naming, ...this.masker.value(record), ended_at: new Date().toISOString() })) return;
     try {
       this.log.seal();
     } catch (error) {

@@ -27,7 +27,15 @@ interface Subcommand {
 
 const RECORD_DIR: HelpOption = { name: 'record-dir', arg: 'DIR', help: 'read the records of this directory (default: as the relay writes them: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)' };
 const JSON_OUT: HelpOption = { name: 'json', help: 'one JSON object per line instead of a table' };
-const VIEW_EXIT = 'Exit status: 0 success, 1 nothing found, 125 bad usage.';
+const VIEW_EXIT = 'Exit status: 0 success (also when no row passes the filters), 1 no session matches SESSION\n(or a prefix matches more than one), 125 bad usage (a bad option value: the message names\nthe option and the value).';
+/** Call states, for completing --state (records/filters.ts CALL_STATES checks them). */
+const STATES = ['completed', 'error', 'tool_error', 'rejected', 'denied', 'cancelled_before_dispatch', 'cancelled_after_dispatch',
+  'timed_out_after_dispatch', 'unknown_after_dispatch', 'input_required', 'stream_ended', 'open', 'no_final_record'];
+const UTC: HelpOption = { name: 'utc', help: 'show times in UTC (and read --since/--until without a zone as UTC)' };
+const COLOR: HelpOption = { name: 'color', arg: 'WHEN', values: ['auto', 'always', 'never'], help: 'colour failed rows: auto (on a terminal, unless NO_COLOR is set), always, never' };
+const TIMES = `T is a date or date-time, local unless it names a zone: 2026-11-30, 2026-11-30 14:05,
+2026-11-30T14:05:00Z, 2026-11-30T14:05+01:00; or a time ago: 90s, 30m, 2h, 7d, 2w; or
+today, yesterday, now. --json keeps ISO UTC times.`;
 
 /** Every subcommand, in the order the main help lists them. */
 export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
@@ -39,24 +47,52 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     exit: '',
   },
   sessions: {
-    summary: 'list the recorded sessions, one row each',
-    usage: 'mcpguard sessions [--record-dir DIR] [--json]',
-    about: 'One row per session log in the record directory: its id, start, duration, command,\nprotocol, how it ended, its exit, its calls, rejected frames, and whether the log is sealed.',
-    options: [RECORD_DIR, JSON_OUT],
+    summary: 'list the recorded sessions, newest first, one row each',
+    usage: 'mcpguard sessions [-n N] [--since T] [--until T] [--name GLOB] [--failed] [--utc] [--color WHEN] [--record-dir DIR] [--json]',
+    about: `One row per session log in the record directory, newest first: SESSION (its id),
+NAME (--name, else the server's serverInfo.name, else the command's basename),
+START (in local time; the header names the zone), DURATION, COMMAND, PROTOCOL, END
+(how it ended), EXIT (the server's exit code or signal), CALLS, REJECTED (frames
+refused), SEALED (yes, no: still running or crashed, torn: the last write was cut).
+On a terminal the table fits its width: COMMAND is cut in the middle, then columns
+are left out (PROTOCOL, REJECTED, DURATION, SEALED, COMMAND).
+${TIMES}`,
+    options: [
+      { name: 'max-count', arg: 'N', help: 'at most N sessions, the newest (-n N)' },
+      { name: 'since', arg: 'T', help: 'sessions started at or after T' },
+      { name: 'until', arg: 'T', help: 'sessions started at or before T' },
+      { name: 'name', arg: 'GLOB', help: "sessions whose name matches GLOB (*, ?, [...]; e.g. 'files*')" },
+      { name: 'failed', help: 'sessions whose server exited non-zero, was killed (SIGKILL) or did not start, or with a failed call (see activity --failed)' },
+      UTC, COLOR, RECORD_DIR, JSON_OUT,
+    ],
     exit: VIEW_EXIT,
   },
   activity: {
-    summary: 'the calls of one session (the latest unless named), one row each',
-    usage: 'mcpguard activity [SESSION] [--record-dir DIR] [--json]',
-    about: 'SESSION is a session id or any unique prefix of one; without it, the latest session.\nOne row per call and per rejected frame: call id, time, method, tool, state, stderr\nbytes seen and kept, duration.',
-    options: [RECORD_DIR, JSON_OUT],
+    summary: 'the calls of one session (the latest unless named), newest first, one row each',
+    usage: 'mcpguard activity [SESSION] [--state S] [--tool GLOB] [--failed] [--since T] [--until T] [-n N] [--utc] [--color WHEN] [--record-dir DIR] [--json]',
+    about: `SESSION is a session id (s_...) or any unique prefix of one, or its log file; without
+it, the latest session. One row per call and per rejected frame, newest first: CALL (c_...;
+a multi-round call's later legs are indented under its first), TIME (local; the header
+names the zone), METHOD, TOOL, STATE, STDERR SEEN/KEPT (bytes), DURATION. Why a call was
+refused or failed goes on an indented line under its row. A call without a final record
+is open (the session runs, or mcpguard was killed) or no_final_record (the session ended).
+${TIMES}`,
+    options: [
+      { name: 'state', arg: 'S', values: STATES, help: 'calls in state S (several: S1,S2): completed, error, tool_error, rejected, denied, cancelled_before_dispatch, cancelled_after_dispatch, timed_out_after_dispatch, unknown_after_dispatch, input_required, stream_ended, open, no_final_record' },
+      { name: 'tool', arg: 'GLOB', help: "tools/call calls of a tool whose name matches GLOB (e.g. 'read_*')" },
+      { name: 'failed', help: 'failed calls only: error, tool_error, rejected, denied, timed_out_after_dispatch, unknown_after_dispatch, no_final_record' },
+      { name: 'since', arg: 'T', help: 'calls made at or after T' },
+      { name: 'until', arg: 'T', help: 'calls made at or before T' },
+      { name: 'max-count', arg: 'N', help: 'at most N rows, the newest (-n N)' },
+      UTC, COLOR, RECORD_DIR, JSON_OUT,
+    ],
     exit: VIEW_EXIT,
   },
   show: {
     summary: 'one session (how it started and ended) or one call (every record it left)',
-    usage: 'mcpguard show SESSION|CALL [--record-dir DIR] [--json]',
-    about: 'SESSION and CALL may be any unique prefix of an id (s_..., c_...), and SESSION may be\nthe log file path that activity prints. A session: command, era, start and end, how it\nended, exit, signals sent, forced kill, survivors, stderr counts and tail, calls per\nstate. A call: each record it left (attempt, dispatch, final, decisions), field by field.',
-    options: [RECORD_DIR, JSON_OUT],
+    usage: 'mcpguard show SESSION|CALL [--utc] [--color WHEN] [--record-dir DIR] [--json]',
+    about: 'SESSION and CALL may be any unique prefix of an id (s_..., c_...), and SESSION may be\nthe log file path that activity prints. A session: name, command, era, start and end, how it\nended, exit, signals sent, forced kill, survivors, stderr counts and tail, calls per\nstate. A call: each record it left (attempt, dispatch, final, decisions), field by field.\nTimes are local, with the zone (UTC with --utc).',
+    options: [UTC, COLOR, RECORD_DIR, JSON_OUT],
     exit: VIEW_EXIT,
   },
   logs: {
@@ -74,7 +110,7 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   verify: {
     summary: 'check the hash chain of every session log',
     usage: 'mcpguard verify [--record-dir DIR] [--audit-key-file FILE] [--allow-unsealed] [--json]',
-    about: 'Recomputes every chain link and seal. One row per log: status, file, records, and\nwhere and why a chain breaks.',
+    about: 'Recomputes every chain link and seal. One row per log: STATUS (ok, UNSEALED, TORN,\nTAMPERED, KEY, VERSION, UNREADABLE), FILE, RECORDS; where and why a chain breaks goes on\nan indented line under its row. A last line counts the logs per status.',
     options: [
       RECORD_DIR,
       { name: 'audit-key-file', arg: 'FILE', help: 'the HMAC key the logs were written with (kept outside the record directory)' },
@@ -109,7 +145,7 @@ export function isSubcommand(word: string): boolean {
 /** An option table (the relay's, check's) as help options. */
 export function tableOptions(table: Record<string, OptionSpec>): HelpOption[] {
   return Object.entries(table).map(([name, spec]) => {
-    const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES' : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : 'VALUE';
+    const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES' : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : spec.kind === 'label' ? 'NAME' : 'VALUE';
     const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
     return { name, arg, values: spec.kind === 'enum' ? spec.values : undefined, help: `${spec.help}${def}` };
   });

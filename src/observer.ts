@@ -5,6 +5,7 @@
  * frame is forwarded, which is what makes the audit log write-ahead.
  */
 import type { Call } from './calls.js';
+import type { ServerInfo } from './server-info.js';
 
 export type Direction = 'client' | 'child';
 
@@ -31,4 +32,6 @@ export interface SessionObserver {
   callDispatched?(call: Call): void;
   callEnded?(call: Call): void;
   rejected?(rejection: Rejection): void;
+  /** The server named itself (serverInfo in a result): once, the first time. */
+  serverInfo?(info: ServerInfo): void;
 }

@@ -8,7 +8,7 @@ import { constants as bufferConstants } from 'node:buffer';
 import { readCapped } from './capped-read.js';
 import { GuardError } from './errors.js';
 
-export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string' | 'policy';
+export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string' | 'policy' | 'label';
 
 export interface OptionSpec {
   kind: OptionKind;
@@ -45,6 +45,9 @@ export const MAX_FRAME_WHY = 'the longest string Node can hold; any part of a fr
 export const MAX_EXCERPT_BYTES = Math.floor(bufferConstants.MAX_STRING_LENGTH / 6);
 const EXCERPT_WHY = 'once JSON-escaped, the excerpt must fit in one Node string';
 
+/** Longest --name: a label for a table column, not a description. */
+export const MAX_NAME_CHARS = 64;
+
 export const RUN_OPTIONS = {
   'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, max: MAX_FRAME_BYTES, maxWhy: MAX_FRAME_WHY, help: 'longest accepted line in either direction, without its newline' },
   'on-invalid': { kind: 'enum', default: 'close', values: ['close', 'reject'], help: 'after rejecting a client frame: close the session, or reject it and go on' },
@@ -72,6 +75,7 @@ export const RUN_OPTIONS = {
   'approve-cmd': { kind: 'string', default: null, help: 'when the client cannot show an approval card: run this command (no shell; words split on spaces) with the action as JSON on stdin; exit 0 approves' },
   'approval-timeout': { kind: 'ms', default: 120000, min: 1, help: 'an approval not answered within this wall-clock time is denied' },
   config: { kind: 'string', default: null, help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
+  name: { kind: 'label', default: null, max: MAX_NAME_CHARS, help: `the session's name in the records and in mcpguard sessions (1 to ${MAX_NAME_CHARS} printable characters; default: the server's serverInfo.name, else the command's basename)` },
 } as const satisfies Record<string, OptionSpec>;
 
 export type RunOptionName = keyof typeof RUN_OPTIONS;
@@ -106,6 +110,15 @@ export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, s
       if (typeof raw === 'string' && raw.length > 0) return raw;
       if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && source !== `--${name}`) return raw as Record<string, unknown>;
       throw new GuardError('bad_option', `${source} expects a policy file path${source === `--${name}` ? '' : ' or a policy object'}, got ${shown}`);
+    case 'label': {
+      // A name for people and tables: printable, one line, not blank, not a paragraph.
+      const max = spec.max ?? MAX_NAME_CHARS;
+      const text = typeof raw === 'string' ? raw : null;
+      const why = text === null || text.trim() === '' ? 'it is empty' : [...text].length > max ? `it is longer than ${max} characters`
+        : /[\u0000-\u001f\u007f-\u009f]/.test(text) ? 'it holds a control character' : null;
+      if (why === null) return text;
+      throw new GuardError('bad_option', `${source} expects a name of 1 to ${max} printable characters, got ${typeof raw === 'string' ? JSON.stringify(raw) : shown} (${why})`);
+    }
     case 'ms': {
       const ms = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseDuration(raw) : NaN;
       if (raw === 'off' && spec.default === null) return null;

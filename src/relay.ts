@@ -15,6 +15,7 @@ import {
 import type { SessionObserver } from './observer.js';
 import type { RequestMeta, RuleKind } from './wire/era.js';
 import { checkShape } from './wire/shapes.js';
+import { serverInfoOf } from './server-info.js';
 import type { Gate, GateIO } from './gate/gate.js';
 import type { FrameWriter } from './writer.js';
 import { CallKeeper, type RelayOptions } from './relay-calls.js';
@@ -278,6 +279,7 @@ export class Relay extends CallKeeper {
           return;
         }
         answered.push(toolError(call, item) && outcome.state === 'completed' ? [call, 'tool_error', TOOL_ERROR_DETAIL] : [call, outcome.state, outcome.detail]);
+        if (!this.serverNamed) this.learnServerInfo(call, item);
         if (items.length !== 1) continue;
         const gated = this.gate === null || item.isError ? null
           : call.method === 'tools/list' ? this.gate.toolsListed(call, call.cursor, item.body, item.frame)
@@ -296,6 +298,16 @@ export class Relay extends CallKeeper {
     // The answer goes out first; the final records follow (only the attempt must be write-ahead).
     this.toClient.write(frame);
     for (const [call, state, detail] of answered) this.end(call, state, detail);
+  }
+
+  /** Whether the server has named itself yet (only the first name counts). */
+  private serverNamed = false;
+
+  private learnServerInfo(call: Call, response: Response): void {
+    const info = serverInfoOf(call.method, response);
+    if (info === null) return;
+    this.serverNamed = true;
+    for (const o of this.observers) o.serverInfo?.(info);
   }
 
   private noise(line: number, reason: string, bytes: Buffer, length: number): void {

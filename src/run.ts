@@ -126,6 +126,7 @@ export async function runRelay(p: Prepared): Promise<number> {
   // A session without records says so, and why, in its summary (the only account it leaves).
   if (p.recordsOff !== null) record.records = { state: 'off', reason: p.recordsOff };
   if (isProbe) record.probe = true;
+  if (audit !== null) record.name = audit.sessionName.name;
   // A probe's log was sealed when the session ended; the record below goes to the summary only.
   if (audit !== null && !audit.log.sealed) audit.sessionEnded(record);
   if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);

@@ -26,19 +26,21 @@ export type ActivityRow =
       legs?: number; chain_state?: string }
   | { kind: 'reject'; session_id: string; time: string | null; direction: string | null; line: unknown; code: unknown; reason: string | null; fingerprint: unknown };
 
-type CallRow = Extract<ActivityRow, { kind: 'call' }>;
+export type CallRow = Extract<ActivityRow, { kind: 'call' }>;
 
 /** What the first pass learns. */
-interface Plan {
+export interface Plan {
   /** Calls with no final record in the file. */
   unfinished: Set<string>;
+  /** Calls whose final record is their only record (refused before dispatch: rejected, denied, an approval card). */
+  lone: Set<string>;
   /** A chained call's first leg and leg number (from 1, in the order the legs were first recorded). */
   legOf: Map<string, { chain: string; leg: number }>;
   /** A chain's first leg: how many legs, and the state of the latest. */
   heads: Map<string, { legs: number; state: string }>;
 }
 
-function* records(file: string, unreadable: (line: number) => void = () => {}): Generator<LogRecord> {
+export function* records(file: string, unreadable: (line: number) => void = () => {}): Generator<LogRecord> {
   const reader = new LineReader(file);
   try {
     for (let line = reader.next(); line !== null; line = reader.next()) {
@@ -51,10 +53,11 @@ function* records(file: string, unreadable: (line: number) => void = () => {}): 
   }
 }
 
-function plan(file: string, unreadable: (line: number) => void): Plan {
+export function plan(file: string, unreadable: (line: number) => void): Plan {
   // Calls seen and not yet ended, with the order they were first recorded in: as many as run at once.
   const open = new Map<string, number>();
   const legs: Array<{ id: string; chain: string; first: number; state: string }> = [];
+  const lone = new Set<string>();
   let order = 0;
   for (const r of records(file, unreadable)) {
     if (!isCallRecord(r)) continue;
@@ -62,7 +65,11 @@ function plan(file: string, unreadable: (line: number) => void): Plan {
       if (!open.has(r.call_id)) open.set(r.call_id, order++);
       continue;
     }
-    const first = open.get(r.call_id) ?? order++;
+    let first = open.get(r.call_id);
+    if (first === undefined) {
+      first = order++;
+      lone.add(r.call_id);
+    }
     open.delete(r.call_id);
     const chain = str(r.chain);
     if (chain !== null) legs.push({ id: r.call_id, chain, first, state: str(r.state) ?? 'unknown' });
@@ -81,7 +88,7 @@ function plan(file: string, unreadable: (line: number) => void): Plan {
     heads.set(leg.chain, head);
     legOf.set(leg.id, { chain: leg.chain, leg: head.legs });
   }
-  return { unfinished, legOf, heads };
+  return { unfinished, lone, legOf, heads };
 }
 
 /** A row waiting for its final record (and, when legs are grouped, for its later legs). */
@@ -161,7 +168,7 @@ export function* activityRows(
   for (let i = first; i < waiting.length; i++) yield* rowsOf(waiting[i]!);
 }
 
-function endCall(row: CallRow, r: LogRecord, leg: number | null): void {
+export function endCall(row: CallRow, r: LogRecord, leg: number | null): void {
   const started = timeOf(r.started_at);
   const ended = timeOf(r.ended_at);
   Object.assign(row, {

@@ -4,26 +4,29 @@
  * what became of its calls), or the records themselves with `--json`.
  */
 import type { LogRecord } from './chain.js';
-import { formatDate, formatDuration, printable } from './format.js';
+import { fieldLine, formatDuration, printable } from './format.js';
 import { commandOf, sessionRow, str, type LogSummary } from './views.js';
+import { titleLine } from './view-kit.js';
+import { Clock } from './when.js';
 
-/** The session block (or, with `json`, its session_start and session_end records, one per line). */
-export function showSession(log: LogSummary, json: boolean): string {
+/** The session block (or, with `json`, its session_start and session_end records, one per line); times as `clock` shows them. */
+export function showSession(log: LogSummary, json: boolean, clock = new Clock(false), columns: number | null = null): string {
   if (json) return [log.start, log.end].filter((r) => r !== undefined).map((r) => `${JSON.stringify(r)}\n`).join('');
   const row = sessionRow(log);
   const start = log.start ?? {};
   const end = log.end;
   const lines: Array<[string, string]> = [
+    ['name', `${row.name}${row.name_source === 'option' ? ' (--name)' : row.name_source === 'server' ? " (the server's serverInfo)" : ' (the command)'}`],
     ['command', commandOf(log.start).join(' ') || '-'],
     ['cwd', str(start.cwd) ?? '-'],
     ['mcpguard pid', numText(start.mcpguard_pid)],
-    ['started', formatDate(row.started_at)],
+    ['started', clock.full(row.started_at)],
   ];
   if (end === undefined) {
     lines.push(['ended', log.sealed ? 'sealed without a session record' : 'no session record: still running, or mcpguard was killed']);
   } else {
     lines.push(
-      ['ended', `${formatDate(str(end.ended_at))}  (after ${formatDuration(row.duration_ms)})`],
+      ['ended', `${clock.full(str(end.ended_at))}  (after ${formatDuration(row.duration_ms)})`],
       ['end reason', `${str(end.end_reason) ?? '-'}${end.probe === true ? ' (probe: sealed before the server exited)' : ''}`],
       ['exit', exitText(end)],
       ['protocol', [str(end.era), str(end.protocol_version), str(end.era_decided_by) === null ? null : `decided by ${str(end.era_decided_by)!}`].filter((p) => p !== null).join(', ') || '-'],
@@ -39,8 +42,8 @@ export function showSession(log: LogSummary, json: boolean): string {
   }
   lines.push(['records', `${log.records}, ${log.torn ? 'torn (the last line is cut)' : log.sealed ? 'sealed' : 'not sealed'}`]);
   const width = Math.max(...lines.map(([k]) => k.length));
-  let text = `session ${printable(log.sessionId)}  ${log.file}\n`;
-  for (const [key, value] of lines) text += `  ${key.padEnd(width)}  ${printable(value)}\n`;
+  let text = titleLine(`session ${printable(log.sessionId)}`, log.file, columns);
+  for (const [key, value] of lines) text += fieldLine(key, width, value, columns);
   const tail = stderrTail(end);
   if (tail !== '') {
     text += `  stderr tail:\n`;

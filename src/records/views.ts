@@ -7,6 +7,7 @@
  */
 import { basename } from 'node:path';
 import type { LogRecord } from './chain.js';
+import { FAILED_STATES } from './filters.js';
 import { describe } from './location.js';
 import { LineReader, listLogFiles, parseRecord, readLogEdges, readLogFile, splitLines } from './read.js';
 
@@ -28,7 +29,8 @@ export interface LogSummary extends LogEnds {
 }
 
 // A header, session_start and child_started come first; the session record and the seal last.
-const HEAD_LINES = 4;
+// A server_info record (the server's name) comes after the first answer: a few lines later.
+const HEAD_LINES = 12;
 const TAIL_LINES = 3;
 
 /** A log's header; never throws for bad content, only for I/O (a symlink or a FIFO counts as I/O: see readLogFile). */
@@ -62,6 +64,8 @@ export function listLogs(dir: string, skipped: (file: string, reason: string) =>
 /** A log's first and last records: its header and session_start, its session_end and seal (those it has). */
 export interface LogEnds extends LogRef {
   start: LogRecord | undefined;
+  /** The server_info record, when it is among the first lines (it is, unless the client sent much before initialize). */
+  serverInfo?: LogRecord | undefined;
   end: LogRecord | undefined;
   seal: LogRecord | undefined;
   torn: boolean;
@@ -79,6 +83,7 @@ function readEnds(file: string): LogEnds & { all: Buffer[] | null } {
   return {
     ...refOf(file, head[0]?.type === 'header' ? head[0] : undefined),
     start: head.find((r) => r?.type === 'session_start') ?? undefined, end, seal, torn: edges.torn, all: edges.all,
+    serverInfo: head.find((r) => r?.type === 'server_info') ?? undefined,
   };
 }
 
@@ -126,6 +131,7 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
   let start: LogRecord | undefined;
   let end: LogRecord | undefined;
   let last: LogRecord | undefined;
+  let serverInfo: LogRecord | undefined;
   const unreadable: number[] = [];
   const callIds = new Set<string>();
   let records = 0;
@@ -145,10 +151,11 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
     else if (r.type === 'reject') rejects++;
     else if (r.type === 'session_start') start ??= r;
     else if (r.type === 'session_end') end ??= r;
+    else if (r.type === 'server_info') serverInfo ??= r;
   }
   const counts = end === undefined ? null : countsOf(end);
   return {
-    ...refOf(file, header), start, end, seal: last?.type === 'seal' ? last : undefined, unreadable,
+    ...refOf(file, header), start, end, serverInfo, seal: last?.type === 'seal' ? last : undefined, unreadable,
     torn: typeof torn === 'function' ? torn() : torn, sealed: last?.type === 'seal', records,
     calls: counts?.calls ?? callIds.size, rejected: counts?.rejected ?? rejects,
   };
@@ -157,6 +164,10 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
 /** A session as one row of `mcpguard sessions`. */
 export interface SessionRow {
   session_id: string;
+  /** --name, else the server's serverInfo.name, else the command's basename. */
+  name: string;
+  /** Where the name came from: `option`, `server` or `command`. */
+  name_source: 'option' | 'server' | 'command';
   started_at: string | null;
   duration_ms: number | null;
   command: string[];
@@ -174,6 +185,12 @@ export interface SessionRow {
   sealed: boolean;
   torn: boolean;
   records: number;
+  /** The server had to be killed (SIGKILL after the grace steps); null before the session record. */
+  forced_kill: boolean | null;
+  /** The command could not be started. */
+  spawn_failed: boolean;
+  /** Calls that ended in a failed state (filters.ts FAILED_STATES), from the session record; null before it. */
+  failed_calls: number | null;
 }
 
 /** Summarise one session from its start and end records; a missing end leaves nulls. */
@@ -181,8 +198,11 @@ export function sessionRow(log: LogSummary): SessionRow {
   const { start, end } = log;
   const startedAt = timeOf(start?.started_at) ?? timeOf(log.createdAt);
   const endedAt = timeOf(end?.ended_at);
+  const named = sessionName(log);
   return {
     session_id: log.sessionId,
+    name: named.name,
+    name_source: named.source,
     started_at: startedAt === null ? null : new Date(startedAt).toISOString(),
     duration_ms: startedAt !== null && endedAt !== null ? endedAt - startedAt : null,
     command: commandOf(start),
@@ -197,7 +217,32 @@ export function sessionRow(log: LogSummary): SessionRow {
     sealed: log.sealed,
     torn: log.torn,
     records: log.records,
+    forced_kill: typeof end?.forced_kill === 'boolean' ? end.forced_kill || end.unkillable === true : null,
+    spawn_failed: typeof end?.spawn_error === 'string',
+    failed_calls: failedCalls(end?.calls),
   };
+}
+
+/**
+ * A session's name: the --name it was given (in session_start), else the
+ * server's own (serverInfo.name, as the session record or the server_info
+ * record holds it), else the basename of its command.
+ */
+export function sessionName(log: Pick<LogEnds, 'start' | 'end' | 'serverInfo'>): { name: string; source: SessionRow['name_source'] } {
+  const given = str(log.start?.name) ?? str(log.end?.name_source === 'option' ? log.end.name : null);
+  if (given !== null) return { name: given, source: 'option' };
+  const server = str(log.end?.server_name) ?? str(log.serverInfo?.name);
+  if (server !== null && server !== '') return { name: server, source: 'server' };
+  const command = str(log.start?.command) ?? '';
+  return { name: basename(command) || '-', source: 'command' };
+}
+
+/** How many calls a session record counts in failed states; null without one. */
+function failedCalls(calls: unknown): number | null {
+  if (typeof calls !== 'object' || calls === null || Array.isArray(calls)) return null;
+  let n = 0;
+  for (const [state, count] of Object.entries(calls)) if (FAILED_STATES.has(state) && typeof count === 'number') n += count;
+  return n;
 }
 
 /** The command and its arguments from a session_start record. */

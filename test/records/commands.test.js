@@ -17,7 +17,7 @@ after(() => {
 async function run(name, argv) {
   let stdout = '';
   let stderr = '';
-  const code = await runRecordsCommand(name, argv, { stdout: { write: (t) => { stdout += t; } }, stderr: { write: (t) => { stderr += t; } } });
+  const code = await runRecordsCommand(name, argv, { stdout: { write: (t) => { stdout += t; } }, stderr: { write: (t) => { stderr += t; } }, env: {} });
   return { code, stdout, stderr };
 }
 const jsonLines = (text) => text.split('\n').filter(Boolean).map((line) => JSON.parse(line));
@@ -44,14 +44,14 @@ const second = SessionLog.create({ dir, fsync: false }, 's_20261129T110000Z_bbbb
 second.append('session_start', { command: 'node', args: ['srv.js'], cwd: '/', pid: 7, started_at: '2026-11-29T11:00:00.000Z' });
 second.append('call_attempt', { call_id: 'c_bbbbbbbbbbb1', request_id: 'r-1', method: 'initialize', tool: null });
 
-test('sessions: one row per session, oldest first, with command, end, exit, calls, rejections and seal', async () => {
-  const { code, stdout, stderr } = await run('sessions', ['--record-dir', dir]);
+test('sessions: one row per session, newest first, with name, command, end, exit, calls, rejections and seal', async () => {
+  const { code, stdout, stderr } = await run('sessions', ['--record-dir', dir, '--utc']);
   assert.equal(code, 0, stderr);
-  const [header, a, b, ...rest] = stdout.trimEnd().split('\n');
+  const [header, b, a, ...rest] = stdout.trimEnd().split('\n');
   assert.deepEqual(rest, []);
-  assert.deepEqual(header.split(/\s+/), ['SESSION', 'START', 'DURATION', 'COMMAND', 'PROTOCOL', 'END', 'EXIT', 'CALLS', 'REJECTED', 'SEALED']);
-  assert.match(a, /^s_20261129T100000Z_aaaaaaaa\s+2026-11-29 10:00:00Z\s+2m05s\s+python server.py --name evil\\x1b\[2J\s+-\s+stdin_eof\s+0\s+2\s+1\s+yes$/);
-  assert.match(b, /^s_20261129T110000Z_bbbbbbbb\s+2026-11-29 11:00:00Z\s+-\s+node srv.js\s+-\s+-\s+-\s+1\s+0\s+no$/);
+  assert.deepEqual(header.split(/\s{2,}/), ['SESSION', 'NAME', 'START UTC', 'DURATION', 'COMMAND', 'PROTOCOL', 'END', 'EXIT', 'CALLS', 'REJECTED', 'SEALED']);
+  assert.match(a, /^s_20261129T100000Z_aaaaaaaa\s+python\s+2026-11-29 10:00:00\s+2m05s\s+python server.py --name evil\\x1b\[2J\s+-\s+stdin_eof\s+0\s+2\s+1\s+yes$/);
+  assert.match(b, /^s_20261129T110000Z_bbbbbbbb\s+node\s+2026-11-29 11:00:00\s+-\s+node srv.js\s+-\s+-\s+-\s+1\s+0\s+no$/);
   assert.ok(!stdout.includes('\u001b'), 'control characters from records never reach the terminal');
 });
 
@@ -60,12 +60,12 @@ test('sessions --json: one object per line', async () => {
   assert.equal(code, 0);
   const rows = jsonLines(stdout);
   assert.equal(rows.length, 2);
-  assert.deepEqual(rows[0], {
-    session_id: 's_20261129T100000Z_aaaaaaaa', started_at: '2026-11-29T10:00:00.000Z', duration_ms: 125000,
+  assert.deepEqual(rows[1], {
+    session_id: 's_20261129T100000Z_aaaaaaaa', name: 'python', name_source: 'command', started_at: '2026-11-29T10:00:00.000Z', duration_ms: 125000,
     command: ['python', 'server.py', '--name', 'evil\u001b[2J'], end_reason: 'stdin_eof', exit_code: 0, signal: null,
-    calls: 2, rejected: 1, era: null, protocol_version: null, sealed: true, torn: false, records: 9,
+    calls: 2, rejected: 1, era: null, protocol_version: null, sealed: true, torn: false, records: 9, forced_kill: false, spawn_failed: false, failed_calls: null,
   });
-  assert.equal(rows[1].sealed, false);
+  assert.equal(rows[0].sealed, false);
 });
 
 test('activity: defaults to the latest session; one row per call and per rejection', async () => {
@@ -76,12 +76,14 @@ test('activity: defaults to the latest session; one row per call and per rejecti
   const { code, stdout } = await run('activity', ['--record-dir', dir, 's_20261129T100000Z_aaaaaaaa']);
   assert.equal(code, 0);
   const lines = stdout.trimEnd().split('\n');
-  assert.match(lines[0], /^session s_20261129T100000Z_aaaaaaaa  2026-11-29 10:00:00Z  /);
-  assert.deepEqual(lines[1].split(/\s{2,}/), ['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION']);
-  assert.match(lines[2], /^c_aaaaaaaaaaa1\s+\d\d:\d\d:\d\d\.\d{3}\s+tools\/call\s+echo\s+completed\s+20000\/16384 truncated\s+250ms$/);
-  assert.match(lines[3], /^\(rejected\)\s+\S+\s+-\s+-\s+from client: not JSON \(-32700\)\s+-\s+-$/);
-  assert.match(lines[4], /^c_aaaaaaaaaaa2\s+\S+\s+tools\/list\s+-\s+no_final_record\s+-\s+-$/);
-  assert.equal(lines.length, 5);
+  assert.match(lines[0], /^session s_20261129T100000Z_aaaaaaaa  python  2026-11-29 10:00:00 [+-]\d\d:\d\d  /);
+  assert.deepEqual(lines[1].split(/\s{2,}/), ['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'].map((h) => (h === 'TIME' ? `TIME ${/TIME (\S+)/.exec(lines[1])[1]}` : h)));
+  // Newest first: the call first recorded last comes first; the rejection's reason on a line of its own.
+  assert.match(lines[2], /^c_aaaaaaaaaaa2\s+\S+\s+tools\/list\s+-\s+no_final_record\s+-\s+-$/);
+  assert.match(lines[3], /^\(rejected\)\s+\S+\s+-\s+-\s+from client\s+-\s+-$/);
+  assert.equal(lines[4], '    not JSON (-32700)');
+  assert.match(lines[5], /^c_aaaaaaaaaaa1\s+\d\d:\d\d:\d\d\.\d{3}\s+tools\/call\s+echo\s+completed\s+20000\/16384 truncated\s+250ms$/);
+  assert.equal(lines.length, 6);
 });
 
 test('activity --json, by unique prefix; an unknown or ambiguous session exits 1', async () => {
@@ -89,9 +91,9 @@ test('activity --json, by unique prefix; an unknown or ambiguous session exits 1
   assert.equal(code, 0);
   const rows = jsonLines(stdout);
   assert.deepEqual(rows.map((r) => [r.kind, r.call_id ?? r.reason, r.state ?? r.direction]),
-    [['call', 'c_aaaaaaaaaaa1', 'completed'], ['reject', 'not JSON', 'client'], ['call', 'c_aaaaaaaaaaa2', 'no_final_record']]);
-  assert.equal(rows[0].duration_ms, 250);
-  assert.equal(rows[0].stderr_truncated, true);
+    [['call', 'c_aaaaaaaaaaa2', 'no_final_record'], ['reject', 'not JSON', 'client'], ['call', 'c_aaaaaaaaaaa1', 'completed']]);
+  assert.equal(rows[2].duration_ms, 250);
+  assert.equal(rows[2].stderr_truncated, true);
   assert.deepEqual(rows[1].fingerprint, fingerprint(Buffer.from('{"token":"hunter2"')));
   assert.ok(!stdout.includes('hunter2'));
   const unknown = await run('activity', ['--record-dir', dir, 's_nope']);
@@ -106,7 +108,7 @@ test('show: every record of one call, readable, and as JSON', async () => {
   const { code, stdout } = await run('show', ['--record-dir', dir, 'c_aaaaaaaaaaa1']);
   assert.equal(code, 0);
   assert.match(stdout, /^call c_aaaaaaaaaaa1 in session s_20261129T100000Z_aaaaaaaa/);
-  assert.deepEqual([...stdout.matchAll(/^#(\d+) {2}\S+ {2}(\S+)$/gm)].map((m) => [Number(m[1]), m[2]]),
+  assert.deepEqual([...stdout.matchAll(/^#(\d+) {2}\S+ \S+ \S+ {2}(\S+)$/gm)].map((m) => [Number(m[1]), m[2]]),
     [[2, 'call_attempt'], [3, 'call_dispatched'], [6, 'call_end']]);
   assert.match(stdout, /^ {2}state +completed$/m);
   assert.match(stdout, /^ {2}stderr_bytes_seen +20000$/m);
@@ -123,7 +125,7 @@ test('verify: 2 while a log is unsealed, 0 with --allow-unsealed, 1 naming the f
   const unsealed = await run('verify', ['--record-dir', dir]);
   assert.equal(unsealed.code, 2);
   assert.match(unsealed.stdout, /^ok +\S+s_20261129T100000Z_aaaaaaaa\.jsonl +9 *$/m);
-  assert.match(unsealed.stdout, /^UNSEALED +\S+s_20261129T110000Z_bbbbbbbb\.jsonl +3 +ended without seal: crash or truncation \(no record follows the last one to vouch for it\)$/m);
+  assert.match(unsealed.stdout, /^UNSEALED +\S+s_20261129T110000Z_bbbbbbbb\.jsonl +3\n {4}ended without seal: crash or truncation \(no record follows the last one to vouch for it\)$/m);
   assert.match(unsealed.stdout, /^2 logs: 1 ok, 1 unsealed$/m);
   assert.equal((await run('verify', ['--record-dir', dir, '--allow-unsealed'])).code, 0);
 
@@ -135,7 +137,7 @@ test('verify: 2 while a log is unsealed, 0 with --allow-unsealed, 1 naming the f
   const tampered = await run('verify', ['--record-dir', copy]);
   assert.equal(tampered.code, 1);
   // The altered line 2 is caught by the record after it, whose prev no longer matches.
-  assert.match(tampered.stdout, /^TAMPERED +\S+\/s_t\.jsonl +2 +line 3 \(seq 2\): prev is not the hash of line 2: that line was altered or replaced$/m);
+  assert.match(tampered.stdout, /^TAMPERED +\S+\/s_t\.jsonl +2\n {4}line 3 \(seq 2\): prev is not the hash of line 2: that line was altered or replaced$/m);
   const json = jsonLines((await run('verify', ['--record-dir', copy, '--json'])).stdout);
   assert.deepEqual([json[0].status, json[0].line, json[0].file], ['tampered', 3, log.path]);
 
@@ -146,7 +148,7 @@ test('verify: 2 while a log is unsealed, 0 with --allow-unsealed, 1 naming the f
   writeFileSync(v1.path, readFileSync(v1.path, 'utf8').replace('"version":2', '"version":1'));
   const version = await run('verify', ['--record-dir', old]);
   assert.equal(version.code, 1);
-  assert.match(version.stdout, /^VERSION +\S+\/s_v1\.jsonl +0 +line 1 \(seq 0\): a version 1 log: this mcpguard verifies version 2 logs$/m);
+  assert.match(version.stdout, /^VERSION +\S+\/s_v1\.jsonl +0\n {4}line 1 \(seq 0\): a version 1 log: this mcpguard verifies version 2 logs$/m);
 });
 
 test('verify --audit-key-file: the right key passes, a wrong one fails, a key inside the record dir is refused', async () => {
@@ -159,7 +161,7 @@ test('verify --audit-key-file: the right key passes, a wrong one fails, a key in
   assert.equal((await run('verify', ['--record-dir', keyed, '--audit-key-file', keyFile])).code, 0);
   const keyless = await run('verify', ['--record-dir', keyed]);
   assert.equal(keyless.code, 1);
-  assert.match(keyless.stdout, /^KEY .*HMAC chain/m);
+  assert.match(keyless.stdout, /^KEY .*\n {4}.*HMAC chain/m);
   const wrongFile = join(root, 'wrong.key');
   writeFileSync(wrongFile, 'another-key-another-key');
   assert.equal((await run('verify', ['--record-dir', keyed, '--audit-key-file', wrongFile])).code, 1);

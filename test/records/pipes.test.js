@@ -61,7 +61,7 @@ before(async () => {
 
 // What a view writes to a regular file (always complete: file writes are synchronous) is what a slow pipe reader must get.
 for (const [name, args, dirOf, lines] of [
-  ['activity', ['activity'], () => calls, CALLS + CALLS / 1000 + 2],
+  ['activity', ['activity'], () => calls, CALLS + 2 * (CALLS / 1000) + 2], // a rejection's reason is a line of its own
   ['activity --json', ['activity', '--json'], () => calls, CALLS + CALLS / 1000],
   ['sessions', ['sessions'], () => many, 701],
   ['sessions --json', ['sessions', '--json'], () => many, 700],
@@ -103,15 +103,18 @@ test('a 200,000-call session through activity and activity --json', { timeout: 1
     const [count, status] = run.stdout.trim().split('\n');
     assert.equal(status.trim(), '0 0', run.stderr);
     assert.equal(run.stderr, '');
-    assert.equal(Number(count), 200_000 + 200 + (json ? 0 : 2));
+    assert.equal(Number(count), 200_000 + 200 + (json ? 0 : 2 + 200));
   }
-  // The rows come in the order the calls were first recorded: the three calls that never ended are the last
-  // calls, as no_final_record, and then the rejection recorded after them.
-  const tail = await bash(`node ${q(BIN)} activity --json --record-dir ${q(dir)} | tail -5`, 120_000);
-  const rows = tail.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  // Newest first (the log is read backwards, in chunks): the rejection recorded last, then the three calls that
+  // never ended (the last calls, as no_final_record), then the newest call that did.
+  const head = await bash(`node ${q(BIN)} activity --json --record-dir ${q(dir)} | head -5`, 120_000);
+  const rows = head.stdout.trim().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(rows.map((r) => [r.kind, r.request_id ?? r.line, r.state ?? r.reason]), [
-    ['call', 199_997, 'completed'], // 199,997 is no multiple of 97: not a tool error
-    ['call', 199_998, 'no_final_record'], ['call', 199_999, 'no_final_record'], ['call', 200_000, 'no_final_record'],
     ['reject', 200_001, 'not JSON'],
+    ['call', 200_000, 'no_final_record'], ['call', 199_999, 'no_final_record'], ['call', 199_998, 'no_final_record'],
+    ['call', 199_997, 'completed'], // 199,997 is no multiple of 97: not a tool error
   ]);
+  // And the oldest last: the whole listing is the forward order reversed.
+  const tail = await bash(`node ${q(BIN)} activity --json --record-dir ${q(dir)} | tail -2`, 120_000);
+  assert.deepEqual(tail.stdout.trim().split('\n').map((l) => JSON.parse(l).request_id), [2, 1]);
 });
