@@ -97,11 +97,11 @@ describe('probe sessions are sealed before the client can SIGKILL mcpguard', { t
     // The sessions view marks the probe.
     const json = await runGuard(['sessions', '--record-dir', recordDir, '--json']).done;
     const rows = json.stdout.toString().split('\n').filter(Boolean).map((line) => JSON.parse(line));
-    assert.deepEqual(rows.map((r) => r.probe), [true, undefined]);
+    assert.deepEqual(rows.map((r) => r.probe), [undefined, true]); // newest first: the real session, then the probe
     const table = await runGuard(['sessions', '--record-dir', recordDir]).done;
     const lines = table.stdout.toString().split('\n');
-    assert.match(lines[1], /probe/, table.stdout.toString());
-    assert.doesNotMatch(lines[2], /probe/, table.stdout.toString());
+    assert.match(lines[2], /\(probe\)/, table.stdout.toString());
+    assert.doesNotMatch(lines[1], /\(probe\)/, table.stdout.toString()); // the command may hold 'probe' (a temporary directory)
   });
 
   test('a server that exits at once: the probe is still recorded as a probe, and verifies', async () => {

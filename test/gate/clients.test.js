@@ -345,7 +345,8 @@ async function modernRun(answer, { tool, args, approvalTimeoutMs }) {
   assert.equal(legs[1].continues, legs[0].call_id);
   assert.equal(legs[1].linked_by, 'request_state');
   assert.ok(legs.every((leg) => leg.chain === legs[0].call_id), 'every leg is on one chain');
-  const rows = (await activityOf(run.recordDir, log)).filter((row) => row.tool === tool);
+  // activity lists the newest first: the first leg is the last row.
+  const rows = (await activityOf(run.recordDir, log)).filter((row) => row.tool === tool).reverse();
   assert.deepEqual(rows.map((row) => [row.call_id, row.chain, row.leg]), legs.map((leg, i) => [leg.call_id, legs[0].call_id, i + 1]), 'mcpguard activity shows the legs of one call');
   assert.equal(rows[0].legs, legs.length);
   assert.equal(rows[0].chain_state, legs.at(-1).state);

@@ -106,7 +106,7 @@ describe('policy', () => {
       assert.equal(end.decision.by, 'policy');
       assert.equal(end.decision.rule, 1);
       const activity = (await runGuard(['activity', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
-      assert.match(activity, /denied: denied by policy rule 1 \(no rm from agents\)/, 'activity shows the refusal and its reason');
+      assert.match(activity, / denied .*\n {4}denied by policy rule 1 \(no rm from agents\)/, 'activity shows the refusal, and its reason on the line below');
     } finally { c.cleanup(); }
   });
 
