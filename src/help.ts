@@ -40,16 +40,16 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   },
   sessions: {
     summary: 'list the recorded sessions, one row each',
-    usage: 'mcpguard sessions [--record-dir DIR] [--json]',
-    about: 'One row per session log in the record directory: its id, start, duration, command,\nprotocol, how it ended, its exit, its calls, rejected frames, and whether the log is sealed.',
-    options: [RECORD_DIR, JSON_OUT],
+    usage: 'mcpguard sessions [--running] [--record-dir DIR] [--json]',
+    about: 'One row per session log in the record directory: its id, start, duration, command,\nprotocol, how it ended, its exit, its calls, rejected frames, and whether the log is sealed.\nA session without a seal is `running` while its mcpguard runs (checked by pid and process\nstart time) and `crashed` once that mcpguard is gone.',
+    options: [{ name: 'running', help: 'only the sessions whose mcpguard is running' }, RECORD_DIR, JSON_OUT],
     exit: VIEW_EXIT,
   },
   activity: {
     summary: 'the calls of one session (the latest unless named), one row each',
-    usage: 'mcpguard activity [SESSION] [--record-dir DIR] [--json]',
-    about: 'SESSION is a session id or any unique prefix of one; without it, the latest session.\nOne row per call and per rejected frame: call id, time, method, tool, state, stderr\nbytes seen and kept, duration.',
-    options: [RECORD_DIR, JSON_OUT],
+    usage: 'mcpguard activity [SESSION] [--follow] [--record-dir DIR] [--json]',
+    about: 'SESSION is a session id or any unique prefix of one; without it, the latest session.\nOne row per call and per rejected frame: call id, time, method, tool, state, stderr\nbytes seen and kept, duration.\nIn a running session an open call shows how long it has been open (e.g. 12.00s+).',
+    options: [{ name: 'follow', help: 'then print a row for each call start, call end and rejection as the session writes it (-f); ends when the session record is written or its mcpguard is gone' }, RECORD_DIR, JSON_OUT],
     exit: VIEW_EXIT,
   },
   show: {
@@ -83,6 +83,20 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
     ],
     exit: 'Exit status: 0 every chain intact; 1 a chain does not verify (tampering, a wrong or\nmissing key, an unreadable file); 2 intact, but some log is unsealed or torn (0 with\n--allow-unsealed); 125 bad usage.',
   },
+  prune: {
+    summary: 'remove old session logs (sealed or crashed, never running), leaving tombstones',
+    usage: 'mcpguard prune [--older-than AGE] [--max-size SIZE] [--dry-run] [--record-dir DIR] [--audit-key-file FILE] [--json]',
+    about: 'Removes whole session logs, oldest first: every one that ended more than AGE ago, then\nmore until the session logs take at most SIZE. Only sealed logs and crashed ones (no seal,\nand the mcpguard that wrote them is gone) are removed; a running session\'s log never is.\nEach removed log leaves a tombstone in pruned.log in the record directory (a hash chain,\nHMAC-signed with --audit-key-file), so that verify reports it as pruned, not missing.\nAGE: 30d, 12h, 90m, 3600s, 2w. SIZE: 1G, 500M, 64KiB, 1048576 (binary multiples).',
+    options: [
+      { name: 'older-than', arg: 'AGE', help: 'remove the logs of sessions that ended more than AGE ago' },
+      { name: 'max-size', arg: 'SIZE', help: 'then remove the oldest logs until the session logs take at most SIZE' },
+      { name: 'dry-run', help: 'only list what would be removed' },
+      RECORD_DIR,
+      { name: 'audit-key-file', arg: 'FILE', help: 'sign the tombstones with this HMAC key (required when the tombstones already are signed)' },
+      { name: 'json', help: 'one object per removed log, then a summary object' },
+    ],
+    exit: 'Exit status: 0 done (also when nothing had to go); 1 a log could not be removed, or the\ntombstone chain cannot be extended, or another prune is running; 125 bad usage.',
+  },
   help: {
     summary: 'this help, or the help of one subcommand',
     usage: 'mcpguard help [SUBCOMMAND]',
@@ -100,7 +114,7 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
 };
 
 /** The record views: the subcommands that records/commands.ts runs. */
-export const RECORD_VIEWS = ['sessions', 'activity', 'show', 'logs', 'verify'] as const;
+export const RECORD_VIEWS = ['sessions', 'activity', 'show', 'logs', 'verify', 'prune'] as const;
 
 export function isSubcommand(word: string): boolean {
   return Object.hasOwn(SUBCOMMANDS, word);
@@ -109,7 +123,7 @@ export function isSubcommand(word: string): boolean {
 /** An option table (the relay's, check's) as help options. */
 export function tableOptions(table: Record<string, OptionSpec>): HelpOption[] {
   return Object.entries(table).map(([name, spec]) => {
-    const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES' : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : 'VALUE';
+    const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES' : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : spec.kind === 'retain' ? 'AGE,SIZE' : 'VALUE';
     const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
     return { name, arg, values: spec.kind === 'enum' ? spec.values : undefined, help: `${spec.help}${def}` };
   });

@@ -20,7 +20,9 @@ import { loadAuditKey } from './key.js';
 import { describe, recordDirFor, resolveRecordDir } from './location.js';
 import { Output, settle } from './output.js';
 import { showSession } from './show.js';
-import { verifyDir, type VerifyResult } from './verify.js';
+import { isIntact, verifyDir, type VerifyResult } from './verify.js';
+import { liveness, type Liveness } from './live.js';
+import { statSync as sizeOf } from 'node:fs';
 import { findCall, listLogs, logEnds, sessionRow, summarizeLog, logRef, type LogRef, type SessionRow } from './views.js';
 
 export type RecordsCommandName = 'sessions' | 'activity' | 'show' | 'verify';
@@ -31,10 +33,13 @@ export interface CommandIO {
   stderr: { write(text: string): unknown };
 }
 
-type Values = { 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string; 'allow-unsealed'?: boolean };
+type Values = { 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string; 'allow-unsealed'?: boolean; running?: boolean; follow?: boolean };
 
 const COMMON = { 'record-dir': { type: 'string' }, json: { type: 'boolean' } } as const;
 const VERIFY = { ...COMMON, 'audit-key-file': { type: 'string' }, 'allow-unsealed': { type: 'boolean' } } as const;
+// Live sessions (records/live.ts): only the running ones; follow one as it writes.
+const SESSIONS = { ...COMMON, running: { type: 'boolean' } } as const;
+const ACTIVITY = { ...COMMON, follow: { type: 'boolean', short: 'f' } } as const;
 const POSITIONALS: Record<RecordsCommandName, [number, number]> = { sessions: [0, 0], activity: [0, 1], show: [1, 1], verify: [0, 0] };
 
 /**
@@ -43,10 +48,17 @@ const POSITIONALS: Record<RecordsCommandName, [number, number]> = { sessions: [0
  * reader (or the reader has gone away: that is not an error).
  */
 export async function runRecordsCommand(
-  name: RecordsCommandName | 'logs', argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
+  name: RecordsCommandName | 'logs' | 'prune', argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   if (io.stdout === process.stdout) tolerateEpipe();
   if (name === 'logs') return (await import('./logs.js')).runLogsCommand(argv, io);
+  if (name === 'prune') {
+    const out = new Output(io.stdout);
+    const pruned = await (await import('./prune-command.js')).runPruneCommand(argv, { stdout: out, stderr: io.stderr });
+    await out.end();
+    await settle(io.stderr);
+    return pruned;
+  }
   const output = new Output(io.stdout);
   let code: number;
   try {
@@ -67,7 +79,7 @@ async function runCommand(name: RecordsCommandName, argv: string[], io: CommandI
   let values: Values;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: argv, options: name === 'verify' ? VERIFY : COMMON, allowPositionals: true, strict: true }));
+    ({ values, positionals } = parseArgs({ args: argv, options: name === 'verify' ? VERIFY : name === 'sessions' ? SESSIONS : name === 'activity' ? ACTIVITY : COMMON, allowPositionals: true, strict: true }));
   } catch (error) {
     return fail(optionError(error as Error, argv), EXIT_USAGE);
   }
@@ -94,8 +106,8 @@ async function runCommand(name: RecordsCommandName, argv: string[], io: CommandI
   try {
     if (name === 'verify') return verify(dir, configured, kind === 'dir', values, out, io);
     const logs = kind === 'dir' ? listLogs(dir, (file, reason) => skipped(io, file, reason)) : [];
-    if (name === 'sessions') return await sessions(logs, json, output, io);
-    if (name === 'activity') return await activity(logs, positionals[0], json, output, io, dir);
+    if (name === 'sessions') return await sessions(logs, json, output, io, values.running === true);
+    if (name === 'activity') return await activity(logs, positionals[0], json, output, io, dir, values.follow === true);
     return await show(logs, positionals[0]!, json, output, io, dir);
   } catch (error) {
     if (error instanceof GuardError) return fail(error.message, error.exitCode);
@@ -113,21 +125,24 @@ async function emit(output: Output, text: string): Promise<boolean> {
   return !output.closed;
 }
 
-async function sessions(logs: LogRef[], json: boolean, output: Output, io: CommandIO): Promise<number> {
+async function sessions(logs: LogRef[], json: boolean, output: Output, io: CommandIO, runningOnly = false): Promise<number> {
   const grid = new StreamingTable(['SESSION', 'START', 'DURATION', 'COMMAND', 'PROTOCOL', 'END', 'EXIT', 'CALLS', 'REJECTED', 'SEALED']);
   for (const ref of logs) {
     let r: SessionRow;
+    let live: Liveness | null;
     try {
       const log = summarizeLog(ref.file);
       warnUnreadable(ref.file, log.unreadable, io);
       r = sessionRow(log);
+      live = log.sealed ? null : liveness(log.start);
     } catch (error) {
       skipped(io, ref.file, describe(error)); // gone or changed since it was listed
       continue;
     }
-    const text = json ? `${JSON.stringify(r)}\n` : grid.add([
+    if (runningOnly && live !== 'running') continue;
+    const text = json ? `${JSON.stringify({ ...r, liveness: live })}\n` : grid.add([
       r.session_id, formatDate(r.started_at), formatDuration(r.duration_ms), clip(r.command.join(' ') || '-', 40),
-      r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), endText(r),
+      r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), live === null ? endText(r) : liveText(live, r),
       r.exit_code !== null ? String(r.exit_code) : r.signal ?? '-', String(r.calls), String(r.rejected), r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
     ]);
     if (!await emit(output, text)) return 0;
@@ -136,38 +151,66 @@ async function sessions(logs: LogRef[], json: boolean, output: Output, io: Comma
   return 0;
 }
 
+/** An unsealed session: `running` while its mcpguard lives, else `crashed` (after its end reason, if it wrote one); `unknown` when that cannot be told. */
+function liveText(live: Liveness, r: SessionRow): string {
+  return live === 'running' ? 'running' : r.end_reason === null ? live : `${r.end_reason} (${live === 'crashed' ? 'crashed before the seal' : 'unsealed'})`;
+}
+
 /** A probe session's end says so; its exit was not waited for (the EXIT column then shows '-'). */
 function endText(r: SessionRow): string {
   return r.probe ? `${r.end_reason ?? '-'} (probe)` : r.end_reason ?? '-';
 }
 
-async function activity(logs: LogRef[], wanted: string | undefined, json: boolean, output: Output, io: CommandIO, dir: string): Promise<number> {
+async function activity(logs: LogRef[], wanted: string | undefined, json: boolean, output: Output, io: CommandIO, dir: string, follow = false): Promise<number> {
   const ref = pickSession(logs, wanted, dir);
   if (typeof ref === 'string') return notFound(io, ref);
   const ends = logEnds(ref.file);
-  const ended = ends.seal !== undefined || ends.end !== undefined;
+  // A session whose mcpguard is gone has ended too (crashed): its open calls never got a final record.
+  const live = ends.seal !== undefined || ends.end !== undefined ? null : liveness(ends.start);
+  const ended = live === null || live === 'crashed';
+  // --follow: the table covers the log as it is now; what comes after is followed from there.
+  const snapshot = follow && !ended ? sizeOf(ref.file).size : Infinity;
+  const now = live === 'running' ? Date.now() : null;
   const unreadable: number[] = [];
-  const rows = activityRows(ref.file, ref.sessionId, ended, !json, (line) => unreadable.push(line));
-  if (json) {
-    for (const row of rows) if (!await emit(output, `${JSON.stringify(row)}\n`)) return 0;
-    warnUnreadable(ref.file, unreadable, io);
+  const rows = activityRows(ref.file, ref.sessionId, ended, !json, (line) => unreadable.push(line), snapshot);
+  const following = async (write: (row: ActivityRow) => Promise<boolean>): Promise<number> => {
+    if (snapshot === Infinity) return 0;
+    await output.flush();
+    const how = await (await import('./activity-follow.js')).followActivity(ref.file, ref.sessionId, snapshot, ends.start, async (row) => {
+      const going = await write(row);
+      await output.flush();
+      return going && !output.closed;
+    });
+    if (how === 'crashed') io.stderr.write(`mcpguard activity: the session's mcpguard (pid ${String(ends.start?.mcpguard_pid ?? '?')}) is gone without a session record: it crashed\n`);
     return 0;
+  };
+  if (json) {
+    for (const row of rows) if (!await emit(output, `${JSON.stringify(withAge(row, now))}\n`)) return 0;
+    warnUnreadable(ref.file, unreadable, io);
+    return following((row) => emit(output, `${JSON.stringify(row)}\n`));
   }
   const start = sessionRow({ ...ends, unreadable: [], sealed: ends.seal !== undefined, records: 0, calls: 0, rejected: 0 });
   output.write(`session ${ref.sessionId}${start.probe ? ' (probe)' : ''}  ${formatDate(start.started_at)}  ${ref.file}\n`);
   const grid = new StreamingTable(['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION']);
-  for (const r of rows) if (!await emit(output, grid.add(activityCells(r)))) return 0;
+  for (const r of rows) if (!await emit(output, grid.add(activityCells(r, now)))) return 0;
   output.write(grid.end());
   warnUnreadable(ref.file, unreadable, io);
-  return 0;
+  return following((row) => emit(output, grid.add(activityCells(row, null))));
 }
 
-function activityCells(r: ActivityRow): string[] {
+/** An open call of a running session, in --json: how long it has been open (`open_ms`). */
+function withAge(row: ActivityRow, now: number | null): ActivityRow {
+  if (now === null || row.kind !== 'call' || row.state !== 'open') return row;
+  const since = row.time === null ? NaN : Date.parse(row.time);
+  return Number.isFinite(since) ? { ...row, open_ms: now - since } as ActivityRow : row;
+}
+
+function activityCells(r: ActivityRow, now: number | null = null): string[] {
   return r.kind === 'call'
     ? [r.leg !== null && r.leg > 1 ? `  ↳ ${r.call_id}` : r.call_id, formatClock(r.time), r.method ?? '-', r.tool ?? '-',
       r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)`
         : (r.state === 'denied' || r.state === 'rejected') && r.detail !== null ? `${r.state}: ${clip(r.detail.split('\n')[0]!, 60)}` : r.state,
-      r.stderr_bytes_seen === null ? '-' : `${r.stderr_bytes_seen}/${r.stderr_bytes_retained ?? '-'}${r.stderr_truncated ? ' truncated' : ''}`, formatDuration(r.duration_ms)]
+      r.stderr_bytes_seen === null ? '-' : `${r.stderr_bytes_seen}/${r.stderr_bytes_retained ?? '-'}${r.stderr_truncated ? ' truncated' : ''}`, openAge(r, now) ?? formatDuration(r.duration_ms)]
     : ['(rejected)', formatClock(r.time), '-', '-', `from ${r.direction ?? '?'}: ${r.reason ?? '?'}${r.code !== null ? ` (${String(r.code)})` : ''}`, '-', '-'];
 }
 
@@ -182,7 +225,7 @@ async function show(logs: LogRef[], wanted: string, json: boolean, output: Outpu
     if (typeof ref === 'string') return notFound(io, ref);
     const log = summarizeLog(ref.file);
     warnUnreadable(ref.file, log.unreadable, io);
-    output.write(showSession(log, json));
+    output.write(showSession(log, json, log.sealed ? null : liveness(log.start)));
     return 0;
   }
   const found = findCall(logs, wanted);
@@ -202,6 +245,13 @@ async function show(logs: LogRef[], wanted: string, json: boolean, output: Outpu
   return 0;
 }
 
+/** An open call's age in a running session: `12.30s+` (it is still going). */
+function openAge(r: ActivityRow & { kind: 'call' }, now: number | null): string | null {
+  if (now === null || r.state !== 'open' || r.time === null) return null;
+  const since = Date.parse(r.time);
+  return Number.isFinite(since) ? `${formatDuration(Math.max(0, now - since))}+` : null;
+}
+
 const CHAIN_ONLY = new Set(['seq', 'ts', 'type', 'prev', 'hash', 'call_id']);
 
 function fields(record: LogRecord): string {
@@ -216,17 +266,18 @@ function verify(dir: string, configured: string, exists: boolean, values: Values
   const results = exists ? verifyDir(dir, key) : [];
   if (results.length === 0) io.stderr.write(`mcpguard verify: no session logs in '${dir}'\n`);
   const crashOnly = (r: VerifyResult): boolean => r.status === 'unsealed' || r.status === 'torn';
+  // `live` (a running session's intact log) and `pruned` (gone with its tombstone) count as intact.
   if (values.json === true) results.forEach((r) => out(`${JSON.stringify(r)}\n`));
   else {
     out(table(['STATUS', 'FILE', 'RECORDS', 'DETAIL'], results.map((r) => [
-      r.status === 'ok' ? 'ok' : r.status.toUpperCase(), r.file, String(r.records),
+      isIntact(r.status) ? r.status : r.status.toUpperCase(), r.file, String(r.records),
       r.reason === null ? '' : r.line === null ? r.reason : `line ${r.line} (seq ${r.line - 1}): ${r.reason}`,
     ])));
     const counts = new Map<string, number>();
     results.forEach((r) => counts.set(r.status, (counts.get(r.status) ?? 0) + 1));
     out(`${results.length} log${results.length === 1 ? '' : 's'}: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}\n`);
   }
-  if (results.some((r) => r.status !== 'ok' && !crashOnly(r))) return 1;
+  if (results.some((r) => !isIntact(r.status) && !crashOnly(r))) return 1;
   if (results.some(crashOnly) && values['allow-unsealed'] !== true) return 2;
   return 0;
 }

@@ -26,14 +26,22 @@
  * an HMAC chain checked with its key proves the records were not rewritten.
  * Deleting a whole session file cannot be detected from the files left.
  */
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import { canonical } from './canonical.js';
 import { RECORD_VERSION, ZERO_HASH, keyId, lineHash, recordHash, type ChainAlg, type LogRecord } from './chain.js';
 import { describe } from './location.js';
-import { listLogFiles, parseRecord, readLogFile, splitLines } from './read.js';
+import { liveness } from './live.js';
+import { keptSet } from './prune.js';
+import { listLogFiles, parseRecord, readLogEdges, readLogFile, splitLines } from './read.js';
+import { TOMBSTONE_FILE, TOMBSTONE_LOG_ID, indexTombstones, readTombstoneFile } from './tombstones.js';
 
 /** How a file fared; see the module comment for what each status means. */
-export type VerifyStatus = 'ok' | 'unsealed' | 'torn' | 'tampered' | 'key' | 'version' | 'unreadable';
+export type VerifyStatus = 'ok' | 'live' | 'pruned' | 'unsealed' | 'torn' | 'tampered' | 'key' | 'version' | 'unreadable' | 'missing';
+
+/** Statuses that are no fault: an intact sealed log, a running session's intact log, a pruned log with its tombstone. */
+export function isIntact(status: VerifyStatus): boolean {
+  return status === 'ok' || status === 'live' || status === 'pruned';
+}
 
 /** The verdict on one file. */
 export interface VerifyResult {
@@ -156,10 +164,99 @@ export function verifyFile(path: string, key?: Buffer): VerifyResult {
   } catch (error) {
     return { file: path, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null };
   }
-  return { file: path, ...verifyBytes(bytes, key, basename(path).replace(/\.jsonl$/, '')) };
+  const verdict = verifyBytes(bytes, key, basename(path).replace(/\.jsonl$/, ''));
+  // An intact log without a seal is a running session's while the mcpguard that writes it lives (pid and start time).
+  if (verdict.status === 'unsealed' || verdict.status === 'torn') {
+    const [header, start] = firstRecords(bytes);
+    if (liveness(start, header) === 'running') {
+      return { file: path, ...verdict, status: 'live', line: null, reason: `session running: its mcpguard (pid ${String(start?.mcpguard_pid)}) is alive; the log is sealed when the session ends` };
+    }
+  }
+  return { file: path, ...verdict };
 }
 
-/** Verify every `*.jsonl` file in `dir`, in name order. Throws if `dir` cannot be listed. */
+/** The header and session_start of a log's bytes (the first two lines), where they parse. */
+function firstRecords(bytes: Buffer): [LogRecord | undefined, LogRecord | undefined] {
+  const one = bytes.indexOf(10);
+  const two = one === -1 ? -1 : bytes.indexOf(10, one + 1);
+  const header = one === -1 ? null : parseRecord(bytes.subarray(0, one));
+  const start = two === -1 ? null : parseRecord(bytes.subarray(one + 1, two));
+  return [header ?? undefined, start?.type === 'session_start' ? start : undefined];
+}
+
+/**
+ * Verify every `*.jsonl` file in `dir`, in name order, then the tombstone
+ * chain (`pruned.log`, when there is one): a row for the chain itself, a
+ * `pruned` row for each log it says was pruned and is gone, and a `missing`
+ * row when logs the last prune kept are gone without a tombstone. Throws if
+ * `dir` cannot be listed.
+ */
 export function verifyDir(dir: string, key?: Buffer): VerifyResult[] {
-  return listLogFiles(dir).map((file) => verifyFile(file, key));
+  const files = listLogFiles(dir);
+  const results = files.map((file) => verifyFile(file, key));
+  return [...results, ...verifyTombstones(dir, files, results, key)];
+}
+
+/**
+ * What can be told about logs that are gone. A tombstone in an intact chain
+ * vouches for a pruned log (with the key, only a holder of the key can write
+ * one). A log deleted by hand is found when the last prune run kept it: the
+ * run recorded a digest of the logs it kept. A log created after the last
+ * prune and deleted by hand, or deleted together with a cut-off tail of the
+ * chain (without the key, the whole chain can be rewritten), cannot be told
+ * from one that never existed.
+ */
+function verifyTombstones(dir: string, files: string[], results: VerifyResult[], key: Buffer | undefined): VerifyResult[] {
+  let bytes: Buffer | null;
+  const path = join(dir, TOMBSTONE_FILE);
+  try {
+    bytes = readTombstoneFile(dir);
+  } catch (error) {
+    return [{ file: path, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null }];
+  }
+  if (bytes === null) return [];
+  const verdict = verifyBytes(bytes, key, TOMBSTONE_LOG_ID);
+  // The chain grows with every prune and is never sealed: intact and unsealed is its normal state.
+  const chain: VerifyResult = verdict.status === 'unsealed' && verdict.records > 0
+    ? { file: path, ...verdict, status: 'ok', reason: null }
+    : { file: path, ...verdict };
+  if (chain.status !== 'ok' && chain.status !== 'torn') return [chain];
+  const index = indexTombstones(bytes);
+  const present = new Set(files.map((f) => basename(f)));
+  const rows: VerifyResult[] = [chain];
+  for (const [name, t] of index.pruned) {
+    const when = `pruned ${String(t.ts)} by ${t.by === 'retain' ? 'a session\'s --retain' : 'mcpguard prune'} (${t.reason === 'max-size' ? `over --max-size ${String((t.rule as LogRecord | null)?.max_size)}` : `ended more than ${String((t.rule as LogRecord | null)?.older_than)} before`})`;
+    if (present.has(name)) {
+      const row = results.find((r) => basename(r.file) === name);
+      if (row !== undefined && row.reason === null) row.reason = `${when}, but the file is here: an interrupted prune, or restored`;
+      continue;
+    }
+    rows.push({
+      file: join(dir, name), status: 'pruned', records: typeof t.records === 'number' ? t.records : 0, line: null,
+      reason: `${when}; ${String(t.state)}, ${String(t.bytes)} bytes${typeof t.seal_hash === 'string' ? `, seal ${t.seal_hash.slice(0, 16)}` : ''}`,
+      log_id: typeof t.session_id === 'string' ? t.session_id : null, alg: chain.alg,
+    });
+  }
+  const run = index.lastRun;
+  if (run !== null && typeof run.listed_at === 'string' && typeof run.kept === 'number') {
+    const logs: Array<{ name: string; createdAt: string }> = [];
+    for (const file of files) {
+      try {
+        const header = parseRecord(readLogEdges(file, 1, 0).head[0] ?? Buffer.alloc(0));
+        logs.push({ name: basename(file), createdAt: typeof header?.created_at === 'string' ? header.created_at : '' });
+      } catch { /* unreadable: prune skipped it too */ }
+    }
+    for (const t of index.prunedAfterRun) if (!present.has(String(t.file))) logs.push({ name: String(t.file), createdAt: typeof t.created_at === 'string' ? t.created_at : '' });
+    const now = keptSet(logs, run.listed_at);
+    if (now.sha256 !== run.kept_sha256) {
+      const gone = run.kept - now.count;
+      rows.push({
+        file: dir, status: 'missing', records: 0, line: null, log_id: null, alg: chain.alg,
+        reason: gone > 0
+          ? `${gone} log${gone === 1 ? '' : 's'} that the prune of ${String(run.ts)} kept ${gone === 1 ? 'is' : 'are'} gone without a tombstone: deleted by hand?`
+          : `the logs created before the prune of ${String(run.ts)} are not the ${run.kept} it kept: logs were deleted and others added by hand`,
+      });
+    }
+  }
+  return rows;
 }
