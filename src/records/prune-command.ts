@@ -74,7 +74,8 @@ export async function runPruneCommand(argv: string[], io: CommandIO): Promise<nu
   const dryRun = values['dry-run'] === true;
   let removed: Removal[] = plan.remove;
   let failed: Array<{ removal: Removal; error: string }> = [];
-  if (!dryRun && plan.remove.length > 0) {
+  // Even with nothing to remove, a prune records what it kept: verify finds a log deleted by hand since.
+  if (!dryRun) {
     try {
       ({ removed, failed } = applyPrune(dir, plan, rules, key, 'prune'));
     } catch (error) {
