@@ -225,7 +225,7 @@ function verifyTombstones(dir: string, files: string[], results: VerifyResult[],
   const present = new Set(files.map((f) => basename(f)));
   const rows: VerifyResult[] = [chain];
   for (const [name, t] of index.pruned) {
-    const when = `pruned ${String(t.ts)} by ${t.by === 'retain' ? 'a session\'s --retain' : 'mcpguard prune'} (${t.reason === 'max-size' ? `over --max-size ${String((t.rule as LogRecord | null)?.max_size)}` : `ended more than ${String((t.rule as LogRecord | null)?.older_than)} before`})`;
+    const when = `pruned ${String(t.ts)} by ${t.by === 'retain' ? 'a session\'s --retain' : 'mcpguard prune'} (${t.reason === 'max-size' ? `over --max-size ${String((t.rule as LogRecord | null)?.max_size)}` : `ended more than ${String((t.rule as LogRecord | null)?.older_than)} before it`})`;
     if (present.has(name)) {
       const row = results.find((r) => basename(r.file) === name);
       if (row !== undefined && row.reason === null) row.reason = `${when}, but the file is here: an interrupted prune, or restored`;

@@ -79,7 +79,8 @@ export function copySession(path, dir, count, idOf) {
   return files;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+// (No script path when imported from `node -e`.)
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [dir, calls, copies] = process.argv.slice(2);
   const path = await writeSession(dir, 's_20261130T020000Z_00000000', Number(calls));
   if (copies !== undefined) copySession(path, dir, Number(copies), (i) => `s_20261130T0300${String(i).padStart(2, '0').slice(-2)}Z_${String(i).padStart(8, '0')}`);
