@@ -3,11 +3,14 @@
  * `verify` can tell a pruned session from one deleted by hand.
  *
  * They live in `pruned.log` in the record directory: an append-only chain
- * with the same rules as a session log (chain.ts: a header, then records each
- * carrying `seq` and `prev` = H(previous line)), hashed with SHA-256, or
- * HMAC-SHA256 with the audit key when one is configured, so that without the
- * key nobody can forge a tombstone for a log they deleted. The chain is never
- * sealed (it grows with every prune); `verify` checks it link by link.
+ * built from chain.ts's rules (a header, then records each carrying `seq` and
+ * `prev` = H(previous line)), hashed with SHA-256, or HMAC-SHA256 with the
+ * audit key when one is configured, so that without the key nobody can forge
+ * a tombstone for a log they deleted. The chain is never sealed (it grows with
+ * every prune), so every record also carries its own `hash` =
+ * H(canonical(record without hash)), as a seal does: the last record, which no
+ * later one vouches for, cannot be edited either. `verifyTombstoneBytes`
+ * checks it all.
  * The name does not end in `.jsonl`: it is no session log, and the views and
  * verify list only those.
  *
@@ -28,10 +31,10 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonical } from './canonical.js';
-import { RECORD_VERSION, ZERO_HASH, chainAlg, keyId, lineHash, type ChainAlg, type LogRecord } from './chain.js';
+import { RECORD_VERSION, ZERO_HASH, chainAlg, keyId, lineHash, recordHash, type ChainAlg, type LogRecord } from './chain.js';
 import { liveness, ownStartIdentity } from './live.js';
 import { describe } from './location.js';
-import { parseRecord, readLogEdges } from './read.js';
+import { parseRecord, readLogEdges, splitLines } from './read.js';
 
 export const TOMBSTONE_FILE = 'pruned.log';
 export const TOMBSTONE_LOG_ID = 'pruned';
@@ -85,7 +88,8 @@ export class TombstoneChain {
   private write(records: LogRecord[]): void {
     let text = '';
     for (const r of records) {
-      const line = `${canonical({ ...r, seq: this.seq, prev: this.prev })}\n`;
+      const unhashed = { ...r, seq: this.seq, prev: this.prev };
+      const line = `${canonical({ ...unhashed, hash: recordHash(unhashed, this.key) })}\n`;
       this.seq += 1;
       this.prev = lineHash(line, this.key);
       text += line;
@@ -105,6 +109,53 @@ function keyProblem(header: LogRecord, key: Buffer | undefined): string | null {
   }
   if (alg !== 'sha256') return `unknown hash algorithm ${JSON.stringify(header.alg)}`;
   return key === undefined ? null : 'the tombstones are a plain SHA-256 chain but an audit key was given: pruning with the key would mix the two (move the file aside to start a signed chain)';
+}
+
+/** How a tombstone chain verifies: `ok`, or what is wrong and on which 1-based line. */
+export interface TombstoneVerdict {
+  status: 'ok' | 'torn' | 'tampered' | 'key' | 'version';
+  records: number;
+  line: number | null;
+  reason: string | null;
+  alg: ChainAlg | null;
+}
+
+/**
+ * Verify a tombstone chain's bytes: each line a canonical record, record 0 its
+ * header, `seq` its position, `prev` the hash of the line before, `hash` its
+ * own hash (HMAC with `key`). A cut last line is `torn` (a prune killed in
+ * its write); anything else that does not hold is `tampered` (or `key`).
+ */
+export function verifyTombstoneBytes(bytes: Buffer, key: Buffer | undefined): TombstoneVerdict {
+  const { lines, tail } = splitLines(bytes);
+  let prev = ZERO_HASH;
+  let alg: ChainAlg | null = null;
+  const bad = (status: TombstoneVerdict['status'], i: number, reason: string): TombstoneVerdict => ({ status, records: i, line: i + 1, reason, alg });
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const record = parseRecord(line);
+    if (record === null) return bad('tampered', i, 'not a JSON object');
+    let text: string;
+    try { text = canonical(record); } catch { text = ''; }
+    if (!Buffer.from(text).equals(line)) return bad('tampered', i, 'not in canonical form: the line was edited');
+    if (i === 0) {
+      if (record.type !== 'header' || record.log_id !== TOMBSTONE_LOG_ID) return bad('tampered', 0, 'record 0 is not the header of a tombstone chain');
+      if (record.version !== RECORD_VERSION) return bad('version', 0, `a version ${JSON.stringify(record.version)} chain: this mcpguard verifies version ${RECORD_VERSION}`);
+      alg = record.alg === 'sha256' || record.alg === 'hmac-sha256' ? record.alg : null;
+      const problem = keyProblem(record, key);
+      if (alg === null || problem !== null) return bad(alg === null ? 'tampered' : 'key', 0, problem ?? 'unknown hash algorithm');
+    } else if (record.type === 'header') {
+      return bad('tampered', i, 'a second header');
+    }
+    if (record.seq !== i) return bad('tampered', i, `expected seq ${i}, found ${String(record.seq)}: a record is missing, repeated or moved`);
+    if (record.prev !== prev) return bad('tampered', i, `prev is not the hash of line ${i}: that line was altered or replaced`);
+    const { hash, ...unhashed } = record;
+    if (hash !== recordHash(unhashed, key)) return bad('tampered', i, 'the record\'s hash does not match the record: it was altered');
+    prev = lineHash(Buffer.concat([line, Buffer.from('\n')]), key);
+  }
+  if (tail !== null) return bad('torn', lines.length, 'last line is incomplete: a prune was killed in the middle of writing it');
+  if (lines.length === 0) return { status: 'tampered', records: 0, line: null, reason: 'empty: no header', alg };
+  return { status: 'ok', records: lines.length, line: null, reason: null, alg };
 }
 
 /** What the tombstone chain of a directory says, once verified (see verify.ts). */
