@@ -90,6 +90,8 @@ export class LineReader {
   lineNumber = 0;
   /** Set at the end: the file ends in bytes not ended by `\n`. */
   torn = false;
+  /** Set at the end: those bytes (a torn last record, or something appended by hand); else null. */
+  rest: Buffer | null = null;
   private fd: number | null;
   /** The buffer the file is read into; `buf` is its filled part. */
   private store = Buffer.alloc(0);
@@ -115,6 +117,7 @@ export class LineReader {
       }
       if (this.eof || this.fd === null) {
         this.torn = this.pos < this.buf.length;
+        if (this.torn) this.rest = Buffer.from(this.buf.subarray(this.pos));
         this.close();
         return null;
       }

@@ -32,7 +32,7 @@ import { RECORD_VERSION, ZERO_HASH, keyId, lineHash, recordHash, type ChainAlg, 
 import { describe } from './location.js';
 import { liveness } from './live.js';
 import { keptSet } from './prune.js';
-import { listLogFiles, parseRecord, readLogEdges, readLogFile, splitLines } from './read.js';
+import { LineReader, listLogFiles, parseRecord, readLogEdges, splitLines } from './read.js';
 import { TOMBSTONE_FILE, TOMBSTONE_LOG_ID, indexTombstones, readTombstoneFile, verifyTombstoneBytes } from './tombstones.js';
 
 /** How a file fared; see the module comment for what each status means. */
@@ -67,29 +67,43 @@ class Bad extends Error {
 /** Verify one log's bytes. `logId`, when given, must match the header's `log_id` (the file name). */
 export function verifyBytes(bytes: Buffer, key?: Buffer, logId?: string): Verdict {
   const { lines, tail } = splitLines(bytes);
+  return verifyLines(lines, () => tail, key, logId).verdict;
+}
+
+/**
+ * Verify a log given line by line (each line is used before the next is
+ * asked for, so a reader may reuse its buffer), then the bytes after the last
+ * newline. Also hands back the first two records, for the liveness check.
+ */
+function verifyLines(lines: Iterable<Buffer>, rest: () => Buffer | null, key: Buffer | undefined, logId: string | undefined): { verdict: Verdict; first: Array<LogRecord | null> } {
   const state = { prev: ZERO_HASH, alg: null as ChainAlg | null, logId: null as string | null, sealed: false };
   const verdict = (status: VerifyStatus, records: number, line: number | null, reason: string | null): Verdict =>
     ({ status, records, line, reason, log_id: state.logId, alg: state.alg });
+  const first: Array<LogRecord | null> = [];
+  let count = 0;
   try {
-    lines.forEach((line, i) => {
-      if (state.sealed) throw new Bad('tampered', i + 1, 'data after the seal record');
-      checkRecord(line, i, state, key, logId);
-    });
+    for (const line of lines) {
+      if (state.sealed) throw new Bad('tampered', count + 1, 'data after the seal record');
+      if (count < 2) first.push(parseRecord(line));
+      checkRecord(line, count, state, key, logId);
+      count++;
+    }
+    const tail = rest();
     if (tail !== null) {
-      const at = lines.length + 1;
+      const at = count + 1;
       if (state.sealed) throw new Bad('tampered', at, 'data after the seal record');
       if (tail[0] !== 0x7b) throw new Bad('tampered', at, 'garbage after the last record (not the start of a record)');
       // A complete record that lost only its newline must still verify to count as torn.
-      if (parseRecord(tail) !== null) checkRecord(tail, lines.length, state, key, logId);
-      return verdict('torn', lines.length, at, 'last line is incomplete: the writer was killed (or ran out of space) in the middle of a record');
+      if (parseRecord(tail) !== null) checkRecord(tail, count, state, key, logId);
+      return { verdict: verdict('torn', count, at, 'last line is incomplete: the writer was killed (or ran out of space) in the middle of a record'), first };
     }
   } catch (error) {
     if (!(error instanceof Bad)) throw error;
-    return verdict(error.status, error.line - 1, error.line, error.message);
+    return { verdict: verdict(error.status, error.line - 1, error.line, error.message), first };
   }
-  if (lines.length === 0) return verdict('unsealed', 0, null, 'empty file: no header (crash before the first record, or truncated)');
-  if (!state.sealed) return verdict('unsealed', lines.length, null, 'ended without seal: crash or truncation (no record follows the last one to vouch for it)');
-  return verdict('ok', lines.length, null, null);
+  if (count === 0) return { verdict: verdict('unsealed', 0, null, 'empty file: no header (crash before the first record, or truncated)'), first };
+  if (!state.sealed) return { verdict: verdict('unsealed', count, null, 'ended without seal: crash or truncation (no record follows the last one to vouch for it)'), first };
+  return { verdict: verdict('ok', count, null, null), first };
 }
 
 function checkRecord(
@@ -156,18 +170,32 @@ function isCanonical(record: LogRecord, line: Buffer): boolean {
   }
 }
 
-/** Verify one session log file; its name must be `<log_id>.jsonl`. */
+/**
+ * Verify one session log file; its name must be `<log_id>.jsonl`. The file is
+ * streamed (one chunk in memory, whatever its size).
+ */
 export function verifyFile(path: string, key?: Buffer): VerifyResult {
-  let bytes: Buffer;
+  const unreadable = (error: unknown): VerifyResult => ({ file: path, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null });
+  let reader: LineReader;
   try {
-    bytes = readLogFile(path);
+    reader = new LineReader(path);
   } catch (error) {
-    return { file: path, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null };
+    return unreadable(error);
   }
-  const verdict = verifyBytes(bytes, key, basename(path).replace(/\.jsonl$/, ''));
+  let checked: ReturnType<typeof verifyLines>;
+  try {
+    const lines = (function* () { for (let line = reader.next(); line !== null; line = reader.next()) yield line; })();
+    checked = verifyLines(lines, () => reader.rest, key, basename(path).replace(/\.jsonl$/, ''));
+  } catch (error) {
+    return unreadable(error); // a read that failed half-way (EIO)
+  } finally {
+    reader.close();
+  }
+  const { verdict, first } = checked;
   // An intact log without a seal is a running session's while the mcpguard that writes it lives (pid and start time).
   if (verdict.status === 'unsealed' || verdict.status === 'torn') {
-    const [header, start] = firstRecords(bytes);
+    const header = first[0] ?? undefined;
+    const start = first[1]?.type === 'session_start' ? first[1] : undefined;
     if (liveness(start, header) === 'running') {
       return { file: path, ...verdict, status: 'live', line: null, reason: `session running: its mcpguard (pid ${String(start?.mcpguard_pid)}) is alive; the log is sealed when the session ends` };
     }
@@ -175,14 +203,6 @@ export function verifyFile(path: string, key?: Buffer): VerifyResult {
   return { file: path, ...verdict };
 }
 
-/** The header and session_start of a log's bytes (the first two lines), where they parse. */
-function firstRecords(bytes: Buffer): [LogRecord | undefined, LogRecord | undefined] {
-  const one = bytes.indexOf(10);
-  const two = one === -1 ? -1 : bytes.indexOf(10, one + 1);
-  const header = one === -1 ? null : parseRecord(bytes.subarray(0, one));
-  const start = two === -1 ? null : parseRecord(bytes.subarray(one + 1, two));
-  return [header ?? undefined, start?.type === 'session_start' ? start : undefined];
-}
 
 /**
  * Verify every `*.jsonl` file in `dir`, in name order, then the tombstone
