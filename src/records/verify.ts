@@ -22,9 +22,15 @@
  * - `version`: the header names another format version (version 1, from
  *   development builds, hashed each record into itself);
  * - `tampered`: anything else; `line` is the first line that does not verify.
+ * - `live`: intact and unsealed, and the mcpguard writing it is alive (its pid
+ *   with the recorded process start time, records/live.ts): a running
+ *   session, counted as intact.
  * Without a key, whoever can write the file can rewrite the whole chain; only
  * an HMAC chain checked with its key proves the records were not rewritten.
- * Deleting a whole session file cannot be detected from the files left.
+ * A whole session file that is gone is `pruned` when the directory's
+ * tombstone chain (tombstones.ts) says so, and `missing` when the last prune
+ * kept it and no tombstone says it went; one created after the last prune and
+ * deleted by hand cannot be detected from the files left.
  */
 import { basename, join } from 'node:path';
 import { canonical } from './canonical.js';
