@@ -19,6 +19,7 @@ import { processMasker, type Masker } from './mask.js';
 import type { Rejection, SessionObserver } from './observer.js';
 import { RawId, type RequestId } from './request-id.js';
 import { RecordShape, isoAt } from './records/chain.js';
+import { ownStartIdentity } from './records/live.js';
 import { SessionLog, fingerprint, type RecordStoreOptions } from './records/store.js';
 import type { ServerInfo } from './server-info.js';
 import { basename } from 'node:path';
@@ -73,6 +74,8 @@ export class AuditLog implements SessionObserver {
       args: [...info.args],
       cwd: info.cwd,
       mcpguard_pid: process.pid,
+      // Which process that pid is: `running` vs `crashed` is decided by it (records/live.ts), never by a missing seal.
+      mcpguard_start: ownStartIdentity(),
       started_at: new Date().toISOString(),
       options: info.options,
     }));

@@ -35,10 +35,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (first !== undefined && RECORD_COMMANDS.has(first)) {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue(first, name), true)) return print(subcommandHelp(first));
       const { runRecordsCommand } = await import('./records/commands.js');
-      return await runRecordsCommand(first as 'sessions' | 'logs', argv.slice(1));
+      return await runRecordsCommand(first as (typeof RECORD_VIEWS)[number], argv.slice(1));
     }
     if (helpRequested(argv, takesValue)) return print(relayHelp());
     const prepared = await prepare(argv);
+    retainInBackground(prepared);
     return await (await import('./run.js')).runRelay(prepared);
   } catch (error) {
     if (error instanceof GuardError) {
@@ -49,6 +50,16 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     throw error;
   }
+}
+
+/** `--retain`: prune the record directory while the session starts, never holding it up nor failing it. */
+function retainInBackground(p: Prepared): void {
+  const retain = p.values.retain;
+  if (typeof retain !== 'string' || p.records === null) return;
+  const { dir, key } = p.records;
+  void import('./records/prune-command.js')
+    .then((m) => m.pruneOnStart(dir, retain, key, (line) => process.stderr.write(`mcpguard: ${line}\n`)))
+    .catch((error: unknown) => process.stderr.write(`mcpguard: --retain: nothing pruned: ${String(error)}\n`));
 }
 
 /** `mcpguard help [SUBCOMMAND]`. */

@@ -48,11 +48,12 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   },
   sessions: {
     summary: 'list the recorded sessions, newest first, one row each',
-    usage: 'mcpguard sessions [-n N] [--since T] [--until T] [--name GLOB] [--failed] [--utc] [--color WHEN] [--record-dir DIR] [--json]',
+    usage: 'mcpguard sessions [-n N] [--since T] [--until T] [--name GLOB] [--failed] [--running] [--utc] [--color WHEN] [--record-dir DIR] [--json]',
     about: `One row per session log in the record directory, newest first: SESSION (its id),
 NAME (--name, else the server's serverInfo.name, else the command's basename),
 START (in local time; the header names the zone), DURATION, COMMAND, PROTOCOL, END
-(how it ended), EXIT (the server's exit code or signal), CALLS, REJECTED (frames
+(how it ended; a session without a seal is running while its mcpguard runs, checked by
+pid and process start time, and crashed once that mcpguard is gone), EXIT (the server's exit code or signal), CALLS, REJECTED (frames
 refused), SEALED (yes, no: still running or crashed, torn: the last write was cut).
 On a terminal the table fits its width: COMMAND is cut in the middle, then columns
 are left out (PROTOCOL, REJECTED, DURATION, SEALED, COMMAND).
@@ -63,19 +64,21 @@ ${TIMES}`,
       { name: 'until', arg: 'T', help: 'sessions started at or before T' },
       { name: 'name', arg: 'GLOB', help: "sessions whose name matches GLOB (*, ?, [...]; e.g. 'files*')" },
       { name: 'failed', help: 'sessions whose server exited non-zero, was killed (SIGKILL) or did not start, or with a failed call (see activity --failed)' },
+      { name: 'running', help: 'only the sessions whose mcpguard is running' },
       UTC, COLOR, RECORD_DIR, JSON_OUT,
     ],
     exit: VIEW_EXIT,
   },
   activity: {
     summary: 'the calls of one session (the latest unless named), newest first, one row each',
-    usage: 'mcpguard activity [SESSION] [--state S] [--tool GLOB] [--failed] [--since T] [--until T] [-n N] [--utc] [--color WHEN] [--record-dir DIR] [--json]',
+    usage: 'mcpguard activity [SESSION] [--state S] [--tool GLOB] [--failed] [--since T] [--until T] [-n N] [-f] [--utc] [--color WHEN] [--record-dir DIR] [--json]',
     about: `SESSION is a session id (s_...) or any unique prefix of one, or its log file; without
 it, the latest session. One row per call and per rejected frame, newest first: CALL (c_...;
 a multi-round call's later legs are indented under its first), TIME (local; the header
 names the zone), METHOD, TOOL, STATE, STDERR SEEN/KEPT (bytes), DURATION. Why a call was
 refused or failed goes on an indented line under its row. A call without a final record
-is open (the session runs, or mcpguard was killed) or no_final_record (the session ended).
+is open (the session runs; DURATION is then its age so far, e.g. 12.00s+) or no_final_record
+(the session ended or its mcpguard crashed).
 ${TIMES}`,
     options: [
       { name: 'state', arg: 'S', values: STATES, help: 'calls in state S (several: S1,S2): completed, error, tool_error, rejected, denied, cancelled_before_dispatch, cancelled_after_dispatch, timed_out_after_dispatch, unknown_after_dispatch, input_required, stream_ended, open, no_final_record' },
@@ -84,6 +87,7 @@ ${TIMES}`,
       { name: 'since', arg: 'T', help: 'calls made at or after T' },
       { name: 'until', arg: 'T', help: 'calls made at or before T' },
       { name: 'max-count', arg: 'N', help: 'at most N rows, the newest (-n N)' },
+      { name: 'follow', help: 'list oldest first, then print a row for each call start, call end and rejection as the session writes it (-f); ends when the session record is written or its mcpguard is gone' },
       UTC, COLOR, RECORD_DIR, JSON_OUT,
     ],
     exit: VIEW_EXIT,
@@ -119,6 +123,20 @@ ${TIMES}`,
     ],
     exit: 'Exit status: 0 every chain intact; 1 a chain does not verify (tampering, a wrong or\nmissing key, an unreadable file); 2 intact, but some log is unsealed or torn (0 with\n--allow-unsealed); 125 bad usage.',
   },
+  prune: {
+    summary: 'remove old session logs (sealed or crashed, never running), leaving tombstones',
+    usage: 'mcpguard prune [--older-than AGE] [--max-size SIZE] [--dry-run] [--record-dir DIR] [--audit-key-file FILE] [--json]',
+    about: 'Removes whole session logs, oldest first: every one that ended more than AGE ago, then\nmore until the session logs take at most SIZE. Only sealed logs and crashed ones (no seal,\nand the mcpguard that wrote them is gone) are removed; a running session\'s log never is.\nEach removed log leaves a tombstone in pruned.log in the record directory (a hash chain,\nHMAC-signed with --audit-key-file), so that verify reports it as pruned, not missing.\nAGE: 30d, 12h, 90m, 3600s, 2w. SIZE: 1G, 500M, 64KiB, 1048576 (binary multiples).',
+    options: [
+      { name: 'older-than', arg: 'AGE', help: 'remove the logs of sessions that ended more than AGE ago' },
+      { name: 'max-size', arg: 'SIZE', help: 'then remove the oldest logs until the session logs take at most SIZE' },
+      { name: 'dry-run', help: 'only list what would be removed' },
+      RECORD_DIR,
+      { name: 'audit-key-file', arg: 'FILE', help: 'sign the tombstones with this HMAC key (required when the tombstones already are signed)' },
+      { name: 'json', help: 'one object per removed log, then a summary object' },
+    ],
+    exit: 'Exit status: 0 done (also when nothing had to go); 1 a log could not be removed, or the\ntombstone chain cannot be extended, or another prune is running; 125 bad usage.',
+  },
   help: {
     summary: 'this help, or the help of one subcommand',
     usage: 'mcpguard help [SUBCOMMAND]',
@@ -136,7 +154,7 @@ ${TIMES}`,
 };
 
 /** The record views: the subcommands that records/commands.ts runs. */
-export const RECORD_VIEWS = ['sessions', 'activity', 'show', 'logs', 'verify'] as const;
+export const RECORD_VIEWS = ['sessions', 'activity', 'show', 'logs', 'verify', 'prune'] as const;
 
 export function isSubcommand(word: string): boolean {
   return Object.hasOwn(SUBCOMMANDS, word);
@@ -145,7 +163,8 @@ export function isSubcommand(word: string): boolean {
 /** An option table (the relay's, check's) as help options. */
 export function tableOptions(table: Record<string, OptionSpec>): HelpOption[] {
   return Object.entries(table).map(([name, spec]) => {
-    const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES' : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : spec.kind === 'label' ? 'NAME' : 'VALUE';
+    const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES'
+      : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : spec.kind === 'label' ? 'NAME' : spec.kind === 'retain' ? 'AGE,SIZE' : 'VALUE';
     const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
     return { name, arg, values: spec.kind === 'enum' ? spec.values : undefined, help: `${spec.help}${def}` };
   });

@@ -7,8 +7,9 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { readCapped } from './capped-read.js';
 import { GuardError } from './errors.js';
+import { parseRetain } from './records/retain-rules.js';
 
-export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string' | 'policy' | 'label';
+export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string' | 'policy' | 'label' | 'retain';
 
 export interface OptionSpec {
   kind: OptionKind;
@@ -68,6 +69,7 @@ export const RUN_OPTIONS = {
   records: { kind: 'enum', default: 'on', values: ['on', 'best-effort', 'off'], help: "keep the hash-chained audit log of this session; on: a record directory that cannot be used is an error (exit 125) before the server starts; best-effort: the server runs anyway, without records, and mcpguard says why" },
   'record-dir': { kind: 'string', default: null, help: 'where records go (default: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)' },
   fsync: { kind: 'flag', default: false, help: 'each record reaches the disk before the frame it describes is forwarded' },
+  retain: { kind: 'retain', default: null, help: 'on start, prune the record directory in the background as mcpguard prune does: remove sealed (and crashed) session logs that ended more than AGE ago, then the oldest until the logs take at most SIZE (e.g. 30d, 1G, or 30d,1G); never a running session\'s log; a failure is a line on stderr, never the session\'s' },
   'audit-key-file': { kind: 'string', default: null, help: 'HMAC key (at least 16 bytes, kept outside the record directory): an HMAC chain instead of a plain hash chain' },
   'validate-args': { kind: 'enum', default: 'on', values: ['on', 'off'], help: "check each tools/call's arguments against the tool's inputSchema from the server's tools/list, before it reaches the server" },
   'validate-output': { kind: 'enum', default: 'report', values: ['report', 'enforce'], help: "with --validate-args on: a tools/call result whose structuredContent does not match the tool's outputSchema is reported, or (enforce) turned into a tool error" },
@@ -118,6 +120,11 @@ export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, s
         : /[\u0000-\u001f\u007f-\u009f]/.test(text) ? 'it holds a control character' : null;
       if (why === null) return text;
       throw new GuardError('bad_option', `${source} expects a name of 1 to ${max} printable characters, got ${typeof raw === 'string' ? JSON.stringify(raw) : shown} (${why})`);
+    }
+    case 'retain': {
+      const rules = typeof raw === 'string' ? parseRetain(raw) : 'expects a string such as "30d,1G"';
+      if (typeof rules === 'string') throw new GuardError('bad_option', `${source} ${rules}, got ${shown}`);
+      return raw as string;
     }
     case 'ms': {
       const ms = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseDuration(raw) : NaN;

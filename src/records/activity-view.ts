@@ -3,8 +3,10 @@
  * newest first (activity-newest.ts streams them from the end of the log),
  * filtered by state, tool, failure and time.
  */
-import type { ActivityRow } from './activity.js';
+import { statSync } from 'node:fs';
+import { activityRows, type ActivityRow } from './activity.js';
 import { activityRowsNewestFirst } from './activity-newest.js';
+import { liveness } from './live.js';
 import { FAILED_STATES, passes, type Predicate } from './filters.js';
 import { formatDuration, StreamingTable, type Colour, type Column } from './format.js';
 import { emit, notFound, pickSession, titleLine, warnUnreadable, type ViewContext } from './view-kit.js';
@@ -31,42 +33,92 @@ export interface ActivityQuery {
   limit: number | null;
   /** --since as milliseconds: rows come newest first, so the first row well before it ends the listing (the filters hold the exact test). */
   since: number | null;
+  /** --follow: after the table, a row for each record as it is written, until the session ends. */
+  follow: boolean;
 }
 
 export async function activityView(ctx: ViewContext, q: ActivityQuery): Promise<number> {
   const ref = pickSession(ctx.logs, q.session, ctx.dir);
   if (typeof ref === 'string') return notFound(ctx.io, ref);
   const ends = logEnds(ref.file);
-  const ended = ends.seal !== undefined || ends.end !== undefined;
+  // A session whose mcpguard is gone has ended too (crashed): its open calls never got a final record.
+  const live = ends.seal !== undefined || ends.end !== undefined ? null : liveness(ends.start);
+  const ended = live === null || live === 'crashed';
+  const now = live === 'running' ? Date.now() : null;
+  // --follow: the table covers the log as it is now, oldest first (so that followed rows continue it); the follower goes on from there.
+  const snapshot = q.follow && !ended ? statSync(ref.file).size : null;
   const unreadable: number[] = [];
-  const rows = activityRowsNewestFirst(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line));
+  const rows = snapshot === null
+    ? activityRowsNewestFirst(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line))
+    : lastOf(activityRows(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line), snapshot), q);
   let grid: StreamingTable | null = null;
   if (!ctx.json) {
     const start = sessionRow({ ...ends, unreadable: [], sealed: ends.seal !== undefined, records: 0, calls: 0, rejected: 0 });
     ctx.output.write(titleLine(`session ${ref.sessionId}  ${start.name}${start.probe ? ' (probe)' : ''}  ${ctx.clock.full(start.started_at)}`, ref.file, ctx.style.width));
     grid = new StreamingTable(columns(ctx.clock.zone), ctx.style);
   }
+  const line = (row: ActivityRow, at: number | null): string => grid === null ? `${JSON.stringify(withAge(row, at))}\n` : grid.add(...activityCells(row, ctx, at));
   let shown = 0;
   try {
     for (const row of rows) {
       if (q.limit !== null && shown >= q.limit) break;
       // A record written at once goes ahead of deferred ones a few milliseconds older: stop a second past --since.
-      if (q.since !== null && row.time !== null && Date.parse(row.time) < q.since - SINCE_SLACK_MS) break;
+      if (snapshot === null && q.since !== null && row.time !== null && Date.parse(row.time) < q.since - SINCE_SLACK_MS) break;
       if (!passes(row, q.filters)) continue;
       shown++;
-      const text = grid === null ? `${JSON.stringify(row)}\n` : grid.add(...activityCells(row, ctx));
-      if (!await emit(ctx.output, text)) return 0;
+      if (!await emit(ctx.output, line(row, now))) return 0;
     }
   } finally {
     rows.return(undefined); // closes the log when the listing stops early
   }
-  if (grid !== null) ctx.output.write(grid.end());
+  if (grid !== null) ctx.output.write(grid.end()); // with --follow too: later rows are written as they come
   warnUnreadable(ref.file, unreadable, ctx.io);
+  if (snapshot === null) return 0;
+  await ctx.output.flush();
+  const how = await (await import('./activity-follow.js')).followActivity(ref.file, ref.sessionId, snapshot, ends.start, async (row) => {
+    if (!passes(row, q.filters)) return !ctx.output.closed;
+    const going = await emit(ctx.output, line(row, null));
+    await ctx.output.flush();
+    return going && !ctx.output.closed;
+  });
+  if (how === 'crashed') ctx.io.stderr.write(`mcpguard activity: the session's mcpguard (pid ${String(ends.start?.mcpguard_pid ?? '?')}) is gone without a session record: it crashed\n`);
   return 0;
 }
 
+/**
+ * The rows of the log up to the follower's snapshot, oldest first; with -n,
+ * only the last N that pass the filters (as `tail -n N -f`).
+ */
+function* lastOf(rows: Generator<ActivityRow>, q: ActivityQuery): Generator<ActivityRow> {
+  if (q.limit === null) {
+    yield* rows;
+    return;
+  }
+  const kept: ActivityRow[] = [];
+  for (const row of rows) {
+    if (!passes(row, q.filters)) continue;
+    kept.push(row);
+    if (kept.length > q.limit) kept.shift();
+  }
+  yield* kept;
+}
+
+/** An open call of a running session, in --json: how long it has been open (`open_ms`). */
+function withAge(row: ActivityRow, now: number | null): ActivityRow {
+  if (now === null || row.kind !== 'call' || row.state !== 'open') return row;
+  const since = row.time === null ? NaN : Date.parse(row.time);
+  return Number.isFinite(since) ? { ...row, open_ms: now - since } as ActivityRow : row;
+}
+
+/** An open call's age in a running session: `12.30s+` (it is still going). */
+function openAge(r: ActivityRow & { kind: 'call' }, now: number | null): string | null {
+  if (now === null || r.state !== 'open' || r.time === null) return null;
+  const since = Date.parse(r.time);
+  return Number.isFinite(since) ? `${formatDuration(Math.max(0, now - since))}+` : null;
+}
+
 /** A row's cells, its colours, and its reason on a line of its own (a long reason would widen every row). */
-function activityCells(r: ActivityRow, ctx: ViewContext): [string[], { colours: Array<Colour | undefined>; notes: string[] }] {
+function activityCells(r: ActivityRow, ctx: ViewContext, now: number | null = null): [string[], { colours: Array<Colour | undefined>; notes: string[] }] {
   const time = ctx.clock.clock(r.time);
   if (r.kind === 'reject') {
     const code = r.code !== null ? ` (${String(r.code)})` : '';
@@ -80,6 +132,6 @@ function activityCells(r: ActivityRow, ctx: ViewContext): [string[], { colours: 
   return [[
     r.leg !== null && r.leg > 1 ? `  ↳ ${r.call_id}` : r.call_id, time, r.method ?? '-', r.tool ?? '-', state,
     r.stderr_bytes_seen === null ? '-' : `${r.stderr_bytes_seen}/${r.stderr_bytes_retained ?? '-'}${r.stderr_truncated ? ' truncated' : ''}`,
-    formatDuration(r.duration_ms),
+    openAge(r, now) ?? formatDuration(r.duration_ms),
   ], { colours: [undefined, undefined, undefined, undefined, failed ? 'red' : r.state === 'open' ? 'yellow' : undefined], notes }];
 }

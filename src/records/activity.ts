@@ -40,8 +40,8 @@ export interface Plan {
   heads: Map<string, { legs: number; state: string }>;
 }
 
-export function* records(file: string, unreadable: (line: number) => void = () => {}): Generator<LogRecord> {
-  const reader = new LineReader(file);
+export function* records(file: string, unreadable: (line: number) => void = () => {}, limit = Infinity): Generator<LogRecord> {
+  const reader = new LineReader(file, limit);
   try {
     for (let line = reader.next(); line !== null; line = reader.next()) {
       const record = parseRecord(line);
@@ -53,13 +53,13 @@ export function* records(file: string, unreadable: (line: number) => void = () =
   }
 }
 
-export function plan(file: string, unreadable: (line: number) => void): Plan {
+export function plan(file: string, unreadable: (line: number) => void, limit = Infinity): Plan {
   // Calls seen and not yet ended, with the order they were first recorded in: as many as run at once.
   const open = new Map<string, number>();
   const legs: Array<{ id: string; chain: string; first: number; state: string }> = [];
   const lone = new Set<string>();
   let order = 0;
-  for (const r of records(file, unreadable)) {
+  for (const r of records(file, unreadable, limit)) {
     if (!isCallRecord(r)) continue;
     if (r.type !== 'call_end') {
       if (!open.has(r.call_id)) open.set(r.call_id, order++);
@@ -118,14 +118,16 @@ function* rowsOf(slot: Slot): Generator<ActivityRow> {
  */
 export function* activityRows(
   file: string, sessionId: string, ended: boolean, grouped = false, unreadable: (line: number) => void = () => {},
+  /** Read only this many bytes of the log (`activity --follow` goes on from there). */
+  limit = Infinity,
 ): Generator<ActivityRow> {
-  const { unfinished, legOf, heads } = plan(file, unreadable);
+  const { unfinished, legOf, heads } = plan(file, unreadable, limit);
   const waiting: Slot[] = [];
   let first = 0; // waiting[first] is the oldest row not yet given out
   const byCall = new Map<string, Slot>();
   // First legs that gather their later legs, until they are given out.
   const gathering = new Map<string, Slot>();
-  for (const r of records(file)) {
+  for (const r of records(file, undefined, limit)) {
     if (r.type === 'reject') {
       waiting.push({ row: { kind: 'reject', session_id: sessionId, time: str(r.ts), direction: str(r.direction), line: r.line ?? null,
         code: r.code ?? null, reason: str(r.reason), fingerprint: r.fingerprint ?? null }, done: true });

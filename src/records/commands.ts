@@ -33,12 +33,13 @@ export type RecordsCommandName = 'sessions' | 'activity' | 'show' | 'verify';
 type Values = {
   'record-dir'?: string; json?: boolean; utc?: boolean; color?: string; 'audit-key-file'?: string; 'allow-unsealed'?: boolean;
   'max-count'?: string; since?: string; until?: string; name?: string; failed?: boolean; state?: string; tool?: string;
+  running?: boolean; follow?: boolean;
 };
 
 const COMMON = { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, utc: { type: 'boolean' }, color: { type: 'string' } } as const;
 const OPTIONS = {
-  sessions: { ...COMMON, 'max-count': { type: 'string', short: 'n' }, since: { type: 'string' }, until: { type: 'string' }, name: { type: 'string' }, failed: { type: 'boolean' } },
-  activity: { ...COMMON, 'max-count': { type: 'string', short: 'n' }, since: { type: 'string' }, until: { type: 'string' }, state: { type: 'string' }, tool: { type: 'string' }, failed: { type: 'boolean' } },
+  sessions: { ...COMMON, 'max-count': { type: 'string', short: 'n' }, since: { type: 'string' }, until: { type: 'string' }, name: { type: 'string' }, failed: { type: 'boolean' }, running: { type: 'boolean' } },
+  activity: { ...COMMON, 'max-count': { type: 'string', short: 'n' }, since: { type: 'string' }, until: { type: 'string' }, state: { type: 'string' }, tool: { type: 'string' }, failed: { type: 'boolean' }, follow: { type: 'boolean', short: 'f' } },
   show: COMMON,
   // verify colours its statuses on a terminal (NO_COLOR respected) and has no times to show: no --color, no --utc.
   verify: { 'record-dir': COMMON['record-dir'], json: COMMON.json, 'audit-key-file': { type: 'string' }, 'allow-unsealed': { type: 'boolean' } },
@@ -52,10 +53,17 @@ const COLOR_VALUES = ['auto', 'always', 'never'];
  * reader (or the reader has gone away: that is not an error).
  */
 export async function runRecordsCommand(
-  name: RecordsCommandName | 'logs', argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
+  name: RecordsCommandName | 'logs' | 'prune', argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   if (io.stdout === process.stdout) tolerateEpipe();
   if (name === 'logs') return (await import('./logs.js')).runLogsCommand(argv, io);
+  if (name === 'prune') {
+    const out = new Output(io.stdout);
+    const pruned = await (await import('./prune-command.js')).runPruneCommand(argv, { stdout: out, stderr: io.stderr });
+    await out.end();
+    await settle(io.stderr);
+    return pruned;
+  }
   const output = new Output(io.stdout);
   let code: number;
   try {
@@ -126,8 +134,8 @@ async function runCommand(name: RecordsCommandName, argv: string[], io: CommandI
     }
     const logs = kind === 'dir' ? listLogs(dir, (file, reason) => skipped(io, file, reason)) : [];
     const ctx: ViewContext = { output, io, dir, logs, json, clock: new Clock(utc, now), style };
-    if (name === 'sessions') return await sessionsView(ctx, filters.sessions, limit);
-    if (name === 'activity') return await activityView(ctx, { session: positionals[0], filters: filters.calls, limit, since: filters.since });
+    if (name === 'sessions') return await sessionsView(ctx, filters.sessions, limit, values.running === true);
+    if (name === 'activity') return await activityView(ctx, { session: positionals[0], filters: filters.calls, limit, since: filters.since, follow: values.follow === true });
     return await showView(ctx, positionals[0]!);
   } catch (error) {
     if (error instanceof GuardError) return fail(error.message, error.exitCode);

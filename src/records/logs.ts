@@ -19,7 +19,7 @@
  * Exit codes: 0 printed (also when there was no stderr); 1 nothing or more
  * than one thing matches; 125 bad options.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { EXIT_USAGE } from '../errors.js';
@@ -27,14 +27,10 @@ import { processMasker } from '../mask.js';
 import { CAPTURED_LABEL } from '../stderr/excerpt.js';
 import { formatDate } from './format.js';
 import { describe as describeError, recordDirFor, resolveRecordDir } from './location.js';
-import { listLogFiles } from './read.js';
+import { FOLLOW_POLL_MS, forEachLine, listLogFiles } from './read.js';
 import type { CommandIO } from './commands.js';
 
 const MARKER_START = '[stderr truncated: ';
-const CHUNK_BYTES = 256 << 10;
-/** Log bytes read before what they hold is printed (a line longer than this is still read whole). */
-const READ_BYTES = 1 << 20;
-const FOLLOW_POLL_MS = 200;
 const SESSION_END = '"type":"session_end"';
 
 /** One stretch of stderr: a call's, or the session's outside any call. */
@@ -316,70 +312,6 @@ function render(b: Block, header: boolean): string {
 /** The child's bytes must not drive the terminal: control characters other than newline and tab are shown escaped. */
 function terminalSafe(text: string): string {
   return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-}
-
-/**
- * The complete lines of a log from byte `from` on, about READ_BYTES of them,
- * parsed (only the lines `keep` accepts, when given); returns the offset after
- * the last complete line, where the next read goes on, and whether the file
- * was read to its end. The file must be
- * a regular file named directly (as readLogFile wants it); an unparsable line
- * is skipped.
- */
-function forEachLine(file: string, from: number, keep: ((line: Buffer) => boolean) | null, visit: (record: Record<string, unknown>) => void): { offset: number; eof: boolean } {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'EMLINK') throw new Error(`${file}: a symbolic link, not followed`);
-    throw error;
-  }
-  let offset = from;
-  let eof = false;
-  try {
-    if (!fstatSync(fd).isFile()) throw new Error(`${file}: not a regular file`);
-    // One buffer, reused: an unfinished line moves to its start and the next read lands after it.
-    let buf = Buffer.allocUnsafe(2 * CHUNK_BYTES);
-    let have = 0;
-    for (let at = from; offset - from < READ_BYTES;) {
-      if (buf.length - have < CHUNK_BYTES) {
-        const bigger = Buffer.allocUnsafe(2 * buf.length); // a line longer than the buffer
-        buf.copy(bigger, 0, 0, have);
-        buf = bigger;
-      }
-      const n = readSync(fd, buf, have, CHUNK_BYTES, at);
-      if (n === 0) {
-        eof = true;
-        break;
-      }
-      at += n;
-      const data = buf.subarray(0, have + n);
-      let start = 0;
-      for (let nl = data.indexOf(10, have); nl !== -1; nl = data.indexOf(10, start)) {
-        const line = data.subarray(start, nl);
-        start = nl + 1;
-        if (keep !== null && !keep(line)) continue;
-        const record = parse(line);
-        if (record !== null) visit(record);
-      }
-      offset += start;
-      have = data.length - start;
-      buf.copy(buf, 0, start, data.length);
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return { offset, eof };
-}
-
-function parse(line: Buffer): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(line.toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : null;
-  } catch {
-    return null;
-  }
 }
 
 function exists(dir: string): boolean {

@@ -90,14 +90,18 @@ export class LineReader {
   lineNumber = 0;
   /** Set at the end: the file ends in bytes not ended by `\n`. */
   torn = false;
+  /** Set at the end: those bytes (a torn last record, or something appended by hand); else null. */
+  rest: Buffer | null = null;
   private fd: number | null;
   /** The buffer the file is read into; `buf` is its filled part. */
   private store = Buffer.alloc(0);
   private buf = this.store;
   private pos = 0;
   private eof = false;
+  /** Bytes read so far; reading stops at `limit` (the file as it was when a follower took its snapshot). */
+  private consumed = 0;
 
-  constructor(path: string) {
+  constructor(path: string, private readonly limit = Infinity) {
     this.fd = openLog(path);
   }
 
@@ -113,6 +117,7 @@ export class LineReader {
       }
       if (this.eof || this.fd === null) {
         this.torn = this.pos < this.buf.length;
+        if (this.torn) this.rest = Buffer.from(this.buf.subarray(this.pos));
         this.close();
         return null;
       }
@@ -140,7 +145,9 @@ export class LineReader {
     } else {
       this.store.copyWithin(0, this.pos, this.buf.length); // buf starts at store[0]
     }
-    const n = readSync(this.fd!, this.store, rest, this.store.length - rest, null);
+    const room = Math.min(this.store.length - rest, this.limit - this.consumed);
+    const n = room <= 0 ? 0 : readSync(this.fd!, this.store, rest, room, null);
+    this.consumed += n;
     if (n === 0) this.eof = true;
     this.buf = this.store.subarray(0, rest + n);
     this.pos = 0;
@@ -213,3 +220,65 @@ function readSpan(fd: number, position: number, length: number): Buffer {
   }
   return bytes.subarray(0, got);
 }
+
+const CHUNK_BYTES = 256 << 10;
+/** Log bytes read per forEachLine call (a line longer than this is still read whole). */
+const READ_BYTES = 1 << 20;
+/** How often a followed log (`logs --follow`, `activity --follow`) is read again once its end was reached. */
+export const FOLLOW_POLL_MS = 200;
+
+/**
+ * The complete lines of a log from byte `from` on, about READ_BYTES of them,
+ * parsed (only the lines `keep` accepts, when given); returns the offset after
+ * the last complete line, where the next read goes on, and whether the file
+ * was read to its end. The file must be
+ * a regular file named directly (as readLogFile wants it); an unparsable line
+ * is skipped.
+ */
+export function forEachLine(file: string, from: number, keep: ((line: Buffer) => boolean) | null, visit: (record: Record<string, unknown>) => void): { offset: number; eof: boolean } {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'EMLINK') throw new Error(`${file}: a symbolic link, not followed`);
+    throw error;
+  }
+  let offset = from;
+  let eof = false;
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${file}: not a regular file`);
+    // One buffer, reused: an unfinished line moves to its start and the next read lands after it.
+    let buf = Buffer.allocUnsafe(2 * CHUNK_BYTES);
+    let have = 0;
+    for (let at = from; offset - from < READ_BYTES;) {
+      if (buf.length - have < CHUNK_BYTES) {
+        const bigger = Buffer.allocUnsafe(2 * buf.length); // a line longer than the buffer
+        buf.copy(bigger, 0, 0, have);
+        buf = bigger;
+      }
+      const n = readSync(fd, buf, have, CHUNK_BYTES, at);
+      if (n === 0) {
+        eof = true;
+        break;
+      }
+      at += n;
+      const data = buf.subarray(0, have + n);
+      let start = 0;
+      for (let nl = data.indexOf(10, have); nl !== -1; nl = data.indexOf(10, start)) {
+        const line = data.subarray(start, nl);
+        start = nl + 1;
+        if (keep !== null && !keep(line)) continue;
+        const record = parseRecord(line);
+        if (record !== null) visit(record);
+      }
+      offset += start;
+      have = data.length - start;
+      buf.copy(buf, 0, start, data.length);
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return { offset, eof };
+}
+

@@ -3,6 +3,7 @@
  * log's two ends (views.ts), filtered as `git log -n --since` filters.
  */
 import { formatDuration, StreamingTable, type Colour, type Column } from './format.js';
+import { liveness, type Liveness } from './live.js';
 import { describe } from './location.js';
 import { passes, sessionFailed, type Predicate } from './filters.js';
 import { emit, skipped, warnUnreadable, type ViewContext } from './view-kit.js';
@@ -31,39 +32,49 @@ function columns(zone: string): Column[] {
 }
 
 /** List the sessions that pass `filters`, newest first, at most `limit` of them. */
-export async function sessionsView(ctx: ViewContext, filters: Array<Predicate<SessionRow>>, limit: number | null): Promise<number> {
+export async function sessionsView(
+  ctx: ViewContext, filters: Array<Predicate<SessionRow>>, limit: number | null, runningOnly = false,
+): Promise<number> {
   const grid = new StreamingTable(columns(ctx.clock.zone), ctx.style);
   let shown = 0;
   for (let i = ctx.logs.length - 1; i >= 0 && (limit === null || shown < limit); i--) {
     const ref = ctx.logs[i]!;
     let r: SessionRow;
+    let live: Liveness | null;
     try {
       const log = summarizeLog(ref.file);
       warnUnreadable(ref.file, log.unreadable, ctx.io);
       r = sessionRow(log);
+      live = log.sealed ? null : liveness(log.start);
     } catch (error) {
       skipped(ctx.io, ref.file, describe(error)); // gone or changed since it was listed
       continue;
     }
+    if (runningOnly && live !== 'running') continue;
     if (!passes(r, filters)) continue;
     shown++;
-    if (!await emit(ctx.output, ctx.json ? `${JSON.stringify(r)}\n` : sessionLine(grid, r, ctx))) return 0;
+    if (!await emit(ctx.output, ctx.json ? `${JSON.stringify({ ...r, liveness: live })}\n` : sessionLine(grid, r, live, ctx))) return 0;
   }
   if (!ctx.json) ctx.output.write(grid.end());
   return 0;
 }
 
-function sessionLine(grid: StreamingTable, r: SessionRow, ctx: ViewContext): string {
+function sessionLine(grid: StreamingTable, r: SessionRow, live: Liveness | null, ctx: ViewContext): string {
   const failed = sessionFailed(r);
   const red: Colour | undefined = failed ? 'red' : undefined;
   return grid.add([
     r.session_id, r.name, ctx.clock.date(r.started_at), formatDuration(r.duration_ms), r.command.join(' ') || '-',
-    r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), endText(r),
+    r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), live === null ? endText(r) : liveText(live, r),
     r.exit_code !== null ? String(r.exit_code) : r.signal ?? '-', String(r.calls), String(r.rejected), r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
   ], {
     colours: [undefined, undefined, undefined, undefined, undefined, undefined, red, red, (r.failed_calls ?? 0) > 0 ? 'red' : undefined,
       undefined, r.torn ? 'red' : r.sealed ? undefined : 'yellow'],
   });
+}
+
+/** An unsealed session: `running` while its mcpguard lives, else `crashed` (after its end reason, if it wrote one); `unknown` when that cannot be told. */
+function liveText(live: Liveness, r: SessionRow): string {
+  return live === 'running' ? 'running' : r.end_reason === null ? live : `${r.end_reason} (${live === 'crashed' ? 'crashed before the seal' : 'unsealed'})`;
 }
 
 /** A probe session's end says so; its exit was not waited for (the EXIT column then shows '-'). */

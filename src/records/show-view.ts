@@ -6,6 +6,7 @@
  */
 import type { LogRecord } from './chain.js';
 import { fieldLine, printable } from './format.js';
+import { liveness } from './live.js';
 import { showSession } from './show.js';
 import { emit, looksLikePath, notFound, pickSession, titleLine, warnUnreadable, type ViewContext } from './view-kit.js';
 import { findCall, summarizeLog } from './views.js';
@@ -18,7 +19,7 @@ export async function showView(ctx: ViewContext, wanted: string): Promise<number
     if (typeof ref === 'string') return notFound(io, ref);
     const log = summarizeLog(ref.file);
     warnUnreadable(ref.file, log.unreadable, io);
-    output.write(showSession(log, json, ctx.clock, ctx.style.width));
+    output.write(showSession(log, json, ctx.clock, ctx.style.width, log.sealed ? null : liveness(log.start)));
     return 0;
   }
   const found = findCall(logs, wanted);

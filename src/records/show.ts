@@ -5,12 +5,15 @@
  */
 import type { LogRecord } from './chain.js';
 import { fieldLine, formatDuration, printable } from './format.js';
+import type { Liveness } from './live.js';
 import { commandOf, sessionRow, str, type LogSummary } from './views.js';
 import { titleLine } from './view-kit.js';
 import { Clock } from './when.js';
 
 /** The session block (or, with `json`, its session_start and session_end records, one per line); times as `clock` shows them. */
-export function showSession(log: LogSummary, json: boolean, clock = new Clock(false), columns: number | null = null): string {
+export function showSession(
+  log: LogSummary, json: boolean, clock = new Clock(false), columns: number | null = null, live: Liveness | null = null,
+): string {
   if (json) return [log.start, log.end].filter((r) => r !== undefined).map((r) => `${JSON.stringify(r)}\n`).join('');
   const row = sessionRow(log);
   const start = log.start ?? {};
@@ -23,7 +26,7 @@ export function showSession(log: LogSummary, json: boolean, clock = new Clock(fa
     ['started', clock.full(row.started_at)],
   ];
   if (end === undefined) {
-    lines.push(['ended', log.sealed ? 'sealed without a session record' : 'no session record: still running, or mcpguard was killed']);
+    lines.push(['ended', log.sealed ? 'sealed without a session record' : endless(live, start.mcpguard_pid)]);
   } else {
     lines.push(
       ['ended', `${clock.full(str(end.ended_at))}  (after ${formatDuration(row.duration_ms)})`],
@@ -50,6 +53,13 @@ export function showSession(log: LogSummary, json: boolean, clock = new Clock(fa
     for (const line of tail.replace(/\n$/, '').split('\n')) text += `    | ${printable(line)}\n`;
   }
   return text;
+}
+
+/** An unsealed session without a session record: running or crashed, by its mcpguard's pid and start time (records/live.ts). */
+function endless(live: Liveness | null, pid: unknown): string {
+  if (live === 'running') return `not yet: running (mcpguard pid ${numText(pid)} is alive)`;
+  if (live === 'crashed') return `crashed: mcpguard (pid ${numText(pid)}) is gone and wrote no session record`;
+  return 'no session record; whether its mcpguard still runs cannot be told from here';
 }
 
 function exitText(end: LogRecord): string {

@@ -11,7 +11,7 @@ import { StreamingTable, type Column } from './format.js';
 import { loadAuditKey } from './key.js';
 import type { CommandIO } from './view-kit.js';
 import type { TableStyle } from './format.js';
-import { verifyDir, type VerifyResult } from './verify.js';
+import { isIntact, verifyDir, type VerifyResult } from './verify.js';
 
 const COLUMNS: Column[] = [
   { header: 'STATUS' },
@@ -39,8 +39,9 @@ export function verifyView(q: VerifyQuery, out: (text: string) => void, io: Comm
     const grid = new StreamingTable(COLUMNS, q.style);
     for (const r of results) {
       const detail = r.reason === null ? [] : [r.line === null ? r.reason : `line ${r.line} (seq ${r.line - 1}): ${r.reason}`];
-      out(grid.add([r.status === 'ok' ? 'ok' : r.status.toUpperCase(), r.file, String(r.records)], {
-        colours: [r.status === 'ok' ? 'green' : crashOnly(r) ? 'yellow' : 'red'], notes: detail,
+      // `live` (a running session's intact log) and `pruned` (gone, its tombstone kept) are intact: lower case.
+      out(grid.add([isIntact(r.status) ? r.status : r.status.toUpperCase(), r.file, String(r.records)], {
+        colours: [r.status === 'ok' ? 'green' : isIntact(r.status) ? undefined : crashOnly(r) ? 'yellow' : 'red'], notes: detail,
       }));
     }
     out(grid.end());
@@ -48,7 +49,7 @@ export function verifyView(q: VerifyQuery, out: (text: string) => void, io: Comm
     results.forEach((r) => counts.set(r.status, (counts.get(r.status) ?? 0) + 1));
     out(`${results.length} log${results.length === 1 ? '' : 's'}: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}\n`);
   }
-  if (results.some((r) => r.status !== 'ok' && !crashOnly(r))) return 1;
+  if (results.some((r) => !isIntact(r.status) && !crashOnly(r))) return 1;
   if (results.some(crashOnly) && !q.allowUnsealed) return 2;
   return 0;
 }

@@ -22,18 +22,32 @@
  * - `version`: the header names another format version (version 1, from
  *   development builds, hashed each record into itself);
  * - `tampered`: anything else; `line` is the first line that does not verify.
+ * - `live`: intact and unsealed, and the mcpguard writing it is alive (its pid
+ *   with the recorded process start time, records/live.ts): a running
+ *   session, counted as intact.
  * Without a key, whoever can write the file can rewrite the whole chain; only
  * an HMAC chain checked with its key proves the records were not rewritten.
- * Deleting a whole session file cannot be detected from the files left.
+ * A whole session file that is gone is `pruned` when the directory's
+ * tombstone chain (tombstones.ts) says so, and `missing` when the last prune
+ * kept it and no tombstone says it went; one created after the last prune and
+ * deleted by hand cannot be detected from the files left.
  */
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import { canonical } from './canonical.js';
 import { RECORD_VERSION, ZERO_HASH, keyId, lineHash, recordHash, type ChainAlg, type LogRecord } from './chain.js';
 import { describe } from './location.js';
-import { listLogFiles, parseRecord, readLogFile, splitLines } from './read.js';
+import { liveness } from './live.js';
+import { keptSet } from './prune.js';
+import { LineReader, listLogFiles, parseRecord, readLogEdges, splitLines } from './read.js';
+import { TOMBSTONE_FILE, TOMBSTONE_LOG_ID, indexTombstones, readTombstoneFile, verifyTombstoneBytes } from './tombstones.js';
 
 /** How a file fared; see the module comment for what each status means. */
-export type VerifyStatus = 'ok' | 'unsealed' | 'torn' | 'tampered' | 'key' | 'version' | 'unreadable';
+export type VerifyStatus = 'ok' | 'live' | 'pruned' | 'unsealed' | 'torn' | 'tampered' | 'key' | 'version' | 'unreadable' | 'missing';
+
+/** Statuses that are no fault: an intact sealed log, a running session's intact log, a pruned log with its tombstone. */
+export function isIntact(status: VerifyStatus): boolean {
+  return status === 'ok' || status === 'live' || status === 'pruned';
+}
 
 /** The verdict on one file. */
 export interface VerifyResult {
@@ -59,29 +73,43 @@ class Bad extends Error {
 /** Verify one log's bytes. `logId`, when given, must match the header's `log_id` (the file name). */
 export function verifyBytes(bytes: Buffer, key?: Buffer, logId?: string): Verdict {
   const { lines, tail } = splitLines(bytes);
+  return verifyLines(lines, () => tail, key, logId).verdict;
+}
+
+/**
+ * Verify a log given line by line (each line is used before the next is
+ * asked for, so a reader may reuse its buffer), then the bytes after the last
+ * newline. Also hands back the first two records, for the liveness check.
+ */
+function verifyLines(lines: Iterable<Buffer>, rest: () => Buffer | null, key: Buffer | undefined, logId: string | undefined): { verdict: Verdict; first: Array<LogRecord | null> } {
   const state = { prev: ZERO_HASH, alg: null as ChainAlg | null, logId: null as string | null, sealed: false };
   const verdict = (status: VerifyStatus, records: number, line: number | null, reason: string | null): Verdict =>
     ({ status, records, line, reason, log_id: state.logId, alg: state.alg });
+  const first: Array<LogRecord | null> = [];
+  let count = 0;
   try {
-    lines.forEach((line, i) => {
-      if (state.sealed) throw new Bad('tampered', i + 1, 'data after the seal record');
-      checkRecord(line, i, state, key, logId);
-    });
+    for (const line of lines) {
+      if (state.sealed) throw new Bad('tampered', count + 1, 'data after the seal record');
+      if (count < 2) first.push(parseRecord(line));
+      checkRecord(line, count, state, key, logId);
+      count++;
+    }
+    const tail = rest();
     if (tail !== null) {
-      const at = lines.length + 1;
+      const at = count + 1;
       if (state.sealed) throw new Bad('tampered', at, 'data after the seal record');
       if (tail[0] !== 0x7b) throw new Bad('tampered', at, 'garbage after the last record (not the start of a record)');
       // A complete record that lost only its newline must still verify to count as torn.
-      if (parseRecord(tail) !== null) checkRecord(tail, lines.length, state, key, logId);
-      return verdict('torn', lines.length, at, 'last line is incomplete: the writer was killed (or ran out of space) in the middle of a record');
+      if (parseRecord(tail) !== null) checkRecord(tail, count, state, key, logId);
+      return { verdict: verdict('torn', count, at, 'last line is incomplete: the writer was killed (or ran out of space) in the middle of a record'), first };
     }
   } catch (error) {
     if (!(error instanceof Bad)) throw error;
-    return verdict(error.status, error.line - 1, error.line, error.message);
+    return { verdict: verdict(error.status, error.line - 1, error.line, error.message), first };
   }
-  if (lines.length === 0) return verdict('unsealed', 0, null, 'empty file: no header (crash before the first record, or truncated)');
-  if (!state.sealed) return verdict('unsealed', lines.length, null, 'ended without seal: crash or truncation (no record follows the last one to vouch for it)');
-  return verdict('ok', lines.length, null, null);
+  if (count === 0) return { verdict: verdict('unsealed', 0, null, 'empty file: no header (crash before the first record, or truncated)'), first };
+  if (!state.sealed) return { verdict: verdict('unsealed', count, null, 'ended without seal: crash or truncation (no record follows the last one to vouch for it)'), first };
+  return { verdict: verdict('ok', count, null, null), first };
 }
 
 function checkRecord(
@@ -148,18 +176,109 @@ function isCanonical(record: LogRecord, line: Buffer): boolean {
   }
 }
 
-/** Verify one session log file; its name must be `<log_id>.jsonl`. */
+/**
+ * Verify one session log file; its name must be `<log_id>.jsonl`. The file is
+ * streamed (one chunk in memory, whatever its size).
+ */
 export function verifyFile(path: string, key?: Buffer): VerifyResult {
-  let bytes: Buffer;
+  const unreadable = (error: unknown): VerifyResult => ({ file: path, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null });
+  let reader: LineReader;
   try {
-    bytes = readLogFile(path);
+    reader = new LineReader(path);
   } catch (error) {
-    return { file: path, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null };
+    return unreadable(error);
   }
-  return { file: path, ...verifyBytes(bytes, key, basename(path).replace(/\.jsonl$/, '')) };
+  let checked: ReturnType<typeof verifyLines>;
+  try {
+    const lines = (function* () { for (let line = reader.next(); line !== null; line = reader.next()) yield line; })();
+    checked = verifyLines(lines, () => reader.rest, key, basename(path).replace(/\.jsonl$/, ''));
+  } catch (error) {
+    return unreadable(error); // a read that failed half-way (EIO)
+  } finally {
+    reader.close();
+  }
+  const { verdict, first } = checked;
+  // An intact log without a seal is a running session's while the mcpguard that writes it lives (pid and start time).
+  if (verdict.status === 'unsealed' || verdict.status === 'torn') {
+    const header = first[0] ?? undefined;
+    const start = first[1]?.type === 'session_start' ? first[1] : undefined;
+    if (liveness(start, header) === 'running') {
+      return { file: path, ...verdict, status: 'live', line: null, reason: `session running: its mcpguard (pid ${String(start?.mcpguard_pid)}) is alive; the log is sealed when the session ends` };
+    }
+  }
+  return { file: path, ...verdict };
 }
 
-/** Verify every `*.jsonl` file in `dir`, in name order. Throws if `dir` cannot be listed. */
+
+/**
+ * Verify every `*.jsonl` file in `dir`, in name order, then the tombstone
+ * chain (`pruned.log`, when there is one): a row for the chain itself, a
+ * `pruned` row for each log it says was pruned and is gone, and a `missing`
+ * row when logs the last prune kept are gone without a tombstone. Throws if
+ * `dir` cannot be listed.
+ */
 export function verifyDir(dir: string, key?: Buffer): VerifyResult[] {
-  return listLogFiles(dir).map((file) => verifyFile(file, key));
+  const files = listLogFiles(dir);
+  const results = files.map((file) => verifyFile(file, key));
+  return [...results, ...verifyTombstones(dir, files, results, key)];
+}
+
+/**
+ * What can be told about logs that are gone. A tombstone in an intact chain
+ * vouches for a pruned log (with the key, only a holder of the key can write
+ * one). A log deleted by hand is found when the last prune run kept it: the
+ * run recorded a digest of the logs it kept. A log created after the last
+ * prune and deleted by hand, or deleted together with a cut-off tail of the
+ * chain (without the key, the whole chain can be rewritten), cannot be told
+ * from one that never existed.
+ */
+function verifyTombstones(dir: string, files: string[], results: VerifyResult[], key: Buffer | undefined): VerifyResult[] {
+  let bytes: Buffer | null;
+  const path = join(dir, TOMBSTONE_FILE);
+  try {
+    bytes = readTombstoneFile(dir);
+  } catch (error) {
+    return [{ file: path, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null }];
+  }
+  if (bytes === null) return [];
+  const chain: VerifyResult = { file: path, ...verifyTombstoneBytes(bytes, key), log_id: TOMBSTONE_LOG_ID };
+  if (chain.status !== 'ok' && chain.status !== 'torn') return [chain];
+  const index = indexTombstones(bytes);
+  const present = new Set(files.map((f) => basename(f)));
+  const rows: VerifyResult[] = [chain];
+  for (const [name, t] of index.pruned) {
+    const when = `pruned ${String(t.ts)} by ${t.by === 'retain' ? 'a session\'s --retain' : 'mcpguard prune'} (${t.reason === 'max-size' ? `over --max-size ${String((t.rule as LogRecord | null)?.max_size)}` : `ended more than ${String((t.rule as LogRecord | null)?.older_than)} before it`})`;
+    if (present.has(name)) {
+      const row = results.find((r) => basename(r.file) === name);
+      if (row !== undefined && row.reason === null) row.reason = `${when}, but the file is here: an interrupted prune, or restored`;
+      continue;
+    }
+    rows.push({
+      file: join(dir, name), status: 'pruned', records: typeof t.records === 'number' ? t.records : 0, line: null,
+      reason: `${when}; ${String(t.state)}, ${String(t.bytes)} bytes${typeof t.seal_hash === 'string' ? `, seal ${t.seal_hash.slice(0, 16)}` : ''}`,
+      log_id: typeof t.session_id === 'string' ? t.session_id : null, alg: chain.alg,
+    });
+  }
+  const run = index.lastRun;
+  if (run !== null && typeof run.listed_at === 'string' && typeof run.kept === 'number') {
+    const logs: Array<{ name: string; createdAt: string }> = [];
+    for (const file of files) {
+      try {
+        const header = parseRecord(readLogEdges(file, 1, 0).head[0] ?? Buffer.alloc(0));
+        logs.push({ name: basename(file), createdAt: typeof header?.created_at === 'string' ? header.created_at : '' });
+      } catch { /* unreadable: prune skipped it too */ }
+    }
+    for (const t of index.prunedAfterRun) if (!present.has(String(t.file))) logs.push({ name: String(t.file), createdAt: typeof t.created_at === 'string' ? t.created_at : '' });
+    const now = keptSet(logs, run.listed_at);
+    if (now.sha256 !== run.kept_sha256) {
+      const gone = run.kept - now.count;
+      rows.push({
+        file: dir, status: 'missing', records: 0, line: null, log_id: null, alg: chain.alg,
+        reason: gone > 0
+          ? `${gone} log${gone === 1 ? '' : 's'} that the prune of ${String(run.ts)} kept ${gone === 1 ? 'is' : 'are'} gone without a tombstone: deleted by hand?`
+          : `the logs created before the prune of ${String(run.ts)} are not the ${run.kept} it kept: logs were deleted and others added by hand`,
+      });
+    }
+  }
+  return rows;
 }

@@ -84,8 +84,10 @@ test('activity --state, --tool, --since, -n', () => {
   assert.deepEqual(callIds(calls('--since', '2026-11-30T07:00:00.250Z')), ['c_00060000beef', 'reject:7', 'c_00050000beef', 'c_00040000beef']);
   assert.deepEqual(callIds(calls('-n', '2')), ['c_00060000beef', 'reject:7']);
   assert.deepEqual(callIds(calls('--failed', '-n', '2')), ['c_00060000beef', 'c_00050000beef']);
-  const open = guard(['activity', '--json', '--state', 'open']);
-  assert.deepEqual(open.rows.map((r) => [r.call_id, r.tool]), [['c_00120000beef', 'longRunningOperation']]);
+  // The unsealed session's mcpguard (a fixed pid, with no recorded start) is gone: its open call is no_final_record.
+  assert.deepEqual(guard(['activity', '--json', '--state', 'open']).rows, []);
+  const cut = guard(['activity', '--json', '--state', 'no_final_record']);
+  assert.deepEqual(cut.rows.map((r) => [r.call_id, r.tool]), [['c_00120000beef', 'longRunningOperation']]);
 });
 
 test('a bad filter value exits 125 naming the option and the value, before anything is read', () => {

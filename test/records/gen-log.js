@@ -6,6 +6,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { AuditLog } from '../../dist/audit.js';
+import { canonical } from '../../dist/records/canonical.js';
+import { lineHash, recordHash } from '../../dist/records/chain.js';
 import { newCall } from '../../dist/calls.js';
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -79,7 +81,29 @@ export function copySession(path, dir, count, idOf) {
   return files;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+/**
+ * Make a copy's chain verify again (copySession breaks it by renaming the
+ * header): every `prev` recomputed from the line before, and the seal's hash.
+ * For logs written by writeSession (no nested `prev` member), plain SHA-256.
+ */
+export function rechain(path) {
+  const lines = readFileSync(path, 'utf8').split('\n');
+  const tail = lines.pop(); // '' after the last newline
+  let prev = '0'.repeat(64);
+  for (let i = 0; i < lines.length; i++) {
+    let line = lines[i].replace(/"prev":"[0-9a-f]{64}"/, `"prev":"${prev}"`);
+    if (line.includes('"type":"seal"')) {
+      const { hash: _old, ...seal } = JSON.parse(line);
+      line = canonical({ ...seal, hash: recordHash(seal, undefined) });
+    }
+    lines[i] = line;
+    prev = lineHash(`${line}\n`, undefined);
+  }
+  writeFileSync(path, `${lines.join('\n')}\n${tail}`);
+}
+
+// (No script path when imported from `node -e`.)
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [dir, calls, copies] = process.argv.slice(2);
   const path = await writeSession(dir, 's_20261130T020000Z_00000000', Number(calls));
   if (copies !== undefined) copySession(path, dir, Number(copies), (i) => `s_20261130T0300${String(i).padStart(2, '0').slice(-2)}Z_${String(i).padStart(8, '0')}`);

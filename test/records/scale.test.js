@@ -5,11 +5,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, statSync, truncateSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { copySession, writeSession } from './gen-log.js';
+import { copySession, rechain, writeSession } from './gen-log.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'mcpguard.js');
@@ -90,5 +90,40 @@ test('views of a ~1 GB record directory keep their peak RSS under 150 MiB', { sk
       assert.match(rows[0], /^s_20261130T023900Z_00000039 .* stdin_eof +0 +20000 +20 +yes$/);
     }
     if (name === 'show SESSION') assert.match(r.stdout, /^ {2}calls +20000: completed \d+, error \d+$/m);
+  }
+});
+
+test('prune of the ~1 GB record directory (dry run, then down to 500 MiB), then verify, keep their peak RSS under 150 MiB', { skip, timeout: 600_000 }, async (t) => {
+  const logs = () => readdirSync(dir).filter((f) => f.endsWith('.jsonl'));
+  const bytes = () => logs().reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+  const before = logs().length;
+  const runs = [
+    ['prune --dry-run --max-size 500M', ['prune', '--dry-run', '--max-size', '500M', '--record-dir', dir, '--json']],
+    ['prune --max-size 500M', ['prune', '--max-size', '500M', '--record-dir', dir, '--json']],
+    ['verify (after prune)', ['verify', '--json', '--record-dir', dir]],
+  ];
+  for (const [name, args] of runs) {
+    // The copies' chains were broken by renaming them; mended, verify reads each log to its end.
+    if (name.startsWith('verify')) for (const f of logs()) rechain(join(dir, f));
+    const r = await measured(args, true);
+    t.diagnostic(`${name}: ${r.ms} ms, peak RSS ${r.kb} kB`);
+    assert.equal(r.code, 0, `${name}: ${r.stderr}`);
+    assert.ok(r.kb !== null, `${name}: no VmHWM was read`);
+    assert.ok(r.kb < BOUND_KB, `${name}: peak RSS ${r.kb} kB, bound ${BOUND_KB} kB`);
+    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    if (name.startsWith('prune --dry-run')) {
+      assert.equal(logs().length, before, 'a dry run removes nothing');
+      assert.ok(out.filter((o) => o.action === 'would_remove').length > 10);
+    } else if (name.startsWith('prune')) {
+      const removed = out.filter((o) => o.action === 'removed');
+      assert.equal(logs().length, before - removed.length);
+      assert.ok(bytes() <= 500 * 2 ** 20, `${bytes()} bytes left`);
+      // Oldest first: the logs left are the newest ones.
+      assert.ok(removed.every((o) => logs().every((f) => f > `${o.session_id}.jsonl` || f.includes('crashed0'))));
+      assert.ok(logs().includes('s_20261130T000000Z_crashed0.jsonl'), 'the log of a session whose writer (this test) is alive stays');
+    } else {
+      assert.equal(out.filter((o) => o.status === 'pruned').length, before - logs().length);
+      assert.ok(out.every((o) => ['ok', 'live', 'pruned'].includes(o.status)), r.stdout.slice(0, 2000));
+    }
   }
 });
