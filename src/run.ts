@@ -21,6 +21,7 @@ import type { RelayCounters } from './relay.js';
 import { Session, type SessionEnding, type SessionSummary } from './session.js';
 import type { RetainMode } from './stderr/ring.js';
 import { StderrTap, type StderrSummary } from './stderr/tap.js';
+import { humanSummary, summaryFormat, type SummaryMode } from './summary.js';
 import type { Watchdog } from './watchdog.js';
 
 /** What the command line prepared before the child started. */
@@ -63,6 +64,7 @@ export async function runRelay(p: Prepared): Promise<number> {
     },
     process.env,
     (bytes) => diag.writeRaw(bytes),
+    (limit) => diag.line(mirrorCapText(limit)),
   );
   diagStream.on('drain', () => stderr.resumeMirror());
   const decorate = v['stderr-excerpt-on-error'] ? excerptDecorator(stderr) : undefined;
@@ -132,10 +134,20 @@ export async function runRelay(p: Prepared): Promise<number> {
   if (audit !== null && audit.droppedAfterSeal > 0) {
     diag.line(`${audit.droppedAfterSeal} event(s) after the probe session's log was sealed are not in it (see the session summary)`);
   }
-  if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: p.sessionId, ...record }));
+  const summaryAs = summaryFormat(v['session-summary'] as SummaryMode);
+  if (summaryAs === 'json') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: p.sessionId, ...record }));
+  if (summaryAs === 'human') {
+    const place = { sessionId: p.sessionId, command: p.command, args: p.args, logPath: audit?.log.path ?? null, recordsOff: p.recordsOff };
+    for (const line of humanSummary(record, place)) diag.line(line);
+  }
   await diag.flush(1000);
   // The child's own status is in the summary; the exit status says the record is incomplete.
   return audit?.failure ? EXIT_RECORD_FAILURE : summary.status;
+}
+
+/** Said once, when the mirror of the child's stderr first reaches its cap. */
+function mirrorCapText(limit: number): string {
+  return `the mirror of the server's stderr reached its cap of ${limit} bytes (--stderr-passthrough-bytes raises it): from here on it is counted, not shown; the records still keep each call's and the session's stderr within their own budgets`;
 }
 
 /** The session-end record as one JSON object (until the audit log carries it). */
