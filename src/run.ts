@@ -17,6 +17,7 @@ import type { Policy } from './gate/policy.js';
 import type { OptionValues } from './options.js';
 import { openOutput } from './output.js';
 import { ProbeWatch } from './probe.js';
+import { ResourceMeter } from './resources.js';
 import type { RelayCounters } from './relay.js';
 import { Session, type SessionEnding, type SessionSummary } from './session.js';
 import type { RetainMode } from './stderr/ring.js';
@@ -77,7 +78,10 @@ export async function runRelay(p: Prepared): Promise<number> {
   const probe = new ProbeWatch();
   let isProbe = false;
   // A probe session is sealed before its child is waited for: its client SIGKILLs mcpguard a second after ending it.
+  // CPU and memory of the server's tree: sampled while it runs, once more here before it is shut down, and finished once it is reaped.
+  const meter = new ResourceMeter();
   const sealProbe = (ending: SessionEnding): void => {
+    meter.sample();
     isProbe = probe.isProbe(ending.reason);
     if (isProbe) audit?.sessionEnded(processMasker().value(probeEndLine(ending, stderr.summary(), p.startedAt)));
   };
@@ -105,7 +109,10 @@ export async function runRelay(p: Prepared): Promise<number> {
       decorate,
       gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' ')),
       watchdog: p.watchdog,
-      onSpawn: (pid) => audit?.childSpawned(pid),
+      onSpawn: (pid) => {
+        audit?.childSpawned(pid);
+        meter.start(pid);
+      },
       onEnding: sealProbe,
     },
   );
@@ -128,6 +135,8 @@ export async function runRelay(p: Prepared): Promise<number> {
   // A session without records says so, and why, in its summary (the only account it leaves).
   if (p.recordsOff !== null) record.records = { state: 'off', reason: p.recordsOff };
   if (isProbe) record.probe = true;
+  // Finished after session.run: the server has been reaped, so its CPU is in mcpguard's own cutime.
+  if (summary.pid !== null) record.resources = meter.finish();
   // A probe's log was sealed when the session ended; the record below goes to the summary only.
   if (audit !== null && !audit.log.sealed) audit.sessionEnded(record);
   if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
