@@ -5,6 +5,7 @@
  * or parses it still gets the one JSON line, byte for byte as before.
  */
 import { isatty } from 'node:tty';
+import { processMasker } from './mask.js';
 
 export type SummaryMode = 'auto' | 'human' | 'json' | 'on' | 'off';
 
@@ -33,8 +34,10 @@ export interface SummaryPlace {
  */
 export function humanSummary(record: Record<string, unknown>, place: SummaryPlace): string[] {
   const lines: string[] = [];
-  const command = clipMiddle([place.command, ...place.args].join(' '), 60);
-  lines.push(`session ${place.sessionId} ended after ${duration(num(record.duration_ms))}: ${command}`);
+  // Masked before it is cut: half a secret is no longer recognisable as one.
+  const command = clipMiddle(processMasker().text([place.command, ...place.args].join(' ')), 100);
+  lines.push(`session ${place.sessionId} ended after ${duration(num(record.duration_ms))}`);
+  lines.push(`  command ${command}`);
   lines.push(`  ended by ${str(record.end_reason) ?? 'unknown'}; ${exitText(record)}`);
   lines.push(`  calls ${callsText(record.calls)}; rejected ${rejectedText(record.rejected)}`);
   const stderr = stderrText(record.stderr);
