@@ -60,3 +60,15 @@ test('the session record counts the CPU and memory of a grandchild', { timeout: 
     cleanup();
   }
 });
+
+test('without procfs the meter says unavailable and has no figures', async () => {
+  const { ResourceMeter } = await import('../dist/resources.js');
+  const meter = new ResourceMeter(false);
+  meter.start(process.pid);
+  meter.sample();
+  const figures = meter.finish();
+  assert.equal(figures.method, 'unavailable');
+  assert.equal(figures.cpu_user_ms, null);
+  assert.equal(figures.peak_rss_bytes, null);
+  assert.equal(figures.samples, 0);
+});
