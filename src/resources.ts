@@ -11,9 +11,10 @@
  *
  * - sampled CPU: every process seen (pid + start time) counts with the
  *   utime/stime it had when last seen. Samples come every SAMPLE_MS and once
- *   when the session's end is decided, before the tree is shut down; CPU a
- *   process used after its last sample, and a process that lived and died
- *   between two samples, are missed.
+ *   when the session's end is decided, before the tree is shut down (that one
+ *   also looks for processes carrying the session marker: a daemon that left
+ *   the tree); CPU a process used after its last sample, and a process that
+ *   lived and died between two samples, are missed.
  * - reaped CPU: what the kernel added to mcpguard's own cutime/cstime
  *   (/proc/self/stat) during the session: the server's whole CPU once it is
  *   reaped, including every descendant that some process of the tree waited
@@ -85,7 +86,19 @@ export class ResourceMeter {
   private gone = { user: 0, system: 0, count: 0 };
   private peak: Seen | null = null;
 
-  constructor(private readonly available: boolean = process.platform === 'linux' && selfChildrenCpu() !== null) {}
+  private readonly available: boolean;
+  private readonly findMarked: (() => ProcInfo[] | null) | null;
+
+  /**
+   * `findMarked` finds the processes that carry the session marker (marker.ts):
+   * the last sample adds them, so a daemon that left the tree before any
+   * sample saw it still counts with what it used until then. It reads every
+   * process's environ (milliseconds), so only once, never on the timer.
+   */
+  constructor(options: { available?: boolean; findMarked?: (() => ProcInfo[] | null) | null } = {}) {
+    this.available = options.available ?? (process.platform === 'linux' && selfChildrenCpu() !== null);
+    this.findMarked = options.findMarked ?? null;
+  }
 
   /** Start sampling the tree under `pid` (the server, leader of its own group). */
   start(pid: number): void {
@@ -96,12 +109,18 @@ export class ResourceMeter {
     this.timer.unref();
   }
 
-  /** One sample now (the session calls this when its end is decided, before the tree is shut down). */
-  sample(): void {
+  /** The last sample: when the session's end is decided, before the tree is shut down; it adds the marked processes. */
+  lastSample(): void {
+    this.sample(true);
+  }
+
+  /** One sample now. */
+  sample(last = false): void {
     if (this.root === null || this.finished !== null) return;
     const t0 = process.hrtime.bigint();
     // Walking from each process seen before too finds an orphan that was re-parented away from the server.
     const roots = [{ pid: this.root }, ...[...this.seen.values()].map((s) => ({ pid: s.pid, start: s.start }))];
+    if (last) for (const info of this.findMarked?.() ?? []) roots.push({ pid: info.pid, start: info.start });
     const tree = treeOf(roots) ?? this.scan(roots);
     let treeRss = 0;
     const alive = new Set<string>();

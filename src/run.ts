@@ -18,6 +18,7 @@ import type { OptionValues } from './options.js';
 import { openOutput } from './output.js';
 import { ProbeWatch } from './probe.js';
 import { ResourceMeter } from './resources.js';
+import { markedProcesses } from './marker.js';
 import type { RelayCounters } from './relay.js';
 import { Session, type SessionEnding, type SessionSummary } from './session.js';
 import type { RetainMode } from './stderr/ring.js';
@@ -79,9 +80,9 @@ export async function runRelay(p: Prepared): Promise<number> {
   let isProbe = false;
   // A probe session is sealed before its child is waited for: its client SIGKILLs mcpguard a second after ending it.
   // CPU and memory of the server's tree: sampled while it runs, once more here before it is shut down, and finished once it is reaped.
-  const meter = new ResourceMeter();
+  const meter = new ResourceMeter({ findMarked: () => markedProcesses(p.sessionId) });
   const sealProbe = (ending: SessionEnding): void => {
-    meter.sample();
+    meter.lastSample();
     isProbe = probe.isProbe(ending.reason);
     if (isProbe) audit?.sessionEnded(processMasker().value(probeEndLine(ending, stderr.summary(), p.startedAt)));
   };

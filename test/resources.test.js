@@ -12,8 +12,8 @@ const MiB = 1024 * 1024;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Run the tree-burner until its grandchild is ready, then end the session; the session record and stderr. */
-async function burnerSession(dir, extraArgs = []) {
-  const run = runGuard(['--record-dir', dir, ...extraArgs, '--', 'python3', fixture('tree-burner.py')], { keepOpen: true, timeout: 30000 });
+async function burnerSession(dir, env = {}) {
+  const run = runGuard(['--record-dir', dir, '--', 'python3', fixture('tree-burner.py')], { keepOpen: true, timeout: 30000, env });
   let err = '';
   run.child.stderr.on('data', (c) => { err += c; });
   const end = Date.now() + 20000;
@@ -61,9 +61,30 @@ test('the session record counts the CPU and memory of a grandchild', { timeout: 
   }
 });
 
+test('a daemon that was never in the tree is found by the session marker at the last sample', { timeout: 60000 }, async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    const { r, record, grandchild } = await burnerSession(dir, { DAEMON: '1', READY_FILE: join(dir, 'ready') });
+    assert.equal(r.code, 0, r.stderr);
+    const res = record.resources;
+    assert.equal(res.peak_process.pid, grandchild, JSON.stringify(res));
+    assert.ok(res.peak_rss_bytes >= 45 * MiB, JSON.stringify(res));
+    assert.ok(res.sampled_cpu_ms.user + res.sampled_cpu_ms.system >= 300, JSON.stringify(res));
+    // Orphaned at once, it was reaped by init, not by the server: the kernel's account for mcpguard does not hold it.
+    assert.ok(res.reaped_cpu_ms.user + res.reaped_cpu_ms.system < 300, JSON.stringify(res));
+    assert.ok(res.cpu_user_ms + res.cpu_system_ms >= 300, JSON.stringify(res));
+    // Shutdown ended it (a zombie until init reaps it).
+    let state = 'gone';
+    try { state = readFileSync(`/proc/${grandchild}/stat`, 'latin1').split(') ')[1][0]; } catch {}
+    assert.ok(state === 'gone' || state === 'Z', `the daemon is ${state}`);
+  } finally {
+    cleanup();
+  }
+});
+
 test('without procfs the meter says unavailable and has no figures', async () => {
   const { ResourceMeter } = await import('../dist/resources.js');
-  const meter = new ResourceMeter(false);
+  const meter = new ResourceMeter({ available: false });
   meter.start(process.pid);
   meter.sample();
   const figures = meter.finish();
