@@ -78,9 +78,9 @@ export async function runRelay(p: Prepared): Promise<number> {
   audit?.sessionStarted({ command: p.command, args: p.args, cwd: process.cwd(), options: recordedOptions(v) });
   const probe = new ProbeWatch();
   let isProbe = false;
-  // A probe session is sealed before its child is waited for: its client SIGKILLs mcpguard a second after ending it.
-  // CPU and memory of the server's tree: sampled while it runs, once more here before it is shut down, and finished once it is reaped.
+  // CPU and memory of the server's tree: sampled while it runs, once more when the end is decided (before the tree is shut down), finished once it is reaped.
   const meter = new ResourceMeter({ findMarked: () => markedProcesses(p.sessionId) });
+  // A probe session is sealed before its child is waited for: its client SIGKILLs mcpguard a second after ending it.
   const sealProbe = (ending: SessionEnding): void => {
     meter.lastSample();
     isProbe = probe.isProbe(ending.reason);
