@@ -58,7 +58,7 @@ export const RUN_OPTIONS = {
   grace: { kind: 'ms', default: 5000, min: 0, help: 'each shutdown step waits this long: stdin close, then SIGTERM, then SIGKILL' },
   'drain-ms': { kind: 'ms', default: 1000, min: 0, help: "after the server exits, wait this long for its pipes to reach EOF, then cut them" },
   'call-timeout': { kind: 'ms', default: null, min: 1, help: 'answer a request with a timeout error and cancel it at the server after this long; not a subscriptions/listen, which is a stream (default: off)' },
-  'session-summary': { kind: 'enum', default: 'on', values: ['on', 'off'], help: 'print the session summary as one JSON line on stderr at exit' },
+  'session-summary': { kind: 'enum', default: 'auto', values: ['auto', 'human', 'json', 'off', 'on'], help: 'the session summary on stderr at exit: auto (a few lines for a person when stderr is a terminal, else one JSON line), human, json, or off; on is the old spelling of json' },
   'stderr-call-bytes': { kind: 'bytes', default: 16384, min: 0, max: MAX_BUFFER_BYTES, maxWhy: BUFFER_WHY, help: "child stderr retained per call" },
   'stderr-process-bytes': { kind: 'bytes', default: 262144, min: 0, max: MAX_BUFFER_BYTES, maxWhy: BUFFER_WHY, help: 'child stderr retained by the whole process: all calls and the session tail together' },
   'stderr-excerpt-bytes': { kind: 'bytes', default: 4096, min: 128, max: MAX_EXCERPT_BYTES, maxWhy: EXCERPT_WHY, help: 'most stderr text that ever goes into anything an agent sees (label and marker included)' },

@@ -18,6 +18,9 @@ export interface ProcInfo {
   /** Start time in clock ticks since boot (field 22 of /proc/PID/stat). */
   start: string;
   comm: string;
+  /** CPU time the process itself used, in clock ticks (fields 14 and 15 of /proc/PID/stat; not its reaped children's). */
+  utime?: number;
+  stime?: number;
 }
 
 /** Parse /proc/PID/stat; null if the process is gone. */
@@ -39,7 +42,7 @@ export function readProc(pid: number): ProcInfo | null {
   const fields = text.slice(close + 2).split(' ');
   // fields[0] is state (field 3); ppid is field 4, pgrp 5, session 6, starttime 22.
   if (fields[0] === 'Z') return null; // a zombie is already dead
-  return { pid, ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]), start: fields[19] ?? '', comm };
+  return { pid, ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]), start: fields[19] ?? '', comm, utime: Number(fields[11]), stime: Number(fields[12]) };
 }
 
 /** Every living (non-zombie) process, or null without procfs. */
@@ -86,6 +89,101 @@ export function descendantsOf(root: number): ProcInfo[] {
     }
   }
   return found;
+}
+
+/**
+ * Every living process below any of `roots` (not the roots themselves, unless
+ * one is below another), from
+ * one read of /proc however many roots there are; null without procfs. The
+ * resource meter walks from the server and from each descendant it has seen,
+ * so an orphan re-parented away from the tree is still found.
+ */
+export function descendantsOfAny(roots: ReadonlyArray<{ pid: number; start?: string }>): ProcInfo[] | null {
+  const procs = allProcs();
+  if (procs === null) return null;
+  const children = new Map<number, ProcInfo[]>();
+  for (const info of procs) {
+    const list = children.get(info.ppid);
+    if (list === undefined) children.set(info.ppid, [info]);
+    else list.push(info);
+  }
+  const found = new Map<number, ProcInfo>();
+  // A root known by its start time is walked only if that same process is still there: a pid can be reused.
+  const living = new Map(procs.map((p) => [p.pid, p.start]));
+  const stack = roots.filter((r) => r.start === undefined || living.get(r.pid) === r.start).map((r) => r.pid);
+  while (stack.length > 0) {
+    for (const child of children.get(stack.pop()!) ?? []) {
+      if (found.has(child.pid)) continue;
+      found.set(child.pid, child);
+      stack.push(child.pid);
+    }
+  }
+  return [...found.values()];
+}
+
+/**
+ * Children of `pid` as the kernel lists them in /proc/PID/task/TID/children
+ * (one file per thread); null if it cannot say (no such files: a kernel
+ * without CONFIG_PROC_CHILDREN, or the process is gone).
+ */
+export function childPids(pid: number): number[] | null {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  const pids: number[] = [];
+  for (const task of tasks) {
+    let text: string;
+    try {
+      const fd = openSync(`/proc/${pid}/task/${task}/children`, 'r');
+      try {
+        text = scratch.toString('latin1', 0, readSync(fd, scratch, 0, scratch.length, 0));
+      } finally {
+        closeSync(fd);
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && task === String(pid)) return null;
+      continue; // a thread that just ended
+    }
+    for (const word of text.split(/\s+/)) if (word !== '') pids.push(Number(word));
+  }
+  return pids;
+}
+
+/**
+ * The living processes at and below `roots` (each root only if that same
+ * process, by start time when given, is still there), found through the
+ * kernel's children lists: it reads only the tree, not every process on the
+ * machine. Null where the kernel has no children lists (use descendantsOfAny).
+ */
+export function treeOf(roots: ReadonlyArray<{ pid: number; start?: string }>): ProcInfo[] | null {
+  const found = new Map<number, ProcInfo>();
+  const stack: number[] = [];
+  for (const root of roots) {
+    if (found.has(root.pid)) continue;
+    const info = readProc(root.pid);
+    if (info === null || (root.start !== undefined && info.start !== root.start)) continue;
+    found.set(info.pid, info);
+    stack.push(info.pid);
+  }
+  while (stack.length > 0) {
+    const pid = stack.pop()!;
+    const children = childPids(pid);
+    if (children === null) {
+      if (readProc(pid) !== null) return null; // alive, yet no list: the kernel has none
+      continue;
+    }
+    for (const child of children) {
+      if (found.has(child)) continue;
+      const info = readProc(child);
+      if (info === null) continue;
+      found.set(child, info);
+      stack.push(child);
+    }
+  }
+  return [...found.values()];
 }
 
 /** True if the same process (pid and start time) is still alive. */

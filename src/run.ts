@@ -17,10 +17,13 @@ import type { Policy } from './gate/policy.js';
 import type { OptionValues } from './options.js';
 import { openOutput } from './output.js';
 import { ProbeWatch } from './probe.js';
+import { ResourceMeter } from './resources.js';
+import { markedProcesses } from './marker.js';
 import type { RelayCounters } from './relay.js';
 import { Session, type SessionEnding, type SessionSummary } from './session.js';
 import type { RetainMode } from './stderr/ring.js';
 import { StderrTap, type StderrSummary } from './stderr/tap.js';
+import { humanSummary, summaryFormat, type SummaryMode } from './summary.js';
 import type { Watchdog } from './watchdog.js';
 
 /** What the command line prepared before the child started. */
@@ -63,6 +66,7 @@ export async function runRelay(p: Prepared): Promise<number> {
     },
     process.env,
     (bytes) => diag.writeRaw(bytes),
+    (limit) => diag.line(mirrorCapText(limit)),
   );
   diagStream.on('drain', () => stderr.resumeMirror());
   const decorate = v['stderr-excerpt-on-error'] ? excerptDecorator(stderr) : undefined;
@@ -74,8 +78,11 @@ export async function runRelay(p: Prepared): Promise<number> {
   audit?.sessionStarted({ command: p.command, args: p.args, cwd: process.cwd(), options: recordedOptions(v) });
   const probe = new ProbeWatch();
   let isProbe = false;
+  // CPU and memory of the server's tree: sampled while it runs, once more when the end is decided (before the tree is shut down), finished once it is reaped.
+  const meter = new ResourceMeter({ findMarked: () => markedProcesses(p.sessionId) });
   // A probe session is sealed before its child is waited for: its client SIGKILLs mcpguard a second after ending it.
   const sealProbe = (ending: SessionEnding): void => {
+    meter.lastSample();
     isProbe = probe.isProbe(ending.reason);
     if (isProbe) audit?.sessionEnded(processMasker().value(probeEndLine(ending, stderr.summary(), p.startedAt)));
   };
@@ -103,7 +110,10 @@ export async function runRelay(p: Prepared): Promise<number> {
       decorate,
       gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' ')),
       watchdog: p.watchdog,
-      onSpawn: (pid) => audit?.childSpawned(pid),
+      onSpawn: (pid) => {
+        audit?.childSpawned(pid);
+        meter.start(pid);
+      },
       onEnding: sealProbe,
     },
   );
@@ -127,16 +137,28 @@ export async function runRelay(p: Prepared): Promise<number> {
   if (p.recordsOff !== null) record.records = { state: 'off', reason: p.recordsOff };
   if (isProbe) record.probe = true;
   if (audit !== null) record.name = audit.sessionName.name;
+  // Finished after session.run: the server has been reaped, so its CPU is in mcpguard's own cutime.
+  if (summary.pid !== null) record.resources = meter.finish();
   // A probe's log was sealed when the session ended; the record below goes to the summary only.
   if (audit !== null && !audit.log.sealed) audit.sessionEnded(record);
   if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
   if (audit !== null && audit.droppedAfterSeal > 0) {
     diag.line(`${audit.droppedAfterSeal} event(s) after the probe session's log was sealed are not in it (see the session summary)`);
   }
-  if (v['session-summary'] === 'on') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: p.sessionId, ...record }));
+  const summaryAs = summaryFormat(v['session-summary'] as SummaryMode);
+  if (summaryAs === 'json') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: p.sessionId, ...record }));
+  if (summaryAs === 'human') {
+    const place = { sessionId: p.sessionId, command: p.command, args: p.args, logPath: audit?.log.path ?? null, recordsOff: p.recordsOff };
+    for (const line of humanSummary(record, place)) diag.line(line);
+  }
   await diag.flush(1000);
   // The child's own status is in the summary; the exit status says the record is incomplete.
   return audit?.failure ? EXIT_RECORD_FAILURE : summary.status;
+}
+
+/** Said once, when the mirror of the child's stderr first reaches its cap. */
+function mirrorCapText(limit: number): string {
+  return `the mirror of the server's stderr reached its cap of ${limit} bytes (--stderr-passthrough-bytes raises it): from here on it is counted, not shown; the records still keep each call's and the session's stderr within their own budgets`;
 }
 
 /** The session-end record as one JSON object (until the audit log carries it). */

@@ -9,6 +9,7 @@ import type { Liveness } from './live.js';
 import { commandOf, sessionRow, str, type LogSummary } from './views.js';
 import { titleLine } from './view-kit.js';
 import { Clock } from './when.js';
+import { bytes } from '../summary.js';
 
 /** The session block (or, with `json`, its session_start and session_end records, one per line); times as `clock` shows them. */
 export function showSession(
@@ -42,6 +43,7 @@ export function showSession(
       ['calls', callsText(end.calls, row.calls)],
       ['rejected', rejectedText(end.rejected, row.rejected)],
     );
+    lines.push(...resourceLines(end.resources));
   }
   lines.push(['records', `${log.records}, ${log.torn ? 'torn (the last line is cut)' : log.sealed ? 'sealed' : 'not sealed'}`]);
   const width = Math.max(...lines.map(([k]) => k.length));
@@ -117,4 +119,23 @@ function numText(value: unknown): string {
 
 function yesNo(value: unknown): string {
   return value === true ? 'yes' : value === false ? 'no' : '-';
+}
+
+/** The server tree's CPU and memory (src/resources.ts); nothing for a record that predates them. */
+function resourceLines(value: unknown): Array<[string, string]> {
+  if (typeof value !== 'object' || value === null) return [];
+  const r = value as Record<string, unknown>;
+  if (r.method === 'unavailable') return [['resources', 'not measured (no /proc on this platform)']];
+  const secs = (ms: unknown): string => (typeof ms === 'number' ? `${(ms / 1000).toFixed(2)}s` : '-');
+  const pair = (p: unknown): string => {
+    const o = (typeof p === 'object' && p !== null ? p : {}) as { user?: unknown; system?: unknown };
+    return `${secs(o.user)} + ${secs(o.system)}`;
+  };
+  const peak = (typeof r.peak_process === 'object' && r.peak_process !== null ? r.peak_process : null) as { pid?: unknown; comm?: unknown; rss_bytes?: unknown } | null;
+  const largest = peak !== null && typeof peak.rss_bytes === 'number' ? `; largest process ${bytes(peak.rss_bytes)}, pid ${String(peak.pid)}${typeof peak.comm === 'string' ? ` (${peak.comm})` : ''}` : '';
+  return [
+    ['cpu', `${secs(r.cpu_user_ms)} user + ${secs(r.cpu_system_ms)} sys (sampled ${pair(r.sampled_cpu_ms)}, reaped ${r.reaped_cpu_ms === null ? '-' : pair(r.reaped_cpu_ms)})`],
+    ['peak rss', `${typeof r.peak_rss_bytes === 'number' ? bytes(r.peak_rss_bytes) : '-'}${largest}`],
+    ['processes', `${numText(r.processes_seen)} seen in ${numText(r.samples)} samples`],
+  ];
 }

@@ -23,6 +23,12 @@ export interface PassthroughOptions {
   limitBytes?: number;
   /** Write to the destination; false if it did not take the bytes or is backed up. */
   write: (bytes: Buffer) => boolean;
+  /**
+   * Called once, right after the budget is first spent (after the last bytes
+   * that fit were written), so a person watching learns of the cap at that
+   * moment and not only from the summary at exit.
+   */
+  onCapReached?: (limitBytes: number) => void;
 }
 
 export class Passthrough {
@@ -34,6 +40,7 @@ export class Passthrough {
   /** Bytes not mirrored because the destination was backed up or closed. */
   dropped = 0;
   readonly #write: (bytes: Buffer) => boolean;
+  readonly #onCapReached: ((limitBytes: number) => void) | undefined;
   #exhausted = false;
   #backedUp = false;
   #closed = false;
@@ -43,6 +50,7 @@ export class Passthrough {
     if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`passthrough limit must be a whole number of bytes, got ${limit}`);
     this.limitBytes = limit;
     this.#write = options.write;
+    this.#onCapReached = options.onCapReached;
   }
 
   /** Mirror a chunk, or count it. Never throws, never queues. */
@@ -59,8 +67,22 @@ export class Passthrough {
       const nl = room > 0 ? chunk.lastIndexOf(0x0a, room - 1) : -1;
       bytes = chunk.subarray(0, nl === -1 ? Math.max(0, room) : nl + 1);
       this.overBudget += chunk.length - bytes.length;
-      if (bytes.length === 0) return;
+      if (bytes.length > 0) this.#mirror(bytes);
+      this.#capReached();
+      return;
     }
+    this.#mirror(bytes);
+  }
+
+  #capReached(): void {
+    try {
+      this.#onCapReached?.(this.limitBytes);
+    } catch {
+      // The notice is a courtesy: it never stops the drain.
+    }
+  }
+
+  #mirror(bytes: Buffer): void {
     if (this.#backedUp || this.#closed) {
       this.dropped += bytes.length;
       return;

@@ -59,10 +59,12 @@ export class StderrTap implements SessionObserver {
     private readonly options: StderrOptions,
     env: Record<string, string | undefined>,
     mirrorWrite: (bytes: Buffer) => boolean,
+    /** Called once, when the mirror first reaches its cap (with the cap in bytes). */
+    onMirrorCap?: (limitBytes: number) => void,
   ) {
     this.redactor = new Redactor({ env });
     this.store = new StderrStore({ callBytes: options.callBytes, processBytes: options.processBytes, retain: options.retain });
-    this.mirror = options.passthroughBytes === null ? null : new Passthrough({ limitBytes: options.passthroughBytes, write: mirrorWrite });
+    this.mirror = options.passthroughBytes === null ? null : new Passthrough({ limitBytes: options.passthroughBytes, write: mirrorWrite, onCapReached: onMirrorCap });
   }
 
   /** A raw chunk from the child's stderr and the calls in flight when it arrived. */
