@@ -107,7 +107,7 @@ export async function runRelay(p: Prepared): Promise<number> {
       watchdog: p.watchdog,
       onSpawn: (pid) => audit?.childSpawned(pid),
       onEnding: sealProbe,
-      ...(restartOptions(v) === null ? {} : supervisionRecords(audit, stderr)),
+      ...(restartOptions(v) === null ? {} : supervisionRecords(audit)),
     },
   );
   // The session's first records were written before the session existed to be ended.
@@ -181,29 +181,20 @@ function restartOptions(v: OptionValues): RestartOptions | null {
   };
 }
 
-/** Most bytes of a generation's stderr tail kept in its generation_end record. */
-const GENERATION_TAIL_BYTES = 2048;
-
 /** The records of a supervised session: each generation's start and end, and each restart. */
-function supervisionRecords(audit: AuditLog | null, stderr: StderrTap): Pick<SessionIO, 'onGeneration' | 'onGenerationEnd' | 'onRestarted'> {
+function supervisionRecords(audit: AuditLog | null): Pick<SessionIO, 'onGeneration' | 'onGenerationEnd' | 'onRestarted'> {
   return {
     onGeneration: (g) => audit?.generationStarted(g),
     onGenerationEnd: (g) => audit?.generationEnded({
       generation: g.generation, pid: g.pid, started_at: new Date(g.startedAt).toISOString(), ended_at: new Date(g.endedAt).toISOString(),
       exit_code: g.exitCode, signal: g.signal, status: g.status, stream_end: g.streamEnd, signals_sent: g.signalsSent, survivors: g.survivors,
-      stderr_bytes_seen: g.stderrBytes, stderr_tail: g.stderrBytes === 0 ? null : tailOf(stderr.summary().tail, Math.min(g.stderrBytes, GENERATION_TAIL_BYTES)),
+      stderr_bytes_seen: g.stderrBytes, stderr_tail: g.stderrTail,
       next: g.next, delay_ms: g.delayMs,
     }),
     onRestarted: (r) => audit?.restarted({
       generation: r.generation, handshake_replayed: r.replayed, tools_changed: r.toolsChanged, list_changed_sent: r.listChangedSent, client_warned: r.warned, state_lost: r.stateLost,
     }),
   };
-}
-
-/** The last `bytes` of the session's (already masked) stderr tail, without its label line. */
-function tailOf(tail: string, bytes: number): string {
-  const text = Buffer.from(tail.slice(tail.indexOf('\n') + 1));
-  return text.subarray(Math.max(0, text.length - bytes)).toString('utf8').replace(/^\uFFFD+/, '');
 }
 
 /**

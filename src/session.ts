@@ -29,6 +29,9 @@ import { FrameWriter } from './writer.js';
 
 export { EXIT_RACE_MS, type StreamEnd } from './supervise/generation.js';
 
+/** The least time a restarted server gets to answer the replayed initialize (and mcpguard's own tools/list). */
+export const HANDSHAKE_MIN_MS = 10000;
+
 export interface SessionOptions extends RelayOptions {
   command: string;
   args: readonly string[];
@@ -56,6 +59,8 @@ export interface GenerationEnd extends GenerationStart {
   signal: NodeJS.Signals | null;
   status: number;
   stderrBytes: number;
+  /** Its last stderr text, raw (the records mask it); null if it wrote none. */
+  stderrTail: string | null;
   streamEnd: { stdout: StreamEnd; stderr: StreamEnd };
   signalsSent: string[];
   survivors: Array<{ pid: number; comm: string }>;
@@ -280,12 +285,13 @@ export class Session {
       gen = nextGen;
       restarts++;
       io.onGeneration?.({ generation: gen.number, pid: gen.pid, startedAt: gen.startedAt });
-      const outcome = await this.replay(gen, options.restart!.waitMs);
+      // A server may take a while to start: its handshake gets --restart-wait, and never less than HANDSHAKE_MIN_MS.
+      const outcome = await this.replay(gen, Math.max(options.restart!.waitMs, HANDSHAKE_MIN_MS));
       if (this.reason !== null) break;
       if (!outcome.ok) {
         stoppedBy = outcome.reason;
         io.diag.line(`${outcome.reason}; ending the session`);
-        this.end('restart_incompatible');
+        this.end(outcome.kind === 'incompatible' ? 'restart_incompatible' : 'restart_failed');
         break;
       }
       link.goUp(gen.toChild);
@@ -417,7 +423,7 @@ export class Session {
     this.io.onGenerationEnd?.({
       generation: gen.number, pid: gen.pid, startedAt: gen.startedAt, endedAt: exit.at,
       exitCode: exit.code, signal: exit.signal, status: exitCodeOf(exit.code, exit.signal, constants.signals as unknown as Record<string, number>),
-      stderrBytes: gen.stderrBytes, streamEnd, signalsSent: shutdown.signals, survivors: shutdown.survivors, next, delayMs,
+      stderrBytes: gen.stderrBytes, stderrTail: gen.stderrTail(), streamEnd, signalsSent: shutdown.signals, survivors: shutdown.survivors, next, delayMs,
     });
   }
 

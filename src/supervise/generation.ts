@@ -43,6 +43,9 @@ export class Generation {
   /** Set once the exit was seen. */
   exit: ExitInfo | null = null;
   stderrBytes = 0;
+  /** The last bytes of its stderr (raw: masked by whoever keeps them). */
+  private readonly tail: Buffer[] = [];
+  private tailBytes = 0;
   /** Its end was recorded (onGenerationEnd). */
   recorded = false;
   private readonly watchdog: Watchdog;
@@ -99,6 +102,7 @@ export class Generation {
     child.stderr.on('data', (chunk: Buffer) => {
       reclaimer.account(chunk.length);
       this.stderrBytes += chunk.length;
+      this.keepTail(chunk);
       hooks.stderr(chunk);
     });
     started.release();
@@ -106,6 +110,26 @@ export class Generation {
     // Periodic snapshots find descendants before an exit re-parents them.
     this.sampler = this.tracker === null ? null : setInterval(() => this.tracker!.snapshot(), 1000);
     this.sampler?.unref();
+  }
+
+  /** Its last stderr text (at most TAIL_BYTES, from a line start when cut), or null if it wrote none. */
+  stderrTail(): string | null {
+    if (this.tailBytes === 0) return null;
+    let text = Buffer.concat(this.tail);
+    if (text.length > TAIL_BYTES) {
+      text = text.subarray(text.length - TAIL_BYTES);
+      // A cut may fall inside a secret, which masking could then not recognise: start at the next line.
+      const nl = text.indexOf(10);
+      text = nl === -1 ? Buffer.alloc(0) : text.subarray(nl + 1);
+    }
+    return text.toString('utf8');
+  }
+
+  private keepTail(chunk: Buffer): void {
+    this.tail.push(chunk);
+    this.tailBytes += chunk.length;
+    // Keep a little more than the tail, so a cut can move to a line start.
+    while (this.tail.length > 1 && this.tailBytes - this.tail[0]!.length >= TAIL_BYTES * 2) this.tailBytes -= this.tail.shift()!.length;
   }
 
   /** Pause or resume reading the child's stdout (the client is not taking answers). */
@@ -163,6 +187,9 @@ export class Generation {
     });
   }
 }
+
+/** Most bytes of a generation's stderr kept for its record. */
+export const TAIL_BYTES = 2048;
 
 /** How long a closed child pipe waits for the child's exit before it counts as a pipe closed by a live server. */
 export const EXIT_RACE_MS = 500;

@@ -94,7 +94,8 @@ export class HandshakeWatch implements SessionObserver {
 
 export type ReplayOutcome =
   | { ok: true; replayed: boolean; toolsChanged: boolean | null; listChanged: boolean; logging: boolean }
-  | { ok: false; reason: string };
+  /** `failed`: no usable answer; `incompatible`: an answer that changes the contract. */
+  | { ok: false; reason: string; kind: 'failed' | 'incompatible' };
 
 export interface ReplayIO {
   /** Write a frame to the new generation. */
@@ -113,16 +114,16 @@ export async function replayHandshake(watch: HandshakeWatch, io: ReplayIO): Prom
   const asker = new OwnRequests(io);
   try {
     const answer = await asker.ask('initialize', watch.initParams);
-    if (answer === null) return { ok: false, reason: `the restarted server did not answer initialize within ${io.waitMs} ms (--restart-wait)` };
-    if (!isObject(answer.result)) return { ok: false, reason: `the restarted server refused initialize: ${JSON.stringify(answer.error ?? null).slice(0, 200)}` };
+    if (answer === null) return { ok: false, kind: 'failed', reason: `the restarted server did not answer initialize within ${io.waitMs} ms` };
+    if (!isObject(answer.result)) return { ok: false, kind: 'failed', reason: `the restarted server refused initialize: ${JSON.stringify(answer.error ?? null).slice(0, 200)}` };
     const hello = helloOf(answer.result);
     const before = watch.hello;
     if (before !== null) {
       if (hello.protocolVersion !== before.protocolVersion) {
-        return { ok: false, reason: `the restarted server negotiated protocol version ${JSON.stringify(hello.protocolVersion)}, the session uses ${JSON.stringify(before.protocolVersion)}` };
+        return { ok: false, kind: 'incompatible', reason: `the restarted server negotiated protocol version ${JSON.stringify(hello.protocolVersion)}, the session uses ${JSON.stringify(before.protocolVersion)}` };
       }
       const missing = missingCapabilities(before.capabilities, hello.capabilities);
-      if (missing.length > 0) return { ok: false, reason: `the restarted server no longer declares the capabilities ${missing.join(', ')}` };
+      if (missing.length > 0) return { ok: false, kind: 'incompatible', reason: `the restarted server no longer declares the capabilities ${missing.join(', ')}` };
     }
     if (watch.initialized !== null) io.send(watch.initialized);
     const caps = before?.capabilities ?? hello.capabilities;
