@@ -269,9 +269,9 @@ export class Session {
       // The server crashed with the client still connected: a new generation takes over.
       link.goDown();
       this.holdInput('byChild', false);
-      const closed = await this.closeGeneration(gen, `restart in ${decision.delayMs} ms`, decision.delayMs);
+      io.diag.line(`the server (generation ${gen.number}, pid ${gen.pid}) exited (${describeExit(gen.exit!.code, gen.exit!.signal)}) with the client connected; restarting it in ${decision.delayMs} ms (restart ${decision.attempt})`);
+      await this.closeGeneration(gen, `restart in ${decision.delayMs} ms`, decision.delayMs);
       relay.serverRestarted();
-      io.diag.line(`the server (generation ${gen.number}, pid ${gen.pid}) exited (${describeExit(closed.exit.code, closed.exit.signal)}) with the client connected; restarting it in ${decision.delayMs} ms (restart ${decision.attempt})`);
       const slept = await Promise.race([delay(decision.delayMs).then(() => true), this.endRequested.then(() => false)]);
       if (!slept || this.reason !== null) break;
       const next = this.spawnNext(gen.number + 1, reclaimer, () => relay);
@@ -401,7 +401,7 @@ export class Session {
   }
 
   /** Shut down what is left of a crashed generation, relay its last lines, answer its calls, record it. */
-  private async closeGeneration(gen: Generation, next: string, delayMs: number): Promise<{ exit: ExitInfo }> {
+  private async closeGeneration(gen: Generation, next: string, delayMs: number): Promise<void> {
     const shutdown = await gen.shutdown(() => new Promise<void>((resolve) => this.escalations.push(resolve)));
     const exit = await gen.exited;
     const streamEnd = await gen.drain();
@@ -413,7 +413,6 @@ export class Session {
     );
     this.io.stderr.end();
     this.recordGeneration(gen, exit, streamEnd, shutdown, next, delayMs);
-    return { exit };
   }
 
   private link: (call: Call) => boolean = () => false;

@@ -92,6 +92,8 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
 
     const end = sessionEnd(stderr);
     assert.deepEqual([end.restarts, end.generations, end.restarts_stopped_by, end.end_reason], [1, 2, null, 'client_eof']);
+    // mcpguard's own replay answers never reached the relay as stray lines.
+    assert.deepEqual(end.rejected, { client: 0, child: 0 });
     const [log] = await assertAllVerify(wire.records, 1);
     assert.deepEqual(ofType(log, 'generation_start').map((r) => r.generation), [1, 2]);
     const [first, second] = ofType(log, 'generation_end');
@@ -103,6 +105,24 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     assert.deepEqual([restart.generation, restart.handshake_replayed, restart.client_warned], [2, true, true]);
     const calls = ofType(log, 'call_end').map((r) => [r.request_id, r.state, r.generation]);
     assert.deepEqual(calls, [[1, 'completed', 1], [2, 'unknown_after_dispatch', 1], [3, 'completed', 2], [4, 'completed', 2], [5, 'completed', 2]]);
+  });
+
+  test('a call that arrives while the crashed generation is still being shut down waits for the next one', async () => {
+    // The crash leaves a process in the group that ignores SIGTERM: its shutdown takes the grace period.
+    const wire = open(['--restart', 'on-failure', '--restart-delay', '0', '--grace', '2500'], { ORPHAN: 'stubborn' });
+    await wire.initialize();
+    let said = '';
+    wire.run.child.stderr.on('data', (chunk) => (said += chunk));
+    const crashed = wire.tool('crash', { code: 3 });
+    await until(() => /exited \(exit code 3\) with the client connected/.test(said), 10000, 'the crash seen');
+    assert.equal(wire.alive().length, 1, 'generation 1 gone, its orphan left');
+    const echo = await wire.tool('echo', { text: 'during shutdown' });
+    assert.equal((await crashed).error.data.state, 'unknown_after_dispatch');
+    assert.match(echo.result?.content[0].text, /^gen 2 .*during shutdown$/, JSON.stringify(echo));
+    await wire.close();
+    assert.deepEqual(wire.alive(), [], 'the orphan was killed');
+    const [log] = await assertAllVerify(wire.records, 1);
+    assert.ok(log.records.find((r) => r.type === 'generation_end').signals_sent.includes('SIGKILL'));
   });
 
   test('a call that waits longer than --restart-wait is answered and never reaches the server', async () => {
