@@ -3,13 +3,12 @@
 // before, and the records name the kill.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { BIN, ROOT, tempDir } from '../helpers/run.js';
 import { assertAllVerify } from '../helpers/peers.js';
-import { isAlive, until } from './wire.js';
+import { childrenOf, until } from './wire.js';
 
 const SERVER = join(ROOT, 'node_modules', '.bin', 'mcp-server-everything');
 const TIMEOUT = 90000;
@@ -18,19 +17,7 @@ after(() => {
   for (const cleanup of cleanups.splice(0)) cleanup();
 });
 
-/** The server-everything processes whose parent is `ppid`. */
-function serversOf(ppid) {
-  const found = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (parent === ppid && readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('everything') && isAlive(Number(name))) found.push(Number(name));
-    } catch { /* gone */ }
-  }
-  return found;
-}
+const serversOf = (ppid) => childrenOf(ppid, 'everything');
 
 describe('server-everything restarted after SIGKILL', { timeout: TIMEOUT, skip: process.platform !== 'linux' && 'needs /proc' }, () => {
   test('tools/list through mcpguard is the same before and after', async () => {

@@ -99,3 +99,17 @@ export async function until(check, ms = 20000, what = 'condition') {
 export function clientRequests(lines) {
   return lines.filter((e) => e.message?.id !== undefined && e.message.method && !String(e.message.id).startsWith('mcpguard-')).map((e) => [e.gen, e.message.id, e.message.method]);
 }
+
+/** Live processes whose parent is `ppid` and whose command line holds `match` (Linux). */
+export function childrenOf(ppid, match) {
+  const found = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (parent === ppid && readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(match) && isAlive(Number(name))) found.push(Number(name));
+    } catch { /* gone */ }
+  }
+  return found;
+}
