@@ -219,6 +219,9 @@ describe('crash loops', { timeout: TIMEOUT }, () => {
     assert.equal(wire.starts().length, 4);
     assert.deepEqual(wire.alive(), [], 'no generation and no orphan outlived mcpguard');
     const [log] = await assertAllVerify(wire.records, 1);
+    const shown = await runGuard(['show', end.session_id, '--record-dir', wire.records]).done;
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout.toString(), /restarts +3 \(4 server generations\); stopped: --max-restarts 3/);
     const ends = ofType(log, 'generation_end');
     const starts = ofType(log, 'generation_start');
     assert.deepEqual(ends.map((r) => r.exit_code), [7, 7, 7, 7]);
