@@ -1,7 +1,8 @@
 // Restart latency: from the crash of the server (seen as the crashed call's
 // answer) to the first call answered by the new generation. Runs mcpguard
 // --restart on-failure in front of test/fixtures/crashy.py over a raw wire,
-// crashes it N times, and prints the median and the spread.
+// crashes it N times, and prints each figure in order, the median and the spread.
+// With --restart-delay > 0 the figures grow (the backoff doubles within the window).
 //   node bench/restart-latency.mjs [--rounds N] [--restart-delay MS]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -59,6 +60,8 @@ guard.stdin.end();
 await new Promise((resolve) => guard.once('exit', resolve));
 clearTimeout(killer);
 rmSync(dir, { recursive: true, force: true });
-figures.sort((a, b) => a - b);
 const ms = (x) => `${x.toFixed(0)} ms`;
+// In order: within --restart-window each restart waits about twice as long as the one before.
+console.log(`per crash, in order: ${figures.map(ms).join(', ')}`);
+figures.sort((a, b) => a - b);
 console.log(`restart latency (--restart-delay ${delay}, ${rounds} crashes): median ${ms(figures[Math.floor(figures.length / 2)])}, min ${ms(figures[0])}, max ${ms(figures.at(-1))}`);
