@@ -207,6 +207,19 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
   });
 });
 
+describe('a new generation with another contract', { timeout: TIMEOUT }, () => {
+  test('one that drops a capability the first declared ends the session with that reason', async () => {
+    const wire = open(['--restart', 'on-failure', '--restart-delay', '0'], { NO_LOGGING_GEN: '2' });
+    await wire.initialize();
+    await wire.tool('crash', { code: 3 });
+    const { stderr } = await wire.run.done;
+    const end = sessionEnd(stderr);
+    assert.equal(end.end_reason, 'restart_incompatible');
+    assert.match(end.restarts_stopped_by, /no longer declares the capabilities logging/);
+    await until(() => wire.alive().length === 0, 5000, 'every generation gone');
+  });
+});
+
 describe('crash loops', { timeout: TIMEOUT }, () => {
   test('stop at --max-restarts with the last exit status, no orphan, and a backoff that grows', async () => {
     const wire = open(['--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '100ms', '--grace', '500'], { CRASH_ON_START: '7', ORPHAN: '1' });
