@@ -249,7 +249,7 @@ export abstract class CallKeeper {
     for (const key of this.calls.childRequests.keys()) this.retiredChildRequests.add(key);
     this.calls.childRequests.clear();
     // Its tools are learned again (from the next tools/list, or mcpguard's own).
-    this.gate?.tools.forget();
+    this.gate?.tools.restarted();
   }
 
   /** A request waited --restart-wait for the next generation and was taken back: its one answer. */

@@ -207,6 +207,19 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
   });
 });
 
+describe('the gate across a restart', { timeout: TIMEOUT }, () => {
+  test("a call waiting for mcpguard's own tools/list when the server dies is checked against the new one", async () => {
+    // The call names a tool the gate has not seen: mcpguard asks tools/list itself, and generation 1 dies of it.
+    const wire = open(['--validate-args=on', '--restart', 'on-failure', '--restart-delay', '0'], { CRASH_ON_LIST_GEN: '1' });
+    await wire.initialize();
+    const echo = await wire.tool('echo', { text: 'checked' });
+    assert.match(echo.result?.content[0].text ?? '', /^gen 2 .*checked$/, JSON.stringify(echo));
+    await wire.close();
+    const lists = wire.lines().filter((e) => e.message?.method === 'tools/list').map((e) => e.gen);
+    assert.deepEqual(lists, [1, 2], 'the own tools/list asked again of generation 2');
+  });
+});
+
 describe('a new generation with another contract', { timeout: TIMEOUT }, () => {
   test('one that drops a capability the first declared ends the session with that reason', async () => {
     const wire = open(['--restart', 'on-failure', '--restart-delay', '0'], { NO_LOGGING_GEN: '2' });
