@@ -23,6 +23,7 @@ import { ownStartIdentity } from './records/live.js';
 import { SessionLog, fingerprint, type RecordStoreOptions } from './records/store.js';
 import type { ServerInfo } from './server-info.js';
 import { basename } from 'node:path';
+import { generationOf } from './supervise/tag.js';
 
 /**
  * Longest wait of a dispatch record for the write of its call's final record:
@@ -33,12 +34,14 @@ export const DISPATCH_WAIT_MS = 20;
 
 // The records every call writes, in the order of the values passed for them.
 const ATTEMPT = new RecordShape('call_attempt', ['call_id', 'request_id', 'method', 'tool', 'started_at', 'decision']);
-const DISPATCHED = new RecordShape('call_dispatched', ['call_id', 'dispatched_at']);
+const DISPATCHED = new RecordShape('call_dispatched', ['call_id', 'dispatched_at', 'generation']);
 const END = new RecordShape('call_end', [
   'call_id', 'session_id', 'request_id', 'method', 'tool', 'state', 'detail', 'cancel_requested',
   'stderr_bytes_seen', 'stderr_bytes_retained', 'stderr_truncated', 'stderr_shared_window', 'stderr',
   'exit_status', 'stream_end', 'started_at', 'dispatched_at', 'ended_at',
   'protocol_version', 'traceparent', 'chain', 'continues', 'linked_by', 'request_state_sha256', 'flags', 'decision',
+  // The server generation the call was dispatched to (--restart; 1 without it; null: it never reached a server).
+  'generation',
 ]);
 
 export class AuditLog implements SessionObserver {
@@ -85,6 +88,21 @@ export class AuditLog implements SessionObserver {
     this.append('child_started', { pid, pgid: pid });
   }
 
+  /** A generation of the server started (--restart). */
+  generationStarted(info: { generation: number; pid: number; startedAt: number }): void {
+    this.append('generation_start', { generation: info.generation, pid: info.pid, pgid: info.pid, started_at: isoAt(info.startedAt) });
+  }
+
+  /** A generation ended (--restart): its exit, its stderr, and what came next. The tail is masked by the caller's tap. */
+  generationEnded(info: Record<string, unknown>): void {
+    this.append('generation_end', this.masker.value(info) as Record<string, unknown>);
+  }
+
+  /** A new generation took over: what the client was told and what was lost (--restart). */
+  restarted(info: Record<string, unknown>): void {
+    this.append('restart', this.masker.value(info) as Record<string, unknown>);
+  }
+
   callStarted(call: Call): boolean {
     const m = this.masker;
     return this.shaped(ATTEMPT, [call.callId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), isoAt(call.startedAt), maskedDecision(m, call)], 'now');
@@ -92,7 +110,7 @@ export class AuditLog implements SessionObserver {
 
   /** Usually written with the call's final record; a call still running after DISPATCH_WAIT_MS gets a write of its own. */
   callDispatched(call: Call): void {
-    this.shaped(DISPATCHED, [call.callId, iso(call.dispatchedAt)], 'later');
+    this.shaped(DISPATCHED, [call.callId, iso(call.dispatchedAt), generationOf(call)], 'later');
   }
 
   callEnded(call: Call): void {
@@ -103,7 +121,7 @@ export class AuditLog implements SessionObserver {
       stderr?.seen ?? 0, stderr?.retained ?? 0, stderr?.truncated ?? false, stderr?.shared ?? false, maskText(m, stderr?.text ?? null),
       call.exitStatus, call.streamEnd, isoAt(call.startedAt), iso(call.dispatchedAt), iso(call.endedAt),
       maskText(m, call.protocolVersion), maskText(m, call.traceparent), call.chain, call.continues, call.linkedBy, call.requestStateHash, call.flags,
-      maskedDecision(m, call),
+      maskedDecision(m, call), generationOf(call),
     ], 'turn');
   }
 

@@ -34,6 +34,9 @@ export interface OptionSpec {
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 const TIMER_WHY = 'about 24.8 days, the longest a Node timer can wait';
 
+/** The longest backoff between two restarts (--restart-delay may not exceed it). */
+export const RESTART_DELAY_CAP_MS = 30000;
+
 /** Most bytes one Buffer can hold (stderr budgets are buffers that grow up to their size). */
 export const MAX_BUFFER_BYTES = bufferConstants.MAX_LENGTH;
 const BUFFER_WHY = 'the most one Node Buffer can hold';
@@ -76,6 +79,11 @@ export const RUN_OPTIONS = {
   policy: { kind: 'policy', default: null, help: 'a JSON policy file: which tool calls are allowed, denied, or asked about (in --config: a path, or the policy object itself)' },
   'approve-cmd': { kind: 'string', default: null, help: 'when the client cannot show an approval card: run this command (no shell; words split on spaces) with the action as JSON on stdin; exit 0 approves' },
   'approval-timeout': { kind: 'ms', default: 120000, min: 1, help: 'an approval not answered within this wall-clock time is denied' },
+  restart: { kind: 'enum', default: 'never', values: ['never', 'on-failure', 'always'], help: 'when the server exits while the client is still connected: end the session (never), start it again if it failed (on-failure: exit code other than 0 or a signal), or start it again whatever its exit (always)' },
+  'max-restarts': { kind: 'count', default: 5, min: 0, max: 1000000, help: 'with --restart: most restarts within --restart-window; one more crash ends the session with that exit status' },
+  'restart-window': { kind: 'ms', default: 60000, min: 1, help: 'with --restart: the sliding window --max-restarts counts in' },
+  'restart-delay': { kind: 'ms', default: 250, min: 0, max: RESTART_DELAY_CAP_MS, maxWhy: 'the cap of the exponential backoff', help: 'with --restart: the first restart waits about this long; each further restart within the window doubles it (with jitter), up to 30s' },
+  'restart-wait': { kind: 'ms', default: 30000, min: 1, help: 'with --restart: how long a request that arrives while the server is down waits for the new one before it is answered with an error' },
   config: { kind: 'string', default: null, help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
   name: { kind: 'label', default: null, max: MAX_NAME_CHARS, help: `the session's name in the records and in mcpguard sessions (1 to ${MAX_NAME_CHARS} printable characters; default: the server's serverInfo.name, else the command's basename)` },
 } as const satisfies Record<string, OptionSpec>;

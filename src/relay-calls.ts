@@ -17,6 +17,7 @@ import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from '
 import { EraGuard } from './wire/era-guard.js';
 import type { Gate, GateIO, Outcome } from './gate/gate.js';
 import type { Delivery, FrameWriter } from './writer.js';
+import type { ToChild } from './supervise/link.js';
 
 export interface RelayOptions {
   maxFrameBytes: number;
@@ -62,7 +63,7 @@ export abstract class CallKeeper {
   constructor(
     protected readonly options: RelayOptions,
     protected readonly toClient: FrameWriter,
-    protected readonly toChild: FrameWriter,
+    protected readonly toChild: ToChild,
     protected readonly diag: Diagnostics,
     protected readonly observers: readonly SessionObserver[],
     gate: ((io: GateIO) => Gate) | null,
@@ -221,6 +222,41 @@ export abstract class CallKeeper {
       this.end(call, !dispatched ? 'cancelled_before_dispatch' : STREAM_METHODS.has(call.method!) ? 'stream_ended' : state, why);
       this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
     }
+  }
+
+  /**
+   * The server died and another generation will follow (--restart): the
+   * calls it had received get their one answer now, never a retry (the
+   * action may have happened). Calls still with the gate, or waiting for the
+   * next generation (`waiting`), are not its calls and stay.
+   */
+  answerCrashed(waiting: (call: Call) => boolean, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
+    for (const call of [...this.calls.pending()]) {
+      if (this.gated.has(call) || waiting(call)) continue;
+      call.exitStatus = observed.exitStatus;
+      call.streamEnd = observed.streamEnd;
+      const state = call.dispatchedAt === null ? 'cancelled_before_dispatch' : STREAM_METHODS.has(call.method!) ? 'stream_ended' : 'unknown_after_dispatch';
+      this.end(call, state, why);
+      this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
+    }
+  }
+
+  /** Ids of the dead generation's requests to the client: the client's late answers to them are dropped. */
+  protected readonly retiredChildRequests = new Set<string>();
+
+  /** A new generation of the server runs: forget what only the last one knew. */
+  serverRestarted(): void {
+    for (const key of this.calls.childRequests.keys()) this.retiredChildRequests.add(key);
+    this.calls.childRequests.clear();
+    // Its tools are learned again (from the next tools/list, or mcpguard's own).
+    this.gate?.tools.restarted();
+  }
+
+  /** A request waited --restart-wait for the next generation and was taken back: its one answer. */
+  restartWaitExpired(call: Call, waitMs: number): void {
+    if (call.state !== null) return;
+    this.end(call, 'cancelled_before_dispatch', `the server was being restarted and was not back within ${waitMs} ms (--restart-wait)`);
+    this.answer(call, CONNECTION_CLOSED, `mcpguard: the server is restarting and was not back within ${waitMs} ms (--restart-wait); request not forwarded`);
   }
 
   protected end(call: Call, state: CallState, detail: string | null, reserveId = false): void {

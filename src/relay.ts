@@ -18,6 +18,7 @@ import { checkShape } from './wire/shapes.js';
 import { serverInfoOf } from './server-info.js';
 import type { Gate, GateIO } from './gate/gate.js';
 import type { FrameWriter } from './writer.js';
+import type { ToChild } from './supervise/link.js';
 import { CallKeeper, type RelayOptions } from './relay-calls.js';
 
 export type { RelayCounters, RelayOptions } from './relay-calls.js';
@@ -29,7 +30,7 @@ export class Relay extends CallKeeper {
   constructor(
     options: RelayOptions,
     toClient: FrameWriter,
-    toChild: FrameWriter,
+    toChild: ToChild,
     diag: Diagnostics,
     observers: readonly SessionObserver[],
     /** Asks the session to end; the first reason wins there. */
@@ -57,6 +58,8 @@ export class Relay extends CallKeeper {
       const id = message.id ?? (message.code === PARSE_ERROR ? peekId(event.frame) : null);
       return this.reject(event.line, message.code, message.reason, id, event.frame, event.frame.length - 1, message.method);
     }
+    // An answer to a request of a server generation that is gone (--restart): nobody is left to take it.
+    if (message.kind === 'response' && this.retiredChildRequests.delete(message.idKey)) return this.diag.line(`dropped the client's answer to id ${JSON.stringify(message.id)}: the server that asked was restarted`);
     const items = message.kind === 'batch' ? message.items : [message];
     const problem = this.checkClientState(items);
     if (problem !== null) return this.reject(event.line, INVALID_REQUEST, problem.reason, problem.id, event.frame, event.frame.length - 1);

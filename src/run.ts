@@ -20,7 +20,8 @@ import { ProbeWatch } from './probe.js';
 import { ResourceMeter } from './resources.js';
 import { markedProcesses } from './marker.js';
 import type { RelayCounters } from './relay.js';
-import { Session, type SessionEnding, type SessionSummary } from './session.js';
+import { Session, type SessionEnding, type SessionIO, type SessionSummary } from './session.js';
+import type { RestartMode, RestartOptions } from './supervise/policy.js';
 import type { RetainMode } from './stderr/ring.js';
 import { StderrTap, type StderrSummary } from './stderr/tap.js';
 import { humanSummary, summaryFormat, type SummaryMode } from './summary.js';
@@ -99,6 +100,7 @@ export async function runRelay(p: Prepared): Promise<number> {
       graceMs: v.grace as number,
       drainMs: v['drain-ms'] as number,
       marker: p.sessionId,
+      restart: restartOptions(v),
     },
     // The stderr tap observes first: a call's stderr counts are set before anyone records the call.
     {
@@ -115,6 +117,7 @@ export async function runRelay(p: Prepared): Promise<number> {
         meter.start(pid);
       },
       onEnding: sealProbe,
+      ...(restartOptions(v) === null ? {} : supervisionRecords(audit)),
     },
   );
   // The session's first records were written before the session existed to be ended.
@@ -185,6 +188,35 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
     output_dropped_frames: s.outputDropped,
     output_unflushed_bytes: s.outputUnflushedBytes,
     duration_ms: s.endedAt - s.startedAt,
+    ...(s.restarts == null ? {} : { restarts: s.restarts.count, generations: s.restarts.generations, restarts_stopped_by: s.restarts.stoppedBy }),
+  };
+}
+
+/** --restart and its bounds, or null with --restart never (then nothing of supervision runs). */
+function restartOptions(v: OptionValues): RestartOptions | null {
+  if (v.restart === 'never') return null;
+  return {
+    mode: v.restart as RestartMode,
+    maxRestarts: v['max-restarts'] as number,
+    windowMs: v['restart-window'] as number,
+    delayMs: v['restart-delay'] as number,
+    waitMs: v['restart-wait'] as number,
+  };
+}
+
+/** The records of a supervised session: each generation's start and end, and each restart. */
+function supervisionRecords(audit: AuditLog | null): Pick<SessionIO, 'onGeneration' | 'onGenerationEnd' | 'onRestarted'> {
+  return {
+    onGeneration: (g) => audit?.generationStarted(g),
+    onGenerationEnd: (g) => audit?.generationEnded({
+      generation: g.generation, pid: g.pid, started_at: new Date(g.startedAt).toISOString(), ended_at: new Date(g.endedAt).toISOString(),
+      exit_code: g.exitCode, signal: g.signal, status: g.status, stream_end: g.streamEnd, signals_sent: g.signalsSent, survivors: g.survivors,
+      stderr_bytes_seen: g.stderrBytes, stderr_tail: g.stderrTail,
+      next: g.next, delay_ms: g.delayMs,
+    }),
+    onRestarted: (r) => audit?.restarted({
+      generation: r.generation, handshake_replayed: r.replayed, tools_changed: r.toolsChanged, list_changed_sent: r.listChangedSent, client_warned: r.warned, state_lost: r.stateLost,
+    }),
   };
 }
 

@@ -6,21 +6,31 @@
  */
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
-import { exitCodeOf, type StartedChild } from './child.js';
+import { exitCodeOf, startChild, type ExitInfo, type StartedChild } from './child.js';
 import type { Call } from './calls.js';
 import type { Diagnostics } from './diagnostics.js';
 import type { Response } from './jsonrpc.js';
 import type { Gate, GateIO } from './gate/gate.js';
-import { LineSplitter } from './framing.js';
+import { LineSplitter, type LineEvent } from './framing.js';
+import { notification } from './jsonrpc.js';
 import type { SessionObserver } from './observer.js';
-import { markedProcesses } from './marker.js';
-import { DescendantTracker } from './proctree.js';
+import { markedEnv } from './marker.js';
 import { ReadBufferReclaimer } from './reclaim.js';
 import { Relay, type RelayCounters, type RelayOptions } from './relay.js';
-import { shutdownTree, type ShutdownReport } from './shutdown.js';
+import type { ShutdownReport } from './shutdown.js';
 import { explainSpawnFailure } from './spawn-failure.js';
-import { armWatchdog, type Watchdog } from './watchdog.js';
+import { Generation, type StreamEnd } from './supervise/generation.js';
+import { HandshakeWatch, replayHandshake, type ReplayOutcome } from './supervise/handshake.js';
+import { ChildLink } from './supervise/link.js';
+import { RestartPolicy, type RestartOptions } from './supervise/policy.js';
+import { generationTagger } from './supervise/tag.js';
+import type { Watchdog } from './watchdog.js';
 import { FrameWriter } from './writer.js';
+
+export { EXIT_RACE_MS, type StreamEnd } from './supervise/generation.js';
+
+/** The least time a restarted server gets to answer the replayed initialize (and mcpguard's own tools/list). */
+export const HANDSHAKE_MIN_MS = 10000;
 
 export interface SessionOptions extends RelayOptions {
   command: string;
@@ -31,6 +41,45 @@ export interface SessionOptions extends RelayOptions {
   drainMs: number;
   /** The session id the child's environment carries as MCPGUARD_SESSION_ID (null: not marked). */
   marker: string | null;
+  /** --restart and its bounds; null: the server's exit ends the session (--restart never). */
+  restart: RestartOptions | null;
+}
+
+/** A generation of the server started (the first is the child the command line started). */
+export interface GenerationStart {
+  generation: number;
+  pid: number;
+  startedAt: number;
+}
+
+/** A generation of the server ended: how, and what came next. */
+export interface GenerationEnd extends GenerationStart {
+  endedAt: number;
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  status: number;
+  stderrBytes: number;
+  /** Its last stderr text, raw (the records mask it); null if it wrote none. */
+  stderrTail: string | null;
+  streamEnd: { stdout: StreamEnd; stderr: StreamEnd };
+  signalsSent: string[];
+  survivors: Array<{ pid: number; comm: string }>;
+  /** 'restart in N ms', or 'session_end'. */
+  next: string;
+  delayMs: number | null;
+}
+
+/** What a restart told the client and what it could not keep. */
+export interface RestartNotice {
+  generation: number;
+  /** The kept initialize was replayed (legacy era). */
+  replayed: boolean;
+  /** The tool list differs from the last one the client was given (null: not compared). */
+  toolsChanged: boolean | null;
+  listChangedSent: boolean;
+  /** A notifications/message warning went to the client (logging was negotiated). */
+  warned: boolean;
+  stateLost: string;
 }
 
 /** Where the child's stderr goes: every chunk, as it arrives, never paused. */
@@ -59,6 +108,11 @@ export interface SessionIO {
    * session's record, see probe.ts) is written here.
    */
   onEnding?: (ending: SessionEnding) => void;
+  /** Each generation of the server, as it starts (--restart: there may be several). */
+  onGeneration?: (start: GenerationStart) => void;
+  onGenerationEnd?: (end: GenerationEnd) => void;
+  /** A new generation took over and the client was told what it needs to know. */
+  onRestarted?: (notice: RestartNotice) => void;
 }
 
 /** What is known when the session's end is decided, before the child's shutdown. */
@@ -70,7 +124,6 @@ export interface SessionEnding {
   protocol: SessionSummary['protocol'];
 }
 
-export type StreamEnd = 'eof' | 'cut_after_drain_timeout' | 'not_started';
 
 export interface SessionSummary {
   endReason: string;
@@ -98,10 +151,9 @@ export interface SessionSummary {
   outputUnflushedBytes: number;
   startedAt: number;
   endedAt: number;
+  /** With --restart: restarts done, generations run, and what stopped them (null: nothing did). */
+  restarts?: { count: number; generations: number; stoppedBy: string | null } | null;
 }
-
-/** How long a closed child pipe waits for the child's exit before it counts as a pipe closed by a live server. */
-export const EXIT_RACE_MS = 500;
 
 export class Session {
   private readonly toClient: FrameWriter;
@@ -166,54 +218,33 @@ export class Session {
   /** Run the session over a child started with `startChild` (so its start can overlap mcpguard's own). */
   async run(started: StartedChild, startedAt = Date.now()): Promise<SessionSummary> {
     const { options, io } = this;
-    const { child, exited } = started;
     const spawned = await started.spawned;
-    if (spawned !== null || child === null || child.pid === undefined) return this.spawnFailed(spawned, startedAt);
-    const pid = child.pid;
-    io.onSpawn?.(pid);
-    const watchdog = io.watchdog ?? armWatchdog(pid, options.graceMs, options.marker);
-    const marker = options.marker;
-    const tracker = process.platform === 'linux' ? new DescendantTracker(pid, marker === null ? null : () => markedProcesses(marker)) : null;
-
-    void exited.then(() => this.end('child_exit'));
-
-    const toChild = new FrameWriter(child.stdin, {
-      queueLimit: options.maxFrameBytes,
-      onPressure: (full) => this.holdInput('byChild', full),
-      // Requests that could not get in are answered by the relay (Delivery); the session ends unless the child is exiting anyway.
-      onClosed: (error, expected) => {
-        if (!expected) this.childStreamLost(exited, `the server closed its stdin (${(error as NodeJS.ErrnoException).code ?? error.message})`, 'child_stdin_closed');
-      },
-    });
+    if (spawned !== null || started.child === null || started.child.pid === undefined) return this.spawnFailed(spawned, startedAt);
     const reclaimer = new ReadBufferReclaimer();
-    const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason), io.decorate ?? null, io.gate ?? null);
-    this.pauseChildStdout = (full) => (full ? child.stdout.pause() : child.stdout.resume());
-
-    // Child stdout → relay.
-    const childLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromChild(event));
-    const stdoutEnded = streamEnded(child.stdout);
-    child.stdout.on('data', (chunk: Buffer) => {
-      reclaimer.account(chunk.length);
-      childLines.push(chunk);
+    const restart = options.restart === null ? null : new RestartPolicy(options.restart);
+    const link = new ChildLink({
+      waitMs: options.restart?.waitMs ?? 0,
+      queueLimit: options.maxFrameBytes,
+      expired: (call) => relay.restartWaitExpired(call as Call, options.restart!.waitMs),
+      onPressure: (full) => this.holdInput('byChild', full),
     });
-    void stdoutEnded.then(() => {
-      childLines.end();
-      this.childStreamLost(exited, 'the server closed its stdout', 'child_stdout_closed');
-    });
-
-    // Child stderr: always drained, never paused.
-    const stderrEnded = streamEnded(child.stderr);
-    child.stderr.on('data', (chunk: Buffer) => {
-      reclaimer.account(chunk.length);
-      this.stderrBytes += chunk.length;
-      io.stderr.write(chunk, relay.calls.inFlightCallIds());
-    });
-    void stderrEnded.then(() => io.stderr.end());
-
-    started.release();
+    this.link = (call) => link.isWaiting(call);
+    const watch = restart === null ? null : new HandshakeWatch();
+    let gen = this.startGeneration(1, started, reclaimer, io.watchdog, () => relay);
+    const tagger = generationTagger(() => gen.number);
+    const observers = watch === null ? [tagger, ...io.observers] : [tagger, watch, ...io.observers];
+    const relay = new Relay(options, this.toClient, link, io.diag, observers, (reason) => this.end(reason), io.decorate ?? null, io.gate ?? null);
+    this.relay = relay;
+    this.watch = watch;
+    io.onSpawn?.(gen.pid);
+    io.onGeneration?.({ generation: 1, pid: gen.pid, startedAt: gen.startedAt });
+    link.goUp(gen.toChild);
 
     // Client stdin → relay.
-    const clientLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromClient(event), this.inputGate);
+    const clientLines = new LineSplitter(options.maxFrameBytes, watch === null ? (event) => relay.fromClient(event) : (event) => {
+      watch.clientLine(event);
+      relay.fromClient(event);
+    }, this.inputGate);
     this.resumeLines = () => clientLines.resume();
     const onInput = (chunk: Buffer) => clientLines.push(chunk);
     io.input.on('data', onInput);
@@ -223,50 +254,74 @@ export class Session {
     });
     io.input.once('error', () => this.end('client_eof'));
 
-    // Periodic snapshots find descendants before an exit re-parents them.
-    const sampler = tracker === null ? null : setInterval(() => tracker.snapshot(), 1000);
-    sampler?.unref();
+    // Each generation runs until it exits or the session ends; a restart replaces it.
+    let restarts = 0;
+    let stoppedBy: string | null = null;
+    for (;;) {
+      const exitedFirst = await Promise.race([this.endRequested.then(() => false), gen.exited.then(() => true)]);
+      if (!exitedFirst || this.reason !== null) break;
+      const decision = restart === null ? null : restart.decide(gen.exit!);
+      if (decision === null || !decision.restart) {
+        if (decision !== null && decision.why === 'limit') stoppedBy = `--max-restarts ${options.restart!.maxRestarts} within --restart-window ${options.restart!.windowMs} ms reached`;
+        this.end(decision !== null && decision.why === 'limit' ? 'restart_limit' : 'child_exit');
+        break;
+      }
+      // The server crashed with the client still connected: a new generation takes over.
+      link.goDown();
+      this.holdInput('byChild', false);
+      io.diag.line(`the server (generation ${gen.number}, pid ${gen.pid}) exited (${describeExit(gen.exit!.code, gen.exit!.signal)}) with the client connected; restarting it in ${decision.delayMs} ms (restart ${decision.attempt})`);
+      await this.closeGeneration(gen, `restart in ${decision.delayMs} ms`, decision.delayMs);
+      relay.serverRestarted();
+      const slept = await Promise.race([delay(decision.delayMs).then(() => true), this.endRequested.then(() => false)]);
+      if (!slept || this.reason !== null) break;
+      const next = this.spawnNext(gen.number + 1, reclaimer, () => relay);
+      const nextGen = await next;
+      if (nextGen instanceof Error) {
+        stoppedBy = `the server could not be started again: ${nextGen.message}`;
+        io.diag.line(stoppedBy);
+        this.end('restart_failed');
+        break;
+      }
+      gen = nextGen;
+      restarts++;
+      io.onGeneration?.({ generation: gen.number, pid: gen.pid, startedAt: gen.startedAt });
+      // A server may take a while to start: its handshake gets --restart-wait, and never less than HANDSHAKE_MIN_MS.
+      const outcome = await this.replay(gen, Math.max(options.restart!.waitMs, HANDSHAKE_MIN_MS));
+      if (this.reason !== null) break;
+      if (!outcome.ok) {
+        stoppedBy = outcome.reason;
+        io.diag.line(`${outcome.reason}; ending the session`);
+        this.end(outcome.kind === 'incompatible' ? 'restart_incompatible' : 'restart_failed');
+        break;
+      }
+      link.goUp(gen.toChild);
+      this.tellClient(gen.number, outcome);
+    }
 
-    await this.endRequested;
     relay.inputClosed = true;
-    io.onEnding?.({ reason: this.reason ?? 'child_exit', pid, counters: relay.counters, stderrBytes: this.stderrBytes, protocol: { era: relay.eras.tracker.era, version: relay.eras.tracker.version, decidedBy: relay.eras.tracker.decidedBy } });
-    const shutdown: ShutdownReport = await shutdownTree(
-      {
-        pgid: pid,
-        closeStdin: () => toChild.end(),
-        exited,
-        tracker,
-      },
-      options.graceMs,
-      () => new Promise<void>((resolve) => this.escalations.push(resolve)),
-    );
-    if (sampler !== null) clearInterval(sampler);
-    watchdog.disarm();
-    const exit = await exited;
-
-    // Wait for the pipes to reach EOF, but not forever: a stray process may hold them.
-    // Answers the child wrote just before exiting are still in the pipe: relay them first.
-    const drainDeadline = Math.max(0, exit.at + options.drainMs - Date.now());
-    const [outEnd, errEnd] = await Promise.all([
-      cutAfter(stdoutEnded, drainDeadline, () => child.stdout.destroy()),
-      cutAfter(stderrEnded, drainDeadline, () => child.stderr.destroy()),
-    ]);
-    if (outEnd !== 'eof') childLines.end();
+    const exitSoFar = gen.exit;
+    io.onEnding?.({ reason: this.reason ?? 'child_exit', pid: gen.pid, counters: relay.counters, stderrBytes: this.stderrBytes, protocol: { era: relay.eras.tracker.era, version: relay.eras.tracker.version, decidedBy: relay.eras.tracker.decidedBy } });
+    const shutdown: ShutdownReport = await gen.shutdown(() => new Promise<void>((resolve) => this.escalations.push(resolve)));
+    const exit = await gen.exited;
+    const streamEnd = await gen.drain();
 
     // Requests the child never answered get their one answer now.
-    const ownExit = this.reason === 'child_exit';
+    const ownExit = this.reason === 'child_exit' || this.reason === 'restart_limit' || (this.reason === 'restart_failed' && exitSoFar !== null);
     relay.answerPending(
       ownExit ? 'unknown_after_dispatch' : 'cancelled_after_dispatch',
       ownExit ? `the server exited (${describeExit(exit.code, exit.signal)}) before answering` : `the session ended (${this.reason}) before the server answered`,
-      { exitStatus: { code: exit.code, signal: exit.signal }, streamEnd: { stdout: outEnd, stderr: errEnd } },
+      { exitStatus: { code: exit.code, signal: exit.signal }, streamEnd },
     );
+    link.close(new Error('the session ended while the server was being restarted'));
+    if (!gen.recorded) this.recordGeneration(gen, exit, streamEnd, shutdown, 'session_end', null);
+    io.stderr.end();
     io.input.off('data', onInput);
     this.holdInput('byClient', true);
     this.inputHeld.done = true;
 
     return {
       endReason: this.reason ?? 'child_exit',
-      pid,
+      pid: gen.pid,
       exitCode: exit.code,
       signal: exit.signal,
       status: exitCodeOf(exit.code, exit.signal, constants.signals as unknown as Record<string, number>),
@@ -277,7 +332,7 @@ export class Session {
       survivors: shutdown.survivors,
       foundByMarker: shutdown.foundByMarker,
       triggerToExitMs: Math.max(0, exit.at - this.triggeredAt),
-      streamEnd: { stdout: outEnd, stderr: errEnd },
+      streamEnd,
       stderrBytes: this.stderrBytes,
       counters: relay.counters,
       protocol: { era: relay.eras.tracker.era, version: relay.eras.tracker.version, decidedBy: relay.eras.tracker.decidedBy },
@@ -285,26 +340,89 @@ export class Session {
       outputUnflushedBytes: 0,
       startedAt,
       endedAt: Date.now(),
+      restarts: restart === null ? null : { count: restarts, generations: gen.number, stoppedBy },
     };
   }
 
-  /**
-   * One of the child's pipes closed while the session runs. A process that
-   * exits closes them too, usually just before its exit is seen: wait a
-   * moment for that, so a crash stays a crash. If it is still running, its
-   * requests or answers can no longer pass: say so once and end the session.
-   */
-  private childStreamLost(exited: Promise<unknown>, what: string, reason: string): void {
-    if (this.reason !== null) return;
-    let timer: NodeJS.Timeout | undefined;
-    const settle = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, EXIT_RACE_MS);
-    });
-    void Promise.race([exited, settle]).then(() => {
-      clearTimeout(timer);
-      if (this.reason !== null) return;
-      this.io.diag.line(`${what} while still running; ending the session`);
-      this.end(reason);
+  private relay: Relay | null = null;
+  private watch: HandshakeWatch | null = null;
+
+  /** Wire one generation's pipes to the relay and the stderr sink. */
+  private startGeneration(n: number, started: StartedChild, reclaimer: ReadBufferReclaimer, watchdog: Watchdog | undefined, relay: () => Relay): Generation {
+    const gen: Generation = new Generation(n, started, this.options, {
+      line: (event) => {
+        if (this.intercept !== null && this.intercept(event)) return;
+        this.watch?.serverLine(event);
+        relay().fromChild(event);
+      },
+      stderr: (chunk) => {
+        this.stderrBytes += chunk.length;
+        this.io.stderr.write(chunk, relay().calls.inFlightCallIds());
+      },
+      pressure: (full) => this.holdInput('byChild', full),
+      streamLost: (what, reason) => {
+        if (this.reason !== null) return;
+        this.io.diag.line(`${what} while still running; ending the session`);
+        this.end(reason);
+      },
+    }, reclaimer, watchdog);
+    this.pauseChildStdout = (full) => gen.pauseStdout(full);
+    return gen;
+  }
+
+  /** The next generation, or the error that kept it from starting. */
+  private async spawnNext(n: number, reclaimer: ReadBufferReclaimer, relay: () => Relay): Promise<Generation | Error> {
+    const { command, args, marker } = this.options;
+    const started = startChild(command, args, { env: marker === null ? process.env : markedEnv(process.env, marker) });
+    const error = await started.spawned;
+    if (error !== null || started.child === null || started.child.pid === undefined) return error ?? new Error('no process id');
+    return this.startGeneration(n, started, reclaimer, undefined, relay);
+  }
+
+  /** Lines of a new generation that mcpguard's own replay takes first. */
+  private intercept: ((event: LineEvent) => boolean) | null = null;
+
+  private async replay(gen: Generation, waitMs: number): Promise<ReplayOutcome> {
+    const relay = this.relay!;
+    // A modern-era server has no handshake: every request carries what it needs.
+    if (relay.eras.modern || this.watch === null) return { ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false };
+    return await Promise.race([
+      replayHandshake(this.watch, { send: (frame) => gen.toChild.write(frame), intercept: (take) => (this.intercept = take), waitMs, generation: gen.number }),
+      this.endRequested.then((): ReplayOutcome => ({ ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false })),
+    ]);
+  }
+
+  /** After a restart, what the client must hear: its tools changed, and the server forgot its state. */
+  private tellClient(n: number, outcome: ReplayOutcome & { ok: true }): void {
+    if (outcome.toolsChanged === true && outcome.listChanged) this.toClient.write(notification('notifications/tools/list_changed', {}));
+    const lost = `mcpguard restarted the MCP server (now generation ${n}) after it exited; what it kept in memory (subscriptions, log level, open streams) is gone${outcome.toolsChanged === true ? '; its tool list changed' : ''}`;
+    if (outcome.logging) this.toClient.write(notification('notifications/message', { level: 'warning', logger: 'mcpguard', data: lost }));
+    this.io.onRestarted?.({ generation: n, replayed: outcome.replayed, toolsChanged: outcome.toolsChanged, listChangedSent: outcome.toolsChanged === true && outcome.listChanged, warned: outcome.logging, stateLost: lost });
+  }
+
+  /** Shut down what is left of a crashed generation, relay its last lines, answer its calls, record it. */
+  private async closeGeneration(gen: Generation, next: string, delayMs: number): Promise<void> {
+    const shutdown = await gen.shutdown(() => new Promise<void>((resolve) => this.escalations.push(resolve)));
+    const exit = await gen.exited;
+    const streamEnd = await gen.drain();
+    const relay = this.relay!;
+    relay.answerCrashed(
+      (call) => this.link(call),
+      `the server exited (${describeExit(exit.code, exit.signal)}) before answering; mcpguard restarts it but does not retry the request (it may have run)`,
+      { exitStatus: { code: exit.code, signal: exit.signal }, streamEnd },
+    );
+    this.io.stderr.end();
+    this.recordGeneration(gen, exit, streamEnd, shutdown, next, delayMs);
+  }
+
+  private link: (call: Call) => boolean = () => false;
+
+  private recordGeneration(gen: Generation, exit: ExitInfo, streamEnd: { stdout: StreamEnd; stderr: StreamEnd }, shutdown: ShutdownReport, next: string, delayMs: number | null): void {
+    gen.recorded = true;
+    this.io.onGenerationEnd?.({
+      generation: gen.number, pid: gen.pid, startedAt: gen.startedAt, endedAt: exit.at,
+      exitCode: exit.code, signal: exit.signal, status: exitCodeOf(exit.code, exit.signal, constants.signals as unknown as Record<string, number>),
+      stderrBytes: gen.stderrBytes, stderrTail: gen.stderrTail(), streamEnd, signalsSent: shutdown.signals, survivors: shutdown.survivors, next, delayMs,
     });
   }
 
@@ -327,25 +445,6 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null): strin
   return signal !== null ? `killed by ${signal}` : `exit code ${code}`;
 }
 
-function streamEnded(stream: Readable): Promise<void> {
-  // A child that exits at once may have ended its pipes before the session listens: 'end' is not emitted twice.
-  if (stream.readableEnded || stream.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    stream.once('end', resolve);
-    stream.once('close', resolve);
-    stream.once('error', () => resolve());
-  });
-}
-
-async function cutAfter(ended: Promise<void>, ms: number, cut: () => void): Promise<StreamEnd> {
-  let timer: NodeJS.Timeout | undefined;
-  const result = await Promise.race([
-    ended.then(() => 'eof' as const),
-    new Promise<'cut_after_drain_timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('cut_after_drain_timeout'), ms);
-    }),
-  ]);
-  clearTimeout(timer);
-  if (result !== 'eof') cut();
-  return result;
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

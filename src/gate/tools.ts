@@ -34,7 +34,7 @@ export class ToolBook {
   /** mcpguard's own tools/list in flight, shared by every call waiting for it. */
   private fetching: Promise<void> | null = null;
   /** Own request ids awaiting the server's answer, by id key. */
-  private readonly pending = new Map<string, (response: Response | null) => void>();
+  private readonly pending = new Map<string, (response: Response | null | typeof RESTARTED) => void>();
   private nextId = 1;
   /** Own requests that timed out: their answers, if they come, are swallowed. */
   private readonly late = new Set<string>();
@@ -54,6 +54,20 @@ export class ToolBook {
 
   forget(): void {
     this.schemas.forget();
+  }
+
+  /**
+   * The server was restarted (--restart): its tools are learned again, and
+   * mcpguard's own requests the dead one never answered are asked again (of
+   * the new one), so a call waiting for them is not refused for the crash.
+   */
+  restarted(): void {
+    this.schemas.forget();
+    for (const [key, resolve] of [...this.pending]) {
+      this.pending.delete(key);
+      this.late.add(key);
+      resolve(RESTARTED);
+    }
   }
 
   /** The tool as the server advertised it, if known. */
@@ -121,18 +135,19 @@ export class ToolBook {
     let cursor: string | null = null;
     for (let page = 0; page < MAX_PAGES; page++) {
       const response = await this.ask(envelope, cursor);
+      if (response === RESTARTED) continue; // the same page again, of the new server (MAX_PAGES still bounds it)
       if (response === null || response.isError) {
         this.io.diag(`mcpguard's own tools/list ${response === null ? `got no answer within ${OWN_LIST_TIMEOUT_MS} ms` : 'was answered with an error'}; calls to tools it has not seen are refused`);
         return;
       }
-      const learned = this.learnAnswer(response.body, response.frame, page === 0);
+      const learned = this.learnAnswer(response.body, response.frame, cursor === null);
       const next = response.body.members?.get('nextCursor');
       if (learned === null || next?.type !== 'string') return;
       cursor = stringValue(response.frame, next);
     }
   }
 
-  private ask(envelope: string | null, cursor: string | null): Promise<Response | null> {
+  private ask(envelope: string | null, cursor: string | null): Promise<Response | null | typeof RESTARTED> {
     const id = this.ownId(this.nextId++);
     const params = [envelope === null ? null : `"_meta":${envelope}`, cursor === null ? null : `"cursor":${JSON.stringify(cursor)}`].filter((p) => p !== null);
     return new Promise((resolve) => {
@@ -150,6 +165,9 @@ export class ToolBook {
     });
   }
 }
+
+/** What an own request gets when the server it went to was restarted before answering. */
+const RESTARTED = Symbol('restarted');
 
 /** 2026-07-28 requests need the version and the client's capabilities: mcpguard's own borrow the client's. */
 function modernEnvelope(meta: RequestMeta, frame: Buffer): string | null {

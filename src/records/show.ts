@@ -43,6 +43,8 @@ export function showSession(
       ['calls', callsText(end.calls, row.calls)],
       ['rejected', rejectedText(end.rejected, row.rejected)],
     );
+    // Only a session run with --restart has these fields.
+    if (typeof end.restarts === 'number') lines.splice(lines.findIndex(([k]) => k === 'exit') + 1, 0, ['restarts', `${end.restarts} (${numText(end.generations)} server generations)${typeof end.restarts_stopped_by === 'string' ? `; stopped: ${end.restarts_stopped_by}` : ''}`]);
     lines.push(...resourceLines(end.resources));
   }
   lines.push(['records', `${log.records}, ${log.torn ? 'torn (the last line is cut)' : log.sealed ? 'sealed' : 'not sealed'}`]);
