@@ -71,6 +71,9 @@ export const RUN_OPTIONS = {
   policy: { kind: 'policy', default: null, help: 'a JSON policy file: which tool calls are allowed, denied, or asked about (in --config: a path, or the policy object itself)' },
   'approve-cmd': { kind: 'string', default: null, help: 'when the client cannot show an approval card: run this command (no shell; words split on spaces) with the action as JSON on stdin; exit 0 approves' },
   'approval-timeout': { kind: 'ms', default: 120000, min: 1, help: 'an approval not answered within this wall-clock time is denied' },
+  'on-tool-change': { kind: 'enum', default: 'ask', values: ['warn', 'ask', 'block', 'off'], help: "a tool that is new, removed or changed since the server's tools were pinned (first tools/list of this server): warn (pass, record, the pin takes it), ask (the first call shows the change on an approval card), block (hidden and refused until `mcpguard pins accept`), or off (no pins)" },
+  sanitize: { kind: 'enum', default: 'on', values: ['on', 'off'], help: "write out hidden characters (controls, ANSI/OSC escapes, zero-width and bidi characters) in tool names, titles, descriptions and the server's instructions as \\uXXXX before the client sees them" },
+  'sanitize-results': { kind: 'flag', default: false, help: 'also write out hidden characters in the text content of tools/call results' },
   config: { kind: 'string', default: null, help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
 } as const satisfies Record<string, OptionSpec>;
 
