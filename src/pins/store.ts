@@ -70,7 +70,7 @@ export function identityLabel(identity: Identity): string {
 }
 
 export function emptyPins(identity: Identity, now = new Date().toISOString()): PinFile {
-  return { version: 1, id: identityId(identity), identity, created_at: now, updated_at: now, instructions: null, tools: {}, pending: {}, pending_instructions: null, listed_at: null, announced_at: null };
+  return { version: 1, id: identityId(identity), identity, created_at: now, updated_at: now, instructions: null, tools: Object.create(null) as PinFile['tools'], pending: Object.create(null) as PinFile['pending'], pending_instructions: null, listed_at: null, announced_at: null };
 }
 
 /** The pins directory for a configured state directory (not created; may not exist). */
@@ -96,7 +96,9 @@ export class PinStore {
     }
     const data = JSON.parse(text) as PinFile;
     if (data?.version !== 1 || typeof data.tools !== 'object' || data.tools === null) throw new Error(`${id}.json is not a pin file of this version`);
-    data.pending ??= {};
+    // Null-prototype maps: a tool named "__proto__" is a key like any other.
+    data.tools = Object.assign(Object.create(null) as PinFile['tools'], data.tools);
+    data.pending = Object.assign(Object.create(null) as PinFile['pending'], data.pending ?? {});
     data.pending_instructions ??= null;
     data.listed_at ??= null;
     data.announced_at ??= null;
