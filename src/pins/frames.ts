@@ -25,6 +25,15 @@ export function emptyFound(): Found {
   return { splices: [], counts: noCounts(), places: [] };
 }
 
+// The bytes that can start a hidden character in JSON text: a raw control (not JSON whitespace), a \u, \b, \f or \r
+// escape, or the UTF-8 of C1 controls, zero-width and bidi characters, separators and the BOM (read as latin1: one char a byte).
+const MAY_HIDE = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\\[ubfr]|\xc2[\x80-\x9f]|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa9]|\xef\xbb\xbf|\xe1\xa0\x8e|\xd8\x9c/;
+
+/** False when the bytes of `node` cannot hold a hidden character (then nothing need be walked). */
+export function mayHide(frame: Buffer, node: JsonNode): boolean {
+  return MAY_HIDE.test(frame.toString('latin1', node.start, node.end));
+}
+
 /** A node whose members (object) or items (array) are recorded: rescanned when the scanner did not record them. */
 export function recorded(frame: Buffer, node: JsonNode): JsonNode {
   if ((node.type === 'object' && node.members === undefined) || (node.type === 'array' && node.items === undefined)) {

@@ -7,7 +7,7 @@
 import { membersOf, memberString } from '../jsonrpc.js';
 import { stringValue, type JsonNode } from '../json-scan.js';
 import type { Splice } from '../gate/rewrite.js';
-import { emptyFound, recorded, revealResult, revealString, revealTool, type Found } from './frames.js';
+import { emptyFound, mayHide, recorded, revealResult, revealString, revealTool, type Found } from './frames.js';
 import type { PinGuard } from './guard.js';
 import { addCounts, noCounts, totalOf } from './sanitize.js';
 
@@ -65,17 +65,17 @@ export class ToolHooks {
     this.pins.serverNamed(memberString(frame, metaServerInfo(frame, result) ?? undefined, 'name') ?? null);
     const last = result.members?.get('nextCursor')?.type !== 'string';
     const hide = this.pins.listed(list, first, last);
-    if (!this.sanitize.definitions) return { hide, splices: [] };
+    if (!this.sanitize.definitions || !mayHide(frame, node)) return { hide, splices: [] };
     const found = emptyFound();
     node.items!.forEach((item, i) => {
-      if (!hide.has(i)) revealTool(frame, item, found);
+      if (!hide.has(i) && mayHide(frame, item)) revealTool(frame, item, found);
     });
     return { hide, splices: this.found(found, 'tools/list') };
   }
 
   /** A tools/call result (--sanitize-results): splices for its text content. */
   result(frame: Buffer, result: JsonNode, tool: string | null): Splice[] {
-    if (!this.sanitize.results) return [];
+    if (!this.sanitize.results || !mayHide(frame, result)) return [];
     const found = emptyFound();
     revealResult(frame, result, found);
     return this.found(found, `tools/call ${JSON.stringify(tool)}`);
