@@ -301,3 +301,36 @@ describe('mcpguard pins', () => {
     assert.equal((await pins(h, 'list')).code, 1, 'nothing pinned any more');
   });
 });
+
+describe('paginated tools/list', () => {
+  test('the union of the pages is pinned; a listing cut short removes nothing', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    const init = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const page = (id, cursor) => frame({ jsonrpc: '2.0', id, method: 'tools/list', ...(cursor === undefined ? {} : { params: { cursor } }) });
+    const guard = (input) => runGuard(['--record-dir', h.records, '--on-tool-change', 'block', '--', 'python3', fixture('gate-server.py')], { input, env: { PAGE_SIZE: '2' } }).done;
+    const all = await guard(init + page(2) + page(3, '2') + page(4, '4'));
+    assert.equal(all.code, 0, all.stderr);
+    const [file] = readdirSync(join(h.records, 'pins'));
+    const pinned = JSON.parse(readFileSync(join(h.records, 'pins', file), 'utf8'));
+    assert.deepEqual(Object.keys(pinned.tools).sort(), ['change_list', 'confirm_more', 'count', 'delete_file', 'echo', 'exec']);
+    assert.notEqual(pinned.listed_at, null, 'the listing was complete');
+    // Only the first page: the tools on the other pages were not listed, but nobody saw the whole list.
+    const cut = await guard(init + page(2));
+    assert.doesNotMatch(cut.stderr, /pins:/, cut.stderr);
+    const again = JSON.parse(readFileSync(join(h.records, 'pins', file), 'utf8'));
+    assert.deepEqual(again.pending, {});
+  });
+});
+
+describe('a call without a listing first', () => {
+  test("block: mcpguard's own tools/list finds the change, and the call is refused before it reaches the server", { timeout: TIMEOUT }, async () => {
+    const h = home();
+    await run(h, { args: ['--on-tool-change', 'block'], script: listAndCall('read_file') });
+    h.setVariant('description');
+    const r = await run(h, { args: ['--on-tool-change', 'block'], script: async (client) => client.callTool({ name: 'read_file', arguments: { path: '/unlisted-marker' } }) });
+    assert.equal(r.result.isError, true);
+    assert.match(r.result.content[0].text, /the definition of tool "read_file" changed since it was pinned/);
+    assert.ok(!linesRead(h).includes('/unlisted-marker'));
+    assert.match(linesRead(h), /"id": ?"mcpguard-tools-list-1"/, "mcpguard's own tools/list asked the server");
+  });
+});
