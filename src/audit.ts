@@ -154,6 +154,15 @@ export class AuditLog implements SessionObserver {
   private serverName: string | null = null;
   private command = '';
 
+  /**
+   * A record of the gate's own (pins: a tool pinned, changed, accepted;
+   * hidden characters written out). Not write-ahead: it describes what
+   * passed, like a rejection; its strings come from the server, so masked.
+   */
+  gateRecord(type: string, body: Record<string, unknown>): void {
+    this.defer(type, this.masker.value(body));
+  }
+
   /** The session record, then the seal. Once sealed, nothing more is written. */
   sessionEnded(record: Record<string, unknown>): void {
     const named = this.sessionName;

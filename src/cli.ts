@@ -32,6 +32,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (first === 'help') return await help(argv.slice(1));
     if (first === 'completion') return await (await import('./completion.js')).runCompletion(argv.slice(1));
     if (first === 'check') return await (await import('./check.js')).runCheck(argv.slice(1));
+    if (first === 'pins') {
+      if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('pins', name), true)) return print(subcommandHelp('pins'));
+      return await (await import('./pins/command.js')).runPinsCommand(argv.slice(1));
+    }
     if (first !== undefined && RECORD_COMMANDS.has(first)) {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue(first, name), true)) return print(subcommandHelp(first));
       const { runRecordsCommand } = await import('./records/commands.js');

@@ -56,7 +56,7 @@ async function contexts(): Promise<Context[]> {
   return [
     toContext('', [...tableOptions(RUN_OPTIONS), { name: 'version', help: '' }], subcommands),
     ...subcommands.map((name) => name === 'check' ? toContext(name, tableOptions(CHECK_OPTIONS))
-      : toContext(name, SUBCOMMANDS[name]!.options, name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : [])),
+      : toContext(name, SUBCOMMANDS[name]!.options, name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : name === 'pins' ? ['list', 'show', 'diff', 'accept', 'forget'] : [])),
   ];
 }
 

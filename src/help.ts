@@ -137,6 +137,13 @@ ${TIMES}`,
     ],
     exit: 'Exit status: 0 done (also when nothing had to go); 1 a log could not be removed, or the\ntombstone chain cannot be extended, or another prune is running; 125 bad usage.',
   },
+  pins: {
+    summary: "the tool definitions pinned per server, the changes held, and accepting them",
+    usage: 'mcpguard pins [list | show NAME | diff NAME | accept NAME [TOOL] | forget NAME] [--record-dir DIR] [--json]',
+    about: 'The first tools/list a server answers behind mcpguard is pinned: a SHA-256 of each tool\'s\ndefinition (name, title, description, inputSchema, outputSchema, annotations) and of its\ninstructions, in <state>/pins/ID.json. A server is --name if given, else its serverInfo.name\nand command line. NAME is a pin id (or a prefix of 4+ hex digits) or a server name.\n  list                 one row per server: id, name, command, tools, changes held, updated\n  show NAME            its pinned tools and their hashes\n  diff NAME            each held change (new, removed, changed tool; instructions) with its diff\n  accept NAME [TOOL]   the held changes (or one tool\'s) become the pin\n  forget NAME          remove the pins; the next session pins what the server lists then\nHidden characters in what a server sent are shown written out (\\u202e).',
+    options: [RECORD_DIR, JSON_OUT],
+    exit: 'Exit status: 0 success; 1 nothing found (no such NAME, one that fits more than one\nserver, nothing held to accept); 125 bad usage.',
+  },
   help: {
     summary: 'this help, or the help of one subcommand',
     usage: 'mcpguard help [SUBCOMMAND]',

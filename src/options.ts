@@ -84,6 +84,9 @@ export const RUN_OPTIONS = {
   'restart-window': { kind: 'ms', default: 60000, min: 1, help: 'with --restart: the sliding window --max-restarts counts in' },
   'restart-delay': { kind: 'ms', default: 250, min: 0, max: RESTART_DELAY_CAP_MS, maxWhy: 'the cap of the exponential backoff', help: 'with --restart: the first restart waits about this long; each further restart within the window doubles it (with jitter), up to 30s' },
   'restart-wait': { kind: 'ms', default: 30000, min: 1, help: 'with --restart: how long a request that arrives while the server is down waits for the new one before it is answered with an error' },
+  'on-tool-change': { kind: 'enum', default: 'ask', values: ['warn', 'ask', 'block', 'off'], help: "a tool that is new, removed or changed since the server's tools were pinned (first tools/list of this server): warn (pass, record, the pin takes it), ask (the first call shows the change on an approval card), block (hidden and refused until `mcpguard pins accept`), or off (no pins)" },
+  sanitize: { kind: 'enum', default: 'on', values: ['on', 'off'], help: "write out hidden characters (controls, ANSI/OSC escapes, zero-width and bidi characters) in tool names, titles, descriptions and the server's instructions as \\uXXXX before the client sees them" },
+  'sanitize-results': { kind: 'flag', default: false, help: 'also write out hidden characters in the text content of tools/call results' },
   config: { kind: 'string', default: null, help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
   name: { kind: 'label', default: null, max: MAX_NAME_CHARS, help: `the session's name in the records and in mcpguard sessions (1 to ${MAX_NAME_CHARS} printable characters; default: the server's serverInfo.name, else the command's basename)` },
 } as const satisfies Record<string, OptionSpec>;

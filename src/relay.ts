@@ -286,7 +286,8 @@ export class Relay extends CallKeeper {
         if (items.length !== 1) continue;
         const gated = this.gate === null || item.isError ? null
           : call.method === 'tools/list' ? this.gate.toolsListed(call, call.cursor, item.body, item.frame)
-          : call.method === 'tools/call' ? this.gate.checkOutput(call, item) : null;
+          : call.method === 'tools/call' ? this.gate.checkOutput(call, item)
+          : call.method === 'initialize' || call.method === 'server/discover' ? this.gate.serverAnnounced(call, item) : null;
         const decorated = gated ?? this.decorate?.(call, item) ?? null;
         if (decorated !== null) frame = decorated;
       }

@@ -12,7 +12,7 @@ import { killStarted, runCommand, runGuard, sessionEnd, tempDir, BIN } from './h
 after(killStarted);
 
 const TIMEOUT = 20000;
-const SUBCOMMANDS = ['check', 'sessions', 'activity', 'show', 'logs', 'verify', 'prune', 'help', 'completion'];
+const SUBCOMMANDS = ['check', 'sessions', 'activity', 'show', 'logs', 'verify', 'prune', 'pins', 'help', 'completion'];
 const VIEWS = ['sessions', 'activity', 'show', 'verify'];
 const isRoot = process.geteuid?.() === 0;
 const hasSetpriv = spawnSync('setpriv', ['--version']).status === 0;

@@ -89,9 +89,9 @@ export class Approvals {
     return approved !== undefined && approved.equals(argBytes);
   }
 
-  ask(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, why: string, rule: number | null): Outcome | Promise<Outcome> {
+  ask(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, why: string, rule: number | null, change?: readonly string[]): Outcome | Promise<Outcome> {
     const expiresAt = Date.now() + this.config.approvalTimeoutMs;
-    const card = makeCard({ server: this.config.server, tool: call.tool!, argumentsText: argBytes.toString('utf8'), why, expiresAt });
+    const card = makeCard({ server: this.config.server, tool: call.tool!, argumentsText: argBytes.toString('utf8'), why, expiresAt, change });
     const shown = (channel: Decision['channel']): Decision => ({
       by: channel === 'approve-cmd' ? 'approve-cmd' : 'approval', rule, channel,
       card: { sha256: card.sha256, bytes: card.bytes, shown_at: new Date().toISOString(), answered_at: null, answer: null }, reason: why,
@@ -112,7 +112,7 @@ export class Approvals {
     }
     if (this.config.approveCmd !== null) {
       call.decision = shown('approve-cmd');
-      const action = { server: this.config.server, tool: call.tool, arguments: JSON.parse(argBytes.toString('utf8')) as unknown, reason: why, call_id: call.callId, expires_at: new Date(expiresAt).toISOString() };
+      const action = { server: this.config.server, tool: call.tool, arguments: JSON.parse(argBytes.toString('utf8')) as unknown, reason: why, call_id: call.callId, expires_at: new Date(expiresAt).toISOString(), ...(change === undefined ? {} : { change }) };
       return this.held.waitFor(call, runApproveCmd(this.config.approveCmd, action, this.config.approvalTimeoutMs)).then((verdict) => {
         if (verdict === null) return withdrawn();
         answered(call, verdict.approved ? 'approved' : 'denied');

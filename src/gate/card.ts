@@ -13,6 +13,8 @@ import { processMasker } from '../mask.js';
 
 /** Most bytes of the arguments a card shows. */
 export const CARD_ARGUMENT_BYTES = 2048;
+/** Most bytes of one line of a tool's change a card shows. */
+export const CARD_CHANGE_LINE_BYTES = 1024;
 
 export interface CardFacts {
   server: string;
@@ -22,6 +24,8 @@ export interface CardFacts {
   /** Why it is asked: the policy rule, or the default. */
   why: string;
   expiresAt: number;
+  /** What changed in the tool since it was pinned (pins), line by line. */
+  change?: readonly string[];
 }
 
 export interface Card {
@@ -41,6 +45,7 @@ export function makeCard(facts: CardFacts): Card {
     `Tool: ${visible(facts.tool)}`,
     `Arguments (exactly as they will be sent): ${visible(args)}`,
     `Asked because: ${visible(facts.why)}`,
+    ...(facts.change === undefined ? [] : ['What changed since the tool was pinned (accepting updates the pin):', ...facts.change.map((line) => `  ${visible(clip(line, CARD_CHANGE_LINE_BYTES))}`)]),
     `Expires: ${new Date(facts.expiresAt).toISOString()}`,
   ].join('\n');
   const bytes = Buffer.byteLength(text);

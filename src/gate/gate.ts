@@ -22,9 +22,11 @@ import { Approvals } from './approval.js';
 import { HeldCalls } from './held.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
 import { refusal, withdrawn } from './refusal.js';
-import { applySplices, dropItems } from './rewrite.js';
+import { applySplices, type Splice } from './rewrite.js';
 import { loadEngine, verdictText } from './schema.js';
 import { ToolBook, type SchemaVerdict, type Schemas } from './tools.js';
+import type { ToolHooks } from '../pins/hooks.js';
+import type { Held } from '../pins/guard.js';
 
 export { APPROVAL_KEY } from './approval.js';
 
@@ -37,6 +39,10 @@ export interface GateConfig {
   approvalTimeoutMs: number;
   /** How the server is named on a card (its command line). */
   server: string;
+  /** Pins and hidden characters (src/pins); null when both are off. */
+  hooks?: ToolHooks | null;
+  /** --on-tool-change. */
+  onToolChange?: 'warn' | 'ask' | 'block' | 'off';
 }
 
 export interface GateIO {
@@ -53,7 +59,7 @@ export interface GateIO {
 
 /** What decided a call, for its records. */
 export interface Decision {
-  by: 'schema' | 'policy' | 'approval' | 'approve-cmd';
+  by: 'schema' | 'policy' | 'approval' | 'approve-cmd' | 'pins';
   rule: number | null;
   channel: 'elicitation' | 'input_required' | 'approve-cmd' | null;
   card: { sha256: string; bytes: number; shown_at: string; answered_at: string | null; answer: string | null } | null;
@@ -73,7 +79,8 @@ export class Gate {
   private readonly approvals: Approvals;
 
   constructor(private readonly config: GateConfig, private readonly io: GateIO, schemas: Schemas) {
-    this.tools = new ToolBook(schemas, io, (id) => `mcpguard-tools-list-${id}`, () => io.version());
+    this.tools = new ToolBook(schemas, io, (id) => `mcpguard-tools-list-${id}`, () => io.version(),
+      config.hooks ? (list, first, last) => config.hooks!.pins.listed(list, first, last) : undefined);
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
   }
 
@@ -95,7 +102,7 @@ export class Gate {
     const argBytes = argsNode === undefined ? Buffer.from('{}') : frame.subarray(argsNode.start, argsNode.end);
     const state = params!.members!.get('requestState');
     if (this.io.modern() && state?.type === 'string' && this.approvals.isOurs(stringValue(frame, state))) {
-      return this.approvals.retried(call, request, stringValue(frame, state), argBytes);
+      return this.pinRetried(stringValue(frame, state), this.approvals.retried(call, request, stringValue(frame, state), argBytes));
     }
     let args: unknown;
     const parsed = (): unknown => (args ??= JSON.parse(argBytes.toString('utf8')));
@@ -114,7 +121,8 @@ export class Gate {
     const { frame } = request;
     const name = call.tool!;
     const policy = this.config.policy;
-    if (policy === null) return { kind: 'dispatch', frame };
+    const held = this.config.hooks?.pins.held(name) ?? null;
+    if (policy === null) return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, argBytes, held, null, null);
     let verdict;
     try {
       verdict = decide(policy, name, parsed, this.tools.annotations(name));
@@ -129,12 +137,57 @@ export class Gate {
       call.decision = { by: 'policy', rule: verdict.rule, channel: null, card: null, reason: why };
       return this.refuse(call, 'denied', `denied by ${why}`);
     }
+    if (held !== null) return this.heldChange(call, request, meta, argBytes, held, verdict.decision === 'ask' ? why : null, verdict.rule);
     // A later leg of a call already approved (the server asked for input of its own) is not asked again.
     if (this.approvals.approvedEarlier(call, argBytes)) {
       call.decision = { by: 'approval', rule: verdict.rule, channel: null, card: null, reason: 'approved on an earlier leg of this call' };
       return { kind: 'dispatch', frame };
     }
     return this.approvals.ask(call, request, meta, argBytes, why, verdict.rule);
+  }
+
+  /**
+   * A call of a tool whose change since it was pinned is held: refused
+   * (block), or shown on an approval card with the change (ask; the card
+   * also answers the policy's question, if it had one). Accepting updates the pin.
+   */
+  private heldChange(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, held: Held, policyWhy: string | null, rule: number | null): Outcome | Promise<Outcome> {
+    const accept = `mcpguard pins accept ${held.pinsId} ${JSON.stringify(held.tool)}`;
+    if (this.config.onToolChange === 'block') {
+      call.decision = { by: 'pins', rule: null, channel: null, card: null, reason: held.summary };
+      return this.refuse(call, 'denied', `${held.summary} (--on-tool-change block): ${held.lines.join('; ')}. A person can accept the change with: ${accept}`);
+    }
+    const why = `${held.summary} (--on-tool-change ask)${policyWhy === null ? '' : `, and ${policyWhy}`}`;
+    const settled = (outcome: Outcome): Outcome => {
+      if (outcome.kind === 'dispatch') this.config.hooks!.pins.accept(held.tool, held.sha256, `approved by ${call.decision?.channel ?? 'a person'}`);
+      return outcome;
+    };
+    const outcome = this.approvals.ask(call, request, meta, argBytes, why, rule, held.lines);
+    if (outcome instanceof Promise) return outcome.then(settled);
+    if (outcome.kind === 'card') {
+      this.pinCards.set(outcome.state, held);
+      if (this.pinCards.size > 4096) this.pinCards.delete(this.pinCards.keys().next().value!);
+    }
+    return settled(outcome);
+  }
+
+  /** 2026-07-28 cards that showed a tool's change, by their sealed state: the retry that accepts one updates the pin. */
+  private readonly pinCards = new Map<string, Held>();
+
+  private pinRetried(state: string, outcome: Outcome): Outcome {
+    const held = this.pinCards.get(state);
+    if (held === undefined) return outcome;
+    this.pinCards.delete(state);
+    if (outcome.kind === 'dispatch') this.config.hooks!.pins.accept(held.tool, held.sha256, 'approved by input_required');
+    return outcome;
+  }
+
+  /** An initialize or server/discover answer passing to the client: the server's name and instructions (pins, hidden characters). */
+  serverAnnounced(call: Call, response: Response): Buffer | null {
+    const hooks = this.config.hooks;
+    if (!hooks || response.isError) return null;
+    const splices = hooks.announced(response.frame, response.body, call.method!);
+    return splices.length === 0 ? null : applySplices(response.frame, splices);
   }
 
   /** Stop holding a call (cancelled, timed out, session ending): true if the gate was holding it. */
@@ -163,15 +216,30 @@ export class Gate {
     // Load the engine now, while the model reads the list, not on the first call.
     if (this.config.validateArgs) loadEngine().catch(() => {});
     const policy = this.config.policy;
-    if (policy === null || !policy.hideDenied || tools === null) return null;
+    const pinned = tools === null || !this.config.hooks ? null : this.config.hooks.page(frame, result, tools.node, tools.list, !cursor);
+    if (pinned !== null && pinned.hide.size > 0) call.flags = [...(call.flags ?? []), `hid ${pinned.hide.size} changed tool(s) (--on-tool-change block)`];
+    if (policy === null || !policy.hideDenied || tools === null) return pinned === null ? null : this.withPins(frame, tools!.node, new Set(), pinned);
     const hidden = new Set<number>();
     tools.list.forEach((tool, i) => {
       const name = typeof tool?.name === 'string' ? tool.name : null;
       if (name !== null && alwaysDenied(policy, name, this.tools.annotations(name))) hidden.add(i);
     });
-    if (hidden.size === 0) return null;
-    call.flags = [...(call.flags ?? []), `hid ${hidden.size} denied tool(s)`];
-    return applySplices(frame, [dropItems(frame, tools.node, hidden)]);
+    if (hidden.size > 0) call.flags = [...(call.flags ?? []), `hid ${hidden.size} denied tool(s)`];
+    return this.withPins(frame, tools.node, hidden, pinned ?? { hide: new Set(), splices: [] });
+  }
+
+  /** The tools/list page without the denied and held tools, hidden characters written out in the rest (null: unchanged). */
+  private withPins(frame: Buffer, node: JsonNode, denied: Set<number>, pinned: { hide: Set<number>; splices: Splice[] }): Buffer | null {
+    const drop = new Set([...denied, ...pinned.hide]);
+    if (drop.size === 0 && pinned.splices.length === 0) return null;
+    if (drop.size === 0) return applySplices(frame, pinned.splices);
+    // The array is rebuilt from its kept items' bytes, each with its own splices applied.
+    const kept = node.items!.filter((_, i) => !drop.has(i)).map((item) => {
+      const inside = pinned.splices.filter((s) => s.start >= item.start && s.end <= item.end).map((s) => ({ ...s, start: s.start - item.start, end: s.end - item.start }));
+      return applySplices(frame.subarray(item.start, item.end), inside);
+    });
+    const text = Buffer.concat([Buffer.from('['), ...kept.flatMap((b, i) => (i === 0 ? [b] : [Buffer.from(','), b])), Buffer.from(']')]);
+    return applySplices(frame, [{ start: node.start, end: node.end, text }]);
   }
 
   /**
@@ -182,6 +250,13 @@ export class Gate {
    * gets a tool error instead (returned as the replacement frame).
    */
   checkOutput(call: Call, response: Response): Buffer | null {
+    const checked = this.checkOutputSchema(call, response);
+    if (checked !== null || response.isError || !this.config.hooks) return checked;
+    const splices = this.config.hooks.result(response.frame, response.body, call.tool);
+    return splices.length === 0 ? null : applySplices(response.frame, splices);
+  }
+
+  private checkOutputSchema(call: Call, response: Response): Buffer | null {
     if (!this.config.validateArgs || response.isError || call.tool === null) return null;
     const definition = this.tools.definition(call.tool);
     if (definition === undefined || !Object.hasOwn(definition, 'outputSchema')) return null;

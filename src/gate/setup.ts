@@ -1,22 +1,38 @@
 /**
  * The gate of one relay session, from the options: none at all when
- * --validate-args is off and there is no policy (tools/call then passes like
- * any request). The JSON Schema engine is not loaded here: the tool book
- * loads it the first time a schema is compiled.
+ * --validate-args is off, there is no policy, and pins and hidden-character
+ * rewriting are off (tools/call then passes like any request). The JSON
+ * Schema engine is not loaded here: the tool book loads it the first time a
+ * schema is compiled.
  */
 import type { OptionValues } from '../options.js';
+import { resolveRecordDir } from '../records/location.js';
+import { PinGuard, type OnToolChange } from '../pins/guard.js';
+import { ToolHooks } from '../pins/hooks.js';
 import { approveArgv } from './approve-cmd.js';
 import { Gate, type GateIO } from './gate.js';
 import type { Policy } from './policy.js';
 import { ToolSchemas } from './schema.js';
 
-export function gateFactory(v: OptionValues, policy: Policy | null, server: string): ((io: GateIO) => Gate) | null {
+/** Where the pins' changes and hidden-character counts are recorded (the audit log), if anywhere. */
+export type GateRecord = (type: string, body: Record<string, unknown>) => void;
+
+export function gateFactory(v: OptionValues, policy: Policy | null, server: string, record: GateRecord = () => {}): ((io: GateIO) => Gate) | null {
   const validateArgs = v['validate-args'] === 'on';
-  if (!validateArgs && policy === null) return null;
+  const onToolChange = (v['on-tool-change'] ?? 'off') as OnToolChange;
+  const sanitize = { definitions: v.sanitize === 'on', results: v['sanitize-results'] === true };
+  const hooksOn = onToolChange !== 'off' || sanitize.definitions || sanitize.results;
+  if (!validateArgs && policy === null && !hooksOn) return null;
   const approveCmd = typeof v['approve-cmd'] === 'string' ? approveArgv(v['approve-cmd']) : null;
-  return (io) => new Gate(
-    { validateArgs, validateOutput: v['validate-output'] as 'report' | 'enforce', policy, approveCmd, approvalTimeoutMs: v['approval-timeout'] as number, server },
-    io,
-    new ToolSchemas(),
-  );
+  // --name, when the options have it: the pins' identity is then that name alone.
+  const name = typeof v.name === 'string' && v.name !== '' ? v.name : null;
+  const stateDir = resolveRecordDir(typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined);
+  return (io) => {
+    const hooks = hooksOn ? new ToolHooks(new PinGuard({ mode: onToolChange, name, command: server, stateDir }, { diag: io.diag, record }), sanitize, io.diag, record) : null;
+    return new Gate(
+      { validateArgs, validateOutput: v['validate-output'] as 'report' | 'enforce', policy, approveCmd, approvalTimeoutMs: v['approval-timeout'] as number, server, hooks, onToolChange },
+      io,
+      new ToolSchemas(),
+    );
+  };
 }

@@ -44,6 +44,8 @@ export class ToolBook {
     private readonly ownId: (n: number) => string,
     /** The session's protocol version (it decides a schema's default dialect). */
     private readonly version: () => string | null,
+    /** Each page of mcpguard's own tools/list, for the pins (first page, last page). */
+    private readonly ownPage?: (list: Array<Record<string, unknown> | null>, first: boolean, last: boolean) => void,
   ) {}
 
   /** The tool's advertised annotations (the server's claims), or none. */
@@ -142,6 +144,7 @@ export class ToolBook {
       }
       const learned = this.learnAnswer(response.body, response.frame, cursor === null);
       const next = response.body.members?.get('nextCursor');
+      if (learned !== null) this.ownPage?.(learned.list, page === 0, next?.type !== 'string');
       if (learned === null || next?.type !== 'string') return;
       cursor = stringValue(response.frame, next);
     }

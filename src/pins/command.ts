@@ -1,0 +1,164 @@
+/**
+ * `mcpguard pins [list | show NAME | diff NAME | accept NAME [TOOL] | forget NAME]`:
+ * the pinned tool definitions of each server identity, the changes held
+ * (ask, block), and a person's decision about them. Tables for people,
+ * `--json` (one object per line) for tools.
+ *
+ * NAME is a pin file's id (or a unique prefix of one, at least 4 hex
+ * digits), or a server's name: its --name, else its serverInfo.name.
+ * Exit status: 0 success; 1 nothing found (no such NAME, a NAME that fits
+ * more than one, nothing held to accept); 125 bad usage.
+ */
+import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { EXIT_USAGE } from '../errors.js';
+import { resolveRecordDir } from '../records/location.js';
+import { clip, formatDate, table } from '../records/format.js';
+import { diffLines, diffTool, wordDiff } from './diff.js';
+import { reveal } from './sanitize.js';
+import { identityLabel, PinStore, type PinFile } from './store.js';
+
+const VERBS = ['list', 'show', 'diff', 'accept', 'forget'] as const;
+type Verb = (typeof VERBS)[number];
+const POSITIONALS: Record<Verb, [number, number]> = { list: [0, 0], show: [1, 1], diff: [1, 1], accept: [1, 2], forget: [1, 1] };
+
+interface IO {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+class Failure extends Error {
+  constructor(message: string, readonly code: number) {
+    super(message);
+  }
+}
+
+/** Run `mcpguard pins ...` (arguments after `pins`); resolves to the exit code. */
+export async function runPinsCommand(argv: readonly string[], io: IO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  let values: { 'record-dir'?: string; json?: boolean };
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: [...argv], options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true }));
+  } catch (error) {
+    io.stderr.write(`mcpguard pins: ${(error as Error).message} (see mcpguard pins --help)\n`);
+    return EXIT_USAGE;
+  }
+  const verb = (positionals.shift() ?? 'list') as Verb;
+  const fail = (message: string, code: number): number => {
+    io.stderr.write(`mcpguard pins${VERBS.includes(verb) ? ` ${verb}` : ''}: ${message}\n`);
+    return code;
+  };
+  if (!VERBS.includes(verb)) return fail(`unknown action '${verb}'; expected one of ${VERBS.join(', ')} (see mcpguard pins --help)`, EXIT_USAGE);
+  const [min, max] = POSITIONALS[verb];
+  if (positionals.length > max) return fail(`unexpected argument '${positionals[max]}'`, EXIT_USAGE);
+  if (positionals.length < min) return fail('expects a NAME: a pin id (or a prefix of one) or a server name; see mcpguard pins list', EXIT_USAGE);
+  if (values['record-dir'] === '') return fail("--record-dir expects a directory, got ''", EXIT_USAGE);
+  const store = new PinStore(resolveRecordDir(values['record-dir']));
+  const out = (text: string): void => { io.stdout.write(text); };
+  const json = values.json === true;
+  try {
+    if (verb === 'list') return list(store, json, out, io);
+    const pins = find(store, positionals[0]!);
+    if (verb === 'show') return show(store, pins, json, out);
+    if (verb === 'diff') return diff(pins, json, out);
+    if (verb === 'accept') return accept(store, pins, positionals[1], json, out);
+    store.forget(pins.id);
+    out(json ? `${JSON.stringify({ id: pins.id, forgotten: true })}\n` : `forgot the pins of ${identityLabel(pins.identity)} (${pins.id}); the next session pins what the server lists then\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof Failure) return fail(error.message, error.code);
+    return fail((error as Error).message, 1);
+  }
+}
+
+function list(store: PinStore, json: boolean, out: (text: string) => void, io: IO): number {
+  const { pins, unreadable } = store.all();
+  for (const u of unreadable) io.stderr.write(`mcpguard pins: ${u.file}: skipped: ${u.error}\n`);
+  const rows = pins.map((p) => ({
+    id: p.id, name: p.identity.name, server_name: p.identity.server_name, command: p.identity.command,
+    tools: Object.keys(p.tools).length, held: Object.keys(p.pending).length + (p.pending_instructions === null ? 0 : 1),
+    created_at: p.created_at, updated_at: p.updated_at, file: join(store.dir, `${p.id}.json`),
+  }));
+  if (json) for (const r of rows) out(`${JSON.stringify(r)}\n`);
+  else {
+    out(table(['ID', 'NAME', 'COMMAND', 'TOOLS', 'HELD', 'UPDATED'], rows.map((r) => [
+      r.id.slice(0, 12), r.name ?? r.server_name ?? '-', clip(r.command, 48), String(r.tools), String(r.held), formatDate(r.updated_at),
+    ])));
+  }
+  return rows.length === 0 && unreadable.length === 0 ? 1 : 0;
+}
+
+/** The pins NAME names: an id or a unique prefix of one, else a --name or serverInfo.name. */
+function find(store: PinStore, name: string): PinFile {
+  const { pins } = store.all();
+  const byId = /^[0-9a-f]{4,32}$/.test(name) ? pins.filter((p) => p.id.startsWith(name)) : [];
+  const matches = byId.length > 0 ? byId : pins.filter((p) => p.identity.name === name || (p.identity.name === null && p.identity.server_name === name));
+  if (matches.length === 1) return matches[0]!;
+  if (matches.length === 0) throw new Failure(`no pins named '${name}' (see mcpguard pins list)`, 1);
+  throw new Failure(`'${name}' names ${matches.length} pin files; use the id: ${matches.map((p) => `${p.id.slice(0, 12)} (${p.identity.command})`).join(', ')}`, 1);
+}
+
+function show(store: PinStore, pins: PinFile, json: boolean, out: (text: string) => void): number {
+  const file = join(store.dir, `${pins.id}.json`);
+  if (json) {
+    out(`${JSON.stringify({ kind: 'server', id: pins.id, ...pins.identity, file, created_at: pins.created_at, updated_at: pins.updated_at, instructions_sha256: pins.instructions?.sha256 ?? null, instructions_held: pins.pending_instructions !== null })}\n`);
+    for (const [tool, t] of Object.entries(pins.tools)) out(`${JSON.stringify({ kind: 'tool', tool, sha256: t.sha256, pinned_at: t.pinned_at, held: pins.pending[tool]?.kind ?? null })}\n`);
+    for (const [tool, p] of Object.entries(pins.pending)) if (!Object.hasOwn(pins.tools, tool)) out(`${JSON.stringify({ kind: 'tool', tool, sha256: null, pinned_at: null, held: p.kind })}\n`);
+    return 0;
+  }
+  out(`Pins ${pins.id}\n  server:  ${shown(identityLabel(pins.identity))}${pins.identity.name === null ? '' : ' (--name)'}\n  command: ${shown(pins.identity.command)}\n  file:    ${file}\n  pinned:  ${formatDate(pins.created_at)}, updated ${formatDate(pins.updated_at)}\n  instructions: ${pins.instructions === null ? 'none' : pins.instructions.sha256.slice(0, 16)}${pins.pending_instructions === null ? '' : ' (a change is held)'}\n\n`);
+  const rows = Object.entries(pins.tools).map(([tool, t]) => [tool, t.sha256.slice(0, 16), formatDate(t.pinned_at), pins.pending[tool]?.kind ?? '']);
+  for (const [tool, p] of Object.entries(pins.pending)) if (!Object.hasOwn(pins.tools, tool)) rows.push([tool, '-', '-', p.kind]);
+  out(table(['TOOL', 'SHA256', 'PINNED', 'HELD'], rows.map((r) => r.map(shown))));
+  return 0;
+}
+
+/** Each held change, with its diff. */
+function diff(pins: PinFile, json: boolean, out: (text: string) => void): number {
+  const changes = heldChanges(pins);
+  if (json) for (const c of changes) out(`${JSON.stringify(c)}\n`);
+  else if (changes.length === 0) out(`nothing held for ${shown(identityLabel(pins.identity))}: what it lists matches its pins\n`);
+  else for (const c of changes) out(`== ${c.tool === null ? 'instructions' : `tool ${c.tool}`}: ${c.kind} (seen ${formatDate(c.seen_at)})\n${c.diff.map((l) => `  ${l}\n`).join('')}`);
+  return 0;
+}
+
+interface HeldChange { tool: string | null; kind: string; seen_at: string; before_sha256: string | null; after_sha256: string | null; diff: string[] }
+
+function heldChanges(pins: PinFile): HeldChange[] {
+  const changes: HeldChange[] = Object.entries(pins.pending).map(([tool, p]) => {
+    const pinned = pins.tools[tool];
+    const lines = p.kind === 'removed' ? ['no longer listed'] : p.kind === 'added' || pinned === undefined ? ['new tool'] : diffLines(diffTool(pinned.definition, p.definition!));
+    return { tool, kind: p.kind, seen_at: p.seen_at, before_sha256: pinned?.sha256 ?? null, after_sha256: p.sha256, diff: lines.map(shown) };
+  });
+  const i = pins.pending_instructions;
+  if (i !== null) changes.push({ tool: null, kind: 'instructions', seen_at: i.seen_at, before_sha256: pins.instructions?.sha256 ?? null, after_sha256: i.sha256, diff: [shown(wordDiff(pins.instructions?.text ?? '', i.text ?? ''))] });
+  return changes;
+}
+
+function accept(store: PinStore, pins: PinFile, tool: string | undefined, json: boolean, out: (text: string) => void): number {
+  const changes = heldChanges(pins).filter((c) => tool === undefined || c.tool === tool);
+  if (changes.length === 0) throw new Failure(tool === undefined ? `nothing held for ${identityLabel(pins.identity)}` : `no change of tool '${tool}' is held for ${identityLabel(pins.identity)}`, 1);
+  const now = new Date().toISOString();
+  for (const c of changes) {
+    if (c.tool === null) {
+      const i = pins.pending_instructions!;
+      pins.instructions = i.sha256 === null ? null : { sha256: i.sha256, text: i.text ?? '' };
+      pins.pending_instructions = null;
+      continue;
+    }
+    const p = pins.pending[c.tool]!;
+    if (p.kind === 'removed') delete pins.tools[c.tool];
+    else pins.tools[c.tool] = { sha256: p.sha256!, definition: p.definition!, pinned_at: now };
+    delete pins.pending[c.tool];
+  }
+  store.write(pins);
+  for (const c of changes) {
+    out(json ? `${JSON.stringify({ id: pins.id, tool: c.tool, kind: c.kind, accepted: true, sha256: c.after_sha256 })}\n` : `accepted: ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`} (${c.kind})\n`);
+  }
+  return 0;
+}
+
+/** Text from a server, as a terminal can show it: hidden characters written out. */
+function shown(text: string): string {
+  return reveal(text).text;
+}
