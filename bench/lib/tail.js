@@ -20,7 +20,9 @@ const SMALL = { name: 'echo', arguments: { size: 64 } };
 
 /** argv with the probe preloaded into its first `node`. */
 function probed(argv) {
-  return [argv[0], '--import', PROBE, ...argv.slice(1)];
+  // MCPGUARD_BENCH_NODE_FLAGS: V8 flags for the probed process only (e.g. --no-turbo-inlining, to see allocations by their own function).
+  const flags = (process.env.MCPGUARD_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  return [argv[0], ...flags, '--import', PROBE, ...argv.slice(1)];
 }
 
 /** Lines in `file` (0 when it does not exist yet). */

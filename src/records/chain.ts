@@ -159,13 +159,17 @@ export class RecordShape {
   }
 }
 
-let lastMs = Number.NaN;
-let lastIso = '';
-/** The ISO 8601 text of a time in ms, remembered for the last ms asked (a busy relay asks many times per ms). */
+// The last few times asked, by ms: a call's records ask for its start, dispatch and end times in turn.
+const ISO_CACHE = 4;
+const isoMs = new Float64Array(ISO_CACHE).fill(Number.NaN);
+const isoText: string[] = new Array<string>(ISO_CACHE).fill('');
+let isoNext = 0;
+/** The ISO 8601 text of a time in ms, remembered for the last few ms asked (a busy relay asks many times per ms). */
 export function isoAt(ms: number): string {
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
-    lastMs = ms;
-  }
-  return lastIso;
+  for (let i = 0; i < ISO_CACHE; i++) if (isoMs[i] === ms) return isoText[i]!;
+  const text = new Date(ms).toISOString();
+  isoMs[isoNext] = ms;
+  isoText[isoNext] = text;
+  isoNext = (isoNext + 1) % ISO_CACHE;
+  return text;
 }

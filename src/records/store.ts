@@ -61,8 +61,9 @@ export class SessionLog {
   private written = 0;
   private tailStart = -1;
   private failure: string | null = null;
-  /** Deferred records not yet chained, in the order they were deferred. */
-  private queued: Deferred[] = [];
+  /** Deferred records not yet chained, in the order they were deferred: the first `queuedCount` of `queued`. */
+  private readonly queued: (Deferred | null)[] = [];
+  private queuedCount = 0;
 
   private constructor(sessionId: string, path: string, fd: number, private readonly opts: RecordStoreOptions) {
     this.sessionId = sessionId;
@@ -131,7 +132,7 @@ export class SessionLog {
     const fields = event(type, body);
     if (this.opts.fsync) return this.write(fields);
     this.ensureOpen();
-    this.queued.push({ shape: null, fields });
+    this.enqueue({ shape: null, fields });
   }
 
   /**
@@ -144,7 +145,7 @@ export class SessionLog {
     this.ensureOpen();
     const ts = isoAt(Date.now());
     if (deferred && !this.opts.fsync) {
-      this.queued.push({ shape, values, ts });
+      this.enqueue({ shape, values, ts });
       return;
     }
     this.chainShaped(shape, values, ts);
@@ -182,13 +183,23 @@ export class SessionLog {
   }
 
   private chainQueued(): void {
-    if (this.queued.length === 0) return;
     const queued = this.queued;
-    this.queued = [];
-    for (const record of queued) {
+    const count = this.queuedCount;
+    if (count === 0) return;
+    // The array is kept (not replaced, not cut to length 0): a fresh one would be allocated and grown every turn.
+    this.queuedCount = 0;
+    for (let i = 0; i < count; i++) {
+      const record = queued[i]!;
+      queued[i] = null;
       if (record.shape === null) this.chainFields(record.fields);
       else this.chainShaped(record.shape, record.values, record.ts);
     }
+  }
+
+  private enqueue(record: Deferred): void {
+    if (this.queuedCount < this.queued.length) this.queued[this.queuedCount] = record;
+    else this.queued.push(record);
+    this.queuedCount++;
   }
 
   private ensureOpen(): void {
