@@ -77,6 +77,14 @@ export async function tailRows({ rounds, requests, warmup, warmupRounds = 1 }, p
     { name: 'mcpguard', label: 'mcpguard (records on)', argv: guarded(server) },
     { name: 'norecords', label: 'mcpguard --records off', argv: guarded(server, ['--records', 'off']) },
   ];
+  // MCPGUARD_BENCH_BEFORE=path/to/bin/mcpguard.js: another build (the one before a change) interleaved in the same rounds.
+  const before = process.env.MCPGUARD_BENCH_BEFORE;
+  if (before !== undefined) {
+    variants.push(
+      { name: 'before', label: 'mcpguard before (records on)', argv: [NODE, before, '--', ...server] },
+      { name: 'beforeNorecords', label: 'mcpguard before --records off', argv: [NODE, before, '--records', 'off', '--', ...server] },
+    );
+  }
   const samples = await interleave(variants, rounds, async (v, r) => {
     progress(`tail ${v.name} ${roundName(r, rounds)}`);
     return probedCalls(v.argv, requests, warmup);
@@ -96,8 +104,8 @@ export async function tailRows({ rounds, requests, warmup, warmupRounds = 1 }, p
       const ratio = v.name === 'copy' ? 'baseline' : ratioText(pairedRatio(values, copy), 'copy');
       let target = '';
       let ok = null;
-      if (v.name === 'mcpguard' && key === 'p99') { target = '≤ 1.5× copy'; ok = pairedRatio(values, copy) <= 1.5; }
-      if (v.name === 'mcpguard' && key === 'bytesPerCall') { target = '≤ 5 KB'; ok = median(values) <= 5000; }
+      if ((v.name === 'mcpguard' || v.name === 'before') && key === 'p99') { target = '≤ 1.5× copy'; ok = pairedRatio(values, copy) <= 1.5; }
+      if ((v.name === 'mcpguard' || v.name === 'before') && key === 'bytesPerCall') { target = '≤ 5 KB'; ok = median(values) <= 5000; }
       lines.push(line(`${row} × ${rounds} rounds`, v.label, num(median(values)), ratio, target, ok));
     }
   }

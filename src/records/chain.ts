@@ -91,7 +91,11 @@ export class RecordShape {
    */
   private readonly parts: Buffer[];
 
-  constructor(readonly type: string, readonly fields: readonly string[]) {
+  /** Per member in canonical order: its value is a time in ms (or null), written as an ISO 8601 string. */
+  private readonly time: boolean[];
+
+  /** `times`: fields whose values are times in ms (Date.now()) or null, written as toISOString() spells them. */
+  constructor(readonly type: string, readonly fields: readonly string[], readonly times: readonly string[] = []) {
     for (const field of fields) {
       if (CHAIN_FIELDS.includes(field)) throw new TypeError(`record body may not set '${field}' (type '${type}')`);
     }
@@ -100,6 +104,7 @@ export class RecordShape {
     const chain = new Map([['seq', SEQ], ['prev', PREV], ['ts', TS], ['type', TYPE]]);
     const keys = [...fields, ...chain.keys()].sort();
     this.from = keys.map((k) => chain.get(k) ?? fields.indexOf(k));
+    this.time = keys.map((k) => !chain.has(k) && times.includes(k));
     // `prev` (a hex digest) and `ts` (an ISO time) have no character JSON would escape: their quotes are part of the template;
     // `type` is fixed, so its JSON text is too.
     const texts = ['{'];
@@ -118,14 +123,14 @@ export class RecordShape {
    * order of `fields` (undefined leaves a member out, as in canonical()), then
    * the chain fields: `prev` a hex digest, `ts` an ISO 8601 time (from `isoAt`).
    */
-  line(values: readonly unknown[], seq: number, prev: string, ts: string): string {
+  line(values: readonly unknown[], seq: number, prev: string, ts: string | number): string {
     const out = new LineBuffer();
     this.write(out, values, seq, prev, ts);
     return out.bytes.toString('utf8', 0, out.length);
   }
 
-  /** `line()`, written into `out` (at its end). On a throw, `out` is left as it was. */
-  write(out: LineBuffer, values: readonly unknown[], seq: number, prev: string, ts: string): void {
+  /** `line()`, written into `out` (at its end); `ts` an ISO time or a time in ms. On a throw, `out` is left as it was. */
+  write(out: LineBuffer, values: readonly unknown[], seq: number, prev: string, ts: string | number): void {
     const start = out.length;
     try {
       const from = this.from;
@@ -139,9 +144,14 @@ export class RecordShape {
             out.length = start;
             return out.utf8(this.sparseLine(values, seq, prev, ts));
           }
-          out.value(value);
+          if (this.time[i] === true && typeof value === 'number') out.isoTime(value, true);
+          else out.value(value);
         } else if (at === SEQ) out.number(seq);
-        else if (at === PREV || at === TS) out.ascii(at === PREV ? prev : ts);
+        else if (at === PREV) out.ascii(prev);
+        else if (at === TS) {
+          if (typeof ts === 'number') out.isoTime(ts, false);
+          else out.ascii(ts);
+        }
       }
       out.raw(parts[from.length]!);
     } catch (error) {
@@ -151,11 +161,14 @@ export class RecordShape {
   }
 
   /** A record with members left out: rare, so it takes the general path. */
-  private sparseLine(values: readonly unknown[], seq: number, prev: string, ts: string): string {
+  private sparseLine(values: readonly unknown[], seq: number, prev: string, ts: string | number): string {
     const record: LogRecord = {};
     // defineProperty: a field named `__proto__` must become a member, not the prototype.
-    this.fields.forEach((field, i) => Object.defineProperty(record, field, { value: values[i], enumerable: true, writable: true, configurable: true }));
-    return `${canonical(Object.assign(record, { type: this.type, ts, seq, prev }))}\n`;
+    this.fields.forEach((field, i) => {
+      const value = this.times.includes(field) && typeof values[i] === 'number' ? isoAt(values[i] as number) : values[i];
+      Object.defineProperty(record, field, { value, enumerable: true, writable: true, configurable: true });
+    });
+    return `${canonical(Object.assign(record, { type: this.type, ts: typeof ts === 'number' ? isoAt(ts) : ts, seq, prev }))}\n`;
   }
 }
 

@@ -20,6 +20,18 @@ const KEEP_BYTES = 64 * 1024;
 /** Nested plain objects written without canonical()'s copy, down to this depth; deeper goes through canonical(). */
 const MAX_DIRECT_DEPTH = 4;
 
+/** 9999-12-31T23:59:59.999Z: the last time toISOString() writes with a four-digit year. */
+const LAST_4_DIGIT_MS = 253_402_300_799_999;
+
+/** `value` as `width` decimal digits (zero-padded) at `at`; returns the offset after them. */
+function digits(bytes: Buffer, at: number, value: number, width: number): number {
+  for (let i = at + width - 1; i >= at; i--) {
+    bytes[i] = 0x30 + (value % 10);
+    value = Math.floor(value / 10);
+  }
+  return at + width;
+}
+
 const TRUE = 'true';
 const FALSE = 'false';
 const NULL = 'null';
@@ -125,6 +137,56 @@ export class LineBuffer {
       this.length = start;
       this.utf8(canonical(value));
     }
+  }
+
+  /**
+   * A time in ms as Date.prototype.toISOString() spells it
+   * (`2026-11-30T23:54:20.024Z`), in quotes when `quoted`, worked out without
+   * a Date or a string. Times outside years 1970-9999 take toISOString().
+   */
+  isoTime(ms: number, quoted: boolean): void {
+    if (!Number.isSafeInteger(ms) || ms < 0 || ms > LAST_4_DIGIT_MS) {
+      const text = new Date(ms).toISOString(); // throws a RangeError for an invalid time, as isoAt() does
+      return this.ascii(quoted ? `"${text}"` : text);
+    }
+    const days = Math.floor(ms / 86_400_000);
+    let rest = ms - days * 86_400_000;
+    // Civil date from days since 1970-01-01 (the proleptic Gregorian calendar, as Date uses).
+    const z = days + 719_468;
+    const era = Math.floor(z / 146_097);
+    const doe = z - era * 146_097;
+    const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+    const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+    const mp = Math.floor((5 * doy + 2) / 153);
+    const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+    const month = mp < 10 ? mp + 3 : mp - 9;
+    const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+    const hours = Math.floor(rest / 3_600_000);
+    rest -= hours * 3_600_000;
+    const minutes = Math.floor(rest / 60_000);
+    rest -= minutes * 60_000;
+    const seconds = Math.floor(rest / 1000);
+    const millis = rest - seconds * 1000;
+    this.reserve(26);
+    const b = this.bytes;
+    let at = this.length;
+    if (quoted) b[at++] = 0x22;
+    at = digits(b, at, year, 4);
+    b[at++] = 0x2d;
+    at = digits(b, at, month, 2);
+    b[at++] = 0x2d;
+    at = digits(b, at, day, 2);
+    b[at++] = 0x54;
+    at = digits(b, at, hours, 2);
+    b[at++] = 0x3a;
+    at = digits(b, at, minutes, 2);
+    b[at++] = 0x3a;
+    at = digits(b, at, seconds, 2);
+    b[at++] = 0x2e;
+    at = digits(b, at, millis, 3);
+    b[at++] = 0x5a;
+    if (quoted) b[at++] = 0x22;
+    this.length = at;
   }
 
   /** ASCII text, as it is (a hex digest, an ISO time). */

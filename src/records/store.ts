@@ -143,7 +143,7 @@ export class SessionLog {
    */
   appendShaped(shape: RecordShape, values: readonly unknown[], deferred = false): void {
     this.ensureOpen();
-    const ts = isoAt(Date.now());
+    const ts = Date.now();
     if (deferred && !this.opts.fsync) {
       this.enqueue({ shape, values, ts });
       return;
@@ -209,7 +209,7 @@ export class SessionLog {
   }
 
   /** Chain a shaped record: its line goes into the buffer for the next write and is the new tail of the chain. */
-  private chainShaped(shape: RecordShape, values: readonly unknown[], ts: string): void {
+  private chainShaped(shape: RecordShape, values: readonly unknown[], ts: number): void {
     const prev = this.link();
     const start = this.lines.length;
     shape.write(this.lines, values, this.seq, prev, ts);
@@ -282,7 +282,7 @@ export class SessionLog {
 }
 
 /** A record waiting to be chained: a fixed shape's values and time, or an event's fields. */
-type Deferred = { shape: RecordShape; values: readonly unknown[]; ts: string } | { shape: null; fields: LogRecord };
+type Deferred = { shape: RecordShape; values: readonly unknown[]; ts: number } | { shape: null; fields: LogRecord };
 
 /** An event's fields: its body, `type` and `ts`; the body may not set what the log owns. */
 function event(type: string, body: Record<string, unknown>): LogRecord {
