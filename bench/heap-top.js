@@ -5,7 +5,7 @@
 // the GC included. Prints bytes per call by allocating function (self), and
 // by the first mcpguard frame (dist/) on each sample's stack.
 //   node bench/heap-top.js [--calls=10000] [--warmup=5000] [--top=30] [-- mcpguard options]
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { probedCalls } from './lib/tail.js';
@@ -20,6 +20,7 @@ const calls = Number(values.calls);
 const file = join(mkdtempSync(join(benchHome, 'heap-')), 'profile.json');
 const result = await probedCalls(guarded([NODE, ECHO_SERVER], positionals), calls, Number(values.warmup), { heapProfile: file });
 const profile = JSON.parse(readFileSync(file, 'utf8'));
+rmSync(benchHome, { recursive: true, force: true });
 
 const self = new Map();
 const byOwn = new Map();
