@@ -28,12 +28,13 @@ import { shutdownRows } from './lib/shutdown.js';
 import { stallRows } from './lib/stall.js';
 import { startupRows } from './lib/startup.js';
 import { render } from './lib/table.js';
+import { tailRows } from './lib/tail.js';
 import { throughputRows } from './lib/throughput.js';
 import { ROOT, mcpguardHelp, snapshotGuard } from './lib/variants.js';
 
-const ROWS = ['latency', 'throughput', 'startup', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup'];
+const ROWS = ['latency', 'throughput', 'startup', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup', 'tail'];
 /** Rows run only when --rows names them. */
-const ON_REQUEST = ['warmup'];
+const ON_REQUEST = ['warmup', 'tail'];
 /** Not table rows: other helpers' micro-benchmarks, appended when present (full runs of all rows, or --rows=micro). */
 const EXTRA = ['micro'];
 const MODES = {
@@ -47,6 +48,7 @@ const MODES = {
     records: { rounds: 3, requests: 300, warmup: 500 },
     consent: { rounds: 2, requests: 50, warmup: 20 },
     warmup: { rounds: 2 },
+    tail: { rounds: 3, requests: 2000, warmup: 2000 },
   },
   full: {
     latency: { rounds: 11, requests: 2000, warmup: 5000, cold: 200 },
@@ -58,6 +60,7 @@ const MODES = {
     records: { rounds: 9, requests: 1000, warmup: 5000 },
     consent: { rounds: 7, requests: 200, warmup: 300 },
     warmup: { rounds: 5 },
+    tail: { rounds: 9, requests: 10000, warmup: 5000 },
   },
 };
 
@@ -135,7 +138,7 @@ if (args.profile !== undefined) {
   process.exit(0);
 }
 
-const RUNNERS = { warmup: warmupRows, latency: latencyRows, throughput: throughputRows, startup: startupRows, flood: floodRows, stall: stallRows, shutdown: shutdownRows, records: recordsRows, consent: consentRows };
+const RUNNERS = { warmup: warmupRows, latency: latencyRows, throughput: throughputRows, startup: startupRows, flood: floodRows, stall: stallRows, shutdown: shutdownRows, records: recordsRows, consent: consentRows, tail: tailRows };
 const started = Date.now();
 const lines = [];
 const notes = [];

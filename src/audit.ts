@@ -32,9 +32,9 @@ import { generationOf } from './supervise/tag.js';
  */
 export const DISPATCH_WAIT_MS = 20;
 
-// The records every call writes, in the order of the values passed for them.
-const ATTEMPT = new RecordShape('call_attempt', ['call_id', 'request_id', 'method', 'tool', 'started_at', 'decision']);
-const DISPATCHED = new RecordShape('call_dispatched', ['call_id', 'dispatched_at', 'generation']);
+// The records every call writes, in the order of the values passed for them (the times as ms, written as ISO 8601).
+const ATTEMPT = new RecordShape('call_attempt', ['call_id', 'request_id', 'method', 'tool', 'started_at', 'decision'], ['started_at']);
+const DISPATCHED = new RecordShape('call_dispatched', ['call_id', 'dispatched_at', 'generation'], ['dispatched_at']);
 const END = new RecordShape('call_end', [
   'call_id', 'session_id', 'request_id', 'method', 'tool', 'state', 'detail', 'cancel_requested',
   'stderr_bytes_seen', 'stderr_bytes_retained', 'stderr_truncated', 'stderr_shared_window', 'stderr',
@@ -42,7 +42,7 @@ const END = new RecordShape('call_end', [
   'protocol_version', 'traceparent', 'chain', 'continues', 'linked_by', 'request_state_sha256', 'flags', 'decision',
   // The server generation the call was dispatched to (--restart; 1 without it; null: it never reached a server).
   'generation',
-]);
+], ['started_at', 'dispatched_at', 'ended_at']);
 
 export class AuditLog implements SessionObserver {
   readonly log: SessionLog;
@@ -105,12 +105,12 @@ export class AuditLog implements SessionObserver {
 
   callStarted(call: Call): boolean {
     const m = this.masker;
-    return this.shaped(ATTEMPT, [call.callId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), isoAt(call.startedAt), maskedDecision(m, call)], 'now');
+    return this.shaped(ATTEMPT, [call.callId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), call.startedAt, maskedDecision(m, call)], 'now');
   }
 
   /** Usually written with the call's final record; a call still running after DISPATCH_WAIT_MS gets a write of its own. */
   callDispatched(call: Call): void {
-    this.shaped(DISPATCHED, [call.callId, iso(call.dispatchedAt), generationOf(call)], 'later');
+    this.shaped(DISPATCHED, [call.callId, call.dispatchedAt, generationOf(call)], 'later');
   }
 
   callEnded(call: Call): void {
@@ -119,7 +119,7 @@ export class AuditLog implements SessionObserver {
     this.shaped(END, [
       call.callId, this.sessionId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), call.state, maskText(m, call.detail), call.cancelRequested,
       stderr?.seen ?? 0, stderr?.retained ?? 0, stderr?.truncated ?? false, stderr?.shared ?? false, maskText(m, stderr?.text ?? null),
-      call.exitStatus, call.streamEnd, isoAt(call.startedAt), iso(call.dispatchedAt), iso(call.endedAt),
+      call.exitStatus, call.streamEnd, call.startedAt, call.dispatchedAt, call.endedAt,
       maskText(m, call.protocolVersion), maskText(m, call.traceparent), call.chain, call.continues, call.linkedBy, call.requestStateHash, call.flags,
       maskedDecision(m, call), generationOf(call),
     ], 'turn');
@@ -288,8 +288,4 @@ function maskText(masker: Masker, text: string | null): string | null {
 function maskId(masker: Masker, id: RequestId | null): string | number | null {
   const value = id instanceof RawId ? id.value : id;
   return typeof value === 'string' ? masker.text(value) : value;
-}
-
-function iso(ms: number | null): string | null {
-  return ms === null ? null : isoAt(ms);
 }

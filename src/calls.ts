@@ -44,6 +44,8 @@ export interface Call {
   requestStateHash: string | null;
   /** A tools/list that asked for a later page (a cursor): the tools it returns add to the pages before. */
   cursor: boolean;
+  /** The gate is deciding it: received, not yet dispatched, answered or withdrawn. (A flag, not a Set of calls: no table to grow and shrink per call.) */
+  gated: boolean;
   /** What the gate decided, and who decided it (null: the gate did not look at it). */
   decision: Decision | null;
   /** Era rules this call's answer broke without being refused (e.g. a result without resultType). */
@@ -83,6 +85,7 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
     requestStateHash: null,
     flags: null,
     cursor: false,
+    gated: false,
     decision: null,
     startedAt: Date.now(),
     dispatchedAt: null,
@@ -97,9 +100,18 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
   };
 }
 
+/**
+ * An ended call under a key no request id has (every id key starts with `s`
+ * or `n`): it keeps the in-flight table from ever becoming empty, because V8
+ * gives a Map a fresh table each time its last entry is deleted, about 150
+ * bytes per call on a one-at-a-time session. Its state is set, so it is
+ * never pending.
+ */
+const KEEP_KEY = '';
+
 export class CallTable {
-  /** Client requests the child has not answered, by id key (ended calls with a reserved id included). */
-  readonly inFlight = new Map<string, Call>();
+  /** Client requests the child has not answered, by id key (ended calls with a reserved id included, and one ended placeholder). */
+  readonly inFlight = new Map<string, Call>([[KEEP_KEY, { ...newCall(null, null, null, null), state: 'completed' }]]);
   /** The child's requests to the client not yet answered, by id key. */
   readonly childRequests = new Map<string, { id: RequestId; method: string }>();
 

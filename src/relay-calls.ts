@@ -57,8 +57,6 @@ export abstract class CallKeeper {
   /** The session's protocol era, learned from what passes, and its rules. */
   readonly eras: EraGuard;
   protected readonly gate: Gate | null;
-  /** Calls the gate is deciding: received, not yet dispatched, answered or withdrawn. */
-  protected readonly gated = new Set<Call>();
 
   constructor(
     protected readonly options: RelayOptions,
@@ -91,23 +89,24 @@ export abstract class CallKeeper {
   /** A tools/call goes through the gate; other lines keep flowing while it is decided. */
   protected review(gate: Gate, item: Request, meta: RequestMeta): void {
     const call = this.startCall(item, meta);
-    this.gated.add(call);
+    call.gated = true;
     this.armDeadline(call);
-    const failed = (error: Error): Outcome => ({ kind: 'refuse', state: 'rejected', reason: `mcpguard could not check the call: ${error.message}`, answer: errorResponse(call.requestId, INTERNAL_ERROR, 'mcpguard: the call could not be checked; not forwarded', { state: 'rejected' }) });
     let outcome: Outcome | Promise<Outcome>;
     try {
       outcome = gate.review(call, item, meta);
     } catch (error) {
-      outcome = failed(error as Error);
+      outcome = reviewFailed(call, error as Error);
     }
     // Decided at once (the common case): the call goes out in order with the lines around it.
     if (!(outcome instanceof Promise)) return this.settle(call, outcome);
-    outcome.then((decided) => this.settle(call, decided), (error: Error) => this.settle(call, failed(error)));
+    outcome.then((decided) => this.settle(call, decided), (error: Error) => this.settle(call, reviewFailed(call, error)));
   }
 
   /** The gate's outcome for a call, unless the call ended meanwhile (cancelled, timed out, session over). */
   protected settle(call: Call, outcome: Outcome): void {
-    if (!this.gated.delete(call) || call.state !== null) return;
+    if (!call.gated) return;
+    call.gated = false;
+    if (call.state !== null) return;
     if (outcome.kind === 'refuse') {
       this.end(call, outcome.state, outcome.reason);
       this.toClient.write(outcome.answer);
@@ -125,42 +124,49 @@ export abstract class CallKeeper {
       this.end(call, 'rejected', 'mcpguard could not write its audit record');
       return this.answer(call, INTERNAL_ERROR, 'mcpguard: the audit record could not be written; request not forwarded');
     }
-    this.toChild.write(outcome.frame, this.delivery([call]), call);
+    this.toChild.write(outcome.frame, this.delivery(call), call);
   }
 
   /** Take back a call that has not reached the child (the gate holds it, or it waits in the queue): true if it had not. */
   protected withdraw(call: Call): boolean {
     if (call.dispatchedAt !== null) return false;
-    if (this.gated.delete(call)) {
+    if (call.gated) {
+      call.gated = false;
       this.gate!.withdraw(call);
       return true;
     }
     return this.toChild.withdraw(call);
   }
 
-  /** How the calls of one forwarded line learn that it reached the child's stdin, or never will. */
-  protected delivery(started: readonly Call[]): Delivery {
-    return {
-      dispatched: () => {
-        const now = Date.now();
-        for (const call of started) {
-          if (call.state !== null) continue;
-          call.dispatchedAt = now;
-          for (const o of this.observers) o.callDispatched?.(call);
-        }
-      },
-      // The child's stdin was closed (EPIPE) before these bytes got in: the server never saw them.
-      undelivered: (error) => {
-        for (const call of started) {
-          if (call.state !== null) continue;
-          this.counters.undelivered++;
-          call.dispatchedAt = null;
-          const why = `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
-          this.end(call, 'cancelled_before_dispatch', why);
-          this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
-        }
-      },
-    };
+  /** How the calls of one forwarded line (one call, or a batch's) learn that it reached the child's stdin, or never will. */
+  protected delivery(started: Call | readonly Call[]): Delivery {
+    // One small object per forwarded line, not an object and two closures.
+    return new CallDelivery(this, started);
+  }
+
+  /** The calls' line was handed to the child's stdin. */
+  callsDispatched(started: Call | readonly Call[]): void {
+    const now = Date.now();
+    if (!Array.isArray(started)) return this.dispatchedAt(started as Call, now);
+    for (const call of started as readonly Call[]) this.dispatchedAt(call, now);
+  }
+
+  private dispatchedAt(call: Call, now: number): void {
+    if (call.state !== null) return;
+    call.dispatchedAt = now;
+    for (const o of this.observers) o.callDispatched?.(call);
+  }
+
+  /** The child's stdin was closed (EPIPE) before the calls' bytes got in: the server never saw them. */
+  callsUndelivered(started: Call | readonly Call[], error: Error): void {
+    for (const call of Array.isArray(started) ? started as readonly Call[] : [started as Call]) {
+      if (call.state !== null) continue;
+      this.counters.undelivered++;
+      call.dispatchedAt = null;
+      const why = `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
+      this.end(call, 'cancelled_before_dispatch', why);
+      this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
+    }
   }
 
   /** A client cancellation; returns whether to forward it to the child. */
@@ -232,7 +238,7 @@ export abstract class CallKeeper {
    */
   answerCrashed(waiting: (call: Call) => boolean, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
     for (const call of [...this.calls.pending()]) {
-      if (this.gated.has(call) || waiting(call)) continue;
+      if (call.gated || waiting(call)) continue;
       call.exitStatus = observed.exitStatus;
       call.streamEnd = observed.streamEnd;
       const state = call.dispatchedAt === null ? 'cancelled_before_dispatch' : STREAM_METHODS.has(call.method!) ? 'stream_ended' : 'unknown_after_dispatch';
@@ -273,5 +279,23 @@ export abstract class CallKeeper {
 
   protected notify(rejection: Rejection): void {
     for (const o of this.observers) o.rejected?.(rejection);
+  }
+}
+
+/** The refusal of a call the gate could not check. */
+function reviewFailed(call: Call, error: Error): Outcome {
+  return { kind: 'refuse', state: 'rejected', reason: `mcpguard could not check the call: ${error.message}`, answer: errorResponse(call.requestId, INTERNAL_ERROR, 'mcpguard: the call could not be checked; not forwarded', { state: 'rejected' }) };
+}
+
+/** A forwarded line's Delivery: what the writer reports goes to the keeper, for the line's calls. */
+class CallDelivery implements Delivery {
+  constructor(private readonly keeper: CallKeeper, private readonly started: Call | readonly Call[]) {}
+
+  dispatched(): void {
+    this.keeper.callsDispatched(this.started);
+  }
+
+  undelivered(error: Error): void {
+    this.keeper.callsUndelivered(this.started, error);
   }
 }

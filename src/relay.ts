@@ -202,7 +202,7 @@ export class Relay extends CallKeeper {
       return;
     }
     if (!forward) return;
-    this.toChild.write(frame, started.length === 0 ? undefined : this.delivery(started), started.length === 1 ? started[0] : undefined);
+    this.toChild.write(frame, started.length === 0 ? undefined : this.delivery(started.length === 1 ? started[0]! : started), started.length === 1 ? started[0] : undefined);
   }
 
   /**
@@ -257,7 +257,11 @@ export class Relay extends CallKeeper {
     }
     let late = 0;
     let frame = message.frame;
-    const answered: Array<[Call, CallState, string | null]> = [];
+    // The calls this line answers, ended once the answer is out: the first in locals (a single response needs no array).
+    let first: Call | null = null;
+    let firstState: CallState = 'completed';
+    let firstDetail: string | null = null;
+    let more: Array<[Call, CallState, string | null]> | null = null;
     for (const item of items) {
       if (item.kind === 'request') this.calls.childRequests.set(item.idKey, { id: item.id, method: item.method });
       else if (item.kind === 'notification') {
@@ -281,7 +285,16 @@ export class Relay extends CallKeeper {
           this.counters.childFrames++;
           return;
         }
-        answered.push(toolError(call, item) && outcome.state === 'completed' ? [call, 'tool_error', TOOL_ERROR_DETAIL] : [call, outcome.state, outcome.detail]);
+        const failedTool = toolError(call, item) && outcome.state === 'completed';
+        const state = failedTool ? 'tool_error' : outcome.state;
+        const detail = failedTool ? TOOL_ERROR_DETAIL : outcome.detail;
+        if (first === null) {
+          first = call;
+          firstState = state;
+          firstDetail = detail;
+        } else {
+          (more ??= []).push([call, state, detail]);
+        }
         if (!this.serverNamed) this.learnServerInfo(call, item);
         if (items.length !== 1) continue;
         const gated = this.gate === null || item.isError ? null
@@ -301,7 +314,8 @@ export class Relay extends CallKeeper {
     this.counters.childFrames++;
     // The answer goes out first; the final records follow (only the attempt must be write-ahead).
     this.toClient.write(frame);
-    for (const [call, state, detail] of answered) this.end(call, state, detail);
+    if (first !== null) this.end(first, firstState, firstDetail);
+    if (more !== null) for (const [call, state, detail] of more) this.end(call, state, detail);
   }
 
   /** Whether the server has named itself yet (only the first name counts). */

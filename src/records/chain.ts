@@ -17,6 +17,7 @@
 import * as crypto from 'node:crypto';
 import { createHash, createHmac } from 'node:crypto';
 import { canonical } from './canonical.js';
+import { LineBuffer } from './line-buffer.js';
 
 /** `prev` of record 0. */
 export const ZERO_HASH = '0'.repeat(64);
@@ -66,13 +67,6 @@ export function sealLine(unhashed: LogRecord, key: Buffer | undefined): string {
   return `${canonical({ ...unhashed, hash: recordHash(unhashed, key) })}\n`;
 }
 
-/** A member value's canonical text: plain values directly, anything nested through canonical(). */
-function memberText(value: unknown): string {
-  if (typeof value === 'string' || typeof value === 'boolean' || value === null) return JSON.stringify(value);
-  if (typeof value === 'number' && Number.isFinite(value)) return JSON.stringify(value);
-  return canonical(value);
-}
-
 /** Where a member of a shaped record comes from: an index into its values, or a chain field. */
 const SEQ = -1;
 const PREV = -2;
@@ -81,25 +75,27 @@ const TYPE = -4;
 
 /**
  * A record type whose members are fixed ahead (a call's attempt, dispatch and
- * end: the records every call writes). The sorted member order and the text
- * between the values are worked out once, into a template whose value slots
- * each line fills before one join: no object is copied or sorted, and the
- * line is built flat, without a string per member joined onto the last. Its
- * lines are byte-identical to canonical() of the same record (the record
- * tests check both agree), so the verifier needs no shapes.
+ * end: the records every call writes). The sorted member order and the bytes
+ * between the values are worked out once, into a template; each line writes
+ * those parts and its values straight into a LineBuffer: no object is copied
+ * or sorted, and no string is built for the line. Its lines are byte-identical
+ * to canonical() of the same record (the record tests check both agree), so
+ * the verifier needs no shapes.
  */
 export class RecordShape {
   /** Where each member's value comes from, in canonical order: an index into `values`, or a chain field. */
   private readonly from: number[];
   /**
-   * The line as parts: the text before member 0's value, value 0, the text
-   * between values 0 and 1, ..., the text after the last value. The value
-   * slots are refilled by every line() call.
+   * The bytes before member 0's value, between values 0 and 1, ..., and after
+   * the last value (the newline included).
    */
-  private readonly template: string[];
-  private readonly typeText: string;
+  private readonly parts: Buffer[];
 
-  constructor(readonly type: string, readonly fields: readonly string[]) {
+  /** Per member in canonical order: its value is a time in ms (or null), written as an ISO 8601 string. */
+  private readonly time: boolean[];
+
+  /** `times`: fields whose values are times in ms (Date.now()) or null, written as toISOString() spells them. */
+  constructor(readonly type: string, readonly fields: readonly string[], readonly times: readonly string[] = []) {
     for (const field of fields) {
       if (CHAIN_FIELDS.includes(field)) throw new TypeError(`record body may not set '${field}' (type '${type}')`);
     }
@@ -108,15 +104,18 @@ export class RecordShape {
     const chain = new Map([['seq', SEQ], ['prev', PREV], ['ts', TS], ['type', TYPE]]);
     const keys = [...fields, ...chain.keys()].sort();
     this.from = keys.map((k) => chain.get(k) ?? fields.indexOf(k));
-    // `prev` (a hex digest) and `ts` (an ISO time) have no character JSON would escape: their quotes are part of the template.
-    const quoted = (i: number): boolean => this.from[i] === PREV || this.from[i] === TS;
-    this.template = ['{'];
+    this.time = keys.map((k) => !chain.has(k) && times.includes(k));
+    // `prev` (a hex digest) and `ts` (an ISO time) have no character JSON would escape: their quotes are part of the template;
+    // `type` is fixed, so its JSON text is too.
+    const texts = ['{'];
     keys.forEach((k, i) => {
-      this.template[this.template.length - 1] += `${i === 0 ? '' : ','}${JSON.stringify(k)}:${quoted(i) ? '"' : ''}`;
-      this.template.push('', quoted(i) ? '"' : '');
+      const from = this.from[i]!;
+      const quoted = from === PREV || from === TS;
+      texts[texts.length - 1] += `${i === 0 ? '' : ','}${JSON.stringify(k)}:${quoted ? '"' : ''}${from === TYPE ? JSON.stringify(type) : ''}`;
+      texts.push(quoted ? '"' : '');
     });
-    this.template[this.template.length - 1] += '}\n';
-    this.typeText = JSON.stringify(type);
+    texts[texts.length - 1] += '}\n';
+    this.parts = texts.map((text) => Buffer.from(text, 'utf8'));
   }
 
   /**
@@ -124,39 +123,66 @@ export class RecordShape {
    * order of `fields` (undefined leaves a member out, as in canonical()), then
    * the chain fields: `prev` a hex digest, `ts` an ISO 8601 time (from `isoAt`).
    */
-  line(values: readonly unknown[], seq: number, prev: string, ts: string): string {
-    const template = this.template;
-    for (let i = 0; i < this.from.length; i++) {
-      const from = this.from[i]!;
-      let text: string;
-      if (from >= 0) {
-        const value = values[from];
-        if (value === undefined) return this.sparseLine(values, seq, prev, ts);
-        text = memberText(value);
-      } else {
-        text = from === SEQ ? String(seq) : from === TYPE ? this.typeText : from === PREV ? prev : ts;
+  line(values: readonly unknown[], seq: number, prev: string, ts: string | number): string {
+    const out = new LineBuffer();
+    this.write(out, values, seq, prev, ts);
+    return out.bytes.toString('utf8', 0, out.length);
+  }
+
+  /** `line()`, written into `out` (at its end); `ts` an ISO time or a time in ms. On a throw, `out` is left as it was. */
+  write(out: LineBuffer, values: readonly unknown[], seq: number, prev: string, ts: string | number): void {
+    const start = out.length;
+    try {
+      const from = this.from;
+      const parts = this.parts;
+      for (let i = 0; i < from.length; i++) {
+        out.raw(parts[i]!);
+        const at = from[i]!;
+        if (at >= 0) {
+          const value = values[at];
+          if (value === undefined) {
+            out.length = start;
+            return out.utf8(this.sparseLine(values, seq, prev, ts));
+          }
+          if (this.time[i] === true && typeof value === 'number') out.isoTime(value, true);
+          else out.value(value);
+        } else if (at === SEQ) out.number(seq);
+        else if (at === PREV) out.ascii(prev);
+        else if (at === TS) {
+          if (typeof ts === 'number') out.isoTime(ts, false);
+          else out.ascii(ts);
+        }
       }
-      template[2 * i + 1] = text;
+      out.raw(parts[from.length]!);
+    } catch (error) {
+      out.length = start;
+      throw error;
     }
-    return template.join('');
   }
 
   /** A record with members left out: rare, so it takes the general path. */
-  private sparseLine(values: readonly unknown[], seq: number, prev: string, ts: string): string {
+  private sparseLine(values: readonly unknown[], seq: number, prev: string, ts: string | number): string {
     const record: LogRecord = {};
     // defineProperty: a field named `__proto__` must become a member, not the prototype.
-    this.fields.forEach((field, i) => Object.defineProperty(record, field, { value: values[i], enumerable: true, writable: true, configurable: true }));
-    return `${canonical(Object.assign(record, { type: this.type, ts, seq, prev }))}\n`;
+    this.fields.forEach((field, i) => {
+      const value = this.times.includes(field) && typeof values[i] === 'number' ? isoAt(values[i] as number) : values[i];
+      Object.defineProperty(record, field, { value, enumerable: true, writable: true, configurable: true });
+    });
+    return `${canonical(Object.assign(record, { type: this.type, ts: typeof ts === 'number' ? isoAt(ts) : ts, seq, prev }))}\n`;
   }
 }
 
-let lastMs = Number.NaN;
-let lastIso = '';
-/** The ISO 8601 text of a time in ms, remembered for the last ms asked (a busy relay asks many times per ms). */
+// The last few times asked, by ms: a call's records ask for its start, dispatch and end times in turn.
+const ISO_CACHE = 4;
+const isoMs = new Float64Array(ISO_CACHE).fill(Number.NaN);
+const isoText: string[] = new Array<string>(ISO_CACHE).fill('');
+let isoNext = 0;
+/** The ISO 8601 text of a time in ms, remembered for the last few ms asked (a busy relay asks many times per ms). */
 export function isoAt(ms: number): string {
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
-    lastMs = ms;
-  }
-  return lastIso;
+  for (let i = 0; i < ISO_CACHE; i++) if (isoMs[i] === ms) return isoText[i]!;
+  const text = new Date(ms).toISOString();
+  isoMs[isoNext] = ms;
+  isoText[isoNext] = text;
+  isoNext = (isoNext + 1) % ISO_CACHE;
+  return text;
 }

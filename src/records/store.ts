@@ -30,6 +30,7 @@ import { EXIT_RECORD_FAILURE, GuardError } from '../errors.js';
 import { canonical } from './canonical.js';
 import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, isoAt, keyId, lineHash, sealLine, type LogRecord, type RecordShape } from './chain.js';
 import { isSessionId, newSessionId } from './ids.js';
+import { LineBuffer } from './line-buffer.js';
 import { describe, ensureRecordDir } from './location.js';
 
 export { fingerprint, newCallId, newSessionId } from './ids.js';
@@ -49,15 +50,20 @@ export class SessionLog {
   readonly path: string;
   private fd: number | null;
   private seq = 0;
-  /** `prev` for the next record, once `tail` is hashed. */
+  /** `prev` for the next record, once the tail line is hashed. */
   private prev = ZERO_HASH;
-  /** The last chained line (newline included) while its hash, the next `prev`, is not computed yet. */
-  private tail: string | null = null;
+  /**
+   * Chained lines, from `written` on not yet written, in order, built in one
+   * reused buffer. Bytes before `written` are kept only for the last line
+   * while it is not hashed yet (`tailStart` ≥ 0: its hash, the next `prev`).
+   */
+  private readonly lines = new LineBuffer();
+  private written = 0;
+  private tailStart = -1;
   private failure: string | null = null;
-  /** Chained lines not yet written, in order. */
-  private pending: string[] = [];
-  /** Deferred records not yet chained, in the order they were deferred. */
-  private queued: Deferred[] = [];
+  /** Deferred records not yet chained, in the order they were deferred: the first `queuedCount` of `queued`. */
+  private readonly queued: (Deferred | null)[] = [];
+  private queuedCount = 0;
 
   private constructor(sessionId: string, path: string, fd: number, private readonly opts: RecordStoreOptions) {
     this.sessionId = sessionId;
@@ -126,7 +132,7 @@ export class SessionLog {
     const fields = event(type, body);
     if (this.opts.fsync) return this.write(fields);
     this.ensureOpen();
-    this.queued.push({ shape: null, fields });
+    this.enqueue({ shape: null, fields });
   }
 
   /**
@@ -137,12 +143,12 @@ export class SessionLog {
    */
   appendShaped(shape: RecordShape, values: readonly unknown[], deferred = false): void {
     this.ensureOpen();
-    const ts = isoAt(Date.now());
+    const ts = Date.now();
     if (deferred && !this.opts.fsync) {
-      this.queued.push({ shape, values, ts });
+      this.enqueue({ shape, values, ts });
       return;
     }
-    this.chained(shape.line(values, this.seq, this.link(), ts));
+    this.chainShaped(shape, values, ts);
     this.writePending();
   }
 
@@ -159,7 +165,7 @@ export class SessionLog {
     this.ensureOpen();
     this.chainQueued(); // so `records` counts them
     const seal = { type: 'seal', records: this.seq + 1, ts: new Date().toISOString(), seq: this.seq, prev: this.link() };
-    this.chained(sealLine(seal, this.opts.key));
+    this.chainText(sealLine(seal, this.opts.key));
     this.writePending();
     this.close();
   }
@@ -173,17 +179,27 @@ export class SessionLog {
   }
 
   private chainFields(fields: LogRecord): void {
-    this.chained(`${canonical({ ...fields, seq: this.seq, prev: this.link() })}\n`);
+    this.chainText(`${canonical({ ...fields, seq: this.seq, prev: this.link() })}\n`);
   }
 
   private chainQueued(): void {
-    if (this.queued.length === 0) return;
     const queued = this.queued;
-    this.queued = [];
-    for (const record of queued) {
+    const count = this.queuedCount;
+    if (count === 0) return;
+    // The array is kept (not replaced, not cut to length 0): a fresh one would be allocated and grown every turn.
+    this.queuedCount = 0;
+    for (let i = 0; i < count; i++) {
+      const record = queued[i]!;
+      queued[i] = null;
       if (record.shape === null) this.chainFields(record.fields);
-      else this.chained(record.shape.line(record.values, this.seq, this.link(), record.ts));
+      else this.chainShaped(record.shape, record.values, record.ts);
     }
+  }
+
+  private enqueue(record: Deferred): void {
+    if (this.queuedCount < this.queued.length) this.queued[this.queuedCount] = record;
+    else this.queued.push(record);
+    this.queuedCount++;
   }
 
   private ensureOpen(): void {
@@ -192,31 +208,47 @@ export class SessionLog {
     }
   }
 
-  /** Queue a chained line (newline included) for the next write; it is the new tail of the chain. */
-  private chained(line: string): void {
-    this.pending.push(line);
+  /** Chain a shaped record: its line goes into the buffer for the next write and is the new tail of the chain. */
+  private chainShaped(shape: RecordShape, values: readonly unknown[], ts: number): void {
+    const prev = this.link();
+    const start = this.lines.length;
+    shape.write(this.lines, values, this.seq, prev, ts);
+    this.chained(start);
+  }
+
+  /** Chain a line given as text (newline included). */
+  private chainText(line: string): void {
+    const start = this.lines.length;
+    this.lines.utf8(line);
+    this.chained(start);
+  }
+
+  /** The line from `start` to the buffer's end is chained: the new tail. */
+  private chained(start: number): void {
     this.seq += 1;
-    this.tail = line;
+    this.tailStart = start;
   }
 
   /** The next record's `prev`: the hash of the last chained line, computed once. */
   private link(): string {
-    if (this.tail !== null) {
-      this.prev = lineHash(this.tail, this.opts.key);
-      this.tail = null;
+    if (this.tailStart >= 0) {
+      // The tail is always the last line in the buffer.
+      this.prev = lineHash(this.lines.bytes.subarray(this.tailStart, this.lines.length), this.opts.key);
+      this.tailStart = -1;
+      // Written and hashed: its bytes are needed no more.
+      if (this.written === this.lines.length) this.forgetWritten();
     }
     return this.prev;
   }
 
   /** Write every chained line in one write (and fsync when asked). */
   private writePending(): void {
-    if (this.fd === null || this.pending.length === 0) return;
-    // Written as a string: Node encodes it into its own scratch memory, no Buffer per record.
-    const text = this.pending.length === 1 ? this.pending[0]! : this.pending.join('');
-    this.pending = [];
-    const length = Buffer.byteLength(text);
+    const lines = this.lines;
+    if (this.fd === null || this.written === lines.length) return;
+    const offset = this.written;
+    const length = lines.length - offset;
     try {
-      const written = writeSync(this.fd, text);
+      const written = writeSync(this.fd, lines.bytes, offset, length);
       // Only a full disk or a file size limit makes a regular file take part of a write.
       if (written !== length) throw new Error(`short write: ${written} of ${length} bytes; the log now ends in a torn line`);
       if (this.opts.fsync) fsyncSync(this.fd);
@@ -225,6 +257,20 @@ export class SessionLog {
       this.close();
       throw new GuardError('ERR_RECORD_WRITE', `cannot write records up to ${this.seq - 1} to '${this.path}': ${this.failure}`, EXIT_RECORD_FAILURE);
     }
+    this.written = lines.length;
+    this.forgetWritten();
+  }
+
+  /** Drop the written lines from the buffer, but the tail while it is not hashed. */
+  private forgetWritten(): void {
+    if (this.tailStart < 0) {
+      this.lines.keepFrom(this.lines.length);
+      this.written = 0;
+      return;
+    }
+    this.lines.keepFrom(this.tailStart);
+    this.written -= this.tailStart;
+    this.tailStart = 0;
   }
 
   private close(): void {
@@ -236,7 +282,7 @@ export class SessionLog {
 }
 
 /** A record waiting to be chained: a fixed shape's values and time, or an event's fields. */
-type Deferred = { shape: RecordShape; values: readonly unknown[]; ts: string } | { shape: null; fields: LogRecord };
+type Deferred = { shape: RecordShape; values: readonly unknown[]; ts: number } | { shape: null; fields: LogRecord };
 
 /** An event's fields: its body, `type` and `ts`; the body may not set what the log owns. */
 function event(type: string, body: Record<string, unknown>): LogRecord {

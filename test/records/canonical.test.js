@@ -136,3 +136,69 @@ test('a record shape refuses fields the chain owns, and repeated fields', async 
   assert.throws(() => new RecordShape('x', ['a', 'seq']), /may not set 'seq'/);
   assert.throws(() => new RecordShape('x', ['a', 'a']), /names a field twice/);
 });
+
+test('property: a shaped record written into the line buffer is canonical() of the record, for any text and nesting', async () => {
+  const { RecordShape } = await import('../../dist/records/chain.js');
+  // Any UTF-16 text (lone surrogates, control characters, quotes, backslashes), nested to any depth, plus -0 and big numbers.
+  const text = fc.string({ unit: 'binary' });
+  const leaf = fc.oneof(text, fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), fc.constantFrom(-0, 1e21, 2 ** 53, -(2 ** 53) - 2, 0.1), fc.boolean(), fc.constant(null));
+  const { tree } = fc.letrec((tie) => ({
+    tree: fc.oneof({ depthSize: 'small' }, leaf, fc.array(fc.oneof(tie('tree'), fc.constant(undefined))), fc.dictionary(fc.oneof(text, fc.constantFrom('__proto__', '0', '10', 'toJSON')), fc.oneof(tie('tree'), fc.constant(undefined)))),
+  }));
+  fc.assert(fc.property(fc.array(fc.oneof(tree, fc.constant(undefined)), { minLength: 3, maxLength: 3 }), text, fc.nat(), (values, type, seq) => {
+    const names = ['a', 'b', 'z'];
+    const shape = new RecordShape(type, names);
+    const prev = 'cd'.repeat(32);
+    const ts = '2026-11-30T23:54:20.024Z';
+    const record = {};
+    names.forEach((n, i) => Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true }));
+    Object.assign(record, { type, ts, seq, prev });
+    let expected;
+    try {
+      expected = `${canonical(record)}\n`;
+    } catch (error) {
+      // What canonical() refuses, the line refuses too.
+      assert.throws(() => shape.line(values, seq, prev, ts), { message: error.message });
+      return;
+    }
+    assert.equal(shape.line(values, seq, prev, ts), expected);
+  }), { numRuns: 1000 });
+});
+
+test('a shaped record: objects with toJSON, class instances and cycles take canonical(), and a throw leaves nothing half-written', async () => {
+  const { RecordShape } = await import('../../dist/records/chain.js');
+  const { LineBuffer } = await import('../../dist/records/line-buffer.js');
+  const shape = new RecordShape('t', ['v']);
+  const prev = 'ef'.repeat(32);
+  const ts = '2026-11-30T23:54:20.024Z';
+  class Point { constructor() { this.y = 2; this.x = 1; } }
+  const withToJson = { b: 1, toJSON: () => ({ z: [1, { y: 'x' }], a: null }) };
+  const inherited = Object.create({ toJSON: () => 'from the prototype' });
+  const hidden = Object.defineProperty({ a: 1 }, 'toJSON', { value: () => 'hidden toJSON', enumerable: false });
+  for (const value of [new Point(), withToJson, inherited, hidden, { h: hidden }, { nested: withToJson }, [withToJson], { a: { b: { c: { d: { e: { f: 'deep' } } } } } }]) {
+    assert.equal(shape.line([value], 1, prev, ts), `${canonical({ v: value, type: 't', ts, seq: 1, prev })}\n`);
+  }
+  const cycle = { a: 1 };
+  cycle.self = cycle;
+  const out = new LineBuffer();
+  out.ascii('kept');
+  for (const bad of [cycle, { n: Number.NaN }, [1, Infinity], { f: () => 1 }, 10n]) {
+    assert.throws(() => shape.write(out, [bad], 1, prev, ts), TypeError);
+    assert.equal(out.bytes.toString('latin1', 0, out.length), 'kept', 'a refused value leaves the buffer as it was');
+  }
+});
+
+test('property: times in ms are written as toISOString() spells them', async () => {
+  const { RecordShape } = await import('../../dist/records/chain.js');
+  const shape = new RecordShape('t', ['at', 'n'], ['at']);
+  const prev = '01'.repeat(32);
+  const edges = [0, 1, 999, 86_399_999, 86_400_000, 951_782_400_000, 951_868_799_999, 4_107_542_400_000, 253_402_300_799_999, 253_402_300_800_000, -1, -62_198_755_200_000];
+  const ms = fc.oneof(fc.constantFrom(...edges), fc.integer({ min: 0, max: 253_402_300_799_999 }), fc.integer({ min: -8.64e15, max: 8.64e15 }));
+  fc.assert(fc.property(ms, fc.oneof(ms, fc.constant(null)), (ts, at) => {
+    const iso = (t) => new Date(t).toISOString();
+    const expected = `${canonical({ at: at === null ? null : iso(at), n: 7, type: 't', ts: iso(ts), seq: 3, prev })}\n`;
+    assert.equal(shape.line([at, 7], 3, prev, ts), expected);
+  }), { numRuns: 3000 });
+  // A field not named as a time keeps its number.
+  assert.match(shape.line([null, 1_700_000_000_000], 0, prev, 0), /"n":1700000000000/);
+});

@@ -1,0 +1,257 @@
+/**
+ * LineBuffer: the bytes of record lines not yet written, built in place.
+ *
+ * A call writes three records; building each as a string (a value's JSON text,
+ * the joined line, the lines joined for one write) allocated several KB per
+ * call and made the young generation fill twice as fast as a plain relay's.
+ * Here a line's text goes straight into one reused Buffer, which is hashed
+ * and written from there, so a small call's records allocate almost nothing.
+ *
+ * The bytes are exactly those of the text the string path built and Node's
+ * write encoded as UTF-8: canonical() for nested values, JSON.stringify's
+ * spelling for strings and numbers (plain ASCII strings are copied byte by
+ * byte, anything else goes through JSON.stringify).
+ */
+import { canonical } from './canonical.js';
+
+/** What a buffer starts at, and shrinks back to after a record that needed more (a long stderr text). */
+const INITIAL_BYTES = 16 * 1024;
+const KEEP_BYTES = 64 * 1024;
+/** Nested plain objects written without canonical()'s copy, down to this depth; deeper goes through canonical(). */
+const MAX_DIRECT_DEPTH = 4;
+
+/** 9999-12-31T23:59:59.999Z: the last time toISOString() writes with a four-digit year. */
+const LAST_4_DIGIT_MS = 253_402_300_799_999;
+
+/** `value` as `width` decimal digits (zero-padded) at `at`; returns the offset after them. */
+function digits(bytes: Buffer, at: number, value: number, width: number): number {
+  for (let i = at + width - 1; i >= at; i--) {
+    bytes[i] = 0x30 + (value % 10);
+    value = Math.floor(value / 10);
+  }
+  return at + width;
+}
+
+const TRUE = 'true';
+const FALSE = 'false';
+const NULL = 'null';
+
+export class LineBuffer {
+  bytes: Buffer = Buffer.allocUnsafeSlow(INITIAL_BYTES);
+  /** Bytes in use, from 0. */
+  length = 0;
+
+  /** Room for `n` more bytes: a larger buffer (contents kept) when needed. */
+  reserve(n: number): void {
+    const need = this.length + n;
+    if (need <= this.bytes.length) return;
+    const grown = Buffer.allocUnsafeSlow(Math.max(need, 2 * this.bytes.length));
+    this.bytes.copy(grown, 0, 0, this.length);
+    this.bytes = grown;
+  }
+
+  /**
+   * Keep only bytes [from, length), moved to the start (a line written but not
+   * hashed yet); a buffer grown past KEEP_BYTES goes back to its first size.
+   */
+  keepFrom(from: number): void {
+    const kept = this.length - from;
+    if (this.bytes.length > KEEP_BYTES && kept <= INITIAL_BYTES) {
+      const small = Buffer.allocUnsafeSlow(INITIAL_BYTES);
+      this.bytes.copy(small, 0, from, this.length);
+      this.bytes = small;
+    } else if (kept > 0 && from > 0) {
+      this.bytes.copyWithin(0, from, this.length);
+    }
+    this.length = kept;
+  }
+
+  /** Bytes copied in as they are. */
+  raw(part: Uint8Array): void {
+    this.reserve(part.length);
+    this.bytes.set(part, this.length);
+    this.length += part.length;
+  }
+
+  /** Text as UTF-8. */
+  utf8(text: string): void {
+    const n = Buffer.byteLength(text, 'utf8');
+    this.reserve(n);
+    this.length += this.bytes.write(text, this.length, n, 'utf8');
+  }
+
+  /** A string as JSON.stringify spells it. */
+  jsonString(text: string): void {
+    const n = text.length;
+    this.reserve(n + 2);
+    const bytes = this.bytes;
+    const start = this.length;
+    let at = start + 1;
+    for (let i = 0; i < n; i++) {
+      const c = text.charCodeAt(i);
+      // Printable ASCII but `"` and `\`: the one byte JSON keeps as it is. Anything else: JSON.stringify's spelling.
+      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return this.utf8(JSON.stringify(text));
+      bytes[at++] = c;
+    }
+    bytes[start] = 0x22;
+    bytes[at++] = 0x22;
+    this.length = at;
+  }
+
+  /** A number as JSON.stringify spells it; throws for NaN and the infinities (canonical() does). */
+  number(value: number): void {
+    if (!Number.isSafeInteger(value)) {
+      if (!Number.isFinite(value)) canonical(value); // throws its error
+      return this.ascii(JSON.stringify(value));
+    }
+    let n = value;
+    if (n < 0) {
+      this.reserve(1);
+      this.bytes[this.length++] = 0x2d;
+      n = -n;
+    }
+    let digits = 1;
+    for (let rest = n; rest >= 10; rest = Math.floor(rest / 10)) digits++;
+    this.reserve(digits);
+    const bytes = this.bytes;
+    for (let i = this.length + digits - 1; i >= this.length; i--) {
+      bytes[i] = 0x30 + (n % 10);
+      n = Math.floor(n / 10);
+    }
+    this.length += digits;
+  }
+
+  /**
+   * Any record value as canonical() spells it: plain values and plain objects
+   * and arrays of them directly, anything else (toJSON, class instances,
+   * cycles, deep trees) through canonical(), which also throws what JSON
+   * cannot spell.
+   */
+  value(value: unknown): void {
+    if (typeof value === 'string') return this.jsonString(value);
+    if (typeof value === 'number') return this.number(value);
+    if (typeof value === 'boolean') return this.ascii(value ? TRUE : FALSE);
+    if (value === null) return this.ascii(NULL);
+    const start = this.length;
+    if (!this.direct(value, 0)) {
+      this.length = start;
+      this.utf8(canonical(value));
+    }
+  }
+
+  /**
+   * A time in ms as Date.prototype.toISOString() spells it
+   * (`2026-11-30T23:54:20.024Z`), in quotes when `quoted`, worked out without
+   * a Date or a string. Times outside years 1970-9999 take toISOString().
+   */
+  isoTime(ms: number, quoted: boolean): void {
+    if (!Number.isSafeInteger(ms) || ms < 0 || ms > LAST_4_DIGIT_MS) {
+      const text = new Date(ms).toISOString(); // throws a RangeError for an invalid time, as isoAt() does
+      return this.ascii(quoted ? `"${text}"` : text);
+    }
+    const days = Math.floor(ms / 86_400_000);
+    let rest = ms - days * 86_400_000;
+    // Civil date from days since 1970-01-01 (the proleptic Gregorian calendar, as Date uses).
+    const z = days + 719_468;
+    const era = Math.floor(z / 146_097);
+    const doe = z - era * 146_097;
+    const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+    const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+    const mp = Math.floor((5 * doy + 2) / 153);
+    const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+    const month = mp < 10 ? mp + 3 : mp - 9;
+    const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+    const hours = Math.floor(rest / 3_600_000);
+    rest -= hours * 3_600_000;
+    const minutes = Math.floor(rest / 60_000);
+    rest -= minutes * 60_000;
+    const seconds = Math.floor(rest / 1000);
+    const millis = rest - seconds * 1000;
+    this.reserve(26);
+    const b = this.bytes;
+    let at = this.length;
+    if (quoted) b[at++] = 0x22;
+    at = digits(b, at, year, 4);
+    b[at++] = 0x2d;
+    at = digits(b, at, month, 2);
+    b[at++] = 0x2d;
+    at = digits(b, at, day, 2);
+    b[at++] = 0x54;
+    at = digits(b, at, hours, 2);
+    b[at++] = 0x3a;
+    at = digits(b, at, minutes, 2);
+    b[at++] = 0x3a;
+    at = digits(b, at, seconds, 2);
+    b[at++] = 0x2e;
+    at = digits(b, at, millis, 3);
+    b[at++] = 0x5a;
+    if (quoted) b[at++] = 0x22;
+    this.length = at;
+  }
+
+  /** ASCII text, as it is (a hex digest, an ISO time). */
+  ascii(text: string): void {
+    this.reserve(text.length);
+    this.length += this.bytes.write(text, this.length, text.length, 'latin1');
+  }
+
+  private byte(b: number): void {
+    this.reserve(1);
+    this.bytes[this.length++] = b;
+  }
+
+  /** A nested value written without copying it; false (bytes left half-written) when canonical() must do it. */
+  private direct(value: unknown, depth: number): boolean {
+    switch (typeof value) {
+      case 'string':
+        this.jsonString(value);
+        return true;
+      case 'number':
+        if (!Number.isFinite(value)) return false;
+        this.number(value);
+        return true;
+      case 'boolean':
+        this.ascii(value ? TRUE : FALSE);
+        return true;
+      case 'object':
+        break;
+      default:
+        return false;
+    }
+    if (value === null) {
+      this.ascii(NULL);
+      return true;
+    }
+    if (depth >= MAX_DIRECT_DEPTH) return false;
+    if (Array.isArray(value)) {
+      if (Object.getPrototypeOf(value) !== Array.prototype || typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+      this.byte(0x5b);
+      for (let i = 0; i < value.length; i++) {
+        if (i > 0) this.byte(0x2c);
+        const item: unknown = value[i];
+        if (item === undefined) this.ascii(NULL);
+        else if (!this.direct(item, depth + 1)) return false;
+      }
+      this.byte(0x5d);
+      return true;
+    }
+    // Only plain objects: a prototype may bring toJSON or getters, which canonical() knows how to treat.
+    if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+    const object = value as Record<string, unknown>;
+    if (typeof object.toJSON === 'function') return false;
+    const keys = Object.keys(object).sort();
+    this.byte(0x7b);
+    let first = true;
+    for (const key of keys) {
+      const member = object[key];
+      if (member === undefined) continue;
+      if (!first) this.byte(0x2c);
+      first = false;
+      this.jsonString(key);
+      this.byte(0x3a);
+      if (!this.direct(member, depth + 1)) return false;
+    }
+    this.byte(0x7d);
+    return true;
+  }
+}
