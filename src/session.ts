@@ -11,7 +11,7 @@ import type { Call } from './calls.js';
 import type { Diagnostics } from './diagnostics.js';
 import type { Response } from './jsonrpc.js';
 import type { Gate, GateIO } from './gate/gate.js';
-import { LineSplitter } from './framing.js';
+import { JoinPool, LineSplitter } from './framing.js';
 import type { SessionObserver } from './observer.js';
 import { markedProcesses } from './marker.js';
 import { DescendantTracker } from './proctree.js';
@@ -116,6 +116,8 @@ export class Session {
   /** Read by the client's line splitter after every line: while held, the rest of a read waits. */
   private readonly inputGate = { held: false };
   private resumeLines: () => boolean = () => true;
+  /** Buffers of large joined frames, both directions: the writers give them back after the write. */
+  private readonly joins = new JoinPool();
 
   constructor(private readonly options: SessionOptions, private readonly io: SessionIO) {
     // Created before the child so a client that is already gone is noticed; the
@@ -129,6 +131,7 @@ export class Session {
         this.holdInput('byClient', full);
       },
       onClosed: () => this.end('client_gone'),
+      joins: this.joins,
     });
   }
 
@@ -184,13 +187,14 @@ export class Session {
       onClosed: (error, expected) => {
         if (!expected) this.childStreamLost(exited, `the server closed its stdin (${(error as NodeJS.ErrnoException).code ?? error.message})`, 'child_stdin_closed');
       },
+      joins: this.joins,
     });
     const reclaimer = new ReadBufferReclaimer();
     const relay = new Relay(options, this.toClient, toChild, io.diag, io.observers, (reason) => this.end(reason), io.decorate ?? null, io.gate ?? null);
     this.pauseChildStdout = (full) => (full ? child.stdout.pause() : child.stdout.resume());
 
     // Child stdout → relay.
-    const childLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromChild(event));
+    const childLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromChild(event), null, this.joins);
     const stdoutEnded = streamEnded(child.stdout);
     child.stdout.on('data', (chunk: Buffer) => {
       reclaimer.account(chunk.length);
@@ -213,7 +217,7 @@ export class Session {
     started.release();
 
     // Client stdin → relay.
-    const clientLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromClient(event), this.inputGate);
+    const clientLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromClient(event), this.inputGate, this.joins);
     this.resumeLines = () => clientLines.resume();
     const onInput = (chunk: Buffer) => clientLines.push(chunk);
     io.input.on('data', onInput);
