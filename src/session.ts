@@ -197,7 +197,7 @@ export class Session {
     const childLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromChild(event), null, this.joins);
     const stdoutEnded = streamEnded(child.stdout);
     child.stdout.on('data', (chunk: Buffer) => {
-      reclaimer.account(chunk.length);
+      reclaimer.account(chunk.length, 'stdout');
       childLines.push(chunk);
     });
     void stdoutEnded.then(() => {
