@@ -393,33 +393,6 @@ class Scanner {
   }
 }
 
-/**
- * Run every path of the scanner once at load, while nothing is hot yet: V8
- * compiles a function that turns hot with the type feedback it has seen, and
- * a path first taken after that (a `\\u` escape, a control byte, a long run
- * after only short ones) deoptimises it. Code compiled on-stack inside a loop
- * was seen to stay deoptimised for the life of the process, taking the scan of
- * a 1 MiB string from ~0.2 ms to ~2 ms, depending on which payloads came first.
- */
-function primeScanner(): void {
-  const long = 'x'.repeat(200);
-  const samples = [
-    `{"a":[1,-2.5e+3,0.1E-2,true,false,null,{}],"b":{"c":[]},"d":"${long}","e":"${long}\\n${long}\\"${long}"}`,
-    `{"s":"\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00 ü数😀","t":"${long}\\u0041${long}"}`,
-    `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":0,"k11":1,"k12":2,"k13":3,"k14":4,"k15":5,"k16":6,"k\\u0031":7}`,
-    `["${long}\u0001"]`, `["${long}${long}\u0001${long}"]`, '["\u0001"]', `"${long}`, '"\\ud800"', '"\\udc00"', '"\\ud800\\u0041"', '"\\x"', '"\\u12"',
-    '{"a":1,"a":2}', '{"\\u0061":1,"a":2}', '{"a" 1}', '{1:2}', '[1 2]', '{"a":1 "b":2}', '-', '01', '1.', '1e', 'tru', 'nul', 'x', '', ' [] x', `${'['.repeat(MAX_DEPTH + 1)}`,
-  ];
-  for (let round = 0; round < 2; round++) {
-    for (const text of samples) {
-      const buf = Buffer.from(text);
-      scanJson(buf);
-      // Unaligned and inside a larger buffer, as frames cut from a read are.
-      scanJson(Buffer.concat([Buffer.from(' '), buf, Buffer.from('\n')]).subarray(1), 0, buf.length);
-    }
-  }
-}
-
 /** Decode a scanned string node. */
 export function stringValue(buf: Buffer, node: JsonNode): string {
   return decodeString(buf, node.start, node.end);
@@ -470,5 +443,3 @@ export function nodeText(buf: Buffer, node: JsonNode): string {
   return buf.toString('utf8', node.start, node.end);
 }
 
-// Last, once every constant above exists.
-primeScanner();
