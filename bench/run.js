@@ -7,6 +7,7 @@
 //   npm run bench                      full run (a few minutes)
 //   node bench/run.js --quick          smoke run (~30-60 s)
 //   node bench/run.js --rows=latency,throughput
+//   node bench/run.js --rows=single   one 1 MiB result / argument at a time, against the copy relay
 //   node bench/run.js --flood-bytes=512MiB
 //   node bench/run.js --rows=micro      only bench/records.js, bench/stderr.js (if present)
 //   node bench/run.js --rows=warmup     p50 by call index as the JIT warms up (run only when named)
@@ -25,6 +26,7 @@ import { benchHome, killAll } from './lib/proc.js';
 import { profileGuard, WORKLOADS } from './lib/profile.js';
 import { recordsRows } from './lib/records-row.js';
 import { shutdownRows } from './lib/shutdown.js';
+import { singleFlightRows } from './lib/single-flight.js';
 import { stallRows } from './lib/stall.js';
 import { startupRows } from './lib/startup.js';
 import { render } from './lib/table.js';
@@ -32,7 +34,7 @@ import { tailRows } from './lib/tail.js';
 import { throughputRows } from './lib/throughput.js';
 import { ROOT, mcpguardHelp, snapshotGuard } from './lib/variants.js';
 
-const ROWS = ['latency', 'throughput', 'startup', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup', 'tail'];
+const ROWS = ['latency', 'throughput', 'single', 'startup', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup', 'tail'];
 /** Rows run only when --rows names them. */
 const ON_REQUEST = ['warmup', 'tail'];
 /** Not table rows: other helpers' micro-benchmarks, appended when present (full runs of all rows, or --rows=micro). */
@@ -41,6 +43,7 @@ const MODES = {
   quick: {
     latency: { rounds: 3, requests: 300, warmup: 500, cold: 100 },
     throughput: { rounds: 3, frames: 16, window: 4 },
+    single: { rounds: 3, calls: 10 },
     startup: { rounds: 5 },
     flood: { rounds: 2, bytes: 64 * 2 ** 20 },
     stall: { rounds: 1, lines: 100000 },
@@ -53,6 +56,7 @@ const MODES = {
   full: {
     latency: { rounds: 11, requests: 2000, warmup: 5000, cold: 200 },
     throughput: { rounds: 7, frames: 64, window: 4 },
+    single: { rounds: 7, calls: 40 },
     startup: { rounds: 21 },
     flood: { rounds: 3, bytes: 2 * 2 ** 30 },
     stall: { rounds: 3, lines: 400000 },
@@ -138,7 +142,7 @@ if (args.profile !== undefined) {
   process.exit(0);
 }
 
-const RUNNERS = { warmup: warmupRows, latency: latencyRows, throughput: throughputRows, startup: startupRows, flood: floodRows, stall: stallRows, shutdown: shutdownRows, records: recordsRows, consent: consentRows, tail: tailRows };
+const RUNNERS = { warmup: warmupRows, latency: latencyRows, throughput: throughputRows, single: singleFlightRows, startup: startupRows, flood: floodRows, stall: stallRows, shutdown: shutdownRows, records: recordsRows, consent: consentRows, tail: tailRows };
 const started = Date.now();
 const lines = [];
 const notes = [];

@@ -61,6 +61,42 @@ function describe(byte: number): string {
   return `byte 0x${byte.toString(16).padStart(2, '0')}`;
 }
 
+/** String bytes scanned one at a time before a run counts as long (see `runEnd`). */
+const SHORT_RUN = 32;
+/** Runs shorter than this are checked for control bytes byte by byte, longer ones by words. */
+const WORD_RUN = 64;
+
+/** The first byte < 0x20 in buf[i, stop), or `stop`. */
+function firstControlBytes(buf: Buffer, i: number, stop: number): number {
+  while (i < stop && buf[i]! >= 0x20) i++;
+  return i;
+}
+
+/**
+ * The first group of four words in words[k, kEnd) (kEnd - k a multiple of
+ * 4) with a byte below 0x20, or kEnd. A leaf
+ * with nothing after its loop but a return: V8 compiles a hot loop on its
+ * first long run (on-stack replacement), and code after such a loop that had
+ * never run is compiled without type feedback; reaching it then deoptimised
+ * the cached code on every later long run, for the life of the process.
+ */
+function firstFlaggedWord(words: Int32Array, k: number, kEnd: number): number {
+  // Four words a step; the caller checks the last few bytes one at a time.
+  while (k < kEnd) {
+    const a = words[k]!, b = words[k + 1]!, c = words[k + 2]!, d = words[k + 3]!;
+    if ((((a - 0x20202020) & ~a) | ((b - 0x20202020) & ~b) | ((c - 0x20202020) & ~c) | ((d - 0x20202020) & ~d)) & 0x80808080) return k;
+    k += 4;
+  }
+  return k;
+}
+
+/** An Int32Array over the whole 4-byte words inside `buf`, the first at buffer index `(4 - byteOffset % 4) % 4`. */
+function wordsOf(buf: Buffer): Int32Array {
+  const first = (buf.byteOffset + 3) & ~3;
+  const count = Math.max(0, (buf.byteOffset + buf.length - first) >> 2);
+  return new Int32Array(buf.buffer, first, count);
+}
+
 /** Objects with more keys than this track them in a Set instead of comparing byte ranges. */
 const LINEAR_KEY_LIMIT = 16;
 
@@ -75,6 +111,11 @@ class Scanner {
   private keyTop = 0;
   /** Set by `string()`: the string just scanned contained a backslash escape. */
   private escaped = false;
+  /** The next `"` / `\\` at or after the last long-run search (`end` if none), -1 before the first. */
+  private quoteAt = -1;
+  private backslashAt = -1;
+  /** The buffer's aligned 4-byte words, made on the first long run. */
+  private words: Int32Array | undefined = undefined;
 
   constructor(private readonly buf: Buffer, private readonly end: number) {}
 
@@ -236,12 +277,14 @@ class Scanner {
     let i = pos + 1;
     this.escaped = false;
     for (;;) {
-      // Hot loop: most bytes are plain text.
-      while (i < end) {
+      // Short runs byte by byte (most keys and values); a run that goes on takes the long-run path.
+      const shortEnd = i + SHORT_RUN < end ? i + SHORT_RUN : end;
+      while (i < shortEnd) {
         const c = buf[i]!;
         if (c === QUOTE || c === BACKSLASH || c < 0x20) break;
         i++;
       }
+      if (i === shortEnd && i < end) i = this.runEnd(i);
       if (i >= end) this.fail('unterminated string (truncated JSON)', pos);
       const c = buf[i]!;
       if (c === QUOTE) return i + 1;
@@ -253,7 +296,9 @@ class Scanner {
         // I-JSON (RFC 7493): no lone surrogates; parsers disagree on them (kept, replaced, refused).
         if (unit >= 0xdc00 && unit <= 0xdfff) this.fail('lone low surrogate escape in a string', i);
         if (unit >= 0xd800 && unit <= 0xdbff) {
-          const low = buf[i + 6] === BACKSLASH && buf[i + 7] === 0x75 ? this.hex4(i + 6) : -1;
+          // Reads are kept inside the buffer: one out-of-bounds read would deoptimise this function.
+          const next = i + 7 < buf.length && buf[i + 6] === BACKSLASH && buf[i + 7] === 0x75;
+          const low = next ? this.hex4(i + 6) : -1;
           if (low < 0xdc00 || low > 0xdfff) this.fail('lone high surrogate escape in a string', i);
           i += 6;
         }
@@ -264,6 +309,47 @@ class Scanner {
         this.fail('invalid escape in a string', i);
       }
     }
+  }
+
+  /**
+   * The long-run path: the offset of the first `"`, `\\` or control byte at
+   * or after `i`, or `end`. Quotes and backslashes are found by memchr
+   * (`indexOf`), whose answers are kept: positions only grow within one scan,
+   * so each byte is searched at most once per kind however many runs there
+   * are. Control bytes are then looked for only up to the nearer of the two.
+   */
+  private runEnd(i: number): number {
+    const { buf, end } = this;
+    if (this.quoteAt < i) {
+      const at = buf.indexOf(QUOTE, i);
+      this.quoteAt = at === -1 || at > end ? end : at;
+    }
+    if (this.backslashAt < i) {
+      const at = buf.indexOf(BACKSLASH, i);
+      this.backslashAt = at === -1 || at > end ? end : at;
+    }
+    const stop = this.quoteAt < this.backslashAt ? this.quoteAt : this.backslashAt;
+    return stop - i < WORD_RUN ? firstControlBytes(buf, i, stop) : this.firstControlWords(i, stop);
+  }
+
+  /**
+   * The first byte < 0x20 in [i, stop), or `stop`, 16 bytes per step through an
+   * Int32Array view of the buffer's aligned words. A word has a byte below
+   * 0x20 exactly when `(w - 0x20202020) & ~w & 0x80808080` is non-zero (no
+   * false positives for existence; which byte it is, a byte loop then finds).
+   */
+  private firstControlWords(i: number, stop: number): number {
+    const { buf } = this;
+    // Bytes up to the first aligned one.
+    const misaligned = (4 - ((buf.byteOffset + i) & 3)) & 3;
+    const head = firstControlBytes(buf, i, i + misaligned);
+    if (head < i + misaligned) return head;
+    i += misaligned;
+    const words = (this.words ??= wordsOf(buf));
+    const shift = (4 - (buf.byteOffset & 3)) & 3; // buffer index of word 0
+    const k = (i - shift) >> 2;
+    const flagged = firstFlaggedWord(words, k, k + (((stop - i) >> 2) & ~3));
+    return firstControlBytes(buf, shift + (flagged << 2), stop);
   }
 
   /** The code unit of the `\\uXXXX` escape at `i`. */
@@ -356,3 +442,4 @@ function commonString(buf: Buffer, start: number, end: number): string | undefin
 export function nodeText(buf: Buffer, node: JsonNode): string {
   return buf.toString('utf8', node.start, node.end);
 }
+

@@ -11,7 +11,7 @@ import type { Call } from './calls.js';
 import type { Diagnostics } from './diagnostics.js';
 import type { Response } from './jsonrpc.js';
 import type { Gate, GateIO } from './gate/gate.js';
-import { LineSplitter, type LineEvent } from './framing.js';
+import { JoinPool, LineSplitter, type LineEvent } from './framing.js';
 import { notification } from './jsonrpc.js';
 import type { SessionObserver } from './observer.js';
 import { markedEnv } from './marker.js';
@@ -168,6 +168,8 @@ export class Session {
   /** Read by the client's line splitter after every line: while held, the rest of a read waits. */
   private readonly inputGate = { held: false };
   private resumeLines: () => boolean = () => true;
+  /** Buffers of large joined frames, both directions: the writers give them back after the write. */
+  private readonly joins = new JoinPool();
 
   constructor(private readonly options: SessionOptions, private readonly io: SessionIO) {
     // Created before the child so a client that is already gone is noticed; the
@@ -181,6 +183,7 @@ export class Session {
         this.holdInput('byClient', full);
       },
       onClosed: () => this.end('client_gone'),
+      joins: this.joins,
     });
   }
 
@@ -244,7 +247,7 @@ export class Session {
     const clientLines = new LineSplitter(options.maxFrameBytes, watch === null ? (event) => relay.fromClient(event) : (event) => {
       watch.clientLine(event);
       relay.fromClient(event);
-    }, this.inputGate);
+    }, this.inputGate, this.joins);
     this.resumeLines = () => clientLines.resume();
     const onInput = (chunk: Buffer) => clientLines.push(chunk);
     io.input.on('data', onInput);
@@ -360,6 +363,7 @@ export class Session {
         this.io.stderr.write(chunk, relay().calls.inFlightCallIds());
       },
       pressure: (full) => this.holdInput('byChild', full),
+      joins: this.joins,
       streamLost: (what, reason) => {
         if (this.reason !== null) return;
         this.io.diag.line(`${what} while still running; ending the session`);

@@ -15,6 +15,7 @@
  * that failed before taking it (EPIPE), or written after the close.
  */
 import type { Writable } from 'node:stream';
+import type { JoinPool } from './framing.js';
 
 /** What a frame's sender learns about it: handed to the stream, or never delivered. */
 export interface Delivery {
@@ -40,6 +41,8 @@ export interface FrameWriterOptions {
   onPressure: (full: boolean) => void;
   /** The destination failed or closed; called once. `expected` when it closed after `end()` without an error. */
   onClosed: (error: Error, expected: boolean) => void;
+  /** Where frames joined from pooled buffers go back once their write has completed. */
+  joins?: JoinPool;
 }
 
 export class FrameWriter {
@@ -129,7 +132,10 @@ export class FrameWriter {
 
   private dispatch(frame: Buffer, delivery: Delivery | undefined): void {
     // A write's callback always runs later (next tick at the earliest), so `dispatched` comes first.
-    const accepted = delivery === undefined ? this.stream.write(frame) : this.stream.write(frame, (error) => error && delivery.undelivered(error));
+    const joins = this.options.joins;
+    const accepted = joins !== undefined && joins.owns(frame)
+      ? this.stream.write(frame, (error) => (error ? delivery?.undelivered(error) : joins.release(frame)))
+      : delivery === undefined ? this.stream.write(frame) : this.stream.write(frame, (error) => error && delivery.undelivered(error));
     delivery?.dispatched();
     if (!accepted) this.waitingForDrain = true;
   }

@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { LineSplitter, OVERSIZE_HEAD_BYTES } from '../dist/framing.js';
+import { JoinPool, LineSplitter, OVERSIZE_HEAD_BYTES, POOL_KEEP_BYTES, POOLED_MIN_BYTES } from '../dist/framing.js';
 
 /** Feed `chunks` then end; return the events with every buffer copied (frames may be views). */
 function split(maxBytes, chunks, { end = true } = {}) {
@@ -232,4 +232,53 @@ test('with a gate toggled at random, the lines and their order are those of an u
     splitter.end();
     assert.deepEqual(gated, plain);
   }), { numRuns: 500 });
+});
+
+describe('JoinPool: buffers of joined frames, reused after their write, capped', () => {
+  test('a released buffer is handed out again for the next large frame; small frames are not pooled', () => {
+    const pool = new JoinPool();
+    const a = pool.take(1_000_000);
+    assert.equal(a.length, 1_000_000);
+    pool.release(a);
+    assert.ok(pool.keptBytes >= 1_000_000);
+    const b = pool.take(1_000_100);
+    assert.equal(b.length, 1_000_100);
+    assert.equal(b.buffer, a.buffer, 'the kept buffer was not reused');
+    assert.equal(pool.keptBytes, 0);
+    const small = pool.take(POOLED_MIN_BYTES - 1);
+    assert.equal(pool.owns(small), false);
+  });
+
+  test('only frames it lent, once each; a foreign buffer or a view of a frame is ignored', () => {
+    const pool = new JoinPool();
+    const a = pool.take(200_000);
+    pool.release(a.subarray(0, 100));
+    pool.release(Buffer.alloc(200_000));
+    assert.equal(pool.keptBytes, 0);
+    pool.release(a);
+    const kept = pool.keptBytes;
+    pool.release(a);
+    assert.equal(pool.keptBytes, kept, 'a frame released twice was kept twice');
+  });
+
+  test('a 16 MiB frame is not kept, and what is kept stays under the cap', () => {
+    const pool = new JoinPool();
+    const huge = pool.take(16 * 1024 * 1024);
+    pool.release(huge);
+    assert.equal(pool.keptBytes, 0);
+    const frames = Array.from({ length: 12 }, () => pool.take(900_000));
+    for (const f of frames) pool.release(f);
+    assert.ok(pool.keptBytes > 0 && pool.keptBytes <= POOL_KEEP_BYTES, `kept ${pool.keptBytes}`);
+  });
+
+  test('the splitter joins a frame spread over reads into a pooled buffer, and its bytes are the line', () => {
+    const pool = new JoinPool();
+    const frames = [];
+    const splitter = new LineSplitter(4 * 1024 * 1024, (e) => frames.push(e.frame), null, pool);
+    const line = Buffer.concat([Buffer.alloc(300_000, 0x61), Buffer.from('\n')]);
+    for (let at = 0; at < line.length; at += 65536) splitter.push(line.subarray(at, at + 65536));
+    assert.equal(frames.length, 1);
+    assert.ok(pool.owns(frames[0]));
+    assert.deepEqual(frames[0], line);
+  });
 });

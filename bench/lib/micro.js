@@ -9,6 +9,7 @@ const SCRIPTS = [
   { file: 'bench/records.js', quickArgs: ['2000', '100'] },
   { file: 'bench/stderr.js', quickArgs: [] },
   { file: 'bench/gate-schema.js', quickArgs: ['--quick'] },
+  { file: 'bench/scan.js', quickArgs: ['--quick'] },
 ];
 
 export async function microSections({ quick }, progress) {

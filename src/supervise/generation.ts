@@ -8,6 +8,7 @@
 import type { Readable } from 'node:stream';
 import type { ExitInfo, StartedChild } from '../child.js';
 import { LineSplitter, type LineEvent } from '../framing.js';
+import type { JoinPool } from '../framing.js';
 import { markedProcesses } from '../marker.js';
 import { DescendantTracker } from '../proctree.js';
 import type { ReadBufferReclaimer } from '../reclaim.js';
@@ -25,6 +26,8 @@ export interface GenerationOptions {
 }
 
 export interface GenerationHooks {
+  /** Buffers of large joined frames, shared with the session's other splitter and writers. */
+  joins?: JoinPool;
   /** Every line of the child's stdout. */
   line(event: LineEvent): void;
   /** Every chunk of the child's stderr, as it arrives. */
@@ -84,12 +87,13 @@ export class Generation {
       onClosed: (error, expected) => {
         if (!expected) this.streamLost(hooks, `the server closed its stdin (${(error as NodeJS.ErrnoException).code ?? error.message})`, 'child_stdin_closed');
       },
+      joins: hooks.joins,
     });
 
-    this.lines = new LineSplitter(options.maxFrameBytes, hooks.line);
+    this.lines = new LineSplitter(options.maxFrameBytes, hooks.line, null, hooks.joins);
     this.stdoutEnded = streamEnded(child.stdout);
     child.stdout.on('data', (chunk: Buffer) => {
-      reclaimer.account(chunk.length);
+      reclaimer.account(chunk.length, 'stdout');
       this.lines.push(chunk);
     });
     void this.stdoutEnded.then(() => {
@@ -100,7 +104,7 @@ export class Generation {
     // Always drained, never paused.
     this.stderrEnded = streamEnded(child.stderr);
     child.stderr.on('data', (chunk: Buffer) => {
-      reclaimer.account(chunk.length);
+      reclaimer.account(chunk.length, 'stderr');
       this.stderrBytes += chunk.length;
       this.keepTail(chunk);
       hooks.stderr(chunk);
