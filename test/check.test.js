@@ -3,7 +3,9 @@
 // Each test asserts the exact findings, through the JSON report unless it tests the text.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FIXTURES, ROOT, fixture } from './helpers/run.js';
 import { check, checkJson, killChecks } from './helpers/check.js';
@@ -309,9 +311,55 @@ describe('exit status 2: could not run', () => {
 });
 
 describe('the CI example', () => {
-  test('the workflow runs `mcpguard check` on the installed server command', { timeout: 10000 }, () => {
-    const workflow = readFileSync(join(ROOT, 'examples', 'ci', 'mcp-stdout-check.yml'), 'utf8');
-    assert.match(workflow, /npx --yes mcpguard@[\d.]+ check /);
+  // Each `mcpguard check` the workflow runs, run here as the job would run it: the installed
+  // command is this checkout's bin, `my-mcp-server` a clean fixture (its tool is `add`, not `echo`).
+  const workflow = readFileSync(join(ROOT, 'examples', 'ci', 'mcp-stdout-check.yml'), 'utf8');
+  const steps = runSteps(workflow).filter((command) => command.includes('mcpguard check'));
+
+  test('it installs mcpguard from $MCPGUARD_PACKAGE, never from the registry by name', { timeout: 10000 }, () => {
+    assert.match(workflow, /run: npm install --global "\$MCPGUARD_PACKAGE"/);
+    assert.doesNotMatch(workflow, /npx|npm install (--global|-g) mcpguard/);
     assert.doesNotMatch(workflow, /\t/);
+    assert.equal(steps.length, 3, steps.join('\n'));
   });
+
+  for (const [i, command] of steps.entries()) {
+    test(`workflow step ${i}: ${command.slice(0, 60)}`, { timeout: 60000 }, () => {
+      const tmp = mkdtempSync(join(tmpdir(), 'mcpguard-ci-'));
+      try {
+        const script = [
+          `mcpguard() { ${JSON.stringify(process.execPath)} ${JSON.stringify(join(ROOT, 'bin', 'mcpguard.js'))} "$@"; }`,
+          `my-mcp-server() { :; }`, // only ever a word after --, never run by the shell
+          command.replace(/--call echo --args '\{"message":"hello"\}'/, `--call add --args '{"a":1,"b":2}'`)
+            .replace(/-- my-mcp-server/, `-- python3 ${JSON.stringify(join(FIXTURES, 'check-server.py'))}`),
+        ].join('\n');
+        const run = spawnSync('bash', ['-ec', script], { cwd: tmp, env: { ...process.env, RUNNER_TEMP: tmp }, encoding: 'utf8', timeout: 50000 });
+        assert.equal(run.status, 0, `${script}\n${run.stdout}\n${run.stderr}`);
+        if (command.includes('--json')) {
+          const report = JSON.parse(readFileSync(join(tmp, 'mcpguard-check.json'), 'utf8').trim().split('\n').pop());
+          assert.equal(typeof report, 'object');
+        }
+      } finally {
+        rmSync(tmp, { recursive: true, force: true });
+      }
+    });
+  }
 });
+
+/** The commands of a workflow's `run:` steps: a `|` block keeps its lines, a `>` block is folded into one. */
+function runSteps(yaml) {
+  const lines = yaml.split('\n');
+  const commands = [];
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^(\s*)(?:- )?run: ?(.*)$/.exec(lines[i]);
+    if (m === null) continue;
+    if (m[2] !== '|' && m[2] !== '>') {
+      commands.push(m[2]);
+      continue;
+    }
+    const body = [];
+    while (i + 1 < lines.length && (lines[i + 1].trim() === '' || lines[i + 1].search(/\S/) > m[1].length)) body.push(lines[++i].trim());
+    commands.push(body.filter((l) => l !== '').join(m[2] === '|' ? '\n' : ' '));
+  }
+  return commands;
+}
