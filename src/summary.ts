@@ -88,7 +88,12 @@ function stderrText(value: unknown): string | null {
   const s = value as Record<string, unknown>;
   const seen = num(s.bytes_seen);
   if (seen === null) return null;
-  const parts = [`${bytes(seen)} seen`, `${bytes(num(s.bytes_retained) ?? 0)} kept${s.truncated === true ? ' (truncated)' : ''}`];
+  // Stderr written during a call is kept with that call's record; only what came outside calls is the session's tail.
+  const outside = num(s.tail_bytes_seen);
+  const parts = outside === null
+    ? [`${bytes(seen)} seen`, `${bytes(num(s.bytes_retained) ?? 0)} kept${s.truncated === true ? ' (truncated)' : ''}`]
+    : [`${bytes(seen)} seen: ${bytes(seen - outside)} during calls (kept with each call)`,
+      `${bytes(outside)} outside calls${outside > 0 ? `, ${bytes(num(s.bytes_retained) ?? 0)} of it kept as the session's tail` : ''}${s.truncated === true ? ' (truncated)' : ''}`];
   const suppressed = num(s.suppressed_bytes) ?? 0;
   if (suppressed > 0) parts.push(`${bytes(suppressed)} not mirrored`);
   const redactions = num(s.redactions) ?? 0;

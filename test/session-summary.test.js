@@ -46,7 +46,7 @@ describe('session summary', { skip: hasScript ? false : 'no util-linux script(1)
       assert.match(lines[1], /^mcpguard: {3}command python3 \S*…?\S* --token \[REDACTED:MCPGUARD_TEST_API_TOKEN\]$/);
       assert.ok(lines.some((l) => /^mcpguard: {3}ended by client_eof; server exit code 0$/.test(l)), screen);
       assert.ok(lines.some((l) => /^mcpguard: {3}calls 0; rejected 0$/.test(l)), screen);
-      assert.ok(lines.some((l) => /^mcpguard: {3}stderr \d+ B seen, \d+ B kept/.test(l)), screen);
+      assert.ok(lines.some((l) => /^mcpguard: {3}stderr (\d+) B seen: 0 B during calls \(kept with each call\), \1 B outside calls, \d+ B of it kept as the session's tail/.test(l)), screen);
       assert.ok(lines.some((l) => /^mcpguard: {3}resources cpu \d+\.\d\ds user \+ \d+\.\d\ds sys, peak rss [\d.]+ (B|KiB|MiB)/.test(l)), screen);
       assert.ok(lines.includes(`mcpguard:   log ${dir}/${id}.jsonl  (mcpguard show ${id})`), screen);
       assert.ok(lines.length <= 8 && lines.every((l) => l.length <= 160), `short lines:\n${screen}`);

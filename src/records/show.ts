@@ -86,7 +86,11 @@ function stderrText(end: LogRecord): string {
   const seen = typeof s.bytes_seen === 'number' ? s.bytes_seen : typeof end.stderr_bytes_seen === 'number' ? end.stderr_bytes_seen : null;
   if (seen === null) return '-';
   const parts = [`${seen} bytes seen`];
-  if (typeof s.bytes_retained === 'number') parts.push(`${s.bytes_retained} kept${s.truncated === true ? ' (truncated)' : ''}`);
+  // During a call, stderr is kept with that call's record (mcpguard logs); outside calls, in the session's tail below.
+  if (typeof s.tail_bytes_seen === 'number') {
+    parts[0] = `${seen} bytes seen: ${seen - s.tail_bytes_seen} during calls`;
+    parts.push(`${s.tail_bytes_seen} outside calls${typeof s.bytes_retained === 'number' && s.tail_bytes_seen > 0 ? ` (${s.bytes_retained} kept)` : ''}${s.truncated === true ? ' (truncated)' : ''}`);
+  } else if (typeof s.bytes_retained === 'number') parts.push(`${s.bytes_retained} kept${s.truncated === true ? ' (truncated)' : ''}`);
   if (typeof s.mirrored_bytes === 'number') parts.push(`${s.mirrored_bytes} mirrored`);
   if (typeof s.suppressed_bytes === 'number' && s.suppressed_bytes > 0) parts.push(`${s.suppressed_bytes} not mirrored`);
   if (typeof s.redactions === 'number') parts.push(`${s.redactions} redaction${s.redactions === 1 ? '' : 's'}`);

@@ -64,7 +64,7 @@ test('show SESSION by a unique prefix: how it ran and ended, the stderr tail, th
   assert.equal(field(out, 'signals sent'), 'none');
   assert.equal(field(out, 'forced kill'), 'no');
   assert.equal(field(out, 'survivors'), 'none');
-  assert.match(field(out, 'stderr'), /^21 bytes seen, 21 kept, /);
+  assert.match(field(out, 'stderr'), /^21 bytes seen: 0 during calls, 21 outside calls \(21 kept\), /);
   assert.equal(field(out, 'records'), '5, sealed');
   assert.match(out, /^ {2}stderr tail:\n(?: {4}\| .*\n)*? {4}\| fatal: out of cheese$/m);
 
