@@ -8,6 +8,7 @@
 import { basename } from 'node:path';
 import type { LogRecord } from './chain.js';
 import { FAILED_STATES } from './filters.js';
+import type { Liveness } from './live.js';
 import { describe } from './location.js';
 import { LineReader, listLogFiles, parseRecord, readLogEdges, readLogFile, splitLines } from './read.js';
 
@@ -198,6 +199,10 @@ export interface SessionRow {
   spawn_failed: boolean;
   /** Calls that ended in a failed state (filters.ts FAILED_STATES), from the session record; null before it. */
   failed_calls: number | null;
+  /** How many times the server was started again (--restart), from the session record; null without --restart or before the record. */
+  restarts: number | null;
+  /** Whether the mcpguard of an unsealed log runs (live.ts); null for a sealed log. Set by the views that check it, last. */
+  liveness?: Liveness | null;
 }
 
 /** Summarise one session from its start and end records; a missing end leaves nulls. */
@@ -227,6 +232,7 @@ export function sessionRow(log: LogSummary): SessionRow {
     forced_kill: typeof end?.forced_kill === 'boolean' ? end.forced_kill || end.unkillable === true : null,
     spawn_failed: typeof end?.spawn_error === 'string',
     failed_calls: failedCalls(end?.calls),
+    restarts: num(end?.restarts),
   };
 }
 

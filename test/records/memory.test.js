@@ -60,7 +60,7 @@ function measured(args, sink, where = dir) {
   const file = join(root, `out-${Math.random().toString(16).slice(2)}`);
   const fd = sink === 'file' ? openSync(file, 'w') : sink === 'null' ? openSync('/dev/null', 'w') : 'pipe';
   const started = Date.now();
-  const child = spawn(process.execPath, ['--import', PRELOAD, BIN, ...args, '--record-dir', dir], {
+  const child = spawn(process.execPath, ['--import', PRELOAD, BIN, ...args, '--record-dir', where], {
     env: { ...process.env, MCPGUARD_TEST_HWM_FILE: hwm, TZ: 'UTC' }, stdio: ['ignore', fd, 'pipe'],
   });
   if (typeof fd === 'number') closeSync(fd);
