@@ -60,7 +60,21 @@ export async function runRecordsCommand(
     tolerateEpipe();
     keepYoungGenerationSmall();
   }
-  if (name === 'logs') return (await import('./logs.js')).runLogsCommand(argv, io);
+  if (name === 'logs') {
+    const out = new Output(io.stdout);
+    let code: number;
+    try {
+      code = await (await import('./logs.js')).runLogsCommand(argv, io, out);
+    } finally {
+      await out.end();
+    }
+    if (out.failure !== null) {
+      io.stderr.write(`mcpguard logs: cannot write the output: ${describe(out.failure)}\n`);
+      code = code === 0 ? 1 : code;
+    }
+    await settle(io.stderr);
+    return code;
+  }
   if (name === 'prune') {
     const out = new Output(io.stdout);
     const pruned = await (await import('./prune-command.js')).runPruneCommand(argv, { stdout: out, stderr: io.stderr });

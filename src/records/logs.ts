@@ -32,6 +32,7 @@ import { Clock } from './when.js';
 import { describe as describeError, recordDirFor, resolveRecordDir } from './location.js';
 import { FOLLOW_POLL_MS, forEachLine, listLogFiles } from './read.js';
 import type { CommandIO } from './commands.js';
+import type { Output } from './output.js';
 
 const MARKER_START = '[stderr truncated: ';
 const SESSION_END = '"type":"session_end"';
@@ -54,8 +55,11 @@ interface Block {
   text: string | null;
 }
 
-/** Run `logs` with its arguments (after the word `logs`); resolves to the exit code. */
-export async function runLogsCommand(argv: string[], io: CommandIO): Promise<number> {
+/**
+ * Run `logs` with its arguments (after the word `logs`), writing through
+ * `output` (the caller drains it); resolves to the exit code.
+ */
+export async function runLogsCommand(argv: string[], io: CommandIO, output: Output): Promise<number> {
   const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard logs: ${message}\n`); return code; };
   let values: { 'record-dir'?: string; json?: boolean; tail?: string; follow?: boolean; utc?: boolean };
   let positionals: string[];
@@ -94,16 +98,12 @@ export async function runLogsCommand(argv: string[], io: CommandIO): Promise<num
   const masker = processMasker();
   const clock = new Clock(values.utc === true);
   // The reader went away (`logs … | head`): stop quietly, as the other record commands do.
-  // (process.stdout is never destroyed; after EPIPE it is no longer writable.)
-  const stopped = (): boolean => {
-    const out = io.stdout as { destroyed?: boolean; writable?: boolean };
-    return out.destroyed === true || out.writable === false;
-  };
+  const stopped = (): boolean => output.closed;
   const write = (b: Block): boolean => {
     // Records were masked when written; masking again costs little and covers logs written by anything else.
     if (b.text !== null) b.text = masker.text(b.text);
     // A call's own text needs no header, as `docker logs` prints one container's output bare.
-    return io.stdout.write(values.json === true ? `${JSON.stringify(b)}\n` : render(b, !source.oneCall, clock)) !== false;
+    return output.write(values.json === true ? `${JSON.stringify(b)}\n` : render(b, !source.oneCall, clock));
   };
   // With --tail, the first pass keeps only the last N lines it has seen; later (followed) blocks print as they come.
   let kept: Block[] | null = tail === null ? null : [];
@@ -117,12 +117,12 @@ export async function runLogsCommand(argv: string[], io: CommandIO): Promise<num
       if (keptLines > 2 * tail! + 1000) { kept = lastLines(kept, tail!); keptLines = tail!; }
       return;
     }
-    let drained = true;
-    for (const b of blocks) if (!stopped()) drained = write(b) && drained;
     // Output is written as the log is read, never all at once: a slow reader holds the reading back.
-    if (!drained && !stopped()) await writable(io.stdout);
+    for (const b of blocks) if (!stopped() && write(b)) await output.flush();
+    // What is left of the batch goes out now, so that --follow shows it at once.
+    await output.flush();
     // A turn of the event loop per batch, so that a closed pipe (EPIPE) is heard of.
-    else await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
   };
   try {
     let r = source.read();
@@ -147,19 +147,6 @@ export async function runLogsCommand(argv: string[], io: CommandIO): Promise<num
     return fail(describeError(error), 1);
   }
   return 0;
-}
-
-/** Until `stream` drains, or closes or fails (then there is nothing to wait for). */
-function writable(stream: CommandIO['stdout']): Promise<void> {
-  const s = stream as Partial<NodeJS.WritableStream>;
-  if (typeof s.once !== 'function' || typeof s.off !== 'function') return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      for (const event of ['drain', 'close', 'error']) s.off!(event, done);
-      resolve();
-    };
-    for (const event of ['drain', 'close', 'error']) s.once!(event, done);
-  });
 }
 
 /**
@@ -225,6 +212,13 @@ function callSource(file: string, callId: string): Source {
   };
 }
 
+/**
+ * How much of a session log one read takes. Its blocks (each call's text) are
+ * held until they are written: a small batch keeps them young, so that they
+ * die in the young generation instead of piling up in the old one.
+ */
+const SESSION_BATCH = 64 * 1024;
+
 function sessionSource(file: string): Source {
   let offset = 0;
   let done = false;
@@ -240,7 +234,7 @@ function sessionSource(file: string): Source {
         const block = sessionBlock(record, sessionId);
         if (block !== null) blocks.push(block);
         if (record.type === 'session_end') done = true;
-      }));
+      }, SESSION_BATCH));
       return { blocks, done, eof };
     },
   };

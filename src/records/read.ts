@@ -235,7 +235,11 @@ export const FOLLOW_POLL_MS = 200;
  * a regular file named directly (as readLogFile wants it); an unparsable line
  * is skipped.
  */
-export function forEachLine(file: string, from: number, keep: ((line: Buffer) => boolean) | null, visit: (record: Record<string, unknown>) => void): { offset: number; eof: boolean } {
+export function forEachLine(
+  file: string, from: number, keep: ((line: Buffer) => boolean) | null, visit: (record: Record<string, unknown>) => void,
+  /** Stop after about this many bytes (whole lines); a caller that holds what it visits reads less at a time. */
+  batch = READ_BYTES,
+): { offset: number; eof: boolean } {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -251,7 +255,7 @@ export function forEachLine(file: string, from: number, keep: ((line: Buffer) =>
     // One buffer, reused: an unfinished line moves to its start and the next read lands after it.
     let buf = Buffer.allocUnsafe(2 * CHUNK_BYTES);
     let have = 0;
-    for (let at = from; offset - from < READ_BYTES;) {
+    for (let at = from; offset - from < batch;) {
       if (buf.length - have < CHUNK_BYTES) {
         const bigger = Buffer.allocUnsafe(2 * buf.length); // a line longer than the buffer
         buf.copy(bigger, 0, 0, have);
