@@ -87,7 +87,7 @@ test('views of a ~1 GB record directory keep their peak RSS under 100 MiB', { sk
       assert.equal(rows.length, COPIES + 2);
       // Newest first.
       assert.match(rows.at(-1), /^s_20261130T000000Z_crashed0 .* 20000 +20 +no$/); // counted by reading it through
-      assert.match(rows[0], /^s_20261130T023900Z_00000039 .* stdin_eof +0 +20000 +20 +yes$/);
+      assert.match(rows[0], /^s_20261130T023900Z_00000039 .* stdin_eof +0 +- +20000 +20 +yes$/);
     }
     if (name === 'show SESSION') assert.match(r.stdout, /^ {2}calls +20000: completed \d+, error \d+$/m);
   }
