@@ -53,17 +53,18 @@ export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
 NAME (--name, else the server's serverInfo.name, else the command's basename),
 START (in local time; the header names the zone), DURATION, COMMAND, PROTOCOL, END
 (how it ended; a session without a seal is running while its mcpguard runs, checked by
-pid and process start time, and crashed once that mcpguard is gone), EXIT (the server's exit code or signal), CALLS, REJECTED (frames
+pid and process start time, and crashed once that mcpguard is gone), EXIT (the server's exit code or signal),
+RESTARTS (how often --restart started the server again; - without --restart), CALLS, REJECTED (frames
 refused), SEALED (yes, no: still running or crashed, torn: the last write was cut).
 On a terminal the table fits its width: COMMAND is cut in the middle, then columns
-are left out (PROTOCOL, REJECTED, DURATION, SEALED, COMMAND).
+are left out (RESTARTS, PROTOCOL, REJECTED, DURATION, SEALED, COMMAND).
 ${TIMES}`,
     options: [
       { name: 'max-count', arg: 'N', help: 'at most N sessions, the newest (-n N)' },
       { name: 'since', arg: 'T', help: 'sessions started at or after T' },
       { name: 'until', arg: 'T', help: 'sessions started at or before T' },
       { name: 'name', arg: 'GLOB', help: "sessions whose name matches GLOB (*, ?, [...]; e.g. 'files*')" },
-      { name: 'failed', help: 'sessions whose server exited non-zero, was killed (SIGKILL) or did not start, or with a failed call (see activity --failed)' },
+      { name: 'failed', help: 'sessions whose server exited non-zero, was killed (SIGKILL) or did not start, whose mcpguard crashed, or with a failed call (see activity --failed)' },
       { name: 'running', help: 'only the sessions whose mcpguard is running' },
       UTC, COLOR, RECORD_DIR, JSON_OUT,
     ],
@@ -75,7 +76,9 @@ ${TIMES}`,
     about: `SESSION is a session id (s_...) or any unique prefix of one, or its log file; without
 it, the latest session. One row per call and per rejected frame, newest first: CALL (c_...;
 a multi-round call's later legs are indented under its first), TIME (local; the header
-names the zone), METHOD, TOOL, STATE, STDERR SEEN/KEPT (bytes), DURATION. Why a call was
+names the zone), GEN (only when --restart started the server again: the server generation
+the call went to, - if it never reached one), METHOD, TOOL, STATE, STDERR SEEN/KEPT (bytes),
+DURATION; --json rows carry "generation" (null: never dispatched). Why a call was
 refused or failed goes on an indented line under its row. A call without a final record
 is open (the session runs; DURATION is then its age so far, e.g. 12.00s+) or no_final_record
 (the session ended or its mcpguard crashed).
@@ -101,11 +104,12 @@ ${TIMES}`,
   },
   logs: {
     summary: 'what the server printed on stderr, for one call or one session',
-    usage: 'mcpguard logs SESSION|CALL [--tail N] [--follow] [--json] [--record-dir DIR]',
-    about: 'Prints the stderr text the records kept (masked, at most --stderr-call-bytes per call).\nCALL prints that call\'s text; SESSION prints each call that wrote stderr under a\n"==> call ID  METHOD TOOL  STATE  TIME <==" header in the order the calls ended, then\nthe stderr that came while no call was in flight. Either may be any unique prefix of\nan id; SESSION may be a log file path. Lost bytes are marked, e.g.\n  [stderr truncated: kept last 16384 of 184320 bytes]\nControl characters other than newline and tab are shown as \\xNN.',
+    usage: 'mcpguard logs SESSION|CALL [--tail N] [--follow] [--utc] [--json] [--record-dir DIR]',
+    about: 'Prints the stderr text the records kept (masked, at most --stderr-call-bytes per call).\nCALL prints that call\'s text; SESSION prints each call that wrote stderr under a\n"==> call ID  METHOD TOOL  STATE  TIME <==" header in the order the calls ended, then\nthe stderr that came while no call was in flight. Either may be any unique prefix of\nan id; SESSION may be a log file path. TIME is when the call ended, in local time with\nthe zone (e.g. 2026-11-30 02:00:01 -05:00; UTC with --utc). Lost bytes are marked, e.g.\n  [stderr truncated: kept last 16384 of 184320 bytes]\nControl characters other than newline and tab are shown as \\xNN.',
     options: [
       { name: 'tail', arg: 'N', help: 'only the last N lines over all blocks (-n N); a block keeps its header and marker' },
       { name: 'follow', help: 'keep printing as the session writes (-f); ends when the session record is written' },
+      { name: 'utc', help: 'show the times in the block headers in UTC (default: local time with the zone)' },
       RECORD_DIR,
       { name: 'json', help: 'one object per block: kind, session_id, call_id, method, tool, state, ended_at, bytes_seen, bytes_retained, truncated, marker, text' },
     ],
@@ -125,12 +129,13 @@ ${TIMES}`,
   },
   prune: {
     summary: 'remove old session logs (sealed or crashed, never running), leaving tombstones',
-    usage: 'mcpguard prune [--older-than AGE] [--max-size SIZE] [--dry-run] [--record-dir DIR] [--audit-key-file FILE] [--json]',
+    usage: 'mcpguard prune [--older-than AGE] [--max-size SIZE] [--dry-run] [--utc] [--record-dir DIR] [--audit-key-file FILE] [--json]',
     about: 'Removes whole session logs, oldest first: every one that ended more than AGE ago, then\nmore until the session logs take at most SIZE. Only sealed logs and crashed ones (no seal,\nand the mcpguard that wrote them is gone) are removed; a running session\'s log never is.\nEach removed log leaves a tombstone in pruned.log in the record directory (a hash chain,\nHMAC-signed with --audit-key-file), so that verify reports it as pruned, not missing.\nAGE: 30d, 12h, 90m, 3600s, 2w. SIZE: 1G, 500M, 64KiB, 1048576 (binary multiples).',
     options: [
       { name: 'older-than', arg: 'AGE', help: 'remove the logs of sessions that ended more than AGE ago' },
       { name: 'max-size', arg: 'SIZE', help: 'then remove the oldest logs until the session logs take at most SIZE' },
       { name: 'dry-run', help: 'only list what would be removed' },
+      { name: 'utc', help: 'show when each log ended in UTC (default: local time, the zone in the header)' },
       RECORD_DIR,
       { name: 'audit-key-file', arg: 'FILE', help: 'sign the tombstones with this HMAC key (required when the tombstones already are signed)' },
       { name: 'json', help: 'one object per removed log, then a summary object' },

@@ -69,6 +69,6 @@ function rowOf(r: LogRecord, sessionId: string): ActivityRow | null {
     stderr_bytes_seen: end ? num(r.stderr_bytes_seen) : null, stderr_bytes_retained: end ? num(r.stderr_bytes_retained) : null,
     stderr_truncated: end && typeof r.stderr_truncated === 'boolean' ? r.stderr_truncated : null,
     duration_ms: end && started !== null && ended !== null ? ended - started : null,
-    chain: str(r.chain), leg: null, detail: end ? str(r.detail) : null,
+    chain: str(r.chain), leg: null, detail: end ? str(r.detail) : null, generation: end ? num(r.generation) : null,
   };
 }

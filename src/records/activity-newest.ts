@@ -11,10 +11,10 @@
  * multi-round calls (plan).
  */
 import type { LogRecord } from './chain.js';
-import { endCall, plan, type ActivityRow, type CallRow } from './activity.js';
+import { endCall, plan, type ActivityRow, type CallRow, type Plan } from './activity.js';
 import { BackwardLineReader } from './backwards.js';
 import { parseRecord } from './read.js';
-import { isCallRecord, str } from './views.js';
+import { isCallRecord, num, str } from './views.js';
 
 function* backwardRecords(file: string): Generator<LogRecord> {
   const reader = new BackwardLineReader(file);
@@ -36,8 +36,12 @@ function* backwardRecords(file: string): Generator<LogRecord> {
  */
 export function* activityRowsNewestFirst(
   file: string, sessionId: string, ended: boolean, grouped = false, unreadable: (line: number) => void = () => {},
+  /** Told what the forward pass found, before the first row. */
+  planned: (p: Plan) => void = () => {},
 ): Generator<ActivityRow> {
-  const { lone, legOf, heads } = plan(file, unreadable);
+  const learned = plan(file, unreadable);
+  planned(learned);
+  const { lone, legOf, heads } = learned;
   // Calls met (at a later record) whose first record is still ahead, and whether their final record was met.
   const held = new Map<string, { row: CallRow; ended: boolean }>();
   // Later legs waiting for their chain's first leg, by the first leg's call id.
@@ -58,6 +62,7 @@ export function* activityRowsNewestFirst(
       if (head !== undefined) Object.assign(slot.row, { legs: head.legs, chain_state: head.state });
       held.set(r.call_id, slot);
     }
+    if (r.type === 'call_dispatched') slot.row.generation ??= num(r.generation);
     if (r.type === 'call_end' && !slot.ended) {
       endCall(slot.row, r, legOf.get(r.call_id)?.leg ?? null);
       slot.ended = true;
@@ -89,7 +94,7 @@ function blankRow(r: LogRecord & { call_id: string }, sessionId: string): CallRo
   return {
     kind: 'call', session_id: sessionId, call_id: r.call_id, time: str(r.ts), request_id: r.request_id ?? null,
     method: str(r.method), tool: str(r.tool), state: 'open', stderr_bytes_seen: null, stderr_bytes_retained: null,
-    stderr_truncated: null, duration_ms: null, chain: null, leg: null, detail: null,
+    stderr_truncated: null, duration_ms: null, chain: null, leg: null, detail: null, generation: null,
   };
 }
 

@@ -4,7 +4,7 @@
  * filtered by state, tool, failure and time.
  */
 import { statSync } from 'node:fs';
-import { activityRows, type ActivityRow } from './activity.js';
+import { activityRows, type ActivityRow, type Plan } from './activity.js';
 import { activityRowsNewestFirst } from './activity-newest.js';
 import { liveness } from './live.js';
 import { FAILED_STATES, passes, type Predicate } from './filters.js';
@@ -12,10 +12,12 @@ import { formatDuration, StreamingTable, type Colour, type Column } from './form
 import { emit, notFound, pickSession, titleLine, warnUnreadable, type ViewContext } from './view-kit.js';
 import { logEnds, sessionRow } from './views.js';
 
-function columns(zone: string): Column[] {
+/** The columns; GEN (the server generation a call went to) only for a session whose server was restarted. */
+function columns(zone: string, restarted: boolean): Column[] {
   return [
     { header: 'CALL' },
     { header: `TIME ${zone}` },
+    ...(restarted ? [{ header: 'GEN', drop: 3 }] : []),
     { header: 'METHOD', clip: 'end', min: 10, shrink: 0 },
     { header: 'TOOL', clip: 'end', min: 12, shrink: 1 },
     { header: 'STATE', clip: 'end', min: 16, shrink: 2 },
@@ -48,16 +50,22 @@ export async function activityView(ctx: ViewContext, q: ActivityQuery): Promise<
   // --follow: the table covers the log as it is now, oldest first (so that followed rows continue it); the follower goes on from there.
   const snapshot = q.follow && !ended ? statSync(ref.file).size : null;
   const unreadable: number[] = [];
-  const rows = snapshot === null
-    ? activityRowsNewestFirst(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line))
-    : lastOf(activityRows(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line), snapshot), q);
+  // The table's columns wait for the first pass over the log: it says whether the server was restarted.
   let grid: StreamingTable | null = null;
+  let restarted = false;
+  const planned = (p: Plan): void => {
+    restarted = p.generations > 1;
+    if (!ctx.json) grid = new StreamingTable(columns(ctx.clock.zone, restarted), ctx.style);
+  };
+  const rows = snapshot === null
+    ? activityRowsNewestFirst(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line), planned)
+    : lastOf(activityRows(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line), snapshot, planned), q);
   if (!ctx.json) {
     const start = sessionRow({ ...ends, unreadable: [], sealed: ends.seal !== undefined, records: 0, calls: 0, rejected: 0 });
     ctx.output.write(titleLine(`session ${ref.sessionId}  ${start.name}${start.probe ? ' (probe)' : ''}  ${ctx.clock.full(start.started_at)}`, ref.file, ctx.style.width));
-    grid = new StreamingTable(columns(ctx.clock.zone), ctx.style);
   }
-  const line = (row: ActivityRow, at: number | null): string => grid === null ? `${JSON.stringify(withAge(row, at))}\n` : grid.add(...activityCells(row, ctx, at));
+  const table = (): StreamingTable => grid ?? (grid = new StreamingTable(columns(ctx.clock.zone, restarted), ctx.style));
+  const line = (row: ActivityRow, at: number | null): string => ctx.json ? `${JSON.stringify(withAge(row, at))}\n` : table().add(...activityCells(row, ctx, at, restarted));
   let shown = 0;
   try {
     for (const row of rows) {
@@ -71,7 +79,7 @@ export async function activityView(ctx: ViewContext, q: ActivityQuery): Promise<
   } finally {
     rows.return(undefined); // closes the log when the listing stops early
   }
-  if (grid !== null) ctx.output.write(grid.end()); // with --follow too: later rows are written as they come
+  if (!ctx.json) ctx.output.write(table().end()); // with --follow too: later rows are written as they come
   warnUnreadable(ref.file, unreadable, ctx.io);
   if (snapshot === null) return 0;
   await ctx.output.flush();
@@ -118,20 +126,24 @@ function openAge(r: ActivityRow & { kind: 'call' }, now: number | null): string 
 }
 
 /** A row's cells, its colours, and its reason on a line of its own (a long reason would widen every row). */
-function activityCells(r: ActivityRow, ctx: ViewContext, now: number | null = null): [string[], { colours: Array<Colour | undefined>; notes: string[] }] {
+function activityCells(r: ActivityRow, ctx: ViewContext, now: number | null, restarted: boolean): [string[], { colours: Array<Colour | undefined>; notes: string[] }] {
   const time = ctx.clock.clock(r.time);
+  // With a GEN column, the cells after TIME (and their colours) move one to the right.
+  const gen = (cells: Array<string>, colours: Array<Colour | undefined>, value: string): [string[], Array<Colour | undefined>] =>
+    restarted ? [[...cells.slice(0, 2), value, ...cells.slice(2)], [...colours.slice(0, 2), undefined, ...colours.slice(2)]] : [cells, colours];
   if (r.kind === 'reject') {
     const code = r.code !== null ? ` (${String(r.code)})` : '';
-    return [['(rejected)', time, '-', '-', `from ${r.direction ?? '?'}`, '-', '-'],
-      { colours: [undefined, undefined, undefined, undefined, 'yellow'], notes: [`${r.reason ?? '?'}${code}`] }];
+    const [cells, colours] = gen(['(rejected)', time, '-', '-', `from ${r.direction ?? '?'}`, '-', '-'], [undefined, undefined, undefined, undefined, 'yellow'], '-');
+    return [cells, { colours, notes: [`${r.reason ?? '?'}${code}`] }];
   }
   const state = r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)` : r.state;
   const failed = FAILED_STATES.has(r.state) || (r.chain_state !== undefined && FAILED_STATES.has(r.chain_state));
   const notes = r.detail !== null && r.state !== 'tool_error' && (failed || r.state.startsWith('cancelled_'))
     ? [r.detail.split('\n')[0]!] : [];
-  return [[
+  const [cells, colours] = gen([
     r.leg !== null && r.leg > 1 ? `  ↳ ${r.call_id}` : r.call_id, time, r.method ?? '-', r.tool ?? '-', state,
     r.stderr_bytes_seen === null ? '-' : `${r.stderr_bytes_seen}/${r.stderr_bytes_retained ?? '-'}${r.stderr_truncated ? ' truncated' : ''}`,
     openAge(r, now) ?? formatDuration(r.duration_ms),
-  ], { colours: [undefined, undefined, undefined, undefined, failed ? 'red' : r.state === 'open' ? 'yellow' : undefined], notes }];
+  ], [undefined, undefined, undefined, undefined, failed ? 'red' : r.state === 'open' ? 'yellow' : undefined], r.generation === null ? '-' : String(r.generation));
+  return [cells, { colours, notes }];
 }

@@ -22,6 +22,8 @@ export type ActivityRow =
       chain: string | null; leg: number | null;
       /** Why it ended, for calls refused before dispatch (rejected, denied) and other endings with a reason. */
       detail: string | null;
+      /** The server generation it was dispatched to (1 unless the session ran with --restart and restarted); null: it never reached a server. */
+      generation: number | null;
       /** On a chain's first leg: how many legs it has so far, and the state of the latest. */
       legs?: number; chain_state?: string }
   | { kind: 'reject'; session_id: string; time: string | null; direction: string | null; line: unknown; code: unknown; reason: string | null; fingerprint: unknown };
@@ -38,6 +40,8 @@ export interface Plan {
   legOf: Map<string, { chain: string; leg: number }>;
   /** A chain's first leg: how many legs, and the state of the latest. */
   heads: Map<string, { legs: number; state: string }>;
+  /** The highest server generation the log names (1: the server was never restarted). */
+  generations: number;
 }
 
 export function* records(file: string, unreadable: (line: number) => void = () => {}, limit = Infinity): Generator<LogRecord> {
@@ -59,7 +63,9 @@ export function plan(file: string, unreadable: (line: number) => void, limit = I
   const legs: Array<{ id: string; chain: string; first: number; state: string }> = [];
   const lone = new Set<string>();
   let order = 0;
+  let generations = 1;
   for (const r of records(file, unreadable, limit)) {
+    if (typeof r.generation === 'number' && r.generation > generations) generations = r.generation;
     if (!isCallRecord(r)) continue;
     if (r.type !== 'call_end') {
       if (!open.has(r.call_id)) open.set(r.call_id, order++);
@@ -88,7 +94,7 @@ export function plan(file: string, unreadable: (line: number) => void, limit = I
     heads.set(leg.chain, head);
     legOf.set(leg.id, { chain: leg.chain, leg: head.legs });
   }
-  return { unfinished, lone, legOf, heads };
+  return { unfinished, lone, legOf, heads, generations };
 }
 
 /** A row waiting for its final record (and, when legs are grouped, for its later legs). */
@@ -120,8 +126,12 @@ export function* activityRows(
   file: string, sessionId: string, ended: boolean, grouped = false, unreadable: (line: number) => void = () => {},
   /** Read only this many bytes of the log (`activity --follow` goes on from there). */
   limit = Infinity,
+  /** Told what the first pass found, before the first row. */
+  planned: (p: Plan) => void = () => {},
 ): Generator<ActivityRow> {
-  const { unfinished, legOf, heads } = plan(file, unreadable, limit);
+  const learned = plan(file, unreadable, limit);
+  planned(learned);
+  const { unfinished, legOf, heads } = learned;
   const waiting: Slot[] = [];
   let first = 0; // waiting[first] is the oldest row not yet given out
   const byCall = new Map<string, Slot>();
@@ -137,7 +147,7 @@ export function* activityRows(
         const never = unfinished.has(r.call_id);
         const row: CallRow = { kind: 'call', session_id: sessionId, call_id: r.call_id, time: str(r.ts), request_id: r.request_id ?? null,
           method: str(r.method), tool: str(r.tool), state: never && ended ? 'no_final_record' : 'open', stderr_bytes_seen: null, stderr_bytes_retained: null,
-          stderr_truncated: null, duration_ms: null, chain: null, leg: null, detail: null };
+          stderr_truncated: null, duration_ms: null, chain: null, leg: null, detail: null, generation: null };
         const head = heads.get(r.call_id);
         if (head !== undefined) Object.assign(row, { legs: head.legs, chain_state: head.state });
         slot = { row, done: never };
@@ -151,6 +161,7 @@ export function* activityRows(
         if (under !== undefined) under.legs!.push(slot);
         else waiting.push(slot);
       }
+      if (r.type === 'call_dispatched') (slot.row as CallRow).generation ??= num(r.generation);
       if (r.type === 'call_end') {
         endCall(slot.row as CallRow, r, legOf.get(r.call_id)?.leg ?? null);
         slot.done = true;
@@ -181,5 +192,6 @@ export function endCall(row: CallRow, r: LogRecord, leg: number | null): void {
     chain: str(r.chain),
     leg,
     detail: str(r.detail),
+    generation: num(r.generation) ?? row.generation,
   });
 }

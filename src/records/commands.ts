@@ -14,6 +14,7 @@
  */
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
 import { EXIT_USAGE, GuardError } from '../errors.js';
 import { activityView } from './activity-view.js';
 import { callFilters, sessionFilters } from './filters.js';
@@ -55,8 +56,25 @@ const COLOR_VALUES = ['auto', 'always', 'never'];
 export async function runRecordsCommand(
   name: RecordsCommandName | 'logs' | 'prune', argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
-  if (io.stdout === process.stdout) tolerateEpipe();
-  if (name === 'logs') return (await import('./logs.js')).runLogsCommand(argv, io);
+  if (io.stdout === process.stdout) {
+    tolerateEpipe();
+    keepYoungGenerationSmall();
+  }
+  if (name === 'logs') {
+    const out = new Output(io.stdout);
+    let code: number;
+    try {
+      code = await (await import('./logs.js')).runLogsCommand(argv, io, out);
+    } finally {
+      await out.end();
+    }
+    if (out.failure !== null) {
+      io.stderr.write(`mcpguard logs: cannot write the output: ${describe(out.failure)}\n`);
+      code = code === 0 ? 1 : code;
+    }
+    await settle(io.stderr);
+    return code;
+  }
   if (name === 'prune') {
     const out = new Output(io.stdout);
     const pruned = await (await import('./prune-command.js')).runPruneCommand(argv, { stdout: out, stderr: io.stderr });
@@ -158,6 +176,23 @@ function optionError(error: Error, argv: string[]): string {
   const given = argv.find((arg) => arg.startsWith(`${option}=`));
   if (given !== undefined) return `${option} takes no value, got '${given.slice(option.length + 1)}'`;
   return error.message;
+}
+
+/**
+ * A view streams: a row's objects and text die young, and little survives a
+ * collection. V8 still doubles its young generation whenever the bytes that
+ * survived since the last doubling exceed its size, so over a long listing it
+ * grows to its maximum (2 x 16 MiB semi-spaces on 64-bit) and the process's
+ * peak RSS with it: ~90 MB for `activity` of 200,000 calls, ~98 MB for `logs`
+ * of 90 MB of stderr. Growth factor 1 keeps it at its first size: ~80 MB for
+ * both, for a little more collecting. The flag is read each time V8 would
+ * grow the space, so setting it now takes effect; this process only runs the
+ * view (the relay never comes here). Any failure only costs memory.
+ */
+function keepYoungGenerationSmall(): void {
+  try {
+    setFlagsFromString('--semi-space-growth-factor=1');
+  } catch { /* an engine without the flag */ }
 }
 
 let epipeTolerated = false;

@@ -26,9 +26,15 @@ export const CALL_STATES: readonly string[] = [
   'timed_out_after_dispatch', 'unknown_after_dispatch', 'input_required', 'stream_ended', 'open', 'no_final_record',
 ];
 
-/** A session failed: its server exited non-zero or had to be killed, or could not start, or a call failed. */
+/**
+ * A session failed: its server exited non-zero or had to be killed, or could
+ * not start, or a call failed, or its mcpguard crashed (liveness `crashed`: it
+ * is gone and never sealed the log; a session whose fate cannot be told from
+ * here, `unknown`, is not counted).
+ */
 export function sessionFailed(row: SessionRow): boolean {
-  return (row.exit_code !== null && row.exit_code !== 0) || row.forced_kill === true || row.spawn_failed === true || (row.failed_calls ?? 0) > 0;
+  return (row.exit_code !== null && row.exit_code !== 0) || row.forced_kill === true || row.spawn_failed === true || (row.failed_calls ?? 0) > 0
+    || row.liveness === 'crashed';
 }
 
 /** A glob (`*`, `?`, `[...]`) as an anchored RegExp; everything else matches itself. */

@@ -1,5 +1,5 @@
 /**
- * `mcpguard logs SESSION|CALL [--tail N] [--follow] [--json]`: what the server wrote on
+ * `mcpguard logs SESSION|CALL [--tail N] [--follow] [--utc] [--json]`: what the server wrote on
  * stderr, as the records kept it (masked when it was recorded, within
  * --stderr-call-bytes per call). A call prints its own text; a session prints
  * each call's text in order under a header, then the session tail (what came
@@ -16,6 +16,9 @@
  * `tail -f` does; a session that crashed without one is followed until
  * interrupted.
  *
+ * A block's header shows when it ended in local time with the zone, as the
+ * other views do (`--utc`: in UTC); --json keeps the records' ISO UTC times.
+ *
  * Exit codes: 0 printed (also when there was no stderr); 1 nothing or more
  * than one thing matches; 125 bad options.
  */
@@ -25,10 +28,11 @@ import { parseArgs } from 'node:util';
 import { EXIT_USAGE } from '../errors.js';
 import { processMasker } from '../mask.js';
 import { CAPTURED_LABEL } from '../stderr/excerpt.js';
-import { formatDate } from './format.js';
+import { Clock } from './when.js';
 import { describe as describeError, recordDirFor, resolveRecordDir } from './location.js';
 import { FOLLOW_POLL_MS, forEachLine, listLogFiles } from './read.js';
 import type { CommandIO } from './commands.js';
+import type { Output } from './output.js';
 
 const MARKER_START = '[stderr truncated: ';
 const SESSION_END = '"type":"session_end"';
@@ -51,15 +55,20 @@ interface Block {
   text: string | null;
 }
 
-/** Run `logs` with its arguments (after the word `logs`); resolves to the exit code. */
-export async function runLogsCommand(argv: string[], io: CommandIO): Promise<number> {
+/**
+ * Run `logs` with its arguments (after the word `logs`), writing through
+ * `output` (the caller drains it); resolves to the exit code.
+ */
+export async function runLogsCommand(argv: string[], io: CommandIO, output: Output): Promise<number> {
   const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard logs: ${message}\n`); return code; };
-  let values: { 'record-dir'?: string; json?: boolean; tail?: string; follow?: boolean };
+  let values: { 'record-dir'?: string; json?: boolean; tail?: string; follow?: boolean; utc?: boolean };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
       args: argv, allowPositionals: true, strict: true,
-      options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, tail: { type: 'string', short: 'n' }, follow: { type: 'boolean', short: 'f' } },
+      options: {
+        'record-dir': { type: 'string' }, json: { type: 'boolean' }, tail: { type: 'string', short: 'n' }, follow: { type: 'boolean', short: 'f' }, utc: { type: 'boolean' },
+      },
     }));
   } catch (error) {
     return fail((error as Error).message.replace(/\. To specify a positional argument.*$/s, ''), EXIT_USAGE);
@@ -87,17 +96,14 @@ export async function runLogsCommand(argv: string[], io: CommandIO): Promise<num
     return fail(describeError(error), 1);
   }
   const masker = processMasker();
+  const clock = new Clock(values.utc === true);
   // The reader went away (`logs … | head`): stop quietly, as the other record commands do.
-  // (process.stdout is never destroyed; after EPIPE it is no longer writable.)
-  const stopped = (): boolean => {
-    const out = io.stdout as { destroyed?: boolean; writable?: boolean };
-    return out.destroyed === true || out.writable === false;
-  };
+  const stopped = (): boolean => output.closed;
   const write = (b: Block): boolean => {
     // Records were masked when written; masking again costs little and covers logs written by anything else.
     if (b.text !== null) b.text = masker.text(b.text);
     // A call's own text needs no header, as `docker logs` prints one container's output bare.
-    return io.stdout.write(values.json === true ? `${JSON.stringify(b)}\n` : render(b, !source.oneCall)) !== false;
+    return output.write(values.json === true ? `${JSON.stringify(b)}\n` : render(b, !source.oneCall, clock));
   };
   // With --tail, the first pass keeps only the last N lines it has seen; later (followed) blocks print as they come.
   let kept: Block[] | null = tail === null ? null : [];
@@ -111,12 +117,12 @@ export async function runLogsCommand(argv: string[], io: CommandIO): Promise<num
       if (keptLines > 2 * tail! + 1000) { kept = lastLines(kept, tail!); keptLines = tail!; }
       return;
     }
-    let drained = true;
-    for (const b of blocks) if (!stopped()) drained = write(b) && drained;
     // Output is written as the log is read, never all at once: a slow reader holds the reading back.
-    if (!drained && !stopped()) await writable(io.stdout);
+    for (const b of blocks) if (!stopped() && write(b)) await output.flush();
+    // What is left of the batch goes out now, so that --follow shows it at once.
+    await output.flush();
     // A turn of the event loop per batch, so that a closed pipe (EPIPE) is heard of.
-    else await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
   };
   try {
     let r = source.read();
@@ -141,19 +147,6 @@ export async function runLogsCommand(argv: string[], io: CommandIO): Promise<num
     return fail(describeError(error), 1);
   }
   return 0;
-}
-
-/** Until `stream` drains, or closes or fails (then there is nothing to wait for). */
-function writable(stream: CommandIO['stdout']): Promise<void> {
-  const s = stream as Partial<NodeJS.WritableStream>;
-  if (typeof s.once !== 'function' || typeof s.off !== 'function') return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      for (const event of ['drain', 'close', 'error']) s.off!(event, done);
-      resolve();
-    };
-    for (const event of ['drain', 'close', 'error']) s.once!(event, done);
-  });
 }
 
 /**
@@ -219,6 +212,13 @@ function callSource(file: string, callId: string): Source {
   };
 }
 
+/**
+ * How much of a session log one read takes. Its blocks (each call's text) are
+ * held until they are written: a small batch keeps them young, so that they
+ * die in the young generation instead of piling up in the old one.
+ */
+const SESSION_BATCH = 64 * 1024;
+
 function sessionSource(file: string): Source {
   let offset = 0;
   let done = false;
@@ -234,7 +234,7 @@ function sessionSource(file: string): Source {
         const block = sessionBlock(record, sessionId);
         if (block !== null) blocks.push(block);
         if (record.type === 'session_end') done = true;
-      }));
+      }, SESSION_BATCH));
       return { blocks, done, eof };
     },
   };
@@ -294,10 +294,10 @@ function splitKeepingEnds(text: string): string[] {
   return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
 }
 
-function render(b: Block, header: boolean): string {
+function render(b: Block, header: boolean, clock: Clock): string {
   let out = '';
   if (header) {
-    const when = b.ended_at === null ? '' : `  ${formatDate(b.ended_at)}`;
+    const when = b.ended_at === null ? '' : `  ${clock.full(b.ended_at)}`;
     out += b.kind === 'call'
       ? `==> call ${b.call_id ?? '?'}  ${b.method ?? '-'}${b.tool === null ? '' : ` ${b.tool}`}  ${b.state ?? '-'}${when} <==\n`
       : `==> session ${b.session_id}: stderr outside any call${when} <==\n`;

@@ -12,7 +12,8 @@ import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { EXIT_USAGE, GuardError } from '../errors.js';
 import type { CommandIO } from './commands.js';
-import { formatDate, printable, table } from './format.js';
+import { printable, table } from './format.js';
+import { Clock } from './when.js';
 import { loadAuditKey } from './key.js';
 import { describe, recordDirFor, resolveRecordDir } from './location.js';
 import { applyPrune, planPrune, summaryLine, survey, type Candidate, type PrunePlan, type Removal } from './prune.js';
@@ -20,13 +21,13 @@ import { AGE_EXAMPLE, SIZE_EXAMPLE, formatBytes, parseAge, parseSize, parseRetai
 
 const OPTIONS = {
   'older-than': { type: 'string' }, 'max-size': { type: 'string' }, 'dry-run': { type: 'boolean' },
-  'record-dir': { type: 'string' }, json: { type: 'boolean' }, 'audit-key-file': { type: 'string' },
+  'record-dir': { type: 'string' }, json: { type: 'boolean' }, 'audit-key-file': { type: 'string' }, utc: { type: 'boolean' },
 } as const;
 
 /** Run `mcpguard prune` with its arguments; resolves to the exit code. */
 export async function runPruneCommand(argv: string[], io: CommandIO): Promise<number> {
   const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard prune: ${message}\n`); return code; };
-  let values: { 'older-than'?: string; 'max-size'?: string; 'dry-run'?: boolean; 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string };
+  let values: { 'older-than'?: string; 'max-size'?: string; 'dry-run'?: boolean; 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string; utc?: boolean };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true }));
@@ -89,9 +90,12 @@ export async function runPruneCommand(argv: string[], io: CommandIO): Promise<nu
     io.stdout.write(`${JSON.stringify(summaryJson(plan, dryRun, removed.length, removedBytes))}\n`);
   } else {
     if (removed.length + failed.length > 0) {
-      io.stdout.write(table(['ACTION', 'SESSION', 'STATE', 'ENDED', 'SIZE', 'WHY'], [
-        ...removed.map((r) => [dryRun ? 'would remove' : 'removed', r.sessionId, r.state, formatDate(new Date(r.endedMs).toISOString()), formatBytes(r.bytes), why(r, rules)]),
-        ...failed.map((f) => ['kept', f.removal.sessionId, f.removal.state, formatDate(new Date(f.removal.endedMs).toISOString()), formatBytes(f.removal.bytes), f.error]),
+      // Local time with the zone in the header, as the other views (--utc: UTC); --json keeps ISO UTC.
+      const clock = new Clock(values.utc === true);
+      const ended = (ms: number): string => clock.date(new Date(ms).toISOString());
+      io.stdout.write(table(['ACTION', 'SESSION', 'STATE', `ENDED ${clock.zone}`, 'SIZE', 'WHY'], [
+        ...removed.map((r) => [dryRun ? 'would remove' : 'removed', r.sessionId, r.state, ended(r.endedMs), formatBytes(r.bytes), why(r, rules)]),
+        ...failed.map((f) => ['kept', f.removal.sessionId, f.removal.state, ended(f.removal.endedMs), formatBytes(f.removal.bytes), f.error]),
       ]));
     }
     io.stdout.write(summaryLine(plan, rules, dryRun, removed.length, removedBytes));

@@ -13,7 +13,7 @@ import { sessionRow, summarizeLog, type SessionRow } from './views.js';
  * The columns, and how each gives way on a narrow terminal: COMMAND is cut
  * in its middle first (its end names the server's script), then START loses
  * its year, END and NAME their ends; then whole columns are left out,
- * PROTOCOL first, COMMAND last.
+ * RESTARTS first (it matters only for sessions run with --restart), COMMAND last.
  */
 function columns(zone: string): Column[] {
   return [
@@ -25,6 +25,7 @@ function columns(zone: string): Column[] {
     { header: 'PROTOCOL', drop: 1 },
     { header: 'END', clip: 'end', min: 10, soft: 14, shrink: 2 },
     { header: 'EXIT' },
+    { header: 'RESTARTS', drop: 0 },
     { header: 'CALLS', drop: 6 },
     { header: 'REJECTED', drop: 2 },
     { header: 'SEALED', drop: 4 },
@@ -44,8 +45,8 @@ export async function sessionsView(
     try {
       const log = summarizeLog(ref.file);
       warnUnreadable(ref.file, log.unreadable, ctx.io);
-      r = sessionRow(log);
       live = log.sealed ? null : liveness(log.start);
+      r = { ...sessionRow(log), liveness: live }; // --failed counts a crashed mcpguard
     } catch (error) {
       skipped(ctx.io, ref.file, describe(error)); // gone or changed since it was listed
       continue;
@@ -53,7 +54,7 @@ export async function sessionsView(
     if (runningOnly && live !== 'running') continue;
     if (!passes(r, filters)) continue;
     shown++;
-    if (!await emit(ctx.output, ctx.json ? `${JSON.stringify({ ...r, liveness: live })}\n` : sessionLine(grid, r, live, ctx))) return 0;
+    if (!await emit(ctx.output, ctx.json ? `${JSON.stringify(r)}\n` : sessionLine(grid, r, live, ctx))) return 0;
   }
   if (!ctx.json) ctx.output.write(grid.end());
   return 0;
@@ -65,9 +66,9 @@ function sessionLine(grid: StreamingTable, r: SessionRow, live: Liveness | null,
   return grid.add([
     r.session_id, r.name, ctx.clock.date(r.started_at), formatDuration(r.duration_ms), r.command.join(' ') || '-',
     r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), live === null ? endText(r) : liveText(live, r),
-    r.exit_code !== null ? String(r.exit_code) : r.signal ?? '-', String(r.calls), String(r.rejected), r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
+    r.exit_code !== null ? String(r.exit_code) : r.signal ?? '-', r.restarts === null ? '-' : String(r.restarts), String(r.calls), String(r.rejected), r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
   ], {
-    colours: [undefined, undefined, undefined, undefined, undefined, undefined, red, red, (r.failed_calls ?? 0) > 0 ? 'red' : undefined,
+    colours: [undefined, undefined, undefined, undefined, undefined, undefined, red, red, (r.restarts ?? 0) > 0 ? 'yellow' : undefined, (r.failed_calls ?? 0) > 0 ? 'red' : undefined,
       undefined, r.torn ? 'red' : r.sealed ? undefined : 'yellow'],
   });
 }

@@ -8,6 +8,7 @@
 import { basename } from 'node:path';
 import type { LogRecord } from './chain.js';
 import { FAILED_STATES } from './filters.js';
+import type { Liveness } from './live.js';
 import { describe } from './location.js';
 import { LineReader, listLogFiles, parseRecord, readLogEdges, readLogFile, splitLines } from './read.js';
 
@@ -133,7 +134,10 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
   let last: LogRecord | undefined;
   let serverInfo: LogRecord | undefined;
   const unreadable: number[] = [];
-  const callIds = new Set<string>();
+  // Calls are counted as they are first seen; only those in flight are remembered (a set of every id of a
+  // 200,000-call crashed log was most of `sessions`' memory). A call has one final record, and none after it.
+  const inFlight = new Set<string>();
+  let callCount = 0;
   let records = 0;
   let rejects = 0;
   let number = 0;
@@ -147,7 +151,11 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
     if (records === 0 && r.type === 'header') header = r;
     records++;
     last = r;
-    if (isCallRecord(r)) callIds.add(r.call_id);
+    if (isCallRecord(r)) {
+      if (!inFlight.has(r.call_id)) callCount++;
+      if (r.type === 'call_end') inFlight.delete(r.call_id);
+      else inFlight.add(r.call_id);
+    }
     else if (r.type === 'reject') rejects++;
     else if (r.type === 'session_start') start ??= r;
     else if (r.type === 'session_end') end ??= r;
@@ -157,7 +165,7 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
   return {
     ...refOf(file, header), start, end, serverInfo, seal: last?.type === 'seal' ? last : undefined, unreadable,
     torn: typeof torn === 'function' ? torn() : torn, sealed: last?.type === 'seal', records,
-    calls: counts?.calls ?? callIds.size, rejected: counts?.rejected ?? rejects,
+    calls: counts?.calls ?? callCount, rejected: counts?.rejected ?? rejects,
   };
 }
 
@@ -176,7 +184,7 @@ export interface SessionRow {
   probe?: true;
   exit_code: number | null;
   signal: string | null;
-  /** From the session record's per-state counts when it has them (calls with a final record), else the distinct call ids. */
+  /** From the session record's per-state counts when it has them (calls with a final record), else the calls seen (each once). */
   calls: number;
   rejected: number;
   /** `legacy`, `modern` or `unknown`, and the protocol version, from the session record; null before it ends. */
@@ -191,6 +199,10 @@ export interface SessionRow {
   spawn_failed: boolean;
   /** Calls that ended in a failed state (filters.ts FAILED_STATES), from the session record; null before it. */
   failed_calls: number | null;
+  /** How many times the server was started again (--restart), from the session record; null without --restart or before the record. */
+  restarts: number | null;
+  /** Whether the mcpguard of an unsealed log runs (live.ts); null for a sealed log. Set by the views that check it, last. */
+  liveness?: Liveness | null;
 }
 
 /** Summarise one session from its start and end records; a missing end leaves nulls. */
@@ -220,6 +232,7 @@ export function sessionRow(log: LogSummary): SessionRow {
     forced_kill: typeof end?.forced_kill === 'boolean' ? end.forced_kill || end.unkillable === true : null,
     spawn_failed: typeof end?.spawn_error === 'string',
     failed_calls: failedCalls(end?.calls),
+    restarts: num(end?.restarts),
   };
 }
 

@@ -49,10 +49,10 @@ test('sessions: one row per session, newest first, with name, command, end, exit
   assert.equal(code, 0, stderr);
   const [header, b, a, ...rest] = stdout.trimEnd().split('\n');
   assert.deepEqual(rest, []);
-  assert.deepEqual(header.split(/\s{2,}/), ['SESSION', 'NAME', 'START UTC', 'DURATION', 'COMMAND', 'PROTOCOL', 'END', 'EXIT', 'CALLS', 'REJECTED', 'SEALED']);
-  assert.match(a, /^s_20261129T100000Z_aaaaaaaa\s+python\s+2026-11-29 10:00:00\s+2m05s\s+python server.py --name evil\\x1b\[2J\s+-\s+stdin_eof\s+0\s+2\s+1\s+yes$/);
+  assert.deepEqual(header.split(/\s{2,}/), ['SESSION', 'NAME', 'START UTC', 'DURATION', 'COMMAND', 'PROTOCOL', 'END', 'EXIT', 'RESTARTS', 'CALLS', 'REJECTED', 'SEALED']);
+  assert.match(a, /^s_20261129T100000Z_aaaaaaaa\s+python\s+2026-11-29 10:00:00\s+2m05s\s+python server.py --name evil\\x1b\[2J\s+-\s+stdin_eof\s+0\s+-\s+2\s+1\s+yes$/);
   // Unsealed, written by this test process (alive) without a recorded start time: whether it runs cannot be told.
-  assert.match(b, /^s_20261129T110000Z_bbbbbbbb\s+node\s+2026-11-29 11:00:00\s+-\s+node srv.js\s+-\s+unknown\s+-\s+1\s+0\s+no$/);
+  assert.match(b, /^s_20261129T110000Z_bbbbbbbb\s+node\s+2026-11-29 11:00:00\s+-\s+node srv.js\s+-\s+unknown\s+-\s+-\s+1\s+0\s+no$/);
   assert.ok(!stdout.includes('\u001b'), 'control characters from records never reach the terminal');
 });
 
@@ -65,7 +65,7 @@ test('sessions --json: one object per line', async () => {
     session_id: 's_20261129T100000Z_aaaaaaaa', name: 'python', name_source: 'command', started_at: '2026-11-29T10:00:00.000Z', duration_ms: 125000,
     command: ['python', 'server.py', '--name', 'evil\u001b[2J'], end_reason: 'stdin_eof', exit_code: 0, signal: null,
     calls: 2, rejected: 1, era: null, protocol_version: null, sealed: true, torn: false, records: 9, forced_kill: false, spawn_failed: false, failed_calls: null,
-    liveness: null,
+    restarts: null, liveness: null,
   });
   assert.equal(rows[0].sealed, false);
 });

@@ -30,17 +30,18 @@ const calls = (...args) => guard(['activity', '--json', 's_20261130T070000Z', ..
 const callIds = (r) => r.rows.map((row) => row.call_id ?? `reject:${row.line}`);
 
 test('sessions: newest first; -n keeps the newest', () => {
-  assert.deepEqual(ids(sessions()), ['cccccccc', 'bbbbbbbb', 'aaaaaaaa', 'dddddddd']);
+  assert.deepEqual(ids(sessions()), ['cccccccc', 'bbbbbbbb', 'aaaaaaaa', 'eeeeeeee', 'dddddddd']);
   assert.deepEqual(ids(sessions('-n', '2')), ['cccccccc', 'bbbbbbbb']);
   assert.deepEqual(ids(sessions('--max-count=1')), ['cccccccc']);
   assert.deepEqual(ids(sessions('-n', '0')), []);
 });
 
-test('sessions --failed: a forced kill or a failed call; not a clean session, not one still running', () => {
+test('sessions --failed: a forced kill, a failed call or a crashed mcpguard; not a clean session', () => {
   const failed = sessions('--failed');
-  assert.deepEqual(ids(failed), ['bbbbbbbb', 'aaaaaaaa']);
-  assert.deepEqual(failed.rows.map((r) => [r.forced_kill, r.failed_calls]), [[true, 1], [false, 3]]);
-  assert.deepEqual(ids(sessions('--failed', '-n', '1')), ['bbbbbbbb']);
+  // cccccccc: no session record, and the mcpguard that wrote it (golden-log.js) is gone: crashed.
+  assert.deepEqual(ids(failed), ['cccccccc', 'bbbbbbbb', 'aaaaaaaa', 'eeeeeeee']);
+  assert.deepEqual(failed.rows.map((r) => [r.forced_kill, r.failed_calls, r.liveness]), [[null, null, 'crashed'], [true, 1, null], [false, 3, null], [false, 2, null]]);
+  assert.deepEqual(ids(sessions('--failed', '-n', '1')), ['cccccccc']);
 });
 
 test('sessions --since/--until: local time unless a zone is given, relative times, --utc', () => {
@@ -54,15 +55,15 @@ test('sessions --since/--until: local time unless a zone is given, relative time
   assert.deepEqual(ids(sessions('--since', '2026-11-30 07:00', '--utc', '--until', '2026-11-30 08:30', '--utc')), ['bbbbbbbb', 'aaaaaaaa']);
   // The logs are from 2026; relative to the clock of the machine that runs this test.
   const age = Math.ceil((Date.now() - Date.parse('2026-07-01T00:00:00Z')) / 86_400_000) + 1;
-  assert.deepEqual(ids(sessions('--since', `${age}d`)), ['cccccccc', 'bbbbbbbb', 'aaaaaaaa', 'dddddddd']);
+  assert.deepEqual(ids(sessions('--since', `${age}d`)), ['cccccccc', 'bbbbbbbb', 'aaaaaaaa', 'eeeeeeee', 'dddddddd']);
   assert.deepEqual(ids(sessions('--since', '1m')).filter((id) => id.length === 8 && /^[a-d]{8}$/.test(id)), []);
 });
 
 test('sessions --name GLOB: --name, the serverInfo name or the command basename', () => {
   assert.deepEqual(sessions().rows.map((r) => [r.name, r.name_source]),
-    [['npx', 'command'], ['memory', 'server'], ['files', 'option'], ['uvx', 'command']]);
+    [['npx', 'command'], ['memory', 'server'], ['files', 'option'], ['flaky', 'option'], ['uvx', 'command']]);
   assert.deepEqual(ids(sessions('--name', 'mem*')), ['bbbbbbbb']);
-  assert.deepEqual(ids(sessions('--name', '[fu]*')), ['aaaaaaaa', 'dddddddd']);
+  assert.deepEqual(ids(sessions('--name', '[fu]*')), ['aaaaaaaa', 'eeeeeeee', 'dddddddd']);
   assert.deepEqual(ids(sessions('--name', 'file?')), ['aaaaaaaa']);
   assert.deepEqual(ids(sessions('--name', 'memory-server')), []);
 });

@@ -4,6 +4,7 @@
 // process (it replaces the global Date): node test/records/golden-log.js DIR
 import { AuditLog } from '../../dist/audit.js';
 import { newCall } from '../../dist/calls.js';
+import { generationTagger } from '../../dist/supervise/tag.js';
 
 const [dir] = process.argv.slice(2);
 if (dir === undefined) throw new Error('usage: golden-log.js DIR');
@@ -35,11 +36,16 @@ function call(audit, requestId, method, tool) {
   return c;
 }
 
+// The server generation calls are dispatched to: null (untagged, as before --restart existed) but in session 5.
+let generation = null;
+const tagger = generationTagger(() => generation);
+
 /** A call that goes out and ends `ms` later in `state`. */
 function dispatched(audit, requestId, method, tool, ms, state, extra = {}) {
   const c = call(audit, requestId, method, tool);
   audit.callStarted(c);
   c.dispatchedAt = now;
+  if (generation !== null) tagger.callDispatched(c);
   audit.callDispatched(c);
   audit.log.flush();
   later(ms);
@@ -125,3 +131,33 @@ open.callStarted(hanging);
 hanging.dispatchedAt = now;
 open.callDispatched(hanging);
 open.log.flush();
+
+// 5. A server run with --restart on-failure that crashed twice: calls on generations 1, 2 and 3, the ones in
+//    flight at a crash unknown_after_dispatch, one that waited too long for the new generation never dispatched.
+at('2026-11-30T06:00:00.000Z');
+const flaky = new AuditLog({ dir, fsync: false }, 's_20261130T060000Z_eeeeeeee', (error) => { throw error; });
+flaky.sessionStarted({ command: 'python3', args: ['crashy.py'], cwd: '/srv/flaky', options: { name: 'flaky', restart: 'on-failure' } });
+flaky.childSpawned(4646);
+generation = 1;
+flaky.generationStarted({ generation: 1, pid: 4646, startedAt: now });
+later(90);
+dispatched(flaky, 1, 'initialize', null, 20, 'completed');
+dispatched(flaky, 2, 'tools/call', 'echo', 5, 'completed');
+dispatched(flaky, 3, 'tools/call', 'crash', 15, 'unknown_after_dispatch', { detail: 'the server exited with the call in flight; mcpguard does not retry' });
+for (const [next, pid, delay] of [[2, 4747, 250], [3, 4848, 520]]) {
+  flaky.generationEnded({ generation: next - 1, pid: pid - 101, started_at: null, ended_at: new Date(now).toISOString(), exit_code: 1, signal: null, status: 1,
+    stream_end: null, signals_sent: [], survivors: [], stderr_bytes_seen: 40, stderr_tail: 'Traceback: boom\n', next: `restart in ${delay} ms`, delay_ms: delay });
+  later(delay);
+  generation = next;
+  flaky.generationStarted({ generation: next, pid, startedAt: now });
+  flaky.restarted({ generation: next, handshake_replayed: true, tools_changed: false, list_changed_sent: false, client_warned: true, state_lost: true });
+  flaky.log.flush();
+  later(60);
+  dispatched(flaky, 2 + 2 * next, 'tools/call', 'echo', 4, 'completed');
+  if (next === 2) dispatched(flaky, 3 + 2 * next, 'tools/call', 'crash', 12, 'unknown_after_dispatch', { detail: 'the server exited with the call in flight; mcpguard does not retry' });
+}
+refused(flaky, 9, 'echo', 'cancelled_before_dispatch', '--restart-wait 30000 ms expired before the server was back');
+later(400);
+end(flaky, { completed: 4, unknown_after_dispatch: 2, cancelled_before_dispatch: 1 }, {
+  pid: 4848, name: 'flaky', name_source: 'option', restarts: 2, generations: 3, restarts_stopped_by: null, rejected: { client: 0, child: 0 }, frames: { client: 9, child: 9 },
+});

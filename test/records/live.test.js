@@ -74,7 +74,9 @@ test('a running session: sessions, --running, show, verify live, the open call\'
 
   const sessions = await view(['sessions', '--record-dir', dir]);
   assert.equal(sessions.code, 0, sessions.stderr);
-  assert.match(sessions.stdout, new RegExp(`^${id} .* running +- +\\d+ +0 +no$`, 'm'));
+  assert.match(sessions.stdout, new RegExp(`^${id} .* running +- +- +\\d+ +0 +no$`, 'm'));
+  // A running session is not failed (yet).
+  assert.equal((await view(['sessions', '--failed', '--record-dir', dir])).stdout.split('\n').filter((l) => l.startsWith('s_')).length, 0);
   const only = await view(['sessions', '--running', '--record-dir', dir, '--json']);
   assert.deepEqual(only.stdout.trim().split('\n').map((l) => [JSON.parse(l).session_id, JSON.parse(l).liveness]), [[id, 'running']]);
 
@@ -112,7 +114,7 @@ test('a running session: sessions, --running, show, verify live, the open call\'
   followers.delete(follower);
 
   const after = await view(['sessions', '--record-dir', dir]);
-  assert.match(after.stdout, new RegExp(`^${id} .* client_eof +0 +2 +0 +yes$`, 'm'));
+  assert.match(after.stdout, new RegExp(`^${id} .* client_eof +0 +- +2 +0 +yes$`, 'm'));
   assert.equal((await view(['sessions', '--running', '--record-dir', dir])).stdout.split('\n').filter((l) => l.startsWith('s_')).length, 0);
 });
 
@@ -122,7 +124,10 @@ test('a SIGKILLed mcpguard\'s session is crashed, not running; verify says unsea
   run.child.kill('SIGKILL');
   await run.done.catch(() => {});
   const sessions = await view(['sessions', '--record-dir', dir]);
-  assert.match(sessions.stdout, new RegExp(`^${id} .* crashed +- +\\d+ +0 +no$`, 'm'));
+  assert.match(sessions.stdout, new RegExp(`^${id} .* crashed +- +- +\\d+ +0 +no$`, 'm'));
+  // A crashed mcpguard is a failed session.
+  const failed = await view(['sessions', '--failed', '--json', '--record-dir', dir]);
+  assert.deepEqual(failed.stdout.trim().split('\n').map((l) => [JSON.parse(l).session_id, JSON.parse(l).liveness]), [[id, 'crashed']]);
   assert.equal((await view(['sessions', '--running', '--record-dir', dir])).stdout.split('\n').filter((l) => l.startsWith('s_')).length, 0);
   const show = await view(['show', '--record-dir', dir, id]);
   assert.match(show.stdout, /^ {2}ended +crashed: mcpguard \(pid \d+\) is gone and wrote no session record$/m);

@@ -4,11 +4,11 @@
 // a prune kept it is reported missing; the relay's --retain prunes on start.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeSession } from './gen-log.js';
-import { fixture, frame, killStarted, runGuard, tempDir } from '../helpers/run.js';
+import { BIN, fixture, frame, killStarted, runGuard, tempDir } from '../helpers/run.js';
 
 const tmp = tempDir('mcpguard-prune-');
 let live;
@@ -92,6 +92,18 @@ test('prune --older-than: --dry-run lists, then it removes the sealed and the cr
   assert.match(dry.stdout, new RegExp(`^would remove +${C} +crashed `, 'm'));
   assert.doesNotMatch(dry.stdout, new RegExp(`${D}|${liveId}`));
   assert.match(dry.stdout, /^would remove 3 logs /m);
+  // ENDED in local time, the zone in the header (as the other views); --utc in UTC; --json in ISO UTC.
+  const zoned = (args, tz) => spawnSync(process.execPath, [BIN, 'prune', '--older-than', '30m', '--dry-run', '--record-dir', dir, ...args],
+    { env: { ...process.env, TZ: tz }, encoding: 'utf8', timeout: 30_000 }).stdout;
+  const endedOf = (text) => new RegExp(`^would remove +${A} +sealed +(\\S+ \\S+) `, 'm').exec(text)?.[1];
+  const endedAt = jsonLines(zoned(['--json'], 'Asia/Kolkata')).find((o) => o.session_id === A).ended_at;
+  const local = new Date(Date.parse(endedAt) + 330 * 60_000).toISOString().slice(0, 19).replace('T', ' ');
+  const kolkata = zoned([], 'Asia/Kolkata');
+  assert.match(kolkata, /^ACTION +SESSION +STATE +ENDED \+05:30 +SIZE +WHY$/m);
+  assert.equal(endedOf(kolkata), local);
+  const utc = zoned(['--utc'], 'Asia/Kolkata');
+  assert.match(utc, /^ACTION +SESSION +STATE +ENDED UTC +SIZE +WHY$/m);
+  assert.equal(endedOf(utc), endedAt.slice(0, 19).replace('T', ' '));
   assert.equal(logsIn(dir).length, 5, 'a dry run removes nothing');
   assert.ok(!existsSync(join(dir, 'pruned.log')), 'nor writes a tombstone');
 
