@@ -17,6 +17,7 @@
  * after WASTE_LIMIT bytes of strings too short to note.
  */
 import { attachScanHints, isScanError, StringResume, type ScanHints } from './json-scan.js';
+import { INVALID_STRING, stringBodyCheck, type StringBodyCheck } from './wasm/string-body.js';
 
 /** Strings at least this long (quotes included) are noted. */
 export const HINT_MIN_BYTES = 1024;
@@ -26,6 +27,13 @@ export const WASTE_LIMIT = 16 * 1024;
 const QUOTE = 0x22;
 
 export class FramePrescan {
+  /** The SIMD string check (null: the scanner's own loop, slower, same answers). */
+  private readonly bodies: StringBodyCheck | null;
+
+  constructor({ simd = true }: { simd?: boolean } = {}) {
+    this.bodies = simd ? stringBodyCheck() : null;
+  }
+
   private hints: ScanHints = { starts: [], ends: [] };
   /** Where the next call continues: inside a string when `open` ≥ 0 (its opening quote). */
   private at = 0;
@@ -52,7 +60,11 @@ export class FramePrescan {
           this.open = quote;
           at = quote + 1;
         }
-        const past = strings.resume(at);
+        const past = this.bodies === null ? strings.resume(at) : this.bodies.check(view, at, filled);
+        if (past === INVALID_STRING) {
+          this.stopped = true;
+          break;
+        }
         if (past < 0) {
           at = -past - 1;
           break;

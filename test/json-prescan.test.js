@@ -68,8 +68,8 @@ function cutsOf(length, picks) {
 }
 
 /** Feed `frame` (newline included) to a FramePrescan in pieces ending at `cuts`, assembled in a buffer that grows (as the splitter's does). */
-function prescanInPieces(frame, cuts) {
-  const pre = new FramePrescan();
+function prescanInPieces(frame, cuts, simd = true) {
+  const pre = new FramePrescan({ simd });
   const lineBytes = frame.length - 1;
   let buf = Buffer.alloc(64);
   for (const cut of [...cuts.filter((c) => c < lineBytes), lineBytes]) {
@@ -89,11 +89,16 @@ function prescanInPieces(frame, cuts) {
 const paddings = fc.tuple(fc.integer({ min: 0, max: 20000 }), fc.integer({ min: 0, max: 4000 }));
 const picks = fc.array(fc.nat(), { minLength: 1, maxLength: 40 });
 
-describe('the pre-scan never changes a verdict, whatever the split points', () => {
+test('the SIMD string check is available here (otherwise half of these tests test the fallback twice)', async () => {
+  const { stringBodyCheck } = await import('../dist/wasm/string-body.js');
+  assert.notEqual(stringBodyCheck(), null);
+});
+
+for (const simd of [true, false]) describe(`the pre-scan never changes a verdict, whatever the split points (${simd ? 'SIMD string check' : 'the scanner\'s string loop'})`, () => {
   test('random frames cut at random points give the reference scanner\'s verdict', () => {
     fc.assert(fc.property(text, paddings, picks, (input, [before, after], cutPicks) => {
       const frame = frameOf(input, before + HINTED_MIN_BYTES, after);
-      const whole = prescanInPieces(frame, cutsOf(frame.length, cutPicks));
+      const whole = prescanInPieces(frame, cutsOf(frame.length, cutPicks), simd);
       same(whole, 'pre-scanned');
     }), { numRuns: RUNS });
   });
@@ -106,7 +111,7 @@ describe('the pre-scan never changes a verdict, whatever the split points', () =
       bad[where] = byte === 0x0a ? 0x0b : byte;
       // Cuts right around the changed byte: an escape or a quote split across reads.
       const near = [where - 6, where - 1, where, where + 1, where + 6].filter((c) => c > 0 && c < bad.length - 1);
-      same(prescanInPieces(bad, [...new Set([...cutsOf(bad.length, cutPicks), ...near])].sort((a, b) => a - b)), 'corrupted');
+      same(prescanInPieces(bad, [...new Set([...cutsOf(bad.length, cutPicks), ...near])].sort((a, b) => a - b), simd), 'corrupted');
     }), { numRuns: RUNS });
   });
 
@@ -115,7 +120,7 @@ describe('the pre-scan never changes a verdict, whatever the split points', () =
       const inner = ascii(HINT_MIN_BYTES + 50) + tail + ascii(40);
       const frame = Buffer.from(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"pad":"${ascii(HINTED_MIN_BYTES)}","s":"${inner}"}}\n`);
       const start = frame.indexOf(tail, 100);
-      for (let cut = start - 2; cut <= start + tail.length + 2; cut++) same(prescanInPieces(frame, [cut]), `tail ${JSON.stringify(tail)} cut at ${cut}`);
+      for (let cut = start - 2; cut <= start + tail.length + 2; cut++) same(prescanInPieces(frame, [cut], simd), `tail ${JSON.stringify(tail)} cut at ${cut}`);
     }
   });
 
@@ -123,7 +128,7 @@ describe('the pre-scan never changes a verdict, whatever the split points', () =
     // Not a property of mcpguard (frames never change after their pre-scan), but proof that the
     // hints above were consulted, so the tests above could fail.
     const frame = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":{"text":"${ascii(HINTED_MIN_BYTES + 5000)}"}}\n`);
-    const whole = prescanInPieces(frame, [1000, 9000, 17000]);
+    const whole = prescanInPieces(frame, [1000, 9000, 17000], simd);
     whole[5000] = 0x01;
     assert.equal(scanJson(whole, 0, whole.length - 1).ok, true);
     assert.equal(referenceScan(whole, 0, whole.length - 1).ok, false);
@@ -131,7 +136,7 @@ describe('the pre-scan never changes a verdict, whatever the split points', () =
 
   test('hints are not used for a smaller range that ends inside a noted string', () => {
     const frame = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":{"text":"${ascii(HINTED_MIN_BYTES + 5000)}","n":1}}\n`);
-    const whole = prescanInPieces(frame, [3000, 12000]);
+    const whole = prescanInPieces(frame, [3000, 12000], simd);
     const textAt = whole.indexOf('"text":') + 7;
     for (const end of [textAt + 20000, whole.length - 12]) same(Buffer.concat([whole.subarray(0, end), Buffer.from('\n')]), `cut at ${end}`);
     const cut = scanJson(whole, textAt, textAt + 20000);
