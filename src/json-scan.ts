@@ -10,6 +10,8 @@
  * the scanner then only has to look at ASCII structure.
  */
 
+import { stringBodyCheck, type StringBodyCheck } from './wasm/string-body.js';
+
 export type JsonType = 'object' | 'array' | 'string' | 'number' | 'true' | 'false' | 'null';
 
 /** A scanned value: its type and byte span; `members` for recorded objects, `items` for recorded arrays. */
@@ -117,6 +119,8 @@ export function isScanError(error: unknown): boolean {
 const SHORT_RUN = 32;
 /** Runs shorter than this are checked for control bytes byte by byte, longer ones by words. */
 const WORD_RUN = 64;
+/** Runs this long are checked 16 bytes at a time (WebAssembly SIMD; a copy into its memory first). */
+const SIMD_RUN = 1024;
 
 /** The first byte < 0x20 in buf[i, stop), or `stop`. */
 function firstControlBytes(buf: Buffer, i: number, stop: number): number {
@@ -166,6 +170,8 @@ class Scanner {
   /** The next `"` / `\\` at or after the last long-run search (`end` if none), -1 before the first. */
   private quoteAt = -1;
   private backslashAt = -1;
+  /** The SIMD check (false where there is none), looked up on the first very long run. */
+  private simd: StringBodyCheck | false | undefined = undefined;
   /** The buffer's aligned 4-byte words, made on the first long run. */
   private words: Int32Array | undefined = undefined;
 
@@ -448,6 +454,10 @@ class Scanner {
    */
   private firstControlWords(i: number, stop: number): number {
     const { buf } = this;
+    if (stop - i >= SIMD_RUN) {
+      const simd = (this.simd ??= stringBodyCheck() ?? false);
+      if (simd !== false) return simd.firstControl(buf, i, stop);
+    }
     // Bytes up to the first aligned one.
     const misaligned = (4 - ((buf.byteOffset + i) & 3)) & 3;
     const head = firstControlBytes(buf, i, i + misaligned);

@@ -124,6 +124,17 @@ for (const simd of [true, false]) describe(`the pre-scan never changes a verdict
     }
   });
 
+  test('escapes and bad bytes across the 64 KiB slices of the string check, in one read', () => {
+    for (const special of ['\\ud83d\\ude00', '\\u00e9', '\\n', '\\ud800\\u0041', '\\x', '\x01']) {
+      for (let at = 65520; at < 65560; at++) {
+        const inner = ascii(at) + special + ascii(70000 - at);
+        const frame = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":{"t":"${inner}"}}\n`);
+        same(prescanInPieces(frame, [], simd), `${JSON.stringify(special)} at ${at}`);
+        same(prescanInPieces(frame, [frame.indexOf(special, 65000) + 1], simd), `${JSON.stringify(special)} at ${at}, cut inside`);
+      }
+    }
+  });
+
   test('the pre-scan is used: a byte changed inside a noted string after the pre-scan goes unseen', () => {
     // Not a property of mcpguard (frames never change after their pre-scan), but proof that the
     // hints above were consulted, so the tests above could fail.

@@ -6,7 +6,7 @@
  * byte loop in JavaScript on long strings, and still ahead on text with an
  * escape every few bytes.
  */
-const MODULE = 'AGFzbQEAAAABDAJgAX8Bf2ACf38BfwMEAwAAAQUDAQACBxECBm1lbW9yeQIABGJvZHkAAgrxBAMvACAAQTBrQQpJBEAgAEEwaw8LIABBIHIhACAAQeEAa0EGSQRAIABB1wBrDwtBfwtQAQR/IAAtAAIQACEBIAAtAAMQACECIAAtAAQQACEDIAAtAAUQACEEIAEgAnIgAyAEcnJBAEgEQEF/DwsgAUEMdCACQQh0ciADQQR0IARycgvtAwIBewR/A0ACQANAIABBEGogAU0EQCAA/QAEACECIAL9DCIiIiIiIiIiIiIiIiIiIiL9IyAC/QxcXFxcXFxcXFxcXFxcXFxc/SP9UCAC/QwgICAgICAgICAgICAgICAg/Sb9UP1kIQMgAwRAIAAgA2hqIQAMAwsgAEEQaiEADAELIAAgAU8EQCAAQQJ0QQFyDwsgAC0AACEEIARBIkYgBEHcAEZyIARBIElyDQEgAEEBaiEADAALCyAALQAAIQQgBEEiRgRAIABBAnQPCyAEQSBJBEBBAg8LIABBAWogAU8EQCAAQQJ0QQFyDwsgAC0AASEFIAVB9QBGBEAgAEEGaiABSwRAIABBAnRBAXIPCyAAEAEhBiAGQQBIBEBBAg8LIAZBgPgDcUGAuANGBEBBAg8LIAZBgPgDcUGAsANGBEAgAEEMaiABSwRAIABBAnRBAXIPCyAALQAGQdwARyAALQAHQfUAR3IEQEECDwsgAEEGahABIQYgBkEASARAQQIPCyAGQYD4A3FBgLgDRwRAQQIPCyAAQQxqIQAMAgsgAEEGaiEADAELIAVBIkYgBUHcAEZyIAVBL0YgBUHiAEZyciAFQeYARiAFQe4ARnIgBUHyAEYgBUH0AEZycnIEQCAAQQJqIQAMAQtBAg8LAAs=';
+const MODULE = 'AGFzbQEAAAABDAJgAX8Bf2ACf38BfwMFBAAAAQEFAwEAAgccAwZtZW1vcnkCAAhjb250cm9scwACBGJvZHkAAwrfBQQvACAAQTBrQQpJBEAgAEEwaw8LIABBIHIhACAAQeEAa0EGSQRAIABB1wBrDwtBfwtQAQR/IAAtAAIQACEBIAAtAAMQACECIAAtAAQQACEDIAAtAAUQACEEIAEgAnIgAyAEcnJBAEgEQEF/DwsgAUEMdCACQQh0ciADQQR0IARycgttAQF/AkADQCAAQRBqIAFLDQEgAP0ABAD9DCAgICAgICAgICAgICAgICD9Jv1kIQIgAgRAIAAgAmhqDwsgAEEQaiEADAALCwNAIAAgAU8EQCABDwsgAC0AAEEgSQRAIAAPCyAAQQFqIQAMAAsAC+0DAgF7BH8DQAJAA0AgAEEQaiABTQRAIAD9AAQAIQIgAv0MIiIiIiIiIiIiIiIiIiIiIv0jIAL9DFxcXFxcXFxcXFxcXFxcXFz9I/1QIAL9DCAgICAgICAgICAgICAgICD9Jv1Q/WQhAyADBEAgACADaGohAAwDCyAAQRBqIQAMAQsgACABTwRAIABBAnRBAXIPCyAALQAAIQQgBEEiRiAEQdwARnIgBEEgSXINASAAQQFqIQAMAAsLIAAtAAAhBCAEQSJGBEAgAEECdA8LIARBIEkEQEECDwsgAEEBaiABTwRAIABBAnRBAXIPCyAALQABIQUgBUH1AEYEQCAAQQZqIAFLBEAgAEECdEEBcg8LIAAQASEGIAZBAEgEQEECDwsgBkGA+ANxQYC4A0YEQEECDwsgBkGA+ANxQYCwA0YEQCAAQQxqIAFLBEAgAEECdEEBcg8LIAAtAAZB3ABHIAAtAAdB9QBHcgRAQQIPCyAAQQZqEAEhBiAGQQBIBEBBAg8LIAZBgPgDcUGAuANHBEBBAg8LIABBDGohAAwCCyAAQQZqIQAMAQsgBUEiRiAFQdwARnIgBUEvRiAFQeIARnJyIAVB5gBGIAVB7gBGciAFQfIARiAFQfQARnJycgRAIABBAmohAAwBC0ECDwsACw==';
 
 /** Bytes copied into the module's memory per call (its memory is 128 KiB). */
 const SLICE_BYTES = 64 * 1024;
@@ -23,6 +23,8 @@ export const INVALID_STRING = 0;
  */
 export interface StringBodyCheck {
   check(view: Buffer, at: number, end: number): number;
+  /** The first byte below 0x20 in `buf[at, end)`, or `end`. */
+  firstControl(buf: Buffer, at: number, end: number): number;
 }
 
 /** What is used of the WebAssembly global (the project's type libraries do not declare it). */
@@ -40,6 +42,7 @@ export function stringBodyCheck(): StringBodyCheck | null {
   try {
     const instance = new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(MODULE, 'base64')));
     const body = instance.exports.body as (i: number, end: number) => number;
+    const controls = instance.exports.controls as (i: number, end: number) => number;
     const scratch = new Uint8Array((instance.exports.memory as { buffer: ArrayBuffer }).buffer);
     compiled = {
       check(view: Buffer, at: number, end: number): number {
@@ -54,6 +57,16 @@ export function stringBodyCheck(): StringBodyCheck | null {
           // The slice ended first (perhaps inside an escape): go on from where it stopped.
           at = k;
         }
+      },
+      firstControl(buf: Buffer, at: number, end: number): number {
+        while (at < end) {
+          const stop = at + SLICE_BYTES < end ? at + SLICE_BYTES : end;
+          scratch.set(buf.subarray(at, stop), 0);
+          const k = controls(0, stop - at);
+          if (k < stop - at) return at + k;
+          at = stop;
+        }
+        return end;
       },
     };
   } catch {

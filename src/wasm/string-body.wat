@@ -10,6 +10,9 @@
 ;;                 (k = end, or an escape at k that is not whole yet)
 ;;   2             the string is invalid (a control byte, a bad escape, a
 ;;                 lone surrogate): the scanner will say which, at the newline
+;;
+;; controls(i, end): the first byte below 0x20 in [i, end), or end (the
+;; scanner's check of a long run it already knows has no quote or backslash).
 (module
   (memory (export "memory") 2)
 
@@ -34,6 +37,23 @@
     (i32.or
       (i32.or (i32.shl (local.get $a) (i32.const 12)) (i32.shl (local.get $b) (i32.const 8)))
       (i32.or (i32.shl (local.get $c) (i32.const 4)) (local.get $d))))
+
+  (func (export "controls") (param $i i32) (param $end i32) (result i32)
+    (local $m i32)
+    (block $tail
+      (loop $blocks
+        (br_if $tail (i32.gt_u (i32.add (local.get $i) (i32.const 16)) (local.get $end)))
+        (local.set $m (i8x16.bitmask
+          (i8x16.lt_u (v128.load (local.get $i)) (v128.const i8x16 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20 0x20))))
+        (if (local.get $m) (then (return (i32.add (local.get $i) (i32.ctz (local.get $m))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 16)))
+        (br $blocks)))
+    (loop $bytes
+      (if (i32.ge_u (local.get $i) (local.get $end)) (then (return (local.get $end))))
+      (if (i32.lt_u (i32.load8_u (local.get $i)) (i32.const 0x20)) (then (return (local.get $i))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $bytes))
+    (unreachable))
 
   (func (export "body") (param $i i32) (param $end i32) (result i32)
     (local $v v128) (local $m i32) (local $c i32) (local $e i32) (local $u i32)
