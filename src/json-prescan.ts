@@ -16,6 +16,7 @@
  * Frames made of many short strings gain nothing: the pre-scan gives up
  * after WASTE_LIMIT bytes of strings too short to note.
  */
+import { isUtf8 } from 'node:buffer';
 import { attachScanHints, isScanError, StringResume, type ScanHints } from './json-scan.js';
 import { INVALID_STRING, stringBodyCheck, type StringBodyCheck } from './wasm/string-body.js';
 
@@ -34,7 +35,10 @@ export class FramePrescan {
     this.bodies = simd ? stringBodyCheck() : null;
   }
 
-  private hints: ScanHints = { starts: [], ends: [] };
+  private hints: ScanHints = { starts: [], ends: [], utf8: false };
+  /** Bytes before this are valid UTF-8 (a character boundary), unless `utf8Bad`. */
+  private utf8At = 0;
+  private utf8Bad = false;
   /** Where the next call continues: inside a string when `open` ≥ 0 (its opening quote). */
   private at = 0;
   private open = -1;
@@ -43,6 +47,7 @@ export class FramePrescan {
 
   /** `buf[0, filled)` is the frame so far (same offsets on every call; `buf` may be a new, larger copy). */
   advance(buf: Buffer, filled: number): void {
+    this.checkUtf8(buf, filled);
     if (this.stopped || filled <= this.at) return;
     // A view that ends where the bytes end: searches never look past them.
     const view = buf.length === filled ? buf : buf.subarray(0, filled);
@@ -87,15 +92,36 @@ export class FramePrescan {
     this.at = at;
   }
 
+  /**
+   * UTF-8 as the bytes arrive, in pieces. Valid pieces joined are always
+   * valid, so "every piece valid" never vouches for an invalid frame; and
+   * because each cut is made just before a byte that is not a continuation
+   * byte (10xxxxxx), which in valid UTF-8 always starts a character, a
+   * valid frame is never cut inside a character and is found valid.
+   */
+  private checkUtf8(buf: Buffer, filled: number): void {
+    if (this.utf8Bad) return;
+    let cut = filled - 1;
+    const floor = Math.max(this.utf8At, filled - 4);
+    while (cut > floor && (buf[cut]! & 0xc0) === 0x80) cut--;
+    if (cut <= this.utf8At) return;
+    if (!isUtf8(buf.subarray(this.utf8At, cut))) this.utf8Bad = true;
+    this.utf8At = cut;
+  }
+
   /** The frame is whole (`frame` is the Buffer object that will be scanned): hand over what was found, start afresh. */
   finish(frame: Buffer): void {
+    this.hints.utf8 = !this.utf8Bad && isUtf8(frame.subarray(this.utf8At));
     attachScanHints(frame, this.hints);
     this.reset();
   }
 
   /** Forget the frame under way (it was dropped, or turned out oversize). */
   reset(): void {
-    if (this.hints.starts.length > 0) this.hints = { starts: [], ends: [] };
+    // The hints object may be attached to the last frame: a new one for the next.
+    this.hints = { starts: [], ends: [], utf8: false };
+    this.utf8At = 0;
+    this.utf8Bad = false;
     this.at = 0;
     this.open = -1;
     this.wasted = 0;

@@ -75,6 +75,8 @@ function describe(byte: number): string {
 export interface ScanHints {
   starts: number[];
   ends: number[];
+  /** The whole frame was found to be valid UTF-8 (its newline included) as it arrived. */
+  utf8: boolean;
 }
 
 /** Frames this short are never looked up (the lookup would cost more than it saves). */
@@ -86,7 +88,12 @@ const HINTS = new WeakMap<Buffer, ScanHints>();
  * bytes as they are now: the frame must not change afterwards.
  */
 export function attachScanHints(frame: Buffer, hints: ScanHints): void {
-  if (hints.starts.length > 0 && frame.length >= HINTED_MIN_BYTES) HINTS.set(frame, hints);
+  if ((hints.starts.length > 0 || hints.utf8) && frame.length >= HINTED_MIN_BYTES) HINTS.set(frame, hints);
+}
+
+/** True when `frame` was found valid UTF-8 while it arrived (false: not known, check it). */
+export function knownUtf8(frame: Buffer): boolean {
+  return frame.length >= HINTED_MIN_BYTES && HINTS.get(frame)?.utf8 === true;
 }
 
 /**

@@ -8,7 +8,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { scanJson, HINTED_MIN_BYTES } from '../dist/json-scan.js';
+import { isUtf8 } from 'node:buffer';
+import { knownUtf8, scanJson, HINTED_MIN_BYTES } from '../dist/json-scan.js';
 import { FramePrescan, HINT_MIN_BYTES } from '../dist/json-prescan.js';
 import { JoinPool, LineSplitter, ASSEMBLE_MIN_BYTES } from '../dist/framing.js';
 import { scanJson as referenceScan } from './reference/json-scan-be66652.js';
@@ -27,6 +28,8 @@ function plain(result) {
 /** The frame's verdict (scanned as classifyFrame does: without its newline) equals the reference's. */
 function same(frame, label) {
   const end = frame.length - 1;
+  // Never "known valid UTF-8" unless it is (such a claim would let an invalid frame through).
+  assert.ok(!knownUtf8(frame) || isUtf8(frame), `${label}: known as UTF-8 but is not`);
   assert.deepEqual(plain(scanJson(frame, 0, end)), plain(referenceScan(frame, 0, end)), `${label}: input (hex) ${frame.subarray(0, 300).toString('hex')}…`);
 }
 
@@ -38,7 +41,7 @@ const piece = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom('\\n', '\\"', '\\\\', '\\/', '\\b', '\\f', '\\r', '\\t', '\\u00e9', '\\u0000', '\\uD83D\\uDE00', '\\ud83d\\ude00').map((t) => Buffer.from(t)) },
   { weight: 1, arbitrary: fc.constantFrom('\\ud800', '\\udc00', '\\ud800\\u0041', '\\ud800\\', '\\ud800\\u', '\\ud800\\udc0', '\\x', '\\u12', '\\u12g4', '\\', '\\U0041').map((t) => Buffer.from(t)) },
   { weight: 1, arbitrary: fc.integer({ min: 0, max: 0x1f }).filter((b) => b !== 0x0a).map((b) => Buffer.from([b])) },
-  { weight: 1, arbitrary: fc.constantFrom([0x7f], [0xe6, 0x95], [0xff]).map((b) => Buffer.from(b)) },
+  { weight: 1, arbitrary: fc.constantFrom([0x7f], [0xe6, 0x95], [0xff], [0x80], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf0, 0x9f, 0x98]).map((b) => Buffer.from(b)) },
   { weight: 1, arbitrary: fc.constant(Buffer.from('"')) },
 );
 const body = fc.array(piece, { maxLength: 10 }).map((parts) => Buffer.concat(parts));
@@ -83,6 +86,8 @@ function prescanInPieces(frame, cuts, simd = true) {
   }
   const whole = Buffer.from(frame);
   pre.finish(whole);
+  // Checked while arriving: found valid exactly when it is.
+  assert.equal(knownUtf8(whole), isUtf8(whole), 'UTF-8 found while arriving');
   return whole;
 }
 
@@ -132,6 +137,13 @@ for (const simd of [true, false]) describe(`the pre-scan never changes a verdict
         same(prescanInPieces(frame, [], simd), `${JSON.stringify(special)} at ${at}`);
         same(prescanInPieces(frame, [frame.indexOf(special, 65000) + 1], simd), `${JSON.stringify(special)} at ${at}, cut inside`);
       }
+    }
+  });
+
+  test('UTF-8 valid or not in the last bytes before the newline, cut at every point near the end', () => {
+    for (const tail of [[0xff], [0xe6, 0x95], [0xc3], [0x80], [0xf0, 0x9f, 0x98, 0x80], [0xc3, 0xa9], [0x22, 0x7d, 0xe6]]) {
+      const frame = Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":1,"result":{"t":"${ascii(HINTED_MIN_BYTES + 3000)}"}}`), Buffer.from(tail), Buffer.from('\n')]);
+      for (let cut = frame.length - 8; cut < frame.length; cut++) same(prescanInPieces(frame, [cut], simd), `tail ${tail} cut at ${cut}`);
     }
   });
 
