@@ -6,8 +6,11 @@
  *
  * Chunks are kept in a list with a running length and only the newest chunk is
  * searched for `\n`, so a long line costs one copy, not one concat per chunk.
- * Because nothing is decoded here, a UTF-8 character split across chunks is
- * simply bytes in two chunks.
+ * A line that reaches ASSEMBLE_MIN_BYTES is instead copied into one buffer
+ * read by read as it arrives (the same one copy, done while the rest is still
+ * on its way), and an ArrivalWatch may look at it meanwhile. Because nothing
+ * is decoded here, a UTF-8 character split across chunks is simply bytes in
+ * two chunks.
  */
 
 /** Bytes of an oversize line kept for diagnostics. */
