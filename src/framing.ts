@@ -6,8 +6,11 @@
  *
  * Chunks are kept in a list with a running length and only the newest chunk is
  * searched for `\n`, so a long line costs one copy, not one concat per chunk.
- * Because nothing is decoded here, a UTF-8 character split across chunks is
- * simply bytes in two chunks.
+ * A line that reaches ASSEMBLE_MIN_BYTES is instead copied into one buffer
+ * read by read as it arrives (the same one copy, done while the rest is still
+ * on its way), and an ArrivalWatch may look at it meanwhile. Because nothing
+ * is decoded here, a UTF-8 character split across chunks is simply bytes in
+ * two chunks.
  */
 
 /** Bytes of an oversize line kept for diagnostics. */
@@ -43,6 +46,15 @@ export class JoinPool {
   /** A buffer of exactly `size` bytes, pooled when large. */
   take(size: number): Buffer {
     if (size < POOLED_MIN_BYTES) return Buffer.allocUnsafe(size);
+    return this.lend(this.room(size), size);
+  }
+
+  /**
+   * A whole backing buffer of at least `size` bytes, not yet lent: a frame
+   * being assembled while it arrives. It comes back through `lend` (its
+   * frame, once whole) or `discard` (outgrown or dropped).
+   */
+  room(size: number): Buffer {
     let best = -1;
     for (let i = 0; i < this.free.length; i++) {
       const capacity = this.free[i]!.length;
@@ -57,9 +69,19 @@ export class JoinPool {
       this.free.splice(best, 1);
       this.freeBytes -= backing.length;
     }
+    return backing;
+  }
+
+  /** The first `size` bytes of a buffer from `room`, lent as a frame (the writer gives it back). */
+  lend(backing: Buffer, size: number): Buffer {
     const frame = backing.subarray(0, size);
     this.lent.add(frame);
     return frame;
+  }
+
+  /** A buffer from `room` that will not be lent after all. */
+  discard(backing: Buffer): void {
+    this.keep(backing);
   }
 
   /** True if `frame` is one this pool handed out and has not had back. */
@@ -70,7 +92,10 @@ export class JoinPool {
   /** Take back a frame whose write has completed; nothing may read it afterwards. */
   release(frame: Buffer): void {
     if (!this.lent.delete(frame)) return;
-    const backing = Buffer.from(frame.buffer, 0, frame.buffer.byteLength);
+    this.keep(Buffer.from(frame.buffer, 0, frame.buffer.byteLength));
+  }
+
+  private keep(backing: Buffer): void {
     if (this.freeBytes + backing.length > this.keepBytes) return;
     this.free.push(backing);
     this.freeBytes += backing.length;
@@ -81,6 +106,25 @@ export class JoinPool {
     return this.freeBytes;
   }
 }
+
+/**
+ * Told about a large frame while it arrives (see json-prescan.ts): the
+ * splitter assembles such a frame in one buffer as its reads land, so that
+ * the work on it can start before its newline.
+ */
+export interface ArrivalWatch {
+  /** `buf[0, filled)` is the frame so far (offsets stay; `buf` may be replaced by a larger copy). */
+  advance(buf: Buffer, filled: number): void;
+  /** The frame is whole: `frame` is the Buffer object the line event carries. */
+  finish(frame: Buffer): void;
+  /** The frame under way was dropped (oversize, end of stream). */
+  reset(): void;
+}
+
+/** A line that has this many bytes pending is assembled in one buffer as it arrives. */
+export const ASSEMBLE_MIN_BYTES = 64 * 1024;
+/** The first assembly buffer is at least this large (or the last large frame's size). */
+const ASSEMBLE_FIRST_BYTES = 256 * 1024;
 
 export type LineEvent =
   /** `frame` is the line's bytes followed by its `\n`. */
@@ -102,6 +146,10 @@ export class LineSplitter {
 
   /** Bytes of a chunk left unsplit because the gate closed, or null. */
   private deferred: Buffer | null = null;
+  /** A large line under way, assembled as it arrives: its bytes are `assembly[0, pendingBytes)` (then `pending` is empty). */
+  private assembly: Buffer | null = null;
+  /** The size of the last assembled line: the next one likely needs as much room. */
+  private lastAssembled = 0;
 
   /**
    * `gate`, when given, is read after every line: while `held` is true the
@@ -110,7 +158,14 @@ export class LineSplitter {
    * `joins`, when given, provides the buffers of joined frames (the writer
    * that writes them gives them back).
    */
-  constructor(maxBytes: number, onEvent: (event: LineEvent) => void, private readonly gate: { held: boolean } | null = null, private readonly joins: JoinPool | null = null) {
+  constructor(
+    maxBytes: number,
+    onEvent: (event: LineEvent) => void,
+    private readonly gate: { held: boolean } | null = null,
+    private readonly joins: JoinPool | null = null,
+    /** Told about large lines as they arrive (the scanner's pre-scan). */
+    private readonly watch: ArrivalWatch | null = null,
+  ) {
     this.maxBytes = maxBytes;
     this.onEvent = onEvent;
   }
@@ -153,6 +208,9 @@ export class LineSplitter {
         const head = this.oversizeHead!.subarray(0, this.headBytes);
         this.reset();
         this.onEvent({ kind: 'oversize', line: this.lineNo, bytes: lineBytes, head, atEof: false });
+      } else if (this.assembly !== null) {
+        const frame = this.completeAssembly(chunk, start, nl + 1, lineBytes);
+        this.onEvent({ kind: 'line', line: this.lineNo, frame });
       } else if (this.pending.length === 0) {
         // The whole line lies in this chunk: hand out a view, no copy.
         this.onEvent({ kind: 'line', line: this.lineNo, frame: chunk.subarray(start, nl + 1) });
@@ -187,7 +245,10 @@ export class LineSplitter {
       return;
     }
     if (this.pendingBytes === 0) return;
-    const bytes = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    // An assembly buffer given out as the partial bytes never goes back to the pool.
+    const bytes = this.assembly !== null ? this.assembly.subarray(0, this.pendingBytes)
+      : this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    this.watch?.reset();
     this.reset();
     this.onEvent({ kind: 'partial', line: ++this.lineNo, bytes });
   }
@@ -204,8 +265,56 @@ export class LineSplitter {
       this.pendingBytes += size;
       return;
     }
+    if (this.assembly !== null) return this.append(chunk, start, end);
     this.pending.push(chunk.subarray(start, end));
     this.pendingBytes += size;
+    if (this.pendingBytes >= ASSEMBLE_MIN_BYTES) this.startAssembly();
+  }
+
+  /** Move the pending pieces into one buffer; later reads are appended to it as they land. */
+  private startAssembly(): void {
+    const want = Math.max(2 * this.pendingBytes, this.lastAssembled, ASSEMBLE_FIRST_BYTES);
+    const assembly = this.room(Math.min(want, this.maxBytes + 1));
+    let at = 0;
+    for (const piece of this.pending) at += piece.copy(assembly, at);
+    this.pending = [];
+    this.assembly = assembly;
+    this.watch?.advance(assembly, this.pendingBytes);
+  }
+
+  /** Copy `chunk[start, end)` onto the assembly, growing it if needed (never past the cap + newline). */
+  private appendBytes(chunk: Buffer, start: number, end: number): void {
+    const need = this.pendingBytes + (end - start);
+    let assembly = this.assembly!;
+    if (need > assembly.length) {
+      const grown = this.room(Math.min(Math.max(need, 2 * assembly.length), this.maxBytes + 1));
+      assembly.copy(grown, 0, 0, this.pendingBytes);
+      this.joins?.discard(assembly);
+      this.assembly = assembly = grown;
+    }
+    chunk.copy(assembly, this.pendingBytes, start, end);
+    this.pendingBytes = need;
+  }
+
+  private append(chunk: Buffer, start: number, end: number): void {
+    this.appendBytes(chunk, start, end);
+    this.watch?.advance(this.assembly!, this.pendingBytes);
+  }
+
+  /** The assembled line with its last bytes `chunk[start, end)` (newline included): the frame to hand out. */
+  private completeAssembly(chunk: Buffer, start: number, end: number, lineBytes: number): Buffer {
+    this.appendBytes(chunk, start, end);
+    const assembly = this.assembly!;
+    this.watch?.advance(assembly, lineBytes);
+    const frame = this.joins === null ? assembly.subarray(0, lineBytes + 1) : this.joins.lend(assembly, lineBytes + 1);
+    this.lastAssembled = lineBytes + 1;
+    this.watch?.finish(frame);
+    this.reset();
+    return frame;
+  }
+
+  private room(size: number): Buffer {
+    return this.joins === null ? Buffer.allocUnsafeSlow(size) : this.joins.room(size);
   }
 
   /** Enter discard mode: keep the line's first bytes (pending pieces, then this chunk), drop the rest. */
@@ -214,6 +323,12 @@ export class LineSplitter {
     this.headBytes = 0;
     for (const piece of this.pending) this.fillHead(piece, 0, piece.length);
     this.pending = [];
+    if (this.assembly !== null) {
+      this.fillHead(this.assembly, 0, this.pendingBytes);
+      this.joins?.discard(this.assembly);
+      this.assembly = null;
+      this.watch?.reset();
+    }
     this.fillHead(chunk, start, end);
   }
 
@@ -224,6 +339,7 @@ export class LineSplitter {
   }
 
   private reset(): void {
+    this.assembly = null;
     this.pending = [];
     this.pendingBytes = 0;
     this.oversizeHead = null;

@@ -10,6 +10,8 @@
  * the scanner then only has to look at ASCII structure.
  */
 
+import { stringBodyCheck, type StringBodyCheck } from './wasm/string-body.js';
+
 export type JsonType = 'object' | 'array' | 'string' | 'number' | 'true' | 'false' | 'null';
 
 /** A scanned value: its type and byte span; `members` for recorded objects, `items` for recorded arrays. */
@@ -42,7 +44,7 @@ const LBRACE = 0x7b, RBRACE = 0x7d, LBRACKET = 0x5b, RBRACKET = 0x5d;
 
 /** Scan `buf[start, end)` as exactly one JSON value surrounded by optional whitespace. */
 export function scanJson(buf: Buffer, start = 0, end = buf.length): ScanResult {
-  const scanner = new Scanner(buf, end);
+  const scanner = new Scanner(buf, end, end - start >= HINTED_MIN_BYTES ? HINTS.get(buf) : undefined);
   try {
     let pos = scanner.skipWs(start);
     if (pos >= end) return { ok: false, reason: 'empty line, expected a JSON value', offset: pos };
@@ -61,10 +63,71 @@ function describe(byte: number): string {
   return `byte 0x${byte.toString(16).padStart(2, '0')}`;
 }
 
+/**
+ * Long strings already found valid while their frame was still arriving
+ * (json-prescan.ts): `starts[k]` is a string's opening quote, `ends[k]` the
+ * offset past its closing quote. Sorted by start. Only string *values* are
+ * looked up (never keys, whose escapes the duplicate check needs to know). Whether a string starting at a given offset is valid, and where it
+ * ends, depends on the bytes from that offset on only, so a hint is right
+ * whatever the rest of the frame holds; a scan that never reaches a hinted
+ * offset simply does not use it.
+ */
+export interface ScanHints {
+  starts: number[];
+  ends: number[];
+  /** The whole frame was found to be valid UTF-8 (its newline included) as it arrived. */
+  utf8: boolean;
+}
+
+/** Frames this short are never looked up (the lookup would cost more than it saves). */
+export const HINTED_MIN_BYTES = 16 * 1024;
+const HINTS = new WeakMap<Buffer, ScanHints>();
+
+/**
+ * Hints for `frame` (the exact Buffer object later scanned), valid for its
+ * bytes as they are now: the frame must not change afterwards.
+ */
+export function attachScanHints(frame: Buffer, hints: ScanHints): void {
+  if ((hints.starts.length > 0 || hints.utf8) && frame.length >= HINTED_MIN_BYTES) HINTS.set(frame, hints);
+}
+
+/** True when `frame` was found valid UTF-8 while it arrived (false: not known, check it). */
+export function knownUtf8(frame: Buffer): boolean {
+  return frame.length >= HINTED_MIN_BYTES && HINTS.get(frame)?.utf8 === true;
+}
+
+/**
+ * `string()`'s loop over a string body that may not have fully arrived:
+ * `buf[i, end)` is what there is so far. Returns the offset past the closing
+ * quote, or `-(k + 1)` where `k` is the offset to resume from once more bytes
+ * are there (the end, or an escape not yet whole). Throws (a ScanError) where
+ * `string()` would fail.
+ * Bytes used are always inside [i, end), so a verdict never depends on bytes
+ * that have not arrived.
+ */
+export class StringResume {
+  private readonly scanner: Scanner;
+  constructor(buf: Buffer, end: number) {
+    this.scanner = new Scanner(buf, end, undefined);
+  }
+
+  /** See the class comment. */
+  resume(i: number): number {
+    return this.scanner.resumeString(i);
+  }
+}
+
+/** True for the errors `StringResume.resume` throws (a string that can never be valid). */
+export function isScanError(error: unknown): boolean {
+  return error instanceof ScanError;
+}
+
 /** String bytes scanned one at a time before a run counts as long (see `runEnd`). */
 const SHORT_RUN = 32;
 /** Runs shorter than this are checked for control bytes byte by byte, longer ones by words. */
 const WORD_RUN = 64;
+/** Runs this long are checked 16 bytes at a time (WebAssembly SIMD; a copy into its memory first). */
+const SIMD_RUN = 1024;
 
 /** The first byte < 0x20 in buf[i, stop), or `stop`. */
 function firstControlBytes(buf: Buffer, i: number, stop: number): number {
@@ -114,10 +177,29 @@ class Scanner {
   /** The next `"` / `\\` at or after the last long-run search (`end` if none), -1 before the first. */
   private quoteAt = -1;
   private backslashAt = -1;
+  /** The SIMD check (false where there is none), looked up on the first very long run. */
+  private simd: StringBodyCheck | false | undefined = undefined;
   /** The buffer's aligned 4-byte words, made on the first long run. */
   private words: Int32Array | undefined = undefined;
 
-  constructor(private readonly buf: Buffer, private readonly end: number) {}
+  /** Next hint to look at (the scan only moves forward). */
+  private hint = 0;
+
+  constructor(private readonly buf: Buffer, private readonly end: number, private readonly hints: ScanHints | undefined) {}
+
+  /** A string value at `pos`: past a hinted one in one step, else scanned. */
+  private hintedString(pos: number): number {
+    const { starts, ends } = this.hints!;
+    let k = this.hint;
+    while (k < starts.length && starts[k]! < pos) k++;
+    this.hint = k;
+    if (k < starts.length && starts[k] === pos) {
+      const past = ends[k]!;
+      // A scan of a smaller range must still fail where the range ends.
+      if (past <= this.end) return past;
+    }
+    return this.string(pos);
+  }
 
   skipWs(pos: number): number {
     const { buf, end } = this;
@@ -165,7 +247,7 @@ class Scanner {
   skip(pos: number, level: number): number {
     if (pos >= this.end) this.fail('unexpected end of input (truncated JSON)', pos);
     const c = this.buf[pos]!;
-    if (c === QUOTE) return this.string(pos);
+    if (c === QUOTE) return this.hints === undefined ? this.string(pos) : this.hintedString(pos);
     if (c === LBRACE) return this.object(pos, level, undefined, 0);
     if (c === LBRACKET) return this.array(pos, level, undefined, 0);
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.number(pos);
@@ -311,6 +393,45 @@ class Scanner {
     }
   }
 
+  /** See StringResume.resume: string()'s loop, stopping instead of failing where bytes are missing. */
+  resumeString(i: number): number {
+    const { buf, end } = this;
+    this.escaped = false;
+    for (;;) {
+      const shortEnd = i + SHORT_RUN < end ? i + SHORT_RUN : end;
+      while (i < shortEnd) {
+        const c = buf[i]!;
+        if (c === QUOTE || c === BACKSLASH || c < 0x20) break;
+        i++;
+      }
+      if (i === shortEnd && i < end) i = this.runEnd(i);
+      if (i >= end) return -(i + 1);
+      const c = buf[i]!;
+      if (c === QUOTE) return i + 1;
+      if (c < 0x20) this.fail(`raw control character 0x${c.toString(16).padStart(2, '0')} inside a string`, i);
+      this.escaped = true;
+      if (i + 1 >= end) return -(i + 1);
+      const e = buf[i + 1]!;
+      if (e === 0x75) {
+        // The escape is judged only once all the bytes string() would read are here.
+        if (i + 6 > end) return -(i + 1);
+        const unit = this.hex4(i);
+        if (unit >= 0xdc00 && unit <= 0xdfff) this.fail('lone low surrogate escape in a string', i);
+        if (unit >= 0xd800 && unit <= 0xdbff) {
+          if (i + 12 > end) return -(i + 1);
+          const low = buf[i + 6] === BACKSLASH && buf[i + 7] === 0x75 ? this.hex4(i + 6) : -1;
+          if (low < 0xdc00 || low > 0xdfff) this.fail('lone high surrogate escape in a string', i);
+          i += 6;
+        }
+        i += 6;
+      } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+        i += 2;
+      } else {
+        this.fail('invalid escape in a string', i);
+      }
+    }
+  }
+
   /**
    * The long-run path: the offset of the first `"`, `\\` or control byte at
    * or after `i`, or `end`. Quotes and backslashes are found by memchr
@@ -340,6 +461,10 @@ class Scanner {
    */
   private firstControlWords(i: number, stop: number): number {
     const { buf } = this;
+    if (stop - i >= SIMD_RUN) {
+      const simd = (this.simd ??= stringBodyCheck() ?? false);
+      if (simd !== false) return simd.firstControl(buf, i, stop);
+    }
     // Bytes up to the first aligned one.
     const misaligned = (4 - ((buf.byteOffset + i) & 3)) & 3;
     const head = firstControlBytes(buf, i, i + misaligned);

@@ -8,7 +8,7 @@
  * shape, ids that are not exact integers in the safe range, invalid UTF-8.
  */
 import { isUtf8 } from 'node:buffer';
-import { scanJson, stringValue, type JsonNode } from './json-scan.js';
+import { knownUtf8, scanJson, stringValue, type JsonNode } from './json-scan.js';
 import { IdError, idKey, idJson, isIntegerText, readId, type RequestId } from './request-id.js';
 
 export { RawId, idJson, idKey, peekId, type RequestId } from './request-id.js';
@@ -71,7 +71,8 @@ export interface ClassifyOptions {
 /** Classify one line (`frame` ends with `\n`). */
 export function classifyFrame(frame: Buffer, options: ClassifyOptions): Classified {
   const end = frame.length - 1;
-  if (!isUtf8(frame)) return invalid(PARSE_ERROR, 'not valid UTF-8');
+  // A large frame may have been checked while it arrived (json-prescan.ts).
+  if (!knownUtf8(frame) && !isUtf8(frame)) return invalid(PARSE_ERROR, 'not valid UTF-8');
   const scanned = scanJson(frame, 0, end);
   if (!scanned.ok) return invalid(PARSE_ERROR, `not JSON: ${scanned.reason} at byte ${scanned.offset}`);
   const root = scanned.value;

@@ -12,6 +12,7 @@ import type { Diagnostics } from './diagnostics.js';
 import type { Response } from './jsonrpc.js';
 import type { Gate, GateIO } from './gate/gate.js';
 import { JoinPool, LineSplitter, type LineEvent } from './framing.js';
+import { FramePrescan } from './json-prescan.js';
 import { notification } from './jsonrpc.js';
 import type { SessionObserver } from './observer.js';
 import { markedEnv } from './marker.js';
@@ -247,7 +248,7 @@ export class Session {
     const clientLines = new LineSplitter(options.maxFrameBytes, watch === null ? (event) => relay.fromClient(event) : (event) => {
       watch.clientLine(event);
       relay.fromClient(event);
-    }, this.inputGate, this.joins);
+    }, this.inputGate, this.joins, new FramePrescan());
     this.resumeLines = () => clientLines.resume();
     const onInput = (chunk: Buffer) => clientLines.push(chunk);
     io.input.on('data', onInput);

@@ -92,6 +92,29 @@ describe('the long-run scanner gives the reference scanner\'s verdict', () => {
     }
   });
 
+  test('very long runs (the SIMD control-byte check): a control byte near block and slice edges', () => {
+    // Runs of 1 KiB+ are checked 16 bytes at a time in 64 KiB slices copied into WebAssembly memory.
+    const lengths = [1024, 1039, 1040, 4096 + 7, 65536 - 1, 65536, 65536 + 17, 140000];
+    for (const length of lengths) {
+      // Every position around the first slice edge: the run starts a little into the string (after the short-run loop).
+      const sliceEdge = Array.from({ length: 64 }, (_, k) => 65520 + k);
+      const positions = [0, 1, 15, 16, 17, 31, length >> 1, length - 17, length - 16, length - 15, length - 1, ...sliceEdge, 131071, 131072, 131100]
+        .filter((at) => at >= 0 && at < length);
+      for (const at of positions) {
+        for (const special of ['\x01', '\x1f', '\x00']) {
+          for (const offset of [0, 3]) {
+            const inner = Buffer.concat([Buffer.from(ascii(at)), Buffer.from(special), Buffer.from(ascii(length - at - 1))]);
+            const input = Buffer.concat([Buffer.from('{"k":"'), inner, Buffer.from('","z":1}')]);
+            same(placed(input, offset, Buffer.from('\n')), offset, offset + input.length);
+          }
+        }
+      }
+      const clean = Buffer.concat([Buffer.from('{"k":"'), Buffer.from(ascii(length)), Buffer.from('"}')]);
+      same(clean, 0, clean.length);
+      assert.equal(scanJson(clean).ok, true);
+    }
+  });
+
   test('real payloads of each kind and their corruptions', async () => {
     const { KINDS } = await import('../bench/lib/payloads.js');
     for (const [kind, make] of Object.entries(KINDS)) {

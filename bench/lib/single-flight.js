@@ -3,6 +3,7 @@
 // Arguments: a 1 MiB string argument per call, a small result. Timed per
 // round trip (median over the calls of one connection), against the Node
 // byte-copy relay, interleaved per round.
+import { readdirSync, readFileSync } from 'node:fs';
 import { interleave, roundName } from './interleave.js';
 import { payload } from './payloads.js';
 import { launch, stop } from './proc.js';
@@ -19,7 +20,23 @@ function blobArgument() {
   return text;
 }
 
-/** Median round trip (ms) and MiB/s of `calls` single calls through `argv`; `direction` is 'results' or 'arguments'. */
+/**
+ * CPU time (ns) used so far by all threads of process `pid` (Linux:
+ * /proc/<pid>/task/<tid>/schedstat), or NaN elsewhere. On a loaded machine
+ * round trips mostly measure waiting for a CPU; the relay's own CPU time per
+ * call is the figure that load does not move much.
+ */
+function cpuNs(pid) {
+  try {
+    let sum = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) sum += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    return sum;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Median round trip (ms), MiB/s and the relay's CPU ms per call of `calls` single calls through `argv`; `direction` is 'results' or 'arguments'. */
 export async function singleFlight(argv, { calls, direction }) {
   const child = launch(argv);
   try {
@@ -28,7 +45,9 @@ export async function singleFlight(argv, { calls, direction }) {
     const params = direction === 'results' ? { name: 'echo', arguments: { size: FRAME_BYTES } } : { name: 'echo', arguments: { size: 64, blob: blobArgument() } };
     const times = [];
     let frameBytes = 0;
+    let cpuAtStart = Number.NaN;
     for (let i = -3; i < calls; i++) {
+      if (i === 0) cpuAtStart = cpuNs(child.pid);
       const id = peer.reserveId();
       const frame = requestFrame(id, 'tools/call', params);
       const t0 = process.hrtime.bigint();
@@ -37,8 +56,9 @@ export async function singleFlight(argv, { calls, direction }) {
       times.push(Number(response.at - t0) / 1e6);
       frameBytes = direction === 'results' ? response.bytes : frame.length;
     }
+    const cpuMs = (cpuNs(child.pid) - cpuAtStart) / calls / 1e6;
     const ms = median(times);
-    return { ms, mibps: frameBytes / 2 ** 20 / (ms / 1000), frameBytes };
+    return { ms, mibps: frameBytes / 2 ** 20 / (ms / 1000), frameBytes, cpuMs };
   } finally {
     await stop(child);
   }
@@ -61,12 +81,14 @@ export async function singleFlightRows({ rounds, calls, warmupRounds = 1 }, prog
     }, { warmup: warmupRounds });
     const mibps = (name) => samples[name].map((s) => s.mibps);
     const ms = (name) => samples[name].map((s) => s.ms);
+    const cpu = (name) => samples[name].map((s) => s.cpuMs);
     const vsCopy = pairedRatio(mibps('mcpguard'), mibps('copy'));
-    const row = `single-flight 1 MiB ${direction} (MiB/s; ms per round trip), ${calls} calls × ${rounds} rounds`;
-    lines.push(line(row, 'byte-copy relay', `${num(median(mibps('copy')))}; ${num(median(ms('copy')))} ms`, 'baseline'));
-    lines.push(line(row, 'mcpguard', `${num(median(mibps('mcpguard')))}; ${num(median(ms('mcpguard')))} ms`, ratioText(vsCopy, 'copy'), '≥ 0.8× copy', vsCopy >= 0.8));
-    if (base) lines.push(line(row, variants[2].label, `${num(median(mibps('base')))}; ${num(median(ms('base')))} ms`, ratioText(pairedRatio(mibps('base'), mibps('copy')), 'copy')));
-    notes.push(`single-flight ${direction}: ${Math.round(frameBytes)} bytes per ${direction === 'results' ? 'response' : 'request'} line, one call in flight, median round trip per connection`);
+    const row = `single-flight 1 MiB ${direction} (MiB/s; ms per round trip; relay CPU ms per call), ${calls} calls × ${rounds} rounds`;
+    const value = (name) => `${num(median(mibps(name)))}; ${num(median(ms(name)))} ms; ${num(median(cpu(name)))} ms CPU`;
+    lines.push(line(row, 'byte-copy relay', value('copy'), 'baseline'));
+    lines.push(line(row, 'mcpguard', value('mcpguard'), ratioText(vsCopy, 'copy'), '≥ 0.8× copy', vsCopy >= 0.8));
+    if (base) lines.push(line(row, variants[2].label, value('base'), ratioText(pairedRatio(mibps('base'), mibps('copy')), 'copy')));
+    notes.push(`single-flight ${direction}: ${Math.round(frameBytes)} bytes per ${direction === 'results' ? 'response' : 'request'} line, one call in flight, median round trip per connection; CPU: all threads of the relay process (not its server), per call`);
   }
   return { lines, notes };
 }

@@ -9,6 +9,7 @@ import type { Readable } from 'node:stream';
 import type { ExitInfo, StartedChild } from '../child.js';
 import { LineSplitter, type LineEvent } from '../framing.js';
 import type { JoinPool } from '../framing.js';
+import { FramePrescan } from '../json-prescan.js';
 import { markedProcesses } from '../marker.js';
 import { DescendantTracker } from '../proctree.js';
 import type { ReadBufferReclaimer } from '../reclaim.js';
@@ -90,7 +91,7 @@ export class Generation {
       joins: hooks.joins,
     });
 
-    this.lines = new LineSplitter(options.maxFrameBytes, hooks.line, null, hooks.joins);
+    this.lines = new LineSplitter(options.maxFrameBytes, hooks.line, null, hooks.joins, new FramePrescan());
     this.stdoutEnded = streamEnded(child.stdout);
     child.stdout.on('data', (chunk: Buffer) => {
       reclaimer.account(chunk.length, 'stdout');
