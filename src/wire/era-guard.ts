@@ -44,11 +44,25 @@ export class EraGuard {
     return this.tracker.era === 'modern';
   }
 
-  /** Check a client line, item by item, before any of it is applied; rules forwarded anyway are reported here. */
+  /**
+   * A one-message line's verdict (nearly every line is one message): the same
+   * object and array each time, not two per line. Valid until the next call
+   * of clientLine; the relay reads it before the next line.
+   */
+  private readonly single: ClientVerdict = { metas: [NO_META], refuse: null };
+
+  /**
+   * Check a client line, item by item, before any of it is applied; rules
+   * forwarded anyway are reported here. The verdict (and its `metas`) may be
+   * reused by the next line: read it, keep the metas you need, not the array.
+   */
   clientLine(line: number, frame: Buffer, items: readonly Message[]): ClientVerdict {
-    const metas: RequestMeta[] = [];
+    // Slots are overwritten, never cut: setting length to 0 would give the array a fresh store each line.
+    const verdict: ClientVerdict = items.length === 1 ? this.single : { metas: new Array<RequestMeta>(items.length), refuse: null };
+    const metas = verdict.metas;
     let refuse: ClientVerdict['refuse'] = null;
-    for (const item of items) {
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
       let meta = NO_META;
       let violation: Violation | null = null;
       if (item.kind === 'response') {
@@ -57,12 +71,13 @@ export class EraGuard {
         if (item.params?.members?.has('_meta')) meta = readMeta(frame, item.params);
         violation = this.tracker.checkClient(item.method, meta, item.kind === 'request');
       }
-      metas.push(meta);
+      metas[i] = meta;
       if (violation === null || refuse !== null) continue;
       if (this.rules === 'warn' || violation.severity === 'flag') this.report('client', line, violation, frame, 'forwarded');
       else refuse = { violation, culprit: item };
     }
-    return { metas, refuse };
+    verdict.refuse = refuse;
+    return verdict;
   }
 
   /** A request about to be forwarded: it may settle the era; its call learns its version, trace and earlier leg. */
