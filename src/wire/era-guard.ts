@@ -87,9 +87,22 @@ export class EraGuard {
     call.protocolVersion = meta.version ?? this.tracker.version;
     call.traceparent = meta.traceparent;
     if (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') {
-      call.target = `${method} ${call.tool ?? memberString(frame, params, method === 'resources/read' ? 'uri' : 'name') ?? ''}`;
+      call.target = this.targetOf(method, call.tool ?? memberString(frame, params, method === 'resources/read' ? 'uri' : 'name') ?? '');
       this.legs.retry(call, params, frame);
     }
+  }
+
+  /** The last target named, kept: a session calling the same tool again and again makes its target string once. */
+  private lastTarget = { method: '', name: '', target: '' };
+
+  private targetOf(method: string, name: string): string {
+    const last = this.lastTarget;
+    if (last.method !== method || last.name !== name) {
+      last.method = method;
+      last.name = name;
+      last.target = `${method} ${name}`;
+    }
+    return last.target;
   }
 
   /** mcpguard answered a call with its own approval card: the retry will echo `state`, and is linked by it. */
