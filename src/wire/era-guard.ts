@@ -23,7 +23,13 @@ export interface ClientVerdict {
 }
 
 /** How a call's answer ends it, or the rule it was refused for. */
-export type Outcome = { state: CallState; detail: string | null } | { refused: Violation };
+export type Outcome = { readonly state: CallState; readonly detail: string | null } | { refused: Violation };
+
+// The ways an answer ends a call, made once (an outcome is read, never kept or changed).
+const ANSWERED: Outcome = Object.freeze({ state: 'completed', detail: null });
+const ANSWERED_ERROR: Outcome = Object.freeze({ state: 'error', detail: null });
+const ANSWERED_INPUT_REQUIRED: Outcome = Object.freeze({ state: 'input_required', detail: 'the server needs input first; the client retries as a new call' });
+const ANSWERED_STREAM_END: Outcome = Object.freeze({ state: 'stream_ended', detail: "closed by the server's response" });
 
 export class EraGuard {
   readonly tracker = new EraTracker();
@@ -132,7 +138,7 @@ export class EraGuard {
   /** The state a response leaves its call in; a result that breaks the era's rules is refused under enforce. */
   outcome(line: number, call: Call, response: Response): Outcome {
     this.tracker.answered(response.idKey, !response.isError, response.isError ? undefined : response.body, response.frame);
-    if (response.isError) return { state: 'error', detail: null };
+    if (response.isError) return ANSWERED_ERROR;
     if (this.modern) {
       const violation = checkServerResult(call.method, response.body, response.frame);
       if (violation !== null) {
@@ -146,10 +152,10 @@ export class EraGuard {
     }
     if (response.body.members!.has('resultType') && resultType(response.body, response.frame) === 'input_required') {
       this.legs.inputRequired(call, response.body, response.frame);
-      return { state: 'input_required', detail: 'the server needs input first; the client retries as a new call' };
+      return ANSWERED_INPUT_REQUIRED;
     }
-    if (STREAM_METHODS.has(call.method!)) return { state: 'stream_ended', detail: "closed by the server's response" };
-    return { state: 'completed', detail: null };
+    if (STREAM_METHODS.has(call.method!)) return ANSWERED_STREAM_END;
+    return ANSWERED;
   }
 
   /**
