@@ -24,6 +24,7 @@ rmSync(benchHome, { recursive: true, force: true });
 
 const self = new Map();
 const byOwn = new Map();
+const byFile = new Map();
 const add = (map, key, bytes) => map.set(key, (map.get(key) ?? 0) + bytes);
 const where = (f) => `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(dist|node_modules)\//, '$1/').replace(/^node:/, 'node:')}:${f.lineNumber + 1}`;
 let total = 0;
@@ -35,6 +36,7 @@ let total = 0;
     add(self, where(node.callFrame), bytes);
     const own = [...here].reverse().find((f) => f.url.includes('/dist/'));
     add(byOwn, own === undefined ? '(no mcpguard frame)' : where(own), bytes);
+    add(byFile, own === undefined ? '(no mcpguard frame: Node\'s streams, timers, ticks)' : own.url.replace(/^.*\/dist\//, 'dist/'), bytes);
   }
   for (const child of node.children) walk(child, here);
 })(profile.head, []);
@@ -48,3 +50,4 @@ const show = (title, map) => {
 process.stdout.write(`mcpguard ${positionals.join(' ')}: ${calls} calls after ${values.warmup}; sampled ${(total / calls).toFixed(0)} B/call; probe ${result.bytesPerCall.toFixed(0)} B/call, ${result.scavengesPer10k.toFixed(1)} scavenges/10k, CPU ${result.cpuPerCall.toFixed(1)} µs/call\n`);
 show('by allocating function (self)', self);
 show('by nearest mcpguard frame', byOwn);
+show('by the file of the nearest mcpguard frame', byFile);

@@ -103,26 +103,34 @@ export class AuditLog implements SessionObserver {
     this.append('restart', this.masker.value(info) as Record<string, unknown>);
   }
 
+  // A call's records fill a values array the shape lends and takes back once the record is chained (no array per record).
+
   callStarted(call: Call): boolean {
     const m = this.masker;
-    return this.shaped(ATTEMPT, [call.callId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), call.startedAt, maskedDecision(m, call)], 'now');
+    const v = ATTEMPT.values();
+    v[0] = call.callId; v[1] = maskId(m, call.requestId); v[2] = maskText(m, call.method); v[3] = maskText(m, call.tool);
+    v[4] = call.startedAt; v[5] = maskedDecision(m, call);
+    return this.shaped(ATTEMPT, v, 'now');
   }
 
   /** Usually written with the call's final record; a call still running after DISPATCH_WAIT_MS gets a write of its own. */
   callDispatched(call: Call): void {
-    this.shaped(DISPATCHED, [call.callId, call.dispatchedAt, generationOf(call)], 'later');
+    const v = DISPATCHED.values();
+    v[0] = call.callId; v[1] = call.dispatchedAt; v[2] = generationOf(call);
+    this.shaped(DISPATCHED, v, 'later');
   }
 
   callEnded(call: Call): void {
     const stderr = call.stderr;
     const m = this.masker;
-    this.shaped(END, [
-      call.callId, this.sessionId, maskId(m, call.requestId), maskText(m, call.method), maskText(m, call.tool), call.state, maskText(m, call.detail), call.cancelRequested,
-      stderr?.seen ?? 0, stderr?.retained ?? 0, stderr?.truncated ?? false, stderr?.shared ?? false, maskText(m, stderr?.text ?? null),
-      call.exitStatus, call.streamEnd, call.startedAt, call.dispatchedAt, call.endedAt,
-      maskText(m, call.protocolVersion), maskText(m, call.traceparent), call.chain, call.continues, call.linkedBy, call.requestStateHash, call.flags,
-      maskedDecision(m, call), generationOf(call),
-    ], 'turn');
+    const v = END.values();
+    v[0] = call.callId; v[1] = this.sessionId; v[2] = maskId(m, call.requestId); v[3] = maskText(m, call.method); v[4] = maskText(m, call.tool);
+    v[5] = call.state; v[6] = maskText(m, call.detail); v[7] = call.cancelRequested;
+    v[8] = stderr?.seen ?? 0; v[9] = stderr?.retained ?? 0; v[10] = stderr?.truncated ?? false; v[11] = stderr?.shared ?? false; v[12] = maskText(m, stderr?.text ?? null);
+    v[13] = call.exitStatus; v[14] = call.streamEnd; v[15] = call.startedAt; v[16] = call.dispatchedAt; v[17] = call.endedAt;
+    v[18] = maskText(m, call.protocolVersion); v[19] = maskText(m, call.traceparent); v[20] = call.chain; v[21] = call.continues; v[22] = call.linkedBy;
+    v[23] = call.requestStateHash; v[24] = call.flags; v[25] = maskedDecision(m, call); v[26] = generationOf(call);
+    this.shaped(END, v, 'turn');
   }
 
   rejected(rejection: Rejection): void {

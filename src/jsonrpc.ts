@@ -103,35 +103,37 @@ function classifyNode(frame: Buffer, node: JsonNode): Message | Invalid {
   const id = idRead === undefined ? null : idRead instanceof IdError ? idRead.echo : idRead;
   const methodNode = m.get('method');
   const method = methodNode?.type === 'string' ? stringValue(frame, methodNode) : null;
-  const fail = (code: number, reason: string): Invalid => ({ kind: 'invalid', code, reason, id, method });
 
   const version = m.get('jsonrpc');
-  if (version === undefined) return fail(INVALID_REQUEST, 'missing "jsonrpc": "2.0"');
-  if (version.type !== 'string' || stringValue(frame, version) !== '2.0') return fail(INVALID_REQUEST, '"jsonrpc" must be exactly "2.0"');
-  if (idRead instanceof IdError) return fail(INVALID_REQUEST, idRead.reason);
+  if (version === undefined) return failed(INVALID_REQUEST, id, method, 'missing "jsonrpc": "2.0"');
+  if (version.type !== 'string' || stringValue(frame, version) !== '2.0') return failed(INVALID_REQUEST, id, method, '"jsonrpc" must be exactly "2.0"');
+  if (idRead instanceof IdError) return failed(INVALID_REQUEST, id, method, idRead.reason);
 
   if (methodNode !== undefined) {
-    for (const key of m.keys()) if (!REQUEST_KEYS.has(key)) return fail(INVALID_REQUEST, `unexpected member ${JSON.stringify(key)} in a request or notification`);
-    if (method === null) return fail(INVALID_REQUEST, '"method" must be a string');
+    // Every member is one of these when the count of those present is the size (no key iterator per line).
+    const allowed = 2 + (idNode === undefined ? 0 : 1) + (m.has('params') ? 1 : 0);
+    if (m.size !== allowed) for (const key of m.keys()) if (!REQUEST_KEYS.has(key)) return failed(INVALID_REQUEST, id, method, `unexpected member ${JSON.stringify(key)} in a request or notification`);
+    if (method === null) return failed(INVALID_REQUEST, id, method, '"method" must be a string');
     const params = m.get('params');
-    if (params !== undefined && params.type !== 'object') return fail(INVALID_PARAMS, `"params" must be an object, got ${params.type}`);
+    if (params !== undefined && params.type !== 'object') return failed(INVALID_PARAMS, id, method, `"params" must be an object, got ${params.type}`);
     if (idNode === undefined) return { kind: 'notification', frame, method, params };
     return { kind: 'request', frame, id: id!, idKey: idKey(id!), method, params };
   }
 
-  for (const key of m.keys()) if (!RESPONSE_KEYS.has(key)) return fail(INVALID_REQUEST, `unexpected member ${JSON.stringify(key)} in a response`);
-  if (idNode === undefined) return fail(INVALID_REQUEST, 'neither "method" nor "id": not a request, notification or response');
+  const allowed = 1 + (idNode === undefined ? 0 : 1) + (m.has('result') ? 1 : 0) + (m.has('error') ? 1 : 0);
+  if (m.size !== allowed) for (const key of m.keys()) if (!RESPONSE_KEYS.has(key)) return failed(INVALID_REQUEST, id, method, `unexpected member ${JSON.stringify(key)} in a response`);
+  if (idNode === undefined) return failed(INVALID_REQUEST, id, method, 'neither "method" nor "id": not a request, notification or response');
   const result = m.get('result');
   const error = m.get('error');
-  if (result !== undefined && error !== undefined) return fail(INVALID_REQUEST, 'a response carries both "result" and "error"');
-  if (result === undefined && error === undefined) return fail(INVALID_REQUEST, 'a response without "result" or "error"');
+  if (result !== undefined && error !== undefined) return failed(INVALID_REQUEST, id, method, 'a response carries both "result" and "error"');
+  if (result === undefined && error === undefined) return failed(INVALID_REQUEST, id, method, 'a response without "result" or "error"');
   if (error !== undefined) {
     const reason = checkErrorObject(frame, error);
-    if (reason !== null) return fail(INVALID_REQUEST, reason);
+    if (reason !== null) return failed(INVALID_REQUEST, id, method, reason);
   }
   // JSON-RPC allows any result; every MCP result is an object.
-  if (result !== undefined && result.type !== 'object') return fail(INVALID_REQUEST, `"result" must be an object, got ${result.type}`);
-  if (id === null) return fail(INVALID_REQUEST, 'response with id null (matches no request)');
+  if (result !== undefined && result.type !== 'object') return failed(INVALID_REQUEST, id, method, `"result" must be an object, got ${result.type}`);
+  if (id === null) return failed(INVALID_REQUEST, id, method, 'response with id null (matches no request)');
   return { kind: 'response', frame, id, idKey: idKey(id), isError: error !== undefined, body: (result ?? error)! };
 }
 
@@ -147,6 +149,11 @@ function checkErrorObject(frame: Buffer, error: JsonNode): string | null {
 
 function invalid(code: number, reason: string): Invalid {
   return { kind: 'invalid', code, reason, id: null, method: null };
+}
+
+/** A refusal that carries the id and method read so far (a function, not a closure made per line). */
+function failed(code: number, id: RequestId | null, method: string | null, reason: string): Invalid {
+  return { kind: 'invalid', code, reason, id, method };
 }
 
 /**

@@ -43,9 +43,31 @@ export class Relay extends CallKeeper {
     super(options, toClient, toChild, diag, observers, gate);
   }
 
+  /**
+   * A one-message line's items: the same one-slot array each time for each
+   * direction, not an array per line. Emptied when the line is done, so no
+   * frame outlives its line here; a line handled inside another (re-entered)
+   * gets an array of its own.
+   */
+  private readonly clientOne: Message[] = [];
+  private readonly childOne: Message[] = [];
+  private clientSlotBusy = false;
+  private childSlotBusy = false;
+
   // ---- client → child ----
 
   fromClient(event: LineEvent): void {
+    if (this.clientSlotBusy) return this.clientEvent(event, null);
+    this.clientSlotBusy = true;
+    try {
+      this.clientEvent(event, this.clientOne);
+    } finally {
+      this.clientSlotBusy = false;
+      (this.clientOne as unknown[])[0] = undefined;
+    }
+  }
+
+  private clientEvent(event: LineEvent, slot: Message[] | null): void {
     if (this.inputClosed) return this.refuseAfterClose(event);
     if (event.kind === 'oversize') {
       return this.reject(event.line, INVALID_REQUEST, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, peekId(event.head), null, event.bytes);
@@ -60,7 +82,7 @@ export class Relay extends CallKeeper {
     }
     // An answer to a request of a server generation that is gone (--restart): nobody is left to take it.
     if (message.kind === 'response' && this.retiredChildRequests.delete(message.idKey)) return this.diag.line(`dropped the client's answer to id ${JSON.stringify(message.id)}: the server that asked was restarted`);
-    const items = message.kind === 'batch' ? message.items : [message];
+    const items = message.kind === 'batch' ? message.items : one(slot, message);
     const problem = this.checkClientState(items);
     if (problem !== null) return this.reject(event.line, INVALID_REQUEST, problem.reason, problem.id, event.frame, event.frame.length - 1);
     const metas = this.checkClientEra(event.line, message.frame, items);
@@ -230,11 +252,22 @@ export class Relay extends CallKeeper {
   // ---- child → client ----
 
   fromChild(event: LineEvent): void {
+    if (this.childSlotBusy) return this.childEvent(event, null);
+    this.childSlotBusy = true;
+    try {
+      this.childEvent(event, this.childOne);
+    } finally {
+      this.childSlotBusy = false;
+      (this.childOne as unknown[])[0] = undefined;
+    }
+  }
+
+  private childEvent(event: LineEvent, slot: Message[] | null): void {
     if (event.kind === 'oversize') return this.noise(event.line, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, event.head, event.bytes);
     if (event.kind === 'partial') return this.noise(event.line, 'incomplete line at end of output (no newline)', event.bytes, event.bytes.length);
     const message: Classified = classifyFrame(event.frame, this.classifyOptions());
     if (message.kind === 'invalid') return this.noise(event.line, message.reason, event.frame, event.frame.length - 1);
-    const items = message.kind === 'batch' ? message.items : [message];
+    const items = message.kind === 'batch' ? message.items : one(slot, message);
     // The answer to one of mcpguard's own requests (its tools/list) is for mcpguard alone.
     if (message.kind === 'response' && this.gate?.tools.serverAnswered(message)) return;
     // Validate the whole line against the call table and the era before acting on any of it.
@@ -337,6 +370,13 @@ export class Relay extends CallKeeper {
     if (this.options.onChildNoise === 'close') this.requestEnd('child_noise');
   }
 
+}
+
+/** `slot` holding just `message` (a fresh array without a slot). */
+function one(slot: Message[] | null, message: Message): readonly Message[] {
+  if (slot === null) return [message];
+  slot[0] = message;
+  return slot;
 }
 
 const TOOL_ERROR_DETAIL = 'the tool reported an error (result isError: true)';

@@ -24,7 +24,7 @@ import { alwaysDenied, decide, type Policy } from './policy.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from './rewrite.js';
 import { loadEngine, verdictText } from './schema.js';
-import { ToolBook, type SchemaVerdict, type Schemas } from './tools.js';
+import { CallArgs, ToolBook, type SchemaVerdict, type Schemas } from './tools.js';
 import type { ToolHooks } from '../pins/hooks.js';
 import type { Held } from '../pins/guard.js';
 
@@ -98,34 +98,31 @@ export class Gate {
   review(call: Call, request: Request, meta: RequestMeta): Outcome | Promise<Outcome> {
     const { frame, params } = request;
     const name = call.tool!;
-    const argsNode = params!.members!.get('arguments');
-    const argBytes = argsNode === undefined ? Buffer.from('{}') : frame.subarray(argsNode.start, argsNode.end);
+    const args = new CallArgs(frame, params!.members!.get('arguments'));
     const state = params!.members!.get('requestState');
     if (this.io.modern() && state?.type === 'string' && this.approvals.isOurs(stringValue(frame, state))) {
-      return this.pinRetried(stringValue(frame, state), this.approvals.retried(call, request, stringValue(frame, state), argBytes));
+      return this.pinRetried(stringValue(frame, state), this.approvals.retried(call, request, stringValue(frame, state), args.bytes));
     }
-    let args: unknown;
-    const parsed = (): unknown => (args ??= JSON.parse(argBytes.toString('utf8')));
-    if (!this.config.validateArgs) return this.afterSchema(call, request, meta, argBytes, parsed);
-    const now = this.tools.checkNow(name, parsed);
-    if (now !== null) return now.ok ? this.afterSchema(call, request, meta, argBytes, parsed) : this.schemaRefusal(call, now, name);
-    return this.held.waitFor(call, this.tools.check(name, parsed, meta, frame)).then((verdict) => {
+    if (!this.config.validateArgs) return this.afterSchema(call, request, meta, args);
+    const now = this.tools.checkNow(name, args);
+    if (now !== null) return now.ok ? this.afterSchema(call, request, meta, args) : this.schemaRefusal(call, now, name);
+    return this.held.waitFor(call, this.tools.check(name, args, meta, frame)).then((verdict) => {
       if (verdict === null) return withdrawn();
       if (!verdict.ok) return this.schemaRefusal(call, verdict, name);
-      return this.afterSchema(call, request, meta, argBytes, parsed);
+      return this.afterSchema(call, request, meta, args);
     });
   }
 
   /** The policy, and a person when the policy asks. */
-  private afterSchema(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, parsed: () => unknown): Outcome | Promise<Outcome> {
+  private afterSchema(call: Call, request: Request, meta: RequestMeta, args: CallArgs): Outcome | Promise<Outcome> {
     const { frame } = request;
     const name = call.tool!;
     const policy = this.config.policy;
     const held = this.config.hooks?.pins.held(name) ?? null;
-    if (policy === null) return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, argBytes, held, null, null);
+    if (policy === null) return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
     let verdict;
     try {
-      verdict = decide(policy, name, parsed, this.tools.annotations(name));
+      verdict = decide(policy, name, args, this.tools.annotations(name));
     } catch (error) {
       // A `when` that cannot be checked (arguments nested beyond the engine's bound): refusing is the safe answer.
       call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
@@ -137,13 +134,13 @@ export class Gate {
       call.decision = { by: 'policy', rule: verdict.rule, channel: null, card: null, reason: why };
       return this.refuse(call, 'denied', `denied by ${why}`);
     }
-    if (held !== null) return this.heldChange(call, request, meta, argBytes, held, verdict.decision === 'ask' ? why : null, verdict.rule);
+    if (held !== null) return this.heldChange(call, request, meta, args.bytes, held, verdict.decision === 'ask' ? why : null, verdict.rule);
     // A later leg of a call already approved (the server asked for input of its own) is not asked again.
-    if (this.approvals.approvedEarlier(call, argBytes)) {
+    if (this.approvals.approvedEarlier(call, args.bytes)) {
       call.decision = { by: 'approval', rule: verdict.rule, channel: null, card: null, reason: 'approved on an earlier leg of this call' };
       return { kind: 'dispatch', frame };
     }
-    return this.approvals.ask(call, request, meta, argBytes, why, verdict.rule);
+    return this.approvals.ask(call, request, meta, args.bytes, why, verdict.rule);
   }
 
   /**

@@ -15,6 +15,7 @@
  * claims about its tool, so a rule keyed on them may only ask or deny.
  */
 import { GuardError, EXIT_USAGE } from '../errors.js';
+import type { ArgsValue } from './tools.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
@@ -114,10 +115,10 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
  * Decide a call. `args` is read only when a rule with `when` is reached;
  * `annotations` are the tool's as the server advertised them (empty if unknown).
  */
-export function decide(policy: Policy, tool: string, args: () => unknown, annotations: Record<string, unknown>): PolicyVerdict {
+export function decide(policy: Policy, tool: string, args: ArgsValue, annotations: Record<string, unknown>): PolicyVerdict {
   for (const rule of policy.rules) {
     if (!matchesTool(rule, tool, annotations)) continue;
-    if (rule.when !== null && !rule.when(args())) continue;
+    if (rule.when !== null && !rule.when(args.value())) continue;
     return { decision: rule.decision, rule: rule.index, reason: rule.reason };
   }
   return { decision: policy.defaultDecision, rule: null, reason: null };

@@ -87,20 +87,20 @@ export class ToolBook {
   }
 
   /** The check without waiting, or null when it must wait (the tool is not known yet, or the engine is not loaded). */
-  checkNow(name: string, args: () => unknown): SchemaVerdict | null {
+  checkNow(name: string, args: ArgsValue): SchemaVerdict | null {
     if (!this.schemas.known(name)) return null;
-    const verdict = this.schemas.checkArgumentsNow(name, args());
+    const verdict = this.schemas.checkArgumentsNow(name, args.value());
     return verdict === null ? null : this.verdict(name, verdict);
   }
 
   /** Check a call's arguments, learning the tools first if this one is not known. */
-  async check(name: string, args: () => unknown, meta: RequestMeta, frame: Buffer): Promise<SchemaVerdict> {
+  async check(name: string, args: ArgsValue, meta: RequestMeta, frame: Buffer): Promise<SchemaVerdict> {
     if (!this.schemas.known(name)) {
       this.fetching ??= this.fetchAll(meta, frame).finally(() => (this.fetching = null));
       await this.fetching;
       if (!this.schemas.known(name)) return { ok: false, kind: 'unknown_tool', reason: 'the server does not list it in tools/list' };
     }
-    return this.verdict(name, await this.schemas.checkArguments(name, args()));
+    return this.verdict(name, await this.schemas.checkArguments(name, args.value()));
   }
 
   private verdict(name: string, verdict: Verdict): SchemaVerdict {
@@ -184,4 +184,38 @@ function rescanArray(frame: Buffer, node: JsonNode | undefined): JsonNode | null
   if (node.items !== undefined) return node;
   const rescanned = scanJson(frame, node.start, node.end);
   return rescanned.ok ? rescanned.value : null;
+}
+
+/** What the schema check and the policy's `when` clauses read: the arguments' value. */
+export interface ArgsValue {
+  /** The parsed arguments (`{}` when the call has none); the same value on every call. */
+  value(): unknown;
+}
+
+/**
+ * A tools/call's `arguments` as the gate reads them: their bytes, and their
+ * value parsed once, the first time the schema or the policy asks (with
+ * neither, never). One small object per call, where a closure, its context
+ * and a Buffer view were made for every call before.
+ */
+export class CallArgs implements ArgsValue {
+  #parsed = false;
+  #value: unknown = undefined;
+  #bytes: Buffer | null = null;
+
+  /** `node`: the `arguments` member of the call's params in `frame`, if it has one. */
+  constructor(private readonly frame: Buffer, private readonly node: JsonNode | undefined) {}
+
+  /** The arguments' bytes as the client sent them (`{}` when absent). */
+  get bytes(): Buffer {
+    return (this.#bytes ??= this.node === undefined ? Buffer.from('{}') : this.frame.subarray(this.node.start, this.node.end));
+  }
+
+  value(): unknown {
+    if (!this.#parsed) {
+      this.#value = JSON.parse(this.node === undefined ? '{}' : this.frame.toString('utf8', this.node.start, this.node.end));
+      this.#parsed = true;
+    }
+    return this.#value;
+  }
 }

@@ -67,6 +67,9 @@ export function sealLine(unhashed: LogRecord, key: Buffer | undefined): string {
   return `${canonical({ ...unhashed, hash: recordHash(unhashed, key) })}\n`;
 }
 
+/** Values arrays a shape keeps for reuse (deferred records of pipelined calls can hold more at once; those are made anew). */
+const SPARE_VALUES = 16;
+
 /** Where a member of a shaped record comes from: an index into its values, or a chain field. */
 const SEQ = -1;
 const PREV = -2;
@@ -94,6 +97,16 @@ export class RecordShape {
   /** Per member in canonical order: its value is a time in ms (or null), written as an ISO 8601 string. */
   private readonly time: boolean[];
 
+  /**
+   * Values arrays made by `values()` and given back by the log once their
+   * record was chained: a call's three records reuse them instead of
+   * allocating a values array each (an end record's is 27 slots). Only
+   * arrays made here are kept (a caller's own array is never reused behind
+   * its back), and at most a few, emptied.
+   */
+  private readonly spare: unknown[][] = [];
+  private readonly made = new WeakSet<unknown[]>();
+
   /** `times`: fields whose values are times in ms (Date.now()) or null, written as toISOString() spells them. */
   constructor(readonly type: string, readonly fields: readonly string[], readonly times: readonly string[] = []) {
     for (const field of fields) {
@@ -116,6 +129,23 @@ export class RecordShape {
     });
     texts[texts.length - 1] += '}\n';
     this.parts = texts.map((text) => Buffer.from(text, 'utf8'));
+  }
+
+  /** An array for one record's values, in the order of `fields`: fill every slot, then hand it to SessionLog.appendShaped. */
+  values(): unknown[] {
+    const spare = this.spare.pop();
+    if (spare !== undefined) return spare;
+    const made = new Array<unknown>(this.fields.length).fill(null);
+    this.made.add(made);
+    return made;
+  }
+
+  /** A values array whose record is chained (its line is in the buffer): kept for `values()` if it was made there. */
+  recycle(values: readonly unknown[]): void {
+    if (this.spare.length >= SPARE_VALUES || !this.made.has(values as unknown[])) return;
+    // Emptied: a spare array must not keep a call's stderr text or decision alive.
+    (values as unknown[]).fill(null);
+    this.spare.push(values as unknown[]);
   }
 
   /**

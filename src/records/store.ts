@@ -61,8 +61,15 @@ export class SessionLog {
   private written = 0;
   private tailStart = -1;
   private failure: string | null = null;
-  /** Deferred records not yet chained, in the order they were deferred: the first `queuedCount` of `queued`. */
-  private readonly queued: (Deferred | null)[] = [];
+  /**
+   * Deferred records not yet chained, in the order they were deferred: the
+   * first `queuedCount` slots of three parallel arrays (a shape, its values
+   * and time; or null, an event's fields and 0). Slots, not an object per
+   * record: a call defers two records, and the arrays are kept from turn to turn.
+   */
+  private readonly queuedShape: (RecordShape | null)[] = [];
+  private readonly queuedValues: (readonly unknown[] | LogRecord | null)[] = [];
+  private readonly queuedTs: number[] = [];
   private queuedCount = 0;
 
   private constructor(sessionId: string, path: string, fd: number, private readonly opts: RecordStoreOptions) {
@@ -132,7 +139,7 @@ export class SessionLog {
     const fields = event(type, body);
     if (this.opts.fsync) return this.write(fields);
     this.ensureOpen();
-    this.enqueue({ shape: null, fields });
+    this.enqueue(null, fields, 0);
   }
 
   /**
@@ -140,12 +147,14 @@ export class SessionLog {
    * `values` in the order of `shape.fields`. The line is the one `append`
    * would write for the same members, built without copying or sorting.
    * Written at once, it goes ahead of deferred records still queued.
+   * `values` belongs to the log from here on: an array from `shape.values()`
+   * goes back to the shape once the record is chained.
    */
   appendShaped(shape: RecordShape, values: readonly unknown[], deferred = false): void {
     this.ensureOpen();
     const ts = Date.now();
     if (deferred && !this.opts.fsync) {
-      this.enqueue({ shape, values, ts });
+      this.enqueue(shape, values, ts);
       return;
     }
     this.chainShaped(shape, values, ts);
@@ -183,23 +192,31 @@ export class SessionLog {
   }
 
   private chainQueued(): void {
-    const queued = this.queued;
     const count = this.queuedCount;
     if (count === 0) return;
-    // The array is kept (not replaced, not cut to length 0): a fresh one would be allocated and grown every turn.
+    // The arrays are kept (not replaced, not cut to length 0): fresh ones would be allocated and grown every turn.
     this.queuedCount = 0;
     for (let i = 0; i < count; i++) {
-      const record = queued[i]!;
-      queued[i] = null;
-      if (record.shape === null) this.chainFields(record.fields);
-      else this.chainShaped(record.shape, record.values, record.ts);
+      const shape = this.queuedShape[i]!;
+      const values = this.queuedValues[i]!;
+      this.queuedShape[i] = null;
+      this.queuedValues[i] = null;
+      if (shape === null) this.chainFields(values as LogRecord);
+      else this.chainShaped(shape, values as readonly unknown[], this.queuedTs[i]!);
     }
   }
 
-  private enqueue(record: Deferred): void {
-    if (this.queuedCount < this.queued.length) this.queued[this.queuedCount] = record;
-    else this.queued.push(record);
-    this.queuedCount++;
+  private enqueue(shape: RecordShape | null, values: readonly unknown[] | LogRecord, ts: number): void {
+    const at = this.queuedCount++;
+    if (at < this.queuedShape.length) {
+      this.queuedShape[at] = shape;
+      this.queuedValues[at] = values;
+      this.queuedTs[at] = ts;
+    } else {
+      this.queuedShape.push(shape);
+      this.queuedValues.push(values);
+      this.queuedTs.push(ts);
+    }
   }
 
   private ensureOpen(): void {
@@ -214,6 +231,7 @@ export class SessionLog {
     const start = this.lines.length;
     shape.write(this.lines, values, this.seq, prev, ts);
     this.chained(start);
+    shape.recycle(values);
   }
 
   /** Chain a line given as text (newline included). */
@@ -280,9 +298,6 @@ export class SessionLog {
     try { closeSync(fd); } catch { /* EBADF: the descriptor is gone either way */ }
   }
 }
-
-/** A record waiting to be chained: a fixed shape's values and time, or an event's fields. */
-type Deferred = { shape: RecordShape; values: readonly unknown[]; ts: number } | { shape: null; fields: LogRecord };
 
 /** An event's fields: its body, `type` and `ts`; the body may not set what the log owns. */
 function event(type: string, body: Record<string, unknown>): LogRecord {

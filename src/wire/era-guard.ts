@@ -23,7 +23,13 @@ export interface ClientVerdict {
 }
 
 /** How a call's answer ends it, or the rule it was refused for. */
-export type Outcome = { state: CallState; detail: string | null } | { refused: Violation };
+export type Outcome = { readonly state: CallState; readonly detail: string | null } | { refused: Violation };
+
+// The ways an answer ends a call, made once (an outcome is read, never kept or changed).
+const ANSWERED: Outcome = Object.freeze({ state: 'completed', detail: null });
+const ANSWERED_ERROR: Outcome = Object.freeze({ state: 'error', detail: null });
+const ANSWERED_INPUT_REQUIRED: Outcome = Object.freeze({ state: 'input_required', detail: 'the server needs input first; the client retries as a new call' });
+const ANSWERED_STREAM_END: Outcome = Object.freeze({ state: 'stream_ended', detail: "closed by the server's response" });
 
 export class EraGuard {
   readonly tracker = new EraTracker();
@@ -44,11 +50,25 @@ export class EraGuard {
     return this.tracker.era === 'modern';
   }
 
-  /** Check a client line, item by item, before any of it is applied; rules forwarded anyway are reported here. */
+  /**
+   * A one-message line's verdict (nearly every line is one message): the same
+   * object and array each time, not two per line. Valid until the next call
+   * of clientLine; the relay reads it before the next line.
+   */
+  private readonly single: ClientVerdict = { metas: [NO_META], refuse: null };
+
+  /**
+   * Check a client line, item by item, before any of it is applied; rules
+   * forwarded anyway are reported here. The verdict (and its `metas`) may be
+   * reused by the next line: read it, keep the metas you need, not the array.
+   */
   clientLine(line: number, frame: Buffer, items: readonly Message[]): ClientVerdict {
-    const metas: RequestMeta[] = [];
+    // Slots are overwritten, never cut: setting length to 0 would give the array a fresh store each line.
+    const verdict: ClientVerdict = items.length === 1 ? this.single : { metas: new Array<RequestMeta>(items.length), refuse: null };
+    const metas = verdict.metas;
     let refuse: ClientVerdict['refuse'] = null;
-    for (const item of items) {
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
       let meta = NO_META;
       let violation: Violation | null = null;
       if (item.kind === 'response') {
@@ -57,12 +77,13 @@ export class EraGuard {
         if (item.params?.members?.has('_meta')) meta = readMeta(frame, item.params);
         violation = this.tracker.checkClient(item.method, meta, item.kind === 'request');
       }
-      metas.push(meta);
+      metas[i] = meta;
       if (violation === null || refuse !== null) continue;
       if (this.rules === 'warn' || violation.severity === 'flag') this.report('client', line, violation, frame, 'forwarded');
       else refuse = { violation, culprit: item };
     }
-    return { metas, refuse };
+    verdict.refuse = refuse;
+    return verdict;
   }
 
   /** A request about to be forwarded: it may settle the era; its call learns its version, trace and earlier leg. */
@@ -72,9 +93,22 @@ export class EraGuard {
     call.protocolVersion = meta.version ?? this.tracker.version;
     call.traceparent = meta.traceparent;
     if (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') {
-      call.target = `${method} ${call.tool ?? memberString(frame, params, method === 'resources/read' ? 'uri' : 'name') ?? ''}`;
+      call.target = this.targetOf(method, call.tool ?? memberString(frame, params, method === 'resources/read' ? 'uri' : 'name') ?? '');
       this.legs.retry(call, params, frame);
     }
+  }
+
+  /** The last target named, kept: a session calling the same tool again and again makes its target string once. */
+  private lastTarget = { method: '', name: '', target: '' };
+
+  private targetOf(method: string, name: string): string {
+    const last = this.lastTarget;
+    if (last.method !== method || last.name !== name) {
+      last.method = method;
+      last.name = name;
+      last.target = `${method} ${name}`;
+    }
+    return last.target;
   }
 
   /** mcpguard answered a call with its own approval card: the retry will echo `state`, and is linked by it. */
@@ -104,7 +138,7 @@ export class EraGuard {
   /** The state a response leaves its call in; a result that breaks the era's rules is refused under enforce. */
   outcome(line: number, call: Call, response: Response): Outcome {
     this.tracker.answered(response.idKey, !response.isError, response.isError ? undefined : response.body, response.frame);
-    if (response.isError) return { state: 'error', detail: null };
+    if (response.isError) return ANSWERED_ERROR;
     if (this.modern) {
       const violation = checkServerResult(call.method, response.body, response.frame);
       if (violation !== null) {
@@ -118,10 +152,10 @@ export class EraGuard {
     }
     if (response.body.members!.has('resultType') && resultType(response.body, response.frame) === 'input_required') {
       this.legs.inputRequired(call, response.body, response.frame);
-      return { state: 'input_required', detail: 'the server needs input first; the client retries as a new call' };
+      return ANSWERED_INPUT_REQUIRED;
     }
-    if (STREAM_METHODS.has(call.method!)) return { state: 'stream_ended', detail: "closed by the server's response" };
-    return { state: 'completed', detail: null };
+    if (STREAM_METHODS.has(call.method!)) return ANSWERED_STREAM_END;
+    return ANSWERED;
   }
 
   /**

@@ -94,6 +94,39 @@ test('deferred records wait unchained until flush; a write-ahead record goes ahe
   assert.equal(verifyFile(log.path).status, 'ok');
 });
 
+test('values arrays lent by a shape come back once chained, never while queued; a caller\'s own array is left alone', async () => {
+  const { RecordShape } = await import('../../dist/records/chain.js');
+  const end = new RecordShape('call_end', ['call_id', 'state', 'detail']);
+  const log = SessionLog.create({ dir: freshDir(), fsync: false }, 's_test_lent');
+  const lent = new Set();
+  const expected = [{ call_id: 'c_own', state: 'completed', detail: { kept: true } }];
+  // First, while the shape keeps no spare arrays: one it did not make must not become one.
+  const own = ['c_own', 'completed', { kept: true }];
+  log.appendShaped(end, own, true);
+  log.flush();
+  assert.deepEqual(own, ['c_own', 'completed', { kept: true }], 'an array the shape did not make is not emptied or reused');
+  assert.notEqual(end.values(), own, 'nor handed out');
+  for (let round = 0; round < 3; round++) {
+    // Up to 20 records queued at once (more than a shape keeps spare), each with its own content.
+    for (let i = 0; i < 4 + round * 8; i++) {
+      const v = end.values();
+      assert.equal(v.length, 3);
+      assert.ok(v.every((x) => x === null), 'a lent array comes back emptied');
+      v[0] = `c_${round}_${i}`; v[1] = i % 2 === 0 ? 'completed' : 'error'; v[2] = { round, i, text: 'x'.repeat(i) };
+      lent.add(v);
+      log.appendShaped(end, v, true);
+      expected.push({ call_id: v[0], state: v[1], detail: { round, i, text: 'x'.repeat(i) } });
+    }
+    log.flush();
+  }
+  const records = readRecords(log.path).filter((r) => r.type === 'call_end');
+  assert.deepEqual(records.map(({ call_id, state, detail }) => ({ call_id, state, detail })), expected);
+  // Arrays were reused across rounds (fewer arrays than records), so the check above covers reuse.
+  assert.ok(lent.size < expected.length - 1, `${lent.size} arrays for ${expected.length - 1} records`);
+  log.seal();
+  assert.equal(verifyFile(log.path).status, 'ok');
+});
+
 test('with --fsync nothing waits: a deferred record is written (and flushed) at once', async () => {
   const { RecordShape } = await import('../../dist/records/chain.js');
   const end = new RecordShape('call_end', ['call_id']);
