@@ -7,8 +7,18 @@
  */
 import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
 
-/** One scratch buffer for every stat read: a scan reads hundreds of small files. */
-const scratch = Buffer.allocUnsafe(4096);
+/** One scratch buffer for every read of a /proc file: a scan reads hundreds of small files. */
+const scratch = Buffer.allocUnsafe(8192);
+
+/** The text of a small /proc file (its first 8 KiB), read into the shared scratch buffer; throws as the read does. */
+export function readProcText(path: string): string {
+  const fd = openSync(path, 'r');
+  try {
+    return scratch.toString('latin1', 0, readSync(fd, scratch, 0, scratch.length, 0));
+  } finally {
+    closeSync(fd);
+  }
+}
 
 export interface ProcInfo {
   pid: number;
@@ -27,12 +37,7 @@ export interface ProcInfo {
 export function readProc(pid: number): ProcInfo | null {
   let text: string;
   try {
-    const fd = openSync(`/proc/${pid}/stat`, 'r');
-    try {
-      text = scratch.toString('latin1', 0, readSync(fd, scratch, 0, scratch.length, 0));
-    } finally {
-      closeSync(fd);
-    }
+    text = readProcText(`/proc/${pid}/stat`);
   } catch {
     return null;
   }
@@ -137,12 +142,7 @@ export function childPids(pid: number): number[] | null {
   for (const task of tasks) {
     let text: string;
     try {
-      const fd = openSync(`/proc/${pid}/task/${task}/children`, 'r');
-      try {
-        text = scratch.toString('latin1', 0, readSync(fd, scratch, 0, scratch.length, 0));
-      } finally {
-        closeSync(fd);
-      }
+      text = readProcText(`/proc/${pid}/task/${task}/children`);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT' && task === String(pid)) return null;
       continue; // a thread that just ended

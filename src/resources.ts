@@ -29,8 +29,7 @@
  * Elsewhere (macOS, the BSDs) there is no procfs: `method: 'unavailable'`, no
  * figures, and no cost.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
-import { descendantsOfAny, readProc, treeOf, type ProcInfo } from './proctree.js';
+import { descendantsOfAny, readProc, readProcText, treeOf, type ProcInfo } from './proctree.js';
 
 /** How often the tree is sampled (an unref'd timer: it never keeps mcpguard alive). */
 export const SAMPLE_MS = 1000;
@@ -70,7 +69,6 @@ interface Seen {
   hwmBytes: number;
 }
 
-const scratch = Buffer.allocUnsafe(8192);
 
 /** Samples one process tree from the server's spawn to its end. */
 export class ResourceMeter {
@@ -206,12 +204,7 @@ export class ResourceMeter {
 export function readMemory(pid: number): { rss: number; hwm: number } | null {
   let text: string;
   try {
-    const fd = openSync(`/proc/${pid}/status`, 'r');
-    try {
-      text = scratch.toString('latin1', 0, readSync(fd, scratch, 0, scratch.length, 0));
-    } finally {
-      closeSync(fd);
-    }
+    text = readProcText(`/proc/${pid}/status`);
   } catch {
     return null;
   }
@@ -226,12 +219,7 @@ export function readMemory(pid: number): { rss: number; hwm: number } | null {
 export function selfChildrenCpu(): { user: number; system: number } | null {
   let text: string;
   try {
-    const fd = openSync('/proc/self/stat', 'r');
-    try {
-      text = scratch.toString('latin1', 0, readSync(fd, scratch, 0, scratch.length, 0));
-    } finally {
-      closeSync(fd);
-    }
+    text = readProcText('/proc/self/stat');
   } catch {
     return null;
   }

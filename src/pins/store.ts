@@ -12,11 +12,11 @@
  * started by another command line, or another server on the same command
  * line, has pins of its own.
  */
-import { closeSync, constants, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { canonical } from '../records/canonical.js';
-import { ensureRecordDir, recordDirFor } from '../records/location.js';
+import { ensureRecordDir, makePrivateDir, recordDirFor } from '../records/location.js';
 import { sha256, type ToolDefinition } from './definition.js';
 
 export interface Identity {
@@ -157,14 +157,3 @@ export class PinStore {
   }
 }
 
-/** mkdir 0700 under a umask of 077 (exactly 0700 whatever the umask); an existing directory is left as it is. */
-function makePrivateDir(dir: string): void {
-  const previous = process.umask(0o077);
-  try {
-    mkdirSync(dir, { mode: 0o700 });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  } finally {
-    process.umask(previous);
-  }
-}

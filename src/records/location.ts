@@ -206,7 +206,7 @@ function whyNotWritable(error: unknown, dir: string): string {
  * stricter umask cannot take the owner's bits). No chmod by path afterwards:
  * a path can be swapped for a symlink between the mkdir and the chmod.
  */
-function makePrivateDir(dir: string): void {
+export function makePrivateDir(dir: string): void {
   const previous = process.umask(0o077);
   try {
     mkdirSync(dir, { mode: 0o700 });
