@@ -387,7 +387,7 @@ class Scanner {
   object(pos: number, level: number, recorded: boolean, record: number): number {
     if (level >= MAX_DEPTH) this.fail(`nesting deeper than ${MAX_DEPTH}`, pos);
     const { buf, end, keyStart, keyEnd } = this;
-    // This object's keys sit above `base`; every return pops them (a throw abandons the scanner).
+    // This object's keys sit above `base`; every return pops them (after a throw, the next scan's reset does).
     const base = this.keyTop;
     // Keys are compared as raw byte ranges until an escape or a large object makes a Set cheaper.
     let keySet: Set<string> | undefined;
