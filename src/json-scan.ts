@@ -19,8 +19,21 @@ export interface JsonNode {
   type: JsonType;
   start: number;
   end: number;
-  members?: Map<string, JsonNode>;
+  members?: MemberMap;
   items?: JsonNode[];
+}
+
+/**
+ * A recorded object's members in source order: the read side of a Map (a
+ * real Map for large objects, a `MemberList` for small ones). Never changed
+ * once handed out.
+ */
+export interface MemberMap {
+  readonly size: number;
+  get(key: string): JsonNode | undefined;
+  has(key: string): boolean;
+  keys(): IterableIterator<string>;
+  [Symbol.iterator](): IterableIterator<[string, JsonNode]>;
 }
 
 export type ScanResult = { ok: true; value: JsonNode } | { ok: false; reason: string; offset: number };
@@ -42,9 +55,27 @@ class ScanError {
 const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c, COLON = 0x3a;
 const LBRACE = 0x7b, RBRACE = 0x7d, LBRACKET = 0x5b, RBRACKET = 0x5d;
 
+/**
+ * The scanner scanJson lends itself between scans (its key-range and member
+ * stacks keep their capacity); taken while a scan runs, so that a scan
+ * started inside another (none is today) makes its own instead of sharing.
+ */
+let idleScanner: Scanner | undefined;
+
 /** Scan `buf[start, end)` as exactly one JSON value surrounded by optional whitespace. */
 export function scanJson(buf: Buffer, start = 0, end = buf.length): ScanResult {
-  const scanner = new Scanner(buf, end, end - start >= HINTED_MIN_BYTES ? HINTS.get(buf) : undefined);
+  const scanner = idleScanner ?? new Scanner(EMPTY_BUFFER, 0, undefined);
+  idleScanner = undefined;
+  scanner.reset(buf, end, end - start >= HINTED_MIN_BYTES ? HINTS.get(buf) : undefined);
+  try {
+    return scanWith(scanner, buf, start, end);
+  } finally {
+    scanner.release();
+    idleScanner = scanner;
+  }
+}
+
+function scanWith(scanner: Scanner, buf: Buffer, start: number, end: number): ScanResult {
   try {
     let pos = scanner.skipWs(start);
     if (pos >= end) return { ok: false, reason: 'empty line, expected a JSON value', offset: pos };
@@ -162,6 +193,54 @@ function wordsOf(buf: Buffer): Int32Array {
 
 /** Objects with more keys than this track them in a Set instead of comparing byte ranges. */
 const LINEAR_KEY_LIMIT = 16;
+/** Recorded objects with more members than this get a Map (lookups in a MemberList are linear). */
+const MEMBER_LIST_LIMIT = 8;
+/** A reused scanner whose stacks grew beyond this many entries drops them (one huge frame must not keep them). */
+const KEPT_STACK_ENTRIES = 4096;
+const EMPTY_BUFFER = Buffer.alloc(0);
+
+/**
+ * The members of a small recorded object: names and nodes alternating in one
+ * array of exactly their size (cheaper to build than a Map; a lookup compares
+ * at most MEMBER_LIST_LIMIT names). Keys are unique: the scan rejects repeats.
+ */
+class MemberList implements MemberMap {
+  constructor(private readonly entries: Array<string | JsonNode>) {}
+
+  get size(): number {
+    return this.entries.length >> 1;
+  }
+
+  get(key: string): JsonNode | undefined {
+    const { entries } = this;
+    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return entries[i + 1] as JsonNode;
+    return undefined;
+  }
+
+  has(key: string): boolean {
+    const { entries } = this;
+    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return true;
+    return false;
+  }
+
+  *keys(): IterableIterator<string> {
+    const { entries } = this;
+    for (let i = 0; i < entries.length; i += 2) yield entries[i] as string;
+  }
+
+  *[Symbol.iterator](): IterableIterator<[string, JsonNode]> {
+    const { entries } = this;
+    for (let i = 0; i < entries.length; i += 2) yield [entries[i] as string, entries[i + 1] as JsonNode];
+  }
+}
+
+/** The members recorded in `stack[from, to)` (name, node, name, node, ...) as a new, unshared MemberMap. */
+function membersFrom(stack: Array<string | JsonNode>, from: number, to: number): MemberMap {
+  if (to - from <= 2 * MEMBER_LIST_LIMIT) return new MemberList(stack.slice(from, to));
+  const map = new Map<string, JsonNode>();
+  for (let i = from; i < to; i += 2) map.set(stack[i] as string, stack[i + 1] as JsonNode);
+  return map;
+}
 
 class Scanner {
   /**
@@ -169,9 +248,16 @@ class Scanner {
    * all nesting levels, `keyTop` entries deep. Entries above `keyTop` are
    * stale and overwritten; the arrays never shrink (cheaper than resizing).
    */
-  private readonly keyStart: number[] = [];
-  private readonly keyEnd: number[] = [];
+  private keyStart: number[] = [];
+  private keyEnd: number[] = [];
   private keyTop = 0;
+  /**
+   * Names and nodes of the recorded objects' members being scanned, a stack
+   * like the key ranges (`memberTop` deep); each object copies its own part
+   * out when it closes.
+   */
+  private memberStack: Array<string | JsonNode> = [];
+  private memberTop = 0;
   /** Set by `string()`: the string just scanned contained a backslash escape. */
   private escaped = false;
   /** The next `"` / `\\` at or after the last long-run search (`end` if none), -1 before the first. */
@@ -185,7 +271,35 @@ class Scanner {
   /** Next hint to look at (the scan only moves forward). */
   private hint = 0;
 
-  constructor(private readonly buf: Buffer, private readonly end: number, private readonly hints: ScanHints | undefined) {}
+  constructor(private buf: Buffer, private end: number, private hints: ScanHints | undefined) {}
+
+  /** Ready for a scan of `buf` up to `end`, as if new (stacks keep their capacity, the SIMD check its lookup). */
+  reset(buf: Buffer, end: number, hints: ScanHints | undefined): void {
+    this.buf = buf;
+    this.end = end;
+    this.hints = hints;
+    this.keyTop = 0;
+    this.memberTop = 0;
+    this.escaped = false;
+    this.quoteAt = -1;
+    this.backslashAt = -1;
+    this.words = undefined;
+    this.hint = 0;
+  }
+
+  /** Lets go of the scanned frame (and of stacks a huge frame grew), so that an idle scanner holds nothing big. */
+  release(): void {
+    this.buf = EMPTY_BUFFER;
+    this.end = 0;
+    this.hints = undefined;
+    this.words = undefined;
+    if (this.keyStart.length > KEPT_STACK_ENTRIES) {
+      this.keyStart = [];
+      this.keyEnd = [];
+    }
+    // Entries left above the top are overwritten by the next scan; many are dropped now.
+    if (this.memberStack.length > KEPT_STACK_ENTRIES) this.memberStack = [];
+  }
 
   /** A string value at `pos`: past a hinted one in one step, else scanned. */
   private hintedString(pos: number): number {
@@ -223,8 +337,12 @@ class Scanner {
     if (pos >= this.end) this.fail('unexpected end of input (truncated JSON)', pos);
     const c = this.buf[pos]!;
     if (c === LBRACE) {
-      const members = record > 0 ? new Map<string, JsonNode>() : undefined;
-      return { type: 'object', start: pos, end: this.object(pos, level, members, record - 1), members };
+      if (record <= 0) return { type: 'object', start: pos, end: this.object(pos, level, false, 0), members: undefined };
+      const from = this.memberTop;
+      const end = this.object(pos, level, true, record - 1);
+      const members = membersFrom(this.memberStack, from, this.memberTop);
+      this.memberTop = from;
+      return { type: 'object', start: pos, end, members };
     }
     if (c === LBRACKET) {
       // Only a top-level array (a batch) needs its items, each a message.
@@ -248,7 +366,7 @@ class Scanner {
     if (pos >= this.end) this.fail('unexpected end of input (truncated JSON)', pos);
     const c = this.buf[pos]!;
     if (c === QUOTE) return this.hints === undefined ? this.string(pos) : this.hintedString(pos);
-    if (c === LBRACE) return this.object(pos, level, undefined, 0);
+    if (c === LBRACE) return this.object(pos, level, false, 0);
     if (c === LBRACKET) return this.array(pos, level, undefined, 0);
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.number(pos);
     if (c === 0x74) return this.literal(pos, 'true');
@@ -265,11 +383,11 @@ class Scanner {
     return pos + word.length;
   }
 
-  /** Scan an object; records its members into `members` when given. Returns the offset past `}`. */
-  object(pos: number, level: number, members: Map<string, JsonNode> | undefined, record: number): number {
+  /** Scan an object; pushes its members (name, node) onto `memberStack` when `recorded`. Returns the offset past `}`. */
+  object(pos: number, level: number, recorded: boolean, record: number): number {
     if (level >= MAX_DEPTH) this.fail(`nesting deeper than ${MAX_DEPTH}`, pos);
     const { buf, end, keyStart, keyEnd } = this;
-    // This object's keys sit above `base`; every return pops them (a throw abandons the scanner).
+    // This object's keys sit above `base`; every return pops them (after a throw, the next scan's reset does).
     const base = this.keyTop;
     // Keys are compared as raw byte ranges until an escape or a large object makes a Set cheaper.
     let keySet: Set<string> | undefined;
@@ -297,9 +415,13 @@ class Scanner {
       pos = this.skipWs(keyEndPos);
       if (pos >= end || buf[pos] !== COLON) this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
       pos = this.skipWs(pos + 1);
-      if (members !== undefined) {
+      if (recorded) {
         const value = this.value(pos, level + 1, record);
-        members.set(this.keyText(keyAt, keyEndPos), value);
+        // Pushed after the value: a recorded value's own members used the stack above and are gone.
+        const stack = this.memberStack;
+        stack[this.memberTop] = this.keyText(keyAt, keyEndPos);
+        stack[this.memberTop + 1] = value;
+        this.memberTop += 2;
         pos = value.end;
       } else {
         pos = this.skip(pos, level + 1);

@@ -8,11 +8,11 @@
  * Only what the schemas require is checked, never more: a member MCP does not
  * name is allowed (schemas are open), a member it names must have its type.
  */
-import { stringValue, type JsonNode } from '../json-scan.js';
+import { stringValue, type JsonNode, type MemberMap } from '../json-scan.js';
 import { membersOf } from '../jsonrpc.js';
 import { IdError, readId } from '../request-id.js';
 
-type Members = Map<string, JsonNode>;
+type Members = MemberMap;
 const EMPTY: Members = new Map();
 
 /** The reason a client request or notification has the wrong shape for its method, or null. */
