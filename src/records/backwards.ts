@@ -4,28 +4,11 @@
  * one buffer of two chunks (more only for a line longer than a chunk). Bytes after the last newline (a torn
  * write) are not a line and are skipped, as LineReader skips them.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, readSync } from 'node:fs';
+import { openLog } from './read.js';
 
 const CHUNK = 1 << 20;
 
-/** Open a log as read.ts does: a regular file named directly (no symlink followed, no FIFO waited on). */
-function openRegular(path: string): number {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'EMLINK') throw new Error('a symbolic link, not followed');
-    throw error;
-  }
-  try {
-    if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
-  } catch (error) {
-    closeSync(fd);
-    throw error;
-  }
-  return fd;
-}
 
 export class BackwardLineReader {
   private fd: number | null;
@@ -37,7 +20,7 @@ export class BackwardLineReader {
   private end = -1;
 
   constructor(path: string, private readonly chunk = CHUNK) {
-    this.fd = openRegular(path);
+    this.fd = openLog(path);
     this.bufStart = fstatSync(this.fd).size;
   }
 

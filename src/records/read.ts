@@ -45,7 +45,7 @@ export function listLogFiles(dir: string): string[] {
 }
 
 /** Open a session log for reading: a regular file named directly (see readLogFile). */
-function openLog(path: string): number {
+export function openLog(path: string): number {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
