@@ -226,7 +226,7 @@ export class Gate {
   }
 
   /** The tools/list page without the denied and held tools, hidden characters written out in the rest (null: unchanged). */
-  private withPins(frame: Buffer, node: JsonNode, denied: Set<number>, pinned: { hide: Set<number>; splices: Splice[] }): Buffer | null {
+  private withPins(frame: Buffer, node: JsonNode, denied: Set<number>, pinned: { hide: Set<number>; splices: readonly Splice[] }): Buffer | null {
     const drop = new Set([...denied, ...pinned.hide]);
     if (drop.size === 0 && pinned.splices.length === 0) return null;
     if (drop.size === 0) return applySplices(frame, pinned.splices);

@@ -43,7 +43,7 @@ export function dropItems(frame: Buffer, node: JsonNode, drop: ReadonlySet<numbe
 }
 
 /** Apply splices that do not overlap; the frame's other bytes are copied as they are. */
-export function applySplices(frame: Buffer, splices: Splice[]): Buffer {
+export function applySplices(frame: Buffer, splices: readonly Splice[]): Buffer {
   const sorted = [...splices].sort((a, b) => a.start - b.start);
   const parts: Buffer[] = [];
   let at = 0;

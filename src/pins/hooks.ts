@@ -11,6 +11,9 @@ import { emptyFound, mayHide, recorded, revealResult, revealString, revealTool, 
 import type { PinGuard } from './guard.js';
 import { addCounts, noCounts, totalOf } from './sanitize.js';
 
+/** Nothing to rewrite: one shared, frozen answer (a tools/call result passes here on every call). */
+const NONE: readonly Splice[] = Object.freeze([]);
+
 export interface SanitizeConfig {
   /** Tool names, titles, descriptions and instructions (--sanitize on). */
   definitions: boolean;
@@ -39,9 +42,9 @@ export class ToolHooks {
   }
 
   /** An initialize or server/discover result: the server's name, and its instructions (splices to apply). */
-  announced(frame: Buffer, result: JsonNode, method: string): Splice[] {
+  announced(frame: Buffer, result: JsonNode, method: string): readonly Splice[] {
     const full = recorded(frame, result);
-    if (full.type !== 'object') return [];
+    if (full.type !== 'object') return NONE;
     const info = method === 'initialize' ? membersOf(frame, full.members!.get('serverInfo')) : metaServerInfo(frame, full);
     this.pins.serverNamed(memberString(frame, info ?? undefined, 'name') ?? null);
     const node = full.members!.get('instructions');
@@ -50,7 +53,7 @@ export class ToolHooks {
       // block: the changed instructions are left out (an empty string, so the answer keeps its shape).
       return [{ start: node.start, end: node.end, text: Buffer.from('""') }];
     }
-    if (!this.sanitize.definitions) return [];
+    if (!this.sanitize.definitions) return NONE;
     const found = emptyFound();
     revealString(frame, node, 'instructions', found);
     return this.found(found, method);
@@ -61,11 +64,11 @@ export class ToolHooks {
    * array with items recorded). Returns the items to leave out (block) and
    * the splices that make hidden characters visible in the items that stay.
    */
-  page(frame: Buffer, result: JsonNode, node: JsonNode, list: ReadonlyArray<Record<string, unknown> | null>, first: boolean): { hide: Set<number>; splices: Splice[] } {
+  page(frame: Buffer, result: JsonNode, node: JsonNode, list: ReadonlyArray<Record<string, unknown> | null>, first: boolean): { hide: Set<number>; splices: readonly Splice[] } {
     this.pins.serverNamed(memberString(frame, metaServerInfo(frame, result) ?? undefined, 'name') ?? null);
     const last = result.members?.get('nextCursor')?.type !== 'string';
     const hide = this.pins.listed(list, first, last);
-    if (!this.sanitize.definitions || !mayHide(frame, node)) return { hide, splices: [] };
+    if (!this.sanitize.definitions || !mayHide(frame, node)) return { hide, splices: NONE };
     const found = emptyFound();
     node.items!.forEach((item, i) => {
       if (!hide.has(i) && mayHide(frame, item)) revealTool(frame, item, found);
@@ -74,16 +77,16 @@ export class ToolHooks {
   }
 
   /** A tools/call result (--sanitize-results): splices for its text content. */
-  result(frame: Buffer, result: JsonNode, tool: string | null): Splice[] {
-    if (!this.sanitize.results || !mayHide(frame, result)) return [];
+  result(frame: Buffer, result: JsonNode, tool: string | null): readonly Splice[] {
+    if (!this.sanitize.results || !mayHide(frame, result)) return NONE;
     const found = emptyFound();
     revealResult(frame, result, found);
     return this.found(found, `tools/call ${JSON.stringify(tool)}`);
   }
 
   /** Count, record and say (once per place) what was found. */
-  private found(found: Found, where: string): Splice[] {
-    if (found.splices.length === 0) return [];
+  private found(found: Found, where: string): readonly Splice[] {
+    if (found.splices.length === 0) return NONE;
     addCounts(this.counts, found.counts);
     this.record('hidden_characters', { where, places: found.places, counts: found.counts, session_counts: { ...this.counts }, session_total: totalOf(this.counts) });
     const fresh = found.places.filter((p) => !this.said.has(p));
