@@ -6,12 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { summarize, report } from './cpuprofile.js';
 import { largeFrames } from './throughput.js';
+import { singleFlight } from './single-flight.js';
 import { roundTrips } from './latency.js';
 import { exited, launch, benchHome, stop } from './proc.js';
 import { Peer } from './rpc.js';
 import { ECHO_SERVER, MCPGUARD, NODE, STDERR_FLOOD } from './variants.js';
 
-export const WORKLOADS = ['throughput', 'latency', 'flood', 'shutdown', 'startup'];
+export const WORKLOADS = ['throughput', 'latency', 'flood', 'shutdown', 'startup', 'single-results', 'single-arguments'];
 
 export async function profileGuard(workload, { frames, requests, floodBytes, keep, top, guardOptions = [] }) {
   // A kept profile must outlive the scratch directory, which run.js removes at exit.
@@ -46,6 +47,10 @@ export async function profileGuard(workload, { frames, requests, floodBytes, kee
   } else if (workload === 'latency') {
     const { micros } = await roundTrips([...prof, NODE, ECHO_SERVER], requests, 100);
     what = `${requests} sequential small calls: mean ${(micros.reduce((a, b) => a + b, 0) / micros.length).toFixed(0)} µs under the profiler`;
+  } else if (workload === 'single-results' || workload === 'single-arguments') {
+    const direction = workload.slice('single-'.length);
+    const { ms } = await singleFlight([...prof, NODE, ECHO_SERVER], { calls: frames, direction });
+    what = `${frames} single-flight 1 MiB ${direction}, one in flight: median ${ms.toFixed(2)} ms per round trip under the profiler`;
   } else {
     const child = launch([...prof, NODE, STDERR_FLOOD, String(floodBytes)], { stdio: ['pipe', 'pipe', 'ignore'] });
     await exited(child);

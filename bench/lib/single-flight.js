@@ -10,7 +10,7 @@ import { launch, stop } from './proc.js';
 import { Peer, requestFrame } from './rpc.js';
 import { median, pairedRatio } from './stats.js';
 import { line, num, ratioText } from './table.js';
-import { NODE, relayVariants } from './variants.js';
+import { NODE, STORE_FORWARD_RELAY, relayVariants } from './variants.js';
 
 export const FRAME_BYTES = 1024 * 1024;
 
@@ -66,9 +66,13 @@ export async function singleFlight(argv, { calls, direction }) {
 
 export async function singleFlightRows({ rounds, calls, warmupRounds = 1 }, progress) {
   const variants = relayVariants().filter((v) => v.name === 'copy' || v.name === 'mcpguard');
+  // A relay that holds each line until its newline and checks nothing: what
+  // forwarding only whole frames costs by itself, whatever the checks cost.
+  const server = relayVariants()[0].argv;
+  variants.push({ name: 'whole', label: 'whole-line relay (no checks)', argv: [NODE, STORE_FORWARD_RELAY, ...server] });
   // Before/after in one run: BENCH_BASE_GUARD=/path/to/other/bin/mcpguard.js adds that build, interleaved too.
   const base = process.env.BENCH_BASE_GUARD;
-  if (base) variants.push({ name: 'base', label: `mcpguard at ${base}`, argv: [NODE, base, '--', ...relayVariants()[0].argv] });
+  if (base) variants.push({ name: 'base', label: `mcpguard at ${base}`, argv: [NODE, base, '--', ...server] });
   const lines = [];
   const notes = [];
   for (const direction of ['results', 'arguments']) {
@@ -86,8 +90,10 @@ export async function singleFlightRows({ rounds, calls, warmupRounds = 1 }, prog
     const row = `single-flight 1 MiB ${direction} (MiB/s; ms per round trip; relay CPU ms per call), ${calls} calls × ${rounds} rounds`;
     const value = (name) => `${num(median(mibps(name)))}; ${num(median(ms(name)))} ms; ${num(median(cpu(name)))} ms CPU`;
     lines.push(line(row, 'byte-copy relay', value('copy'), 'baseline'));
+    lines.push(line(row, 'whole-line relay (no checks)', value('whole'), ratioText(pairedRatio(mibps('whole'), mibps('copy')), 'copy')));
     lines.push(line(row, 'mcpguard', value('mcpguard'), ratioText(vsCopy, 'copy'), '≥ 0.8× copy', vsCopy >= 0.8));
-    if (base) lines.push(line(row, variants[2].label, value('base'), ratioText(pairedRatio(mibps('base'), mibps('copy')), 'copy')));
+    lines.push(line(row, 'mcpguard against the whole-line relay', value('mcpguard'), ratioText(pairedRatio(mibps('mcpguard'), mibps('whole')), 'whole-line')));
+    if (base) lines.push(line(row, `mcpguard at ${base}`, value('base'), ratioText(pairedRatio(mibps('base'), mibps('copy')), 'copy')));
     notes.push(`single-flight ${direction}: ${Math.round(frameBytes)} bytes per ${direction === 'results' ? 'response' : 'request'} line, one call in flight, median round trip per connection; CPU: all threads of the relay process (not its server), per call`);
   }
   return { lines, notes };

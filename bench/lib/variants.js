@@ -11,6 +11,8 @@ export const NODE = process.execPath;
 export let MCPGUARD = `${ROOT}bin/mcpguard.js`;
 export const ECHO_SERVER = `${ROOT}bench/fixtures/echo-server.js`;
 export const COPY_RELAY = `${ROOT}bench/fixtures/copy-relay.js`;
+/** The copy relay that forwards only whole lines (the floor for any relay that checks whole frames). */
+export const STORE_FORWARD_RELAY = `${ROOT}bench/fixtures/store-forward-relay.js`;
 export const SDK_RELAY = `${ROOT}bench/fixtures/sdk-relay.js`;
 /** The copy relay plus mcpguard's validator (a live binding: `snapshotGuard` repoints it to the snapshot's copy). */
 export let VALIDATE_RELAY = `${ROOT}bench/fixtures/validate-relay.js`;
