@@ -13,14 +13,15 @@
  *
  * With --follow it goes on printing what the session writes (or waits for
  * the call's final record) until the session record is written, as
- * `tail -f` does; a session that crashed without one is followed until
- * interrupted.
+ * `tail -f` does. A session whose mcpguard is found gone without one (it
+ * crashed) ends the follow with a line on stderr saying so.
  *
  * A block's header shows when it ended in local time with the zone, as the
  * other views do (`--utc`: in UTC); --json keeps the records' ISO UTC times.
  *
- * Exit codes: 0 printed (also when there was no stderr); 1 nothing or more
- * than one thing matches; 125 bad options.
+ * Exit codes: 0 printed (also when there was no stderr, and when a followed
+ * session crashed); 1 nothing or more than one thing matches, or a followed
+ * call will never end (its session crashed); 125 bad options.
  */
 import { statSync } from 'node:fs';
 import { basename } from 'node:path';
@@ -30,12 +31,17 @@ import { processMasker } from '../mask.js';
 import { CAPTURED_LABEL } from '../stderr/excerpt.js';
 import { Clock } from './when.js';
 import { describe as describeError, recordDirFor, resolveRecordDir } from './location.js';
+import type { LogRecord } from './chain.js';
+import { liveness } from './live.js';
 import { FOLLOW_POLL_MS, forEachLine, listLogFiles } from './read.js';
+import { logEnds } from './views.js';
 import type { CommandIO } from './commands.js';
 import type { Output } from './output.js';
 
 const MARKER_START = '[stderr truncated: ';
 const SESSION_END = '"type":"session_end"';
+/** While a follow sees nothing new, the writer's liveness is checked every this many polls. */
+const LIVENESS_EVERY = 5;
 
 /** One stretch of stderr: a call's, or the session's outside any call. */
 interface Block {
@@ -138,10 +144,22 @@ export async function runLogsCommand(argv: string[], io: CommandIO, output: Outp
     }
     if (source.oneCall && r.done && shown === 0) return fail(`call ${source.name} has no final record: its session ended without one`, 1);
     if (source.oneCall && !r.done && values.follow !== true) return fail(`call ${source.name} has no final record yet (still running, or its session crashed): no stderr recorded; --follow waits for it`, 1);
+    let idle = 0;
+    let writer: LogRecord | undefined;
     while (values.follow === true && !r.done && !stopped()) {
       if (r.eof) await new Promise((resolve) => setTimeout(resolve, FOLLOW_POLL_MS));
       r = source.read();
       await emit(r.blocks);
+      idle = r.blocks.length > 0 ? 0 : idle + 1;
+      if (idle % LIVENESS_EVERY !== 0 || r.done) continue;
+      writer ??= logEnds(source.file).start;
+      if (liveness(writer) !== 'crashed') continue;
+      // One more read: the session record may have come just before mcpguard exited.
+      r = source.read();
+      await emit(r.blocks);
+      if (r.done) break;
+      io.stderr.write(`mcpguard logs: the session's mcpguard (pid ${String(writer?.mcpguard_pid ?? '?')}) is gone without a session record: it crashed${source.oneCall ? `; call ${source.name} never ended` : ''}\n`);
+      return source.oneCall ? 1 : 0;
     }
   } catch (error) {
     return fail(describeError(error), 1);
@@ -156,6 +174,8 @@ export async function runLogsCommand(argv: string[], io: CommandIO, output: Outp
  */
 interface Source {
   oneCall: boolean;
+  /** The session log the blocks are read from. */
+  file: string;
   name: string;
   /** The blocks of the next stretch of the log (about READ_BYTES); `eof`: the log was read to its end. */
   read(): { blocks: Block[]; done: boolean; eof: boolean };
@@ -199,6 +219,7 @@ function callSource(file: string, callId: string): Source {
   const needle = `"call_id":${JSON.stringify(callId)}`;
   return {
     oneCall: true,
+    file,
     name: callId,
     read() {
       const blocks: Block[] = [];
@@ -225,6 +246,7 @@ function sessionSource(file: string): Source {
   let sessionId = basename(file, '.jsonl');
   return {
     oneCall: false,
+    file,
     name: sessionId,
     read() {
       const blocks: Block[] = [];

@@ -139,6 +139,14 @@ test('a SIGKILLed mcpguard\'s session is crashed, not running; verify says unsea
   assert.match(activity.stdout, /slow +- +no_final_record/);
   const follow = await view(['activity', '-f', '--record-dir', dir, id]);
   assert.equal(follow.code, 0);
+  // logs --follow ends too, saying why, for the session and for its call that never ended.
+  const logs = await view(['logs', '-f', '--record-dir', dir, id]);
+  assert.equal(logs.code, 0);
+  assert.match(logs.stderr, /^mcpguard logs: the session's mcpguard \(pid \d+\) is gone without a session record: it crashed$/m);
+  const open = JSON.parse((await view(['activity', '--json', '--record-dir', dir, id])).stdout.trim().split('\n').find((l) => JSON.parse(l).state === 'no_final_record'));
+  const call = await view(['logs', '-f', '--record-dir', dir, open.call_id]);
+  assert.equal(call.code, 1);
+  assert.match(call.stderr, new RegExp(`it crashed; call ${open.call_id} never ended$`, 'm'));
 });
 
 /** A copy of a log under a new id, with `edit` applied to its session_start, rechained so that its chain verifies. */
