@@ -23,7 +23,8 @@ import { liveness, type Liveness } from './live.js';
 import { describe } from './location.js';
 import { listLogFiles, parseRecord, readLogEdges } from './read.js';
 import { formatBytes, type RetainRules } from './retain-rules.js';
-import { TombstoneChain, takePruneLock } from './tombstones.js';
+import type { SideChain } from './side-chain.js';
+import { openTombstones, takePruneLock } from './tombstones.js';
 
 /** One session log as prune sees it. */
 export interface Candidate {
@@ -134,10 +135,10 @@ export interface PruneOutcome {
 export function applyPrune(dir: string, plan: PrunePlan, rules: RetainRules, key: Buffer | undefined, by: 'prune' | 'retain'): PruneOutcome {
   const release = takePruneLock(dir);
   if (typeof release === 'string') throw new Error(release);
-  let chain: TombstoneChain | null = null;
+  let chain: SideChain | null = null;
   const outcome: PruneOutcome = { removed: [], failed: [] };
   try {
-    chain = TombstoneChain.open(dir, key);
+    chain = openTombstones(dir, key);
     const rule = { older_than: rules.olderThan, max_size: rules.maxSize };
     for (const r of plan.remove) {
       let now: Candidate;
