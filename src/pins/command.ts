@@ -1,26 +1,31 @@
 /**
- * `mcpguard pins [list | show NAME | diff NAME | accept NAME [TOOL] | forget NAME]`:
+ * `mcpguard pins [list | show NAME | diff NAME | accept NAME [TOOL] | forget NAME | log [NAME]]`:
  * the pinned tool definitions of each server identity, the changes held
  * (ask, block), and a person's decision about them. Tables for people,
- * `--json` (one object per line) for tools.
+ * `--json` (one object per line) for tools. `accept` and `forget` are
+ * recorded in the pins directory's decision chain (decisions.ts) before they
+ * take effect, signed with `--audit-key-file` when given; `log` lists them.
  *
  * NAME is a pin file's id (or a unique prefix of one, at least 4 hex
  * digits), or a server's name: its --name, else its serverInfo.name.
  * Exit status: 0 success; 1 nothing found (no such NAME, a NAME that fits
- * more than one, nothing held to accept); 125 bad usage.
+ * more than one, nothing held to accept, no decision recorded), or the
+ * decision chain does not verify or cannot be written; 125 bad usage.
  */
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
-import { EXIT_USAGE } from '../errors.js';
+import { EXIT_USAGE, GuardError } from '../errors.js';
+import { loadAuditKey } from '../records/key.js';
 import { resolveRecordDir } from '../records/location.js';
+import { decide, decisionRecords, readDecisions, verifyDecisions } from './decisions.js';
 import { clip, formatDate, table } from '../records/format.js';
 import { diffLines, diffTool, wordDiff } from './diff.js';
 import { reveal } from './sanitize.js';
 import { identityLabel, PinStore, type PinFile } from './store.js';
 
-const VERBS = ['list', 'show', 'diff', 'accept', 'forget'] as const;
+const VERBS = ['list', 'show', 'diff', 'accept', 'forget', 'log'] as const;
 type Verb = (typeof VERBS)[number];
-const POSITIONALS: Record<Verb, [number, number]> = { list: [0, 0], show: [1, 1], diff: [1, 1], accept: [1, 2], forget: [1, 1] };
+const POSITIONALS: Record<Verb, [number, number]> = { list: [0, 0], show: [1, 1], diff: [1, 1], accept: [1, 2], forget: [1, 1], log: [0, 1] };
 
 interface IO {
   stdout: { write(text: string): unknown };
@@ -35,10 +40,10 @@ class Failure extends Error {
 
 /** Run `mcpguard pins ...` (arguments after `pins`); resolves to the exit code. */
 export async function runPinsCommand(argv: readonly string[], io: IO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
-  let values: { 'record-dir'?: string; json?: boolean };
+  let values: { 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: [...argv], options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true }));
+    ({ values, positionals } = parseArgs({ args: [...argv], options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, 'audit-key-file': { type: 'string' } }, allowPositionals: true, strict: true }));
   } catch (error) {
     io.stderr.write(`mcpguard pins: ${(error as Error).message} (see mcpguard pins --help)\n`);
     return EXIT_USAGE;
@@ -53,16 +58,28 @@ export async function runPinsCommand(argv: readonly string[], io: IO = { stdout:
   if (positionals.length > max) return fail(`unexpected argument '${positionals[max]}'`, EXIT_USAGE);
   if (positionals.length < min) return fail('expects a NAME: a pin id (or a prefix of one) or a server name; see mcpguard pins list', EXIT_USAGE);
   if (values['record-dir'] === '') return fail("--record-dir expects a directory, got ''", EXIT_USAGE);
-  const store = new PinStore(resolveRecordDir(values['record-dir']));
+  if (values['audit-key-file'] === '') return fail("--audit-key-file expects a key file, got ''", EXIT_USAGE);
+  const stateDir = resolveRecordDir(values['record-dir']);
+  let key: Buffer | undefined;
+  try {
+    key = values['audit-key-file'] === undefined ? undefined : loadAuditKey(values['audit-key-file'], stateDir);
+  } catch (error) {
+    return fail((error as Error).message, error instanceof GuardError ? error.exitCode : EXIT_USAGE);
+  }
+  const store = new PinStore(stateDir);
   const out = (text: string): void => { io.stdout.write(text); };
   const json = values.json === true;
   try {
     if (verb === 'list') return list(store, json, out, io);
+    if (verb === 'log') return log(store, positionals[0], key, json, out, io);
     const pins = find(store, positionals[0]!);
     if (verb === 'show') return show(store, pins, json, out);
     if (verb === 'diff') return diff(pins, json, out);
-    if (verb === 'accept') return accept(store, pins, positionals[1], json, out);
-    store.forget(pins.id);
+    if (verb === 'accept') return accept(store, pins, positionals[1], key, json, out);
+    const held = Object.keys(pins.pending).length + (pins.pending_instructions === null ? 0 : 1);
+    decide(store.prepareDir(), key, [{ type: 'pins_forgotten', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command, tools: Object.keys(pins.tools).length, held }], () => {
+      if (!store.forget(pins.id)) throw new Error(`${pins.id}.json was already gone`);
+    });
     out(json ? `${JSON.stringify({ id: pins.id, forgotten: true })}\n` : `forgot the pins of ${identityLabel(pins.identity)} (${pins.id}); the next session pins what the server lists then\n`);
     return 0;
   } catch (error) {
@@ -135,7 +152,7 @@ function heldChanges(pins: PinFile): HeldChange[] {
   return changes;
 }
 
-function accept(store: PinStore, pins: PinFile, tool: string | undefined, json: boolean, out: (text: string) => void): number {
+function accept(store: PinStore, pins: PinFile, tool: string | undefined, key: Buffer | undefined, json: boolean, out: (text: string) => void): number {
   const changes = heldChanges(pins).filter((c) => tool === undefined || c.tool === tool);
   if (changes.length === 0) throw new Failure(tool === undefined ? `nothing held for ${identityLabel(pins.identity)}` : `no change of tool '${tool}' is held for ${identityLabel(pins.identity)}`, 1);
   const now = new Date().toISOString();
@@ -151,11 +168,37 @@ function accept(store: PinStore, pins: PinFile, tool: string | undefined, json: 
     else pins.tools[c.tool] = { sha256: p.sha256!, definition: p.definition!, pinned_at: now };
     delete pins.pending[c.tool];
   }
-  store.write(pins);
+  const decisions = changes.map((c) => ({
+    type: 'pin_accepted', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command,
+    tool: c.tool, change: c.kind, before_sha256: c.before_sha256, after_sha256: c.after_sha256,
+  }));
+  decide(store.prepareDir(), key, decisions, () => store.write(pins));
   for (const c of changes) {
     out(json ? `${JSON.stringify({ id: pins.id, tool: c.tool, kind: c.kind, accepted: true, sha256: c.after_sha256 })}\n` : `accepted: ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`} (${c.kind})\n`);
   }
   return 0;
+}
+
+/** The recorded decisions (of NAME's pins: an id prefix or a server name), oldest first. */
+function log(store: PinStore, name: string | undefined, key: Buffer | undefined, json: boolean, out: (text: string) => void, io: IO): number {
+  const bytes = readDecisions(store.dir);
+  if (bytes === null) throw new Failure(`no decision recorded in ${store.dir}`, 1);
+  const verdict = verifyDecisions(bytes, key);
+  const intact = verdict.status === 'ok';
+  if (!intact) io.stderr.write(`mcpguard pins log: ${store.dir}/decisions.log does not verify (${verdict.status}${verdict.line === null ? '' : ` at line ${verdict.line}`}: ${verdict.reason}); what follows is what it says\n`);
+  const wanted = (r: Record<string, unknown>): boolean => name === undefined
+    || (/^[0-9a-f]{4,32}$/.test(name) && typeof r.pin_id === 'string' && r.pin_id.startsWith(name)) || r.server === name;
+  const records = decisionRecords(bytes).filter(wanted);
+  if (json) for (const r of records) out(`${JSON.stringify(r)}\n`);
+  else {
+    out(table(['TIME', 'PIN', 'SERVER', 'DECISION', 'TOOL', 'USER'], records.map((r) => [
+      formatDate(typeof r.ts === 'string' ? r.ts : null), String(r.pin_id ?? '-').slice(0, 12), shown(String(r.server ?? '-')),
+      (r.type === 'pin_accepted' ? `accepted ${String(r.change)}` : `forgot ${String(r.tools)} tools`) + (typeof r.undone === 'string' ? ` (undone: ${r.undone})` : ''),
+      r.type === 'pin_accepted' ? (r.tool === null ? '(instructions)' : shown(String(r.tool))) : '-', String(r.user ?? '-'),
+    ])));
+  }
+  if (records.length === 0 && name !== undefined) io.stderr.write(`mcpguard pins log: no decision about '${name}'\n`);
+  return intact && records.length > 0 ? 0 : 1;
 }
 
 /** Text from a server, as a terminal can show it: hidden characters written out. */

@@ -127,10 +127,16 @@ export class PinStore {
     return { pins, unreadable };
   }
 
-  /** Replace the file of `pins.id` whole: a 0600 temporary file, synced, renamed over it. */
-  write(pins: PinFile): void {
+  /** The pins directory, made (0700, as the record directory) if it is not there yet. */
+  prepareDir(): string {
     const dir = join(ensureRecordDir(this.stateDir), 'pins');
     makePrivateDir(dir);
+    return dir;
+  }
+
+  /** Replace the file of `pins.id` whole: a 0600 temporary file, synced, renamed over it. */
+  write(pins: PinFile): void {
+    const dir = this.prepareDir();
     const temp = join(dir, `.${pins.id}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
     const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     try {

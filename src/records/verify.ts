@@ -39,6 +39,7 @@ import { describe } from './location.js';
 import { liveness } from './live.js';
 import { keptSet } from './prune.js';
 import { LineReader, listLogFiles, parseRecord, readLogEdges, splitLines } from './read.js';
+import { DECISIONS, DECISIONS_FILE, readDecisions, verifyDecisions } from '../pins/decisions.js';
 import { TOMBSTONE_FILE, TOMBSTONE_LOG_ID, indexTombstones, readTombstoneFile, verifyTombstoneBytes } from './tombstones.js';
 
 /** How a file fared; see the module comment for what each status means. */
@@ -214,13 +215,27 @@ export function verifyFile(path: string, key?: Buffer): VerifyResult {
  * Verify every `*.jsonl` file in `dir`, in name order, then the tombstone
  * chain (`pruned.log`, when there is one): a row for the chain itself, a
  * `pruned` row for each log it says was pruned and is gone, and a `missing`
- * row when logs the last prune kept are gone without a tombstone. Throws if
- * `dir` cannot be listed.
+ * row when logs the last prune kept are gone without a tombstone; last, the
+ * chain of decisions about pinned tools (`pins/decisions.log`), when there is
+ * one. Throws if `dir` cannot be listed.
  */
 export function verifyDir(dir: string, key?: Buffer): VerifyResult[] {
   const files = listLogFiles(dir);
   const results = files.map((file) => verifyFile(file, key));
-  return [...results, ...verifyTombstones(dir, files, results, key)];
+  return [...results, ...verifyTombstones(dir, files, results, key), ...verifyPinDecisions(dir, key)];
+}
+
+/** The chain of decisions about pinned tools (`pins/decisions.log`), when there is one: one row. */
+function verifyPinDecisions(dir: string, key: Buffer | undefined): VerifyResult[] {
+  const pinsDir = join(dir, 'pins');
+  const file = join(pinsDir, DECISIONS_FILE);
+  let bytes: Buffer | null;
+  try {
+    bytes = readDecisions(pinsDir);
+  } catch (error) {
+    return [{ file, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null }];
+  }
+  return bytes === null ? [] : [{ file, ...verifyDecisions(bytes, key), log_id: DECISIONS.logId }];
 }
 
 /**

@@ -9,6 +9,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { userInfo } from 'node:os';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -299,6 +300,47 @@ describe('mcpguard pins', () => {
     const forget = await pins(h, 'forget', row.id);
     assert.equal(forget.code, 0);
     assert.equal((await pins(h, 'list')).code, 1, 'nothing pinned any more');
+  });
+});
+
+describe('pin decisions are recorded', () => {
+  test('accept and forget go into pins/decisions.log before they take effect; pins log lists them; verify checks the chain and finds an edit', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    await run(h, { args: ['--on-tool-change', 'block'], script: listAndCall('read_file') });
+    assert.equal((await pins(h, 'log')).code, 1, 'no decision yet');
+    h.setVariant('description');
+    await run(h, { args: ['--on-tool-change', 'block'], script: async (client) => client.listTools() });
+    const before = JSON.parse((await pins(h, 'show', 'pins-fixture', '--json')).out.split('\n')[0]);
+    const accepted = await pins(h, 'accept', 'pins-fixture', 'read_file');
+    assert.equal(accepted.code, 0, accepted.stderr);
+    await pins(h, 'forget', 'pins-fixture');
+    const chain = join(h.records, 'pins', 'decisions.log');
+    assert.equal(statSync(chain).mode & 0o777, 0o600);
+    const log = await pins(h, 'log', '--json');
+    assert.equal(log.code, 0, log.stderr);
+    const [accept, forget] = log.out.trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(accept.type, 'pin_accepted');
+    assert.deepEqual([accept.pin_id, accept.server, accept.tool, accept.change, accept.user], [before.id, 'pins-fixture', 'read_file', 'changed', userInfo().username]);
+    assert.match(accept.before_sha256, /^[0-9a-f]{64}$/);
+    assert.match(accept.after_sha256, /^[0-9a-f]{64}$/);
+    assert.notEqual(accept.before_sha256, accept.after_sha256);
+    assert.deepEqual([forget.type, forget.pin_id, forget.tools], ['pins_forgotten', before.id, 3]);
+    const table = await pins(h, 'log', before.id.slice(0, 8));
+    assert.match(table.out, /^TIME +PIN +SERVER +DECISION +TOOL +USER$/m);
+    assert.match(table.out, /pins-fixture +accepted changed +read_file /);
+    assert.match(table.out, /pins-fixture +forgot 3 tools +- /);
+    const verify = await runGuard(['verify', '--json', '--record-dir', h.records]).done;
+    const rows = verify.stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_decisions').map((r) => [r.status, r.records]), [['ok', 3]]);
+    // An edit of a recorded decision (another user) breaks the chain: verify and pins log say so.
+    writeFileSync(chain, readFileSync(chain, 'utf8').replace(`"user":${JSON.stringify(userInfo().username)}`, '"user":"somebody-else"'));
+    const edited = await runGuard(['verify', '--json', '--record-dir', h.records]).done;
+    assert.notEqual(edited.code, 0);
+    const row = edited.stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l)).find((r) => r.log_id === 'pin_decisions');
+    assert.deepEqual([row.status, row.line], ['tampered', 2]);
+    const warned = await pins(h, 'log');
+    assert.equal(warned.code, 1);
+    assert.match(warned.stderr, /decisions\.log does not verify \(tampered at line 2: /);
   });
 });
 
