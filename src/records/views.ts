@@ -27,6 +27,8 @@ export interface LogSummary extends LogEnds {
   records: number;
   calls: number;
   rejected: number;
+  /** `restart` records counted, when the log was read through (an unsealed log always is). */
+  restartsSeen?: number;
 }
 
 // A header, session_start and child_started come first; the session record and the seal last.
@@ -140,6 +142,7 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
   let callCount = 0;
   let records = 0;
   let rejects = 0;
+  let restarts = 0;
   let number = 0;
   for (const line of lines) {
     number++;
@@ -157,6 +160,7 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
       else inFlight.add(r.call_id);
     }
     else if (r.type === 'reject') rejects++;
+    else if (r.type === 'restart') restarts++;
     else if (r.type === 'session_start') start ??= r;
     else if (r.type === 'session_end') end ??= r;
     else if (r.type === 'server_info') serverInfo ??= r;
@@ -165,7 +169,7 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
   return {
     ...refOf(file, header), start, end, serverInfo, seal: last?.type === 'seal' ? last : undefined, unreadable,
     torn: typeof torn === 'function' ? torn() : torn, sealed: last?.type === 'seal', records,
-    calls: counts?.calls ?? callCount, rejected: counts?.rejected ?? rejects,
+    calls: counts?.calls ?? callCount, rejected: counts?.rejected ?? rejects, restartsSeen: restarts,
   };
 }
 
@@ -199,7 +203,7 @@ export interface SessionRow {
   spawn_failed: boolean;
   /** Calls that ended in a failed state (filters.ts FAILED_STATES), from the session record; null before it. */
   failed_calls: number | null;
-  /** How many times the server was started again (--restart), from the session record; null without --restart or before the record. */
+  /** How many times the server was started again (--restart): from the session record, else (running, crashed) the restart records so far; null without --restart. */
   restarts: number | null;
   /** Whether the mcpguard of an unsealed log runs (live.ts); null for a sealed log. Set by the views that check it, last. */
   liveness?: Liveness | null;
@@ -232,8 +236,15 @@ export function sessionRow(log: LogSummary): SessionRow {
     forced_kill: typeof end?.forced_kill === 'boolean' ? end.forced_kill || end.unkillable === true : null,
     spawn_failed: typeof end?.spawn_error === 'string',
     failed_calls: failedCalls(end?.calls),
-    restarts: num(end?.restarts),
+    restarts: end !== undefined ? num(end.restarts) : restartsSoFar(log),
   };
+}
+
+/** A session without its session record (running, or crashed): the restarts its log shows, when it ran with --restart. */
+function restartsSoFar(log: LogSummary): number | null {
+  const restart = (log.start?.options as Record<string, unknown> | undefined)?.restart;
+  if (restart !== 'on-failure' && restart !== 'always') return null;
+  return log.restartsSeen ?? null;
 }
 
 /**

@@ -9,7 +9,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as V2Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport as V2Transport } from '@modelcontextprotocol/client/stdio';
-import { BIN, PLANTED_VARS, ROOT, readLines, tempDir } from '../helpers/run.js';
+import { BIN, PLANTED_VARS, ROOT, readLines, runGuard, tempDir } from '../helpers/run.js';
 import { assertAllVerify } from '../helpers/peers.js';
 import { CRASHY, clientRequests, isAlive } from './wire.js';
 
@@ -62,6 +62,10 @@ for (const [label, make] of Object.entries(CLIENTS)) {
       assert.deepEqual(outcomes, ['gen 1', 'crashed', 'gen 2', 'crashed', 'gen 3', 'crashed', 'gen 4', 'gen 4']);
       assert.equal(peer.transport.pid, guardPid, 'the same mcpguard process: no reconnect');
       assert.deepEqual((await peer.client.listTools()).tools, tools.tools);
+      // While it runs, `sessions` counts the restarts its log shows so far (no session record yet).
+      const running = await runGuard(['sessions', '--json', '--record-dir', records], { timeout: 20_000 }).done;
+      const [row] = running.stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
+      assert.deepEqual([row.liveness, row.end_reason, row.restarts], ['running', null, 3], running.stderr.toString());
       await peer.client.close();
 
       // Every client request was read by exactly one generation, once.
