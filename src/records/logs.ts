@@ -33,7 +33,7 @@ import { Clock } from './when.js';
 import { describe as describeError, recordDirFor, resolveRecordDir } from './location.js';
 import type { LogRecord } from './chain.js';
 import { liveness } from './live.js';
-import { FOLLOW_POLL_MS, forEachLine, listLogFiles } from './read.js';
+import { FOLLOW_POLL_MS, LineReader, forEachLine, listLogFiles, parseRecord } from './read.js';
 import { logEnds } from './views.js';
 import type { CommandIO } from './commands.js';
 import type { Output } from './output.js';
@@ -201,13 +201,16 @@ function find(dir: string, wanted: string): Source | string {
 /** Calls whose id starts with `prefix`, and the log each is in. */
 function findCalls(files: string[], prefix: string): Map<string, string> {
   const found = new Map<string, string>();
-  const needle = `"call_id":${JSON.stringify(prefix).slice(0, -1)}`;
+  const needle = Buffer.from(`"call_id":${JSON.stringify(prefix).slice(0, -1)}`);
   for (const file of files) {
-    for (let at = 0, eof = false; !eof;) {
-      ({ offset: at, eof } = forEachLine(file, at, (line) => line.includes(needle), (record) => {
-        const id = record.call_id;
+    const reader = new LineReader(file);
+    try {
+      for (let line = reader.nextContaining(needle); line !== null; line = reader.nextContaining(needle)) {
+        const id = parseRecord(line)?.call_id;
         if (typeof id === 'string' && id.startsWith(prefix)) found.set(id, file);
-      }));
+      }
+    } finally {
+      reader.close();
     }
   }
   return found;

@@ -133,6 +133,38 @@ export class LineReader {
     }
   }
 
+  /**
+   * The next complete line that contains `needle` (which holds no newline),
+   * or null at the end. Lines without it are stepped over a buffer at a time
+   * (one memchr-like search per buffer, not one per line), so `lineNumber`
+   * is not kept up to date by this method.
+   */
+  nextContaining(needle: Buffer): Buffer | null {
+    for (;;) {
+      const hit = this.buf.indexOf(needle, this.pos);
+      if (hit !== -1) {
+        const start = this.buf.lastIndexOf(10, hit) + 1;
+        const nl = this.buf.indexOf(10, hit + needle.length);
+        if (nl !== -1) {
+          this.pos = nl + 1;
+          return this.buf.subarray(start, nl);
+        }
+        // The line goes on past what was read: read more, from its start.
+        this.pos = Math.max(this.pos, start);
+      } else {
+        // No match in what is here: only the unfinished last line (which may end in part of the needle) is kept.
+        const last = this.buf.lastIndexOf(10);
+        if (last + 1 > this.pos) this.pos = last + 1;
+      }
+      if (this.eof || this.fd === null) {
+        this.pos = this.buf.length; // what is left has no newline: no complete line
+        this.close();
+        return null;
+      }
+      this.fill();
+    }
+  }
+
   /** Stop early: release the descriptor (and the buffer, for the next reader). */
   close(): void {
     if (this.fd === null) return;

@@ -289,8 +289,7 @@ export function findCall(logs: LogRef[], prefix: string): CallLookup {
   for (const log of logs) {
     const reader = new LineReader(log.file);
     try {
-      for (let line = reader.next(); line !== null; line = reader.next()) {
-        if (line.indexOf(needle) === -1) continue;
+      for (let line = reader.nextContaining(needle); line !== null; line = reader.nextContaining(needle)) {
         const r = parseRecord(line);
         if (r === null || typeof r.call_id !== 'string' || !r.call_id.startsWith(prefix)) continue;
         if (found === null) found = { log, callId: r.call_id, records: [] };

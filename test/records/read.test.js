@@ -53,3 +53,30 @@ test('readers open at the same time, and one closed early, read their own files'
   assert.deepEqual(all(ra), ['a2', 'a3']);
   assert.equal(ra.torn, false);
 });
+
+test('nextContaining finds exactly the lines next() would, wherever lines and the needle fall against the 1 MiB buffer', () => {
+  const needle = '"call_id":"c_ab';
+  // A deterministic mix: short and long lines (some longer than the buffer), the needle at a line's start,
+  // middle and end, lines that hold only part of it, and a torn last line that holds it.
+  let seed = 7;
+  const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  for (let round = 0; round < 6; round++) {
+    const lines = [];
+    let size = 0;
+    while (size < 3.5 * (1 << 20)) {
+      const kind = rand(10);
+      const filler = 'x'.repeat(kind === 0 && rand(30) === 0 ? (1 << 20) + rand(300000) : rand(kind < 4 ? 40 : 3000));
+      const line = kind % 3 === 0 ? `${filler}${needle}${rand(2) ? filler.slice(0, 7) : ''}` : kind === 5 ? `${filler}${needle.slice(0, 1 + rand(needle.length - 1))}` : filler;
+      lines.push(line);
+      size += line.length + 1;
+    }
+    const path = file(`needle-${round}.jsonl`, `${lines.join('\n')}\n${round % 2 ? `torn ${needle}` : ''}`);
+    const expected = all(new LineReader(path)).filter((l) => l.includes(needle));
+    const reader = new LineReader(path);
+    const got = [];
+    for (let line = reader.nextContaining(Buffer.from(needle)); line !== null; line = reader.nextContaining(Buffer.from(needle))) got.push(line.toString());
+    assert.ok(expected.length > 20, 'the file has matching lines');
+    assert.equal(got.length, expected.length, `round ${round}`);
+    assert.ok(got.every((l, i) => l === expected[i]), `round ${round}: the same lines in the same order`);
+  }
+});
