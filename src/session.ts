@@ -139,7 +139,8 @@ export class Session {
     for (;;) {
       const exitedFirst = await Promise.race([this.endRequested.then(() => false), gen.exited.then(() => true)]);
       if (!exitedFirst || this.reason !== null) break;
-      const decision = restart === null ? null : restart.decide(gen.exit!);
+      // A generation stopped because it closed a pipe failed, whatever it exited with.
+      const decision = restart === null ? null : restart.decide(gen.exit!, Date.now(), gen.lostStream !== null);
       if (decision === null || !decision.restart) {
         if (decision !== null && decision.why === 'limit') stoppedBy = `--max-restarts ${options.restart!.maxRestarts} within --restart-window ${options.restart!.windowMs} ms reached`;
         this.end(decision !== null && decision.why === 'limit' ? 'restart_limit' : 'child_exit');
@@ -148,7 +149,8 @@ export class Session {
       // The server crashed with the client still connected: a new generation takes over.
       link.goDown();
       this.holdInput('byChild', false);
-      io.diag.line(`the server (generation ${gen.number}, pid ${gen.pid}) exited (${describeExit(gen.exit!.code, gen.exit!.signal)}) with the client connected; restarting it in ${decision.delayMs} ms (restart ${decision.attempt})`);
+      const how = gen.lostStream === null ? 'exited' : 'was stopped and exited';
+      io.diag.line(`the server (generation ${gen.number}, pid ${gen.pid}) ${how} (${describeExit(gen.exit!.code, gen.exit!.signal)}) with the client connected; restarting it in ${decision.delayMs} ms (restart ${decision.attempt})`);
       await this.closeGeneration(gen, `restart in ${decision.delayMs} ms`, decision.delayMs);
       relay.serverRestarted();
       const slept = await Promise.race([delay(decision.delayMs).then(() => true), this.endRequested.then(() => false)]);
@@ -241,7 +243,14 @@ export class Session {
       pressure: (full) => this.holdInput('byChild', full),
       joins: this.joins,
       streamLost: (what, reason) => {
-        if (this.reason !== null) return;
+        if (this.reason !== null || gen.lostStream !== null) return;
+        if (this.options.restart !== null) {
+          // A server that stopped talking but runs on is a failed server: stop it, and the restart loop takes over.
+          gen.lostStream = what;
+          this.io.diag.line(`${what} while still running (generation ${n}, pid ${gen.pid}); stopping it to start it again (--restart)`);
+          void gen.shutdown(() => new Promise<void>((resolve) => this.escalations.push(resolve)));
+          return;
+        }
         this.io.diag.line(`${what} while still running; ending the session`);
         this.end(reason);
       },

@@ -52,6 +52,8 @@ export class Generation {
   private tailBytes = 0;
   /** Its end was recorded (onGenerationEnd). */
   recorded = false;
+  /** It closed a pipe while still running, and was stopped for a restart: which pipe (null: it did not). */
+  lostStream: string | null = null;
   private readonly watchdog: Watchdog;
   private readonly tracker: DescendantTracker | null;
   private readonly sampler: NodeJS.Timeout | null;

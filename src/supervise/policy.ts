@@ -36,11 +36,12 @@ export class RestartPolicy {
 
   /**
    * A server exited while its client was still connected (the only case the
-   * session asks about). `now` is when its exit was seen.
+   * session asks about). `now` is when its exit was seen; `failed`: it failed
+   * whatever it exited with (mcpguard stopped it after it closed a pipe).
    */
-  decide(exit: { code: number | null; signal: string | null }, now = Date.now()): RestartDecision {
+  decide(exit: { code: number | null; signal: string | null }, now = Date.now(), failed = false): RestartDecision {
     if (!this.enabled) return { restart: false, why: 'not_enabled' };
-    if (this.options.mode === 'on-failure' && exit.code === 0 && exit.signal === null) return { restart: false, why: 'clean_exit' };
+    if (this.options.mode === 'on-failure' && !failed && exit.code === 0 && exit.signal === null) return { restart: false, why: 'clean_exit' };
     while (this.recent.length > 0 && now - this.recent[0]! >= this.options.windowMs) this.recent.shift();
     if (this.recent.length >= this.options.maxRestarts) return { restart: false, why: 'limit' };
     const delayMs = backoff(this.options.delayMs, this.recent.length, this.random());

@@ -107,6 +107,39 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     assert.deepEqual(calls, [[1, 'completed', 1], [2, 'unknown_after_dispatch', 1], [3, 'completed', 2], [4, 'completed', 2], [5, 'completed', 2]]);
   });
 
+  for (const graceful of [false, true]) {
+    test(`a server that closes its stdout but runs on is stopped and started again${graceful ? ' (even when it then exits 0)' : ''}; without --restart it ends the session`, async () => {
+      const wire = open(['--restart', 'on-failure', '--restart-delay', '0', '--grace', '300ms']);
+      await wire.initialize();
+      let said = '';
+      wire.run.child.stderr.on('data', (chunk) => (said += chunk));
+      const hung = await wire.tool('hang_up', { graceful });
+      assert.equal(hung.error.data.state, 'unknown_after_dispatch', JSON.stringify(hung));
+      const echo = await wire.tool('echo', { text: 'after' });
+      assert.match(echo.result.content[0].text, /^gen 2 .*: after$/);
+      assert.match(said, /the server closed its stdout while still running \(generation 1, pid \d+\); stopping it to start it again \(--restart\)/);
+      assert.match(said, new RegExp(`generation 1, pid \\d+\\) was stopped and exited \\(${graceful ? 'exit code 0' : 'killed by SIGTERM'}\\)`));
+      const { code, stderr } = await wire.close();
+      assert.equal(code, 0, stderr);
+      const end = sessionEnd(stderr);
+      assert.deepEqual([end.restarts, end.generations, end.end_reason], [1, 2, 'client_eof']);
+      assert.equal(wire.alive().length, 0, 'no generation left running');
+      const [log] = await assertAllVerify(wire.records, 1);
+      assert.deepEqual(ofType(log, 'call_end').filter((r) => r.method === 'tools/call').map((r) => [r.state, r.generation]), [['unknown_after_dispatch', 1], ['completed', 2]]);
+    });
+  }
+
+  test('without --restart, a server that closes its stdout but runs on ends the session', async () => {
+    const wire = open(['--grace', '300ms']);
+    await wire.initialize();
+    const hung = await wire.tool('hang_up', {});
+    assert.match(hung.error.data.state, /_after_dispatch$/);
+    const { stderr } = await wire.run.done;
+    assert.equal(sessionEnd(stderr).end_reason, 'child_stdout_closed');
+    assert.match(stderr, /the server closed its stdout while still running; ending the session/);
+    assert.equal(wire.alive().length, 0);
+  });
+
   test('a call that arrives while the crashed generation is still being shut down waits for the next one', async () => {
     // The crash leaves a process in the group that ignores SIGTERM: its shutdown takes the grace period.
     const wire = open(['--restart', 'on-failure', '--restart-delay', '0', '--grace', '2500'], { ORPHAN: 'stubborn' });
