@@ -146,8 +146,10 @@ export class Session {
         this.end(decision !== null && decision.why === 'limit' ? 'restart_limit' : 'child_exit');
         break;
       }
-      // The server crashed with the client still connected: a new generation takes over.
+      // The server crashed with the client still connected: a new generation takes over, and
+      // gets what this one never took (frames still in mcpguard's queue, not in its stdin).
       link.goDown();
+      link.requeue(gen.toChild.takeQueued());
       this.holdInput('byChild', false);
       const how = gen.lostStream === null ? 'exited' : 'was stopped and exited';
       io.diag.line(`the server (generation ${gen.number}, pid ${gen.pid}) ${how} (${describeExit(gen.exit!.code, gen.exit!.signal)}) with the client connected; restarting it in ${decision.delayMs} ms (restart ${decision.attempt})`);

@@ -43,6 +43,12 @@ export interface FrameWriterOptions {
   onClosed: (error: Error, expected: boolean) => void;
   /** Where frames joined from pooled buffers go back once their write has completed. */
   joins?: JoinPool;
+  /**
+   * When the destination closes, keep the frames still queued (never handed
+   * to it) for `takeQueued` instead of telling them they were not delivered:
+   * a restarted server can take them instead (--restart).
+   */
+  keepQueuedOnClose?: boolean;
 }
 
 export class FrameWriter {
@@ -123,6 +129,12 @@ export class FrameWriter {
     return true;
   }
 
+  /** Take every frame still queued (none was handed to the stream), in order; they are the caller's now. */
+  takeQueued(): Array<{ frame: Buffer; delivery: Delivery | undefined; tag: unknown }> {
+    this.queuedBytes = 0;
+    return this.queue.splice(0);
+  }
+
   /** Finish the stream after every queued frame has been written; later writes are dropped. */
   end(): void {
     if (this.closedError !== null || this.ending) return;
@@ -157,6 +169,7 @@ export class FrameWriter {
   private close(error: Error, expected: boolean): void {
     if (this.closedError !== null) return;
     this.closedError = error;
+    if (this.options.keepQueuedOnClose === true) return this.options.onClosed(error, expected);
     this.dropped += this.queue.length;
     const queued = this.queue.splice(0);
     this.queuedBytes = 0;

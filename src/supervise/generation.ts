@@ -24,6 +24,8 @@ export interface GenerationOptions {
   graceMs: number;
   drainMs: number;
   marker: string | null;
+  /** --restart (null: never): frames this generation never took are kept for the next one. */
+  restart: unknown;
 }
 
 export interface GenerationHooks {
@@ -91,6 +93,8 @@ export class Generation {
         if (!expected) this.streamLost(hooks, `the server closed its stdin (${(error as NodeJS.ErrnoException).code ?? error.message})`, 'child_stdin_closed');
       },
       joins: hooks.joins,
+      // With --restart, what this generation never took goes to the next one (session.ts requeues it).
+      keepQueuedOnClose: options.restart !== null,
     });
 
     this.lines = new LineSplitter(options.maxFrameBytes, hooks.line, null, hooks.joins, new FramePrescan());

@@ -44,6 +44,13 @@ export class ChildLink implements ToChild {
 
   write(frame: Buffer, delivery?: Delivery, tag?: unknown): void {
     if (this.writer !== null) return this.writer.write(frame, delivery, tag);
+    this.waiting.push(this.entry(frame, delivery, tag));
+    this.waitingBytes += frame.length;
+    this.pressure();
+  }
+
+  /** A waiting frame; a request (tagged) gives up after waitMs. */
+  private entry(frame: Buffer, delivery: Delivery | undefined, tag: unknown): Waiting {
     const entry: Waiting = { frame, delivery, tag, timer: null };
     if (tag !== undefined) {
       entry.timer = setTimeout(() => {
@@ -51,9 +58,7 @@ export class ChildLink implements ToChild {
       }, this.options.waitMs);
       entry.timer.unref();
     }
-    this.waiting.push(entry);
-    this.waitingBytes += frame.length;
-    this.pressure();
+    return entry;
   }
 
   withdraw(tag: unknown): boolean {
@@ -68,6 +73,18 @@ export class ChildLink implements ToChild {
   /** The server is gone: hold every later frame. */
   goDown(): void {
     this.writer = null;
+  }
+
+  /**
+   * Frames the dead generation's writer still held (never handed to its
+   * stdin): they wait for the next generation ahead of everything that came
+   * after them, as if they had arrived while it was down.
+   */
+  requeue(frames: ReadonlyArray<{ frame: Buffer; delivery: Delivery | undefined; tag: unknown }>): void {
+    const entries = frames.map(({ frame, delivery, tag }) => this.entry(frame, delivery, tag));
+    this.waiting.unshift(...entries);
+    for (const e of entries) this.waitingBytes += e.frame.length;
+    this.pressure();
   }
 
   /** A generation is ready: what waited goes to it first, in arrival order. */

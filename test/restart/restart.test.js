@@ -129,6 +129,38 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     });
   }
 
+  test('requests still queued inside mcpguard when the server crashed (never in its stdin) go to the next generation', async () => {
+    const wire = open(['--restart', 'on-failure', '--restart-delay', '0']);
+    await wire.initialize();
+    // The server sleeps without reading, then crashes: 40 calls of 64 KiB fill its stdin and then mcpguard's queue.
+    const crashed = wire.tool('crash', { code: 3, after_ms: 1500 });
+    const text = 'q'.repeat(64 * 1024);
+    const calls = Array.from({ length: 40 }, (_, i) => wire.tool('echo', { text: `${i} ${text}` }));
+    const answers = await Promise.all(calls);
+    assert.equal((await crashed).error.data.state, 'unknown_after_dispatch');
+    const { code, stderr } = await wire.close();
+    assert.equal(code, 0, stderr);
+    // Calls handed to the dead server's stdin may have been read: answered once, never retried. The one
+    // being written when the pipe broke (EPIPE) never got in whole: cancelled_before_dispatch. The rest,
+    // still queued inside mcpguard, ran on generation 2.
+    const states = answers.map((a) => a.error?.data?.state ?? `gen ${a.result.content[0].text.split(' ')[1]}`);
+    const lost = states.filter((st) => st === 'unknown_after_dispatch').length;
+    const cut = states.filter((st) => st === 'cancelled_before_dispatch').length;
+    const moved = states.filter((st) => st === 'gen 2').length;
+    assert.equal(lost + cut + moved, 40, states.join(', '));
+    assert.ok(cut <= 1, states.join(', '));
+    assert.ok(moved > 0, `some calls were still queued inside mcpguard at the crash: ${states.join(', ')}`);
+    assert.deepEqual(states, [...Array(lost).fill('unknown_after_dispatch'), ...Array(cut).fill('cancelled_before_dispatch'), ...Array(moved).fill('gen 2')], 'the queued calls are the last ones, in order');
+    // Generation 2 read each moved call once, in arrival order; generation 1 read none of them.
+    const lines = wire.lines().filter((e) => e.message.method === 'tools/call' && e.message.params.name === 'echo');
+    const byGen = (g) => lines.filter((e) => e.gen === g).map((e) => Number(e.message.params.arguments.text.split(' ')[0]));
+    assert.deepEqual(byGen(1), []);
+    assert.deepEqual(byGen(2), Array.from({ length: moved }, (_, i) => lost + cut + i));
+    const [log] = await assertAllVerify(wire.records, 1);
+    const ends = ofType(log, 'call_end').filter((r) => r.tool === 'echo');
+    assert.deepEqual(ends.filter((r) => r.generation === 2).map((r) => r.state), Array(moved).fill('completed'));
+  });
+
   test('without --restart, a server that closes its stdout but runs on ends the session', async () => {
     const wire = open(['--grace', '300ms']);
     await wire.initialize();
