@@ -199,28 +199,58 @@ const MEMBER_LIST_LIMIT = 8;
 const KEPT_STACK_ENTRIES = 4096;
 const EMPTY_BUFFER = Buffer.alloc(0);
 
+/** JsonType by code, for scalar members kept as numbers (see MemberList). */
+const SCALAR_TYPES: readonly JsonType[] = ['string', 'number', 'true', 'false', 'null'];
+/** A scalar member is kept as one small integer when it starts before this offset ... */
+const PACKED_START_LIMIT = 1 << 20;
+/** ... and is shorter than this: `((start * 256) + length) * 8 + type code` then stays below 2^31 (a V8 small integer, no allocation). */
+const PACKED_LENGTH_LIMIT = 1 << 8;
+
 /**
- * The members of a small recorded object: names and nodes alternating in one
- * array of exactly their size (cheaper to build than a Map; a lookup compares
- * at most MEMBER_LIST_LIMIT names). Keys are unique: the scan rejects repeats.
+ * The members of a small recorded object: names and values alternating in
+ * one array of exactly their size. A value that is an object or an array is
+ * its node; a scalar near the start of the frame is a small integer (its
+ * start, length and type packed: see `packScalar`), and its node is made
+ * only when asked for (then kept in the slot, so every ask gets the same
+ * node). Most scalars near the top (`jsonrpc`, `id`, `method`, a tool's name)
+ * are only read through `readMember`, and a node per scalar was the
+ * scanner's largest allocation per small call. The packed value holds type
+ * and span, so no node needs the frame's bytes later. Keys are unique: the
+ * scan rejects repeats. A lookup compares at most MEMBER_LIST_LIMIT names.
  */
 class MemberList implements MemberMap {
-  constructor(private readonly entries: Array<string | JsonNode>) {}
+  constructor(private readonly entries: Array<string | JsonNode | number>) {}
 
   get size(): number {
     return this.entries.length >> 1;
   }
 
   get(key: string): JsonNode | undefined {
-    const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return entries[i + 1] as JsonNode;
-    return undefined;
+    const i = this.indexOf(key);
+    return i < 0 ? undefined : this.nodeAt(i);
   }
 
   has(key: string): boolean {
-    const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return true;
-    return false;
+    return this.indexOf(key) >= 0;
+  }
+
+  /** See `readMember`. */
+  read(key: string, into: JsonNode): boolean {
+    const i = this.indexOf(key);
+    if (i < 0) return false;
+    const value = this.entries[i + 1]!;
+    if (typeof value === 'number') {
+      const span = value >>> 3;
+      into.type = SCALAR_TYPES[value & 7]!;
+      into.start = span >>> 8;
+      into.end = (span >>> 8) + (span & 0xff);
+    } else {
+      const node = value as JsonNode;
+      into.type = node.type;
+      into.start = node.start;
+      into.end = node.end;
+    }
+    return true;
   }
 
   *keys(): IterableIterator<string> {
@@ -230,15 +260,63 @@ class MemberList implements MemberMap {
 
   *[Symbol.iterator](): IterableIterator<[string, JsonNode]> {
     const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) yield [entries[i] as string, entries[i + 1] as JsonNode];
+    for (let i = 0; i < entries.length; i += 2) yield [entries[i] as string, this.nodeAt(i)];
+  }
+
+  /** The name's index, or -1. */
+  private indexOf(key: string): number {
+    const { entries } = this;
+    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return i;
+    return -1;
+  }
+
+  /** The node of the member whose name is at `i`, made now if it is a packed scalar nobody asked for yet. */
+  private nodeAt(i: number): JsonNode {
+    const value = this.entries[i + 1]!;
+    if (typeof value !== 'number') return value as JsonNode;
+    const node = unpackScalar(value);
+    this.entries[i + 1] = node;
+    return node;
   }
 }
 
-/** The members recorded in `stack[from, to)` (name, node, name, node, ...) as a new, unshared MemberMap. */
-function membersFrom(stack: Array<string | JsonNode>, from: number, to: number): MemberMap {
+/** A scalar member's type and span as one small integer, or -1 when it does not fit (PACKED_*_LIMIT). */
+function packScalar(firstByte: number, start: number, end: number): number {
+  if (start >= PACKED_START_LIMIT || end - start >= PACKED_LENGTH_LIMIT) return -1;
+  return ((start * PACKED_LENGTH_LIMIT + (end - start)) << 3) | scalarCode(firstByte);
+}
+
+/** The node of a packed scalar. */
+function unpackScalar(value: number): JsonNode {
+  const span = value >>> 3;
+  return { type: SCALAR_TYPES[value & 7]!, start: span >>> 8, end: (span >>> 8) + (span & 0xff) };
+}
+
+/**
+ * Member `key` of a recorded object read into `into` (its type, start and
+ * end; `members` and `items` are left as they are): `members.get(key)`
+ * without making a node for a scalar member that has none yet. False, and
+ * `into` untouched, when there is no such member. `into` is the caller's
+ * (a scratch node it reuses): nothing keeps it.
+ */
+export function readMember(members: MemberMap, key: string, into: JsonNode): boolean {
+  if (members instanceof MemberList) return members.read(key, into);
+  const node = members.get(key);
+  if (node === undefined) return false;
+  into.type = node.type;
+  into.start = node.start;
+  into.end = node.end;
+  return true;
+}
+
+/** The members recorded in `stack[from, to)` (name, value, name, value, ...: see MemberList) as a new, unshared MemberMap. */
+function membersFrom(stack: Array<string | JsonNode | number>, from: number, to: number): MemberMap {
   if (to - from <= 2 * MEMBER_LIST_LIMIT) return new MemberList(stack.slice(from, to));
   const map = new Map<string, JsonNode>();
-  for (let i = from; i < to; i += 2) map.set(stack[i] as string, stack[i + 1] as JsonNode);
+  for (let i = from; i < to; i += 2) {
+    const value = stack[i + 1]!;
+    map.set(stack[i] as string, typeof value === 'number' ? unpackScalar(value) : value as JsonNode);
+  }
   return map;
 }
 
@@ -252,11 +330,11 @@ class Scanner {
   private keyEnd: number[] = [];
   private keyTop = 0;
   /**
-   * Names and nodes of the recorded objects' members being scanned, a stack
-   * like the key ranges (`memberTop` deep); each object copies its own part
-   * out when it closes.
+   * The recorded objects' members being scanned (name, value: see
+   * MemberList), a stack like the key ranges (`memberTop` deep); each object
+   * copies its own part out when it closes.
    */
-  private memberStack: Array<string | JsonNode> = [];
+  private memberStack: Array<string | JsonNode | number> = [];
   private memberTop = 0;
   /** Set by `string()`: the string just scanned contained a backslash escape. */
   private escaped = false;
@@ -416,13 +494,23 @@ class Scanner {
       if (pos >= end || buf[pos] !== COLON) this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
       pos = this.skipWs(pos + 1);
       if (recorded) {
-        const value = this.value(pos, level + 1, record);
         // Pushed after the value: a recorded value's own members used the stack above and are gone.
+        const c = pos < end ? buf[pos]! : -1;
+        let value: JsonNode | number;
+        if (c === LBRACE || c === LBRACKET) {
+          value = this.value(pos, level + 1, record);
+          pos = value.end;
+        } else {
+          // A scalar: packed, no node until one is asked for (MemberList); a node when it does not fit.
+          const valueEnd = this.skip(pos, level + 1);
+          value = packScalar(c, pos, valueEnd);
+          if (value < 0) value = { type: SCALAR_TYPES[scalarCode(c)]!, start: pos, end: valueEnd };
+          pos = valueEnd;
+        }
         const stack = this.memberStack;
         stack[this.memberTop] = this.keyText(keyAt, keyEndPos);
         stack[this.memberTop + 1] = value;
         this.memberTop += 2;
-        pos = value.end;
       } else {
         pos = this.skip(pos, level + 1);
       }
@@ -638,6 +726,15 @@ class Scanner {
   keyText(start: number, end: number): string {
     return decodeString(this.buf, start, end);
   }
+}
+
+/** The code of a scalar's type in SCALAR_TYPES, from its first byte (a valid scalar's). */
+function scalarCode(c: number): number {
+  if (c === QUOTE) return 0;
+  if (c === 0x74) return 2;
+  if (c === 0x66) return 3;
+  if (c === 0x6e) return 4;
+  return 1;
 }
 
 /** Decode a scanned string node. */
