@@ -49,15 +49,15 @@ export function recordHash(unhashed: LogRecord, key: Buffer | undefined): string
 }
 
 /** The next record's `prev`: H(a line's text or bytes, its newline included). */
-export function lineHash(line: string | Buffer, key: Buffer | undefined): string {
+export function lineHash(line: string | NodeJS.ArrayBufferView, key: Buffer | undefined): string {
   return digest(line, key);
 }
 
 // One call into the crypto binding instead of three, where Node has it (20.12+).
-const oneShot: ((alg: string, data: string | Buffer, encoding: 'hex') => string) | undefined = (crypto as { hash?: typeof crypto.hash }).hash;
+const oneShot: ((alg: string, data: string | NodeJS.ArrayBufferView, encoding: 'hex') => string) | undefined = (crypto as { hash?: typeof crypto.hash }).hash;
 
 /** The hex SHA-256 (HMAC-SHA256 with a key) of some text (of its UTF-8 bytes) or bytes. */
-function digest(data: string | Buffer, key: Buffer | undefined): string {
+function digest(data: string | NodeJS.ArrayBufferView, key: Buffer | undefined): string {
   if (key !== undefined) return createHmac('sha256', key).update(data).digest('hex');
   return oneShot === undefined ? createHash('sha256').update(data).digest('hex') : oneShot('sha256', data, 'hex');
 }

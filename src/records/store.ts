@@ -251,7 +251,7 @@ export class SessionLog {
   private link(): string {
     if (this.tailStart >= 0) {
       // The tail is always the last line in the buffer.
-      this.prev = lineHash(this.lines.bytes.subarray(this.tailStart, this.lines.length), this.opts.key);
+      this.prev = lineHash(this.lines.view(this.tailStart, this.lines.length), this.opts.key);
       this.tailStart = -1;
       // Written and hashed: its bytes are needed no more.
       if (this.written === this.lines.length) this.forgetWritten();
