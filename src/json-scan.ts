@@ -10,7 +10,10 @@
  * the scanner then only has to look at ASCII structure.
  */
 
+import { membersFrom, scalarValue, type MemberValue } from './json-members.js';
 import { stringBodyCheck, type StringBodyCheck } from './wasm/string-body.js';
+
+export { readMember } from './json-members.js';
 
 export type JsonType = 'object' | 'array' | 'string' | 'number' | 'true' | 'false' | 'null';
 
@@ -25,8 +28,8 @@ export interface JsonNode {
 
 /**
  * A recorded object's members in source order: the read side of a Map (a
- * real Map for large objects, a `MemberList` for small ones). Never changed
- * once handed out.
+ * real Map for large objects, smaller containers for small ones: see
+ * json-members.ts). Never changed once handed out.
  */
 export interface MemberMap {
   readonly size: number;
@@ -193,132 +196,9 @@ function wordsOf(buf: Buffer): Int32Array {
 
 /** Objects with more keys than this track them in a Set instead of comparing byte ranges. */
 const LINEAR_KEY_LIMIT = 16;
-/** Recorded objects with more members than this get a Map (lookups in a MemberList are linear). */
-const MEMBER_LIST_LIMIT = 8;
 /** A reused scanner whose stacks grew beyond this many entries drops them (one huge frame must not keep them). */
 const KEPT_STACK_ENTRIES = 4096;
 const EMPTY_BUFFER = Buffer.alloc(0);
-
-/** JsonType by code, for scalar members kept as numbers (see MemberList). */
-const SCALAR_TYPES: readonly JsonType[] = ['string', 'number', 'true', 'false', 'null'];
-/** A scalar member is kept as one small integer when it starts before this offset ... */
-const PACKED_START_LIMIT = 1 << 20;
-/** ... and is shorter than this: `((start * 256) + length) * 8 + type code` then stays below 2^31 (a V8 small integer, no allocation). */
-const PACKED_LENGTH_LIMIT = 1 << 8;
-
-/**
- * The members of a small recorded object: names and values alternating in
- * one array of exactly their size. A value that is an object or an array is
- * its node; a scalar near the start of the frame is a small integer (its
- * start, length and type packed: see `packScalar`), and its node is made
- * only when asked for (then kept in the slot, so every ask gets the same
- * node). Most scalars near the top (`jsonrpc`, `id`, `method`, a tool's name)
- * are only read through `readMember`, and a node per scalar was the
- * scanner's largest allocation per small call. The packed value holds type
- * and span, so no node needs the frame's bytes later. Keys are unique: the
- * scan rejects repeats. A lookup compares at most MEMBER_LIST_LIMIT names.
- */
-class MemberList implements MemberMap {
-  constructor(private readonly entries: Array<string | JsonNode | number>) {}
-
-  get size(): number {
-    return this.entries.length >> 1;
-  }
-
-  get(key: string): JsonNode | undefined {
-    const i = this.indexOf(key);
-    return i < 0 ? undefined : this.nodeAt(i);
-  }
-
-  has(key: string): boolean {
-    return this.indexOf(key) >= 0;
-  }
-
-  /** See `readMember`. */
-  read(key: string, into: JsonNode): boolean {
-    const i = this.indexOf(key);
-    if (i < 0) return false;
-    const value = this.entries[i + 1]!;
-    if (typeof value === 'number') {
-      const span = value >>> 3;
-      into.type = SCALAR_TYPES[value & 7]!;
-      into.start = span >>> 8;
-      into.end = (span >>> 8) + (span & 0xff);
-    } else {
-      const node = value as JsonNode;
-      into.type = node.type;
-      into.start = node.start;
-      into.end = node.end;
-    }
-    return true;
-  }
-
-  *keys(): IterableIterator<string> {
-    const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) yield entries[i] as string;
-  }
-
-  *[Symbol.iterator](): IterableIterator<[string, JsonNode]> {
-    const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) yield [entries[i] as string, this.nodeAt(i)];
-  }
-
-  /** The name's index, or -1. */
-  private indexOf(key: string): number {
-    const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return i;
-    return -1;
-  }
-
-  /** The node of the member whose name is at `i`, made now if it is a packed scalar nobody asked for yet. */
-  private nodeAt(i: number): JsonNode {
-    const value = this.entries[i + 1]!;
-    if (typeof value !== 'number') return value as JsonNode;
-    const node = unpackScalar(value);
-    this.entries[i + 1] = node;
-    return node;
-  }
-}
-
-/** A scalar member's type and span as one small integer, or -1 when it does not fit (PACKED_*_LIMIT). */
-function packScalar(firstByte: number, start: number, end: number): number {
-  if (start >= PACKED_START_LIMIT || end - start >= PACKED_LENGTH_LIMIT) return -1;
-  return ((start * PACKED_LENGTH_LIMIT + (end - start)) << 3) | scalarCode(firstByte);
-}
-
-/** The node of a packed scalar. */
-function unpackScalar(value: number): JsonNode {
-  const span = value >>> 3;
-  return { type: SCALAR_TYPES[value & 7]!, start: span >>> 8, end: (span >>> 8) + (span & 0xff) };
-}
-
-/**
- * Member `key` of a recorded object read into `into` (its type, start and
- * end; `members` and `items` are left as they are): `members.get(key)`
- * without making a node for a scalar member that has none yet. False, and
- * `into` untouched, when there is no such member. `into` is the caller's
- * (a scratch node it reuses): nothing keeps it.
- */
-export function readMember(members: MemberMap, key: string, into: JsonNode): boolean {
-  if (members instanceof MemberList) return members.read(key, into);
-  const node = members.get(key);
-  if (node === undefined) return false;
-  into.type = node.type;
-  into.start = node.start;
-  into.end = node.end;
-  return true;
-}
-
-/** The members recorded in `stack[from, to)` (name, value, name, value, ...: see MemberList) as a new, unshared MemberMap. */
-function membersFrom(stack: Array<string | JsonNode | number>, from: number, to: number): MemberMap {
-  if (to - from <= 2 * MEMBER_LIST_LIMIT) return new MemberList(stack.slice(from, to));
-  const map = new Map<string, JsonNode>();
-  for (let i = from; i < to; i += 2) {
-    const value = stack[i + 1]!;
-    map.set(stack[i] as string, typeof value === 'number' ? unpackScalar(value) : value as JsonNode);
-  }
-  return map;
-}
 
 class Scanner {
   /**
@@ -331,10 +211,10 @@ class Scanner {
   private keyTop = 0;
   /**
    * The recorded objects' members being scanned (name, value: see
-   * MemberList), a stack like the key ranges (`memberTop` deep); each object
+   * json-members.ts), a stack like the key ranges (`memberTop` deep); each object
    * copies its own part out when it closes.
    */
-  private memberStack: Array<string | JsonNode | number> = [];
+  private memberStack: Array<string | MemberValue> = [];
   private memberTop = 0;
   /** Set by `string()`: the string just scanned contained a backslash escape. */
   private escaped = false;
@@ -496,15 +376,15 @@ class Scanner {
       if (recorded) {
         // Pushed after the value: a recorded value's own members used the stack above and are gone.
         const c = pos < end ? buf[pos]! : -1;
-        let value: JsonNode | number;
+        let value: MemberValue;
         if (c === LBRACE || c === LBRACKET) {
-          value = this.value(pos, level + 1, record);
-          pos = value.end;
+          const node = this.value(pos, level + 1, record);
+          value = node;
+          pos = node.end;
         } else {
-          // A scalar: packed, no node until one is asked for (MemberList); a node when it does not fit.
+          // A scalar: no node until one is asked for (json-members.ts).
           const valueEnd = this.skip(pos, level + 1);
-          value = packScalar(c, pos, valueEnd);
-          if (value < 0) value = { type: SCALAR_TYPES[scalarCode(c)]!, start: pos, end: valueEnd };
+          value = scalarValue(c, pos, valueEnd);
           pos = valueEnd;
         }
         const stack = this.memberStack;
@@ -726,15 +606,6 @@ class Scanner {
   keyText(start: number, end: number): string {
     return decodeString(this.buf, start, end);
   }
-}
-
-/** The code of a scalar's type in SCALAR_TYPES, from its first byte (a valid scalar's). */
-function scalarCode(c: number): number {
-  if (c === QUOTE) return 0;
-  if (c === 0x74) return 2;
-  if (c === 0x66) return 3;
-  if (c === 0x6e) return 4;
-  return 1;
 }
 
 /** Decode a scanned string node. */
