@@ -67,6 +67,22 @@ let idleScanner: Scanner | undefined;
 
 /** Scan `buf[start, end)` as exactly one JSON value surrounded by optional whitespace. */
 export function scanJson(buf: Buffer, start = 0, end = buf.length): ScanResult {
+  const scanned = scanValue(buf, start, end);
+  return isScanError(scanned) ? { ok: false, reason: scanned.reason, offset: scanned.offset } : { ok: true, value: scanned };
+}
+
+/** Why and where a scan failed (what `scanValue` returns instead of a node). */
+export interface ScanFailure {
+  readonly reason: string;
+  readonly offset: number;
+}
+
+/**
+ * `scanJson` without the result object around the value: the root node, or
+ * the failure (tell them apart with `isScanError`). For callers that only
+ * look at the value at once; a small call scans two frames.
+ */
+export function scanValue(buf: Buffer, start = 0, end = buf.length): JsonNode | ScanFailure {
   const scanner = idleScanner ?? new Scanner(EMPTY_BUFFER, 0, undefined);
   idleScanner = undefined;
   scanner.reset(buf, end, end - start >= HINTED_MIN_BYTES ? HINTS.get(buf) : undefined);
@@ -78,16 +94,16 @@ export function scanJson(buf: Buffer, start = 0, end = buf.length): ScanResult {
   }
 }
 
-function scanWith(scanner: Scanner, buf: Buffer, start: number, end: number): ScanResult {
+function scanWith(scanner: Scanner, buf: Buffer, start: number, end: number): JsonNode | ScanError {
   try {
     let pos = scanner.skipWs(start);
-    if (pos >= end) return { ok: false, reason: 'empty line, expected a JSON value', offset: pos };
+    if (pos >= end) return new ScanError('empty line, expected a JSON value', pos);
     const value = scanner.value(pos, 0, RECORD_OBJECT_LEVELS);
     pos = scanner.skipWs(value.end);
-    if (pos < end) return { ok: false, reason: `unexpected ${describe(buf[pos]!)} after the JSON value`, offset: pos };
-    return { ok: true, value };
+    if (pos < end) return new ScanError(`unexpected ${describe(buf[pos]!)} after the JSON value`, pos);
+    return value;
   } catch (error) {
-    if (error instanceof ScanError) return { ok: false, reason: error.reason, offset: error.offset };
+    if (error instanceof ScanError) return error;
     throw error;
   }
 }
@@ -151,8 +167,8 @@ export class StringResume {
   }
 }
 
-/** True for the errors `StringResume.resume` throws (a string that can never be valid). */
-export function isScanError(error: unknown): boolean {
+/** True for the errors `StringResume.resume` throws (a string that can never be valid), and for `scanValue`'s failures. */
+export function isScanError(error: unknown): error is ScanFailure {
   return error instanceof ScanError;
 }
 

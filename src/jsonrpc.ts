@@ -8,7 +8,7 @@
  * shape, ids that are not exact integers in the safe range, invalid UTF-8.
  */
 import { isUtf8 } from 'node:buffer';
-import { knownUtf8, readMember, scanJson, stringValue, type JsonNode } from './json-scan.js';
+import { isScanError, knownUtf8, readMember, scanValue, stringValue, type JsonNode } from './json-scan.js';
 import { IdError, idKey, idJson, isIntegerText, readId, type RequestId } from './request-id.js';
 
 export { RawId, idJson, idKey, peekId, type RequestId } from './request-id.js';
@@ -73,9 +73,9 @@ export function classifyFrame(frame: Buffer, options: ClassifyOptions): Classifi
   const end = frame.length - 1;
   // A large frame may have been checked while it arrived (json-prescan.ts).
   if (!knownUtf8(frame) && !isUtf8(frame)) return invalid(PARSE_ERROR, 'not valid UTF-8');
-  const scanned = scanJson(frame, 0, end);
-  if (!scanned.ok) return invalid(PARSE_ERROR, `not JSON: ${scanned.reason} at byte ${scanned.offset}`);
-  const root = scanned.value;
+  // The node itself, not a result object around it (a small call classifies two frames).
+  const root = scanValue(frame, 0, end);
+  if (isScanError(root)) return invalid(PARSE_ERROR, `not JSON: ${root.reason} at byte ${root.offset}`);
   if (root.type === 'array') {
     if (!options.allowBatch) return invalid(INVALID_REQUEST, 'batch (JSON array) not allowed; batches exist only in protocol 2025-03-26 (see --allow-batch)');
     const items = root.items!;
@@ -246,9 +246,9 @@ export function membersOf(frame: Buffer, node: JsonNode | undefined): JsonNode |
   if (node === undefined) return undefined;
   if (node.type !== 'object') return null;
   if (node.members !== undefined) return node;
-  const rescanned = scanJson(frame, node.start, node.end);
-  if (!rescanned.ok) return null;
+  const rescanned = scanValue(frame, node.start, node.end);
+  if (isScanError(rescanned)) return null;
   // Kept on the node: the era, the shape check and the records may each ask for the same object.
-  node.members = rescanned.value.members;
+  node.members = rescanned.members;
   return node;
 }
