@@ -125,7 +125,7 @@ function classifyNode(frame: Buffer, node: JsonNode): Message | Invalid {
     const params = m.get('params');
     if (params !== undefined && params.type !== 'object') return failed(INVALID_PARAMS, id, method, `"params" must be an object, got ${params.type}`);
     if (!hasId) return { kind: 'notification', frame, method, params };
-    return { kind: 'request', frame, id: id!, idKey: idKey(id!), method, params };
+    return { kind: 'request', frame, id: id!, idKey: keyOf(id!), method, params };
   }
 
   const allowed = 1 + (hasId ? 1 : 0) + (m.has('result') ? 1 : 0) + (m.has('error') ? 1 : 0);
@@ -142,7 +142,21 @@ function classifyNode(frame: Buffer, node: JsonNode): Message | Invalid {
   // JSON-RPC allows any result; every MCP result is an object.
   if (result !== undefined && result.type !== 'object') return failed(INVALID_REQUEST, id, method, `"result" must be an object, got ${result.type}`);
   if (id === null) return failed(INVALID_REQUEST, id, method, 'response with id null (matches no request)');
-  return { kind: 'response', frame, id, idKey: idKey(id), isError: error !== undefined, body: (result ?? error)! };
+  return { kind: 'response', frame, id, idKey: keyOf(id), isError: error !== undefined, body: (result ?? error)! };
+}
+
+/** The last numeric id keyed, and its key: an answer's id is the request's before it, and its key need not be built again. */
+let lastNumericId = Number.NaN;
+let lastNumericKey = '';
+
+/** `idKey`, remembering the last numeric id's key. */
+function keyOf(id: RequestId): string {
+  if (typeof id !== 'number') return idKey(id);
+  if (id !== lastNumericId) {
+    lastNumericKey = idKey(id);
+    lastNumericId = id;
+  }
+  return lastNumericKey;
 }
 
 function checkErrorObject(frame: Buffer, error: JsonNode): string | null {
