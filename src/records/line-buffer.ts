@@ -32,6 +32,9 @@ function digits(bytes: Buffer, at: number, value: number, width: number): number
   return at + width;
 }
 
+/** '0'-'9', 'a'-'f' as bytes. */
+const HEX_DIGITS = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
+
 const TRUE = 'true';
 const FALSE = 'false';
 const NULL = 'null';
@@ -216,6 +219,19 @@ export class LineBuffer {
     at = digits(b, at, millis, 3);
     b[at++] = 0x5a;
     if (quoted) b[at++] = 0x22;
+    this.length = at;
+  }
+
+  /** Hex digits (lower case) of the bytes a latin1 string holds, one character a byte: a digest from `lineDigest`. */
+  hexOf(raw: string): void {
+    this.reserve(2 * raw.length);
+    const b = this.bytes;
+    let at = this.length;
+    for (let i = 0; i < raw.length; i++) {
+      const c = raw.charCodeAt(i);
+      b[at++] = HEX_DIGITS[c >> 4]!;
+      b[at++] = HEX_DIGITS[c & 15]!;
+    }
     this.length = at;
   }
 
