@@ -83,22 +83,36 @@ export interface ScanFailure {
  * look at the value at once; a small call scans two frames.
  */
 export function scanValue(buf: Buffer, start = 0, end = buf.length): JsonNode | ScanFailure {
+  return scanLent(buf, start, end, undefined);
+}
+
+/**
+ * `scanValue` for a caller done with the root node before it scans again
+ * (the JSON-RPC classifier: a message keeps its params or result, never the
+ * root): the root's type, span, members and items are written into `root`,
+ * the caller's own node with all five fields, and `root` is returned.
+ */
+export function scanRootInto(buf: Buffer, start: number, end: number, root: JsonNode): JsonNode | ScanFailure {
+  return scanLent(buf, start, end, root);
+}
+
+function scanLent(buf: Buffer, start: number, end: number, root: JsonNode | undefined): JsonNode | ScanFailure {
   const scanner = idleScanner ?? new Scanner(EMPTY_BUFFER, 0, undefined);
   idleScanner = undefined;
   scanner.reset(buf, end, end - start >= HINTED_MIN_BYTES ? HINTS.get(buf) : undefined);
   try {
-    return scanWith(scanner, buf, start, end);
+    return scanWith(scanner, buf, start, end, root);
   } finally {
     scanner.release();
     idleScanner = scanner;
   }
 }
 
-function scanWith(scanner: Scanner, buf: Buffer, start: number, end: number): JsonNode | ScanError {
+function scanWith(scanner: Scanner, buf: Buffer, start: number, end: number, root: JsonNode | undefined): JsonNode | ScanError {
   try {
     let pos = scanner.skipWs(start);
     if (pos >= end) return new ScanError('empty line, expected a JSON value', pos);
-    const value = scanner.value(pos, 0, RECORD_OBJECT_LEVELS);
+    const value = root === undefined ? scanner.value(pos, 0, RECORD_OBJECT_LEVELS) : scanner.rootInto(pos, root);
     pos = scanner.skipWs(value.end);
     if (pos < end) return new ScanError(`unexpected ${describe(buf[pos]!)} after the JSON value`, pos);
     return value;
@@ -232,6 +246,8 @@ class Scanner {
    */
   private memberStack: Array<string | MemberValue> = [];
   private memberTop = 0;
+  /** Where the object `recordedObject` scanned last ends (read at once after it returns). */
+  private closedAt = 0;
   /** Set by `string()`: the string just scanned contained a backslash escape. */
   private escaped = false;
   /** The next `"` / `\\` at or after the last long-run search (`end` if none), -1 before the first. */
@@ -312,11 +328,8 @@ class Scanner {
     const c = this.buf[pos]!;
     if (c === LBRACE) {
       if (record <= 0) return { type: 'object', start: pos, end: this.object(pos, level, false, 0), members: undefined };
-      const from = this.memberTop;
-      const end = this.object(pos, level, true, record - 1);
-      const members = membersFrom(this.memberStack, from, this.memberTop);
-      this.memberTop = from;
-      return { type: 'object', start: pos, end, members };
+      const members = this.recordedObject(pos, level, record);
+      return { type: 'object', start: pos, end: this.closedAt, members };
     }
     if (c === LBRACKET) {
       // Only a top-level array (a batch) needs its items, each a message.
@@ -324,6 +337,35 @@ class Scanner {
       return { type: 'array', start: pos, end: this.array(pos, level, items, record), items };
     }
     return { type: this.typeAt(pos), start: pos, end: this.skip(pos, level) };
+  }
+
+  /** `value` for the top level, written into `into` (all five fields) instead of a new node when the value is an object. */
+  rootInto(pos: number, into: JsonNode): JsonNode {
+    const node = pos < this.end && this.buf[pos] === LBRACE ? undefined : this.value(pos, 0, RECORD_OBJECT_LEVELS);
+    if (node === undefined) {
+      into.members = this.recordedObject(pos, 0, RECORD_OBJECT_LEVELS);
+      into.type = 'object';
+      into.start = pos;
+      into.end = this.closedAt;
+      into.items = undefined;
+    } else {
+      into.type = node.type;
+      into.start = node.start;
+      into.end = node.end;
+      into.members = node.members;
+      into.items = node.items;
+    }
+    return into;
+  }
+
+  /** Scan a recorded object at `pos`: returns its members and leaves the offset past it in `closedAt`. */
+  private recordedObject(pos: number, level: number, record: number): MemberMap {
+    const from = this.memberTop;
+    const end = this.object(pos, level, true, record - 1);
+    const members = membersFrom(this.memberStack, from, this.memberTop);
+    this.memberTop = from;
+    this.closedAt = end;
+    return members;
   }
 
   private typeAt(pos: number): JsonType {

@@ -8,7 +8,7 @@
  * shape, ids that are not exact integers in the safe range, invalid UTF-8.
  */
 import { isUtf8 } from 'node:buffer';
-import { isScanError, knownUtf8, readMember, scanValue, stringValue, type JsonNode } from './json-scan.js';
+import { isScanError, knownUtf8, readMember, scanRootInto, scanValue, stringValue, type JsonNode } from './json-scan.js';
 import { IdError, idKey, idJson, isIntegerText, readId, type RequestId } from './request-id.js';
 
 export { RawId, idJson, idKey, peekId, type RequestId } from './request-id.js';
@@ -68,13 +68,28 @@ export interface ClassifyOptions {
   allowBatch: boolean;
 }
 
+/**
+ * The root node classifyFrame scans each line into (scanRootInto): no
+ * message keeps its root (a request keeps its params, a response its result
+ * or error), so one node serves every line. Emptied after each line.
+ */
+const rootNode: JsonNode = { type: 'null', start: 0, end: 0, members: undefined, items: undefined };
+
 /** Classify one line (`frame` ends with `\n`). */
 export function classifyFrame(frame: Buffer, options: ClassifyOptions): Classified {
+  try {
+    return classifyLine(frame, options);
+  } finally {
+    rootNode.members = undefined;
+    rootNode.items = undefined;
+  }
+}
+
+function classifyLine(frame: Buffer, options: ClassifyOptions): Classified {
   const end = frame.length - 1;
   // A large frame may have been checked while it arrived (json-prescan.ts).
   if (!knownUtf8(frame) && !isUtf8(frame)) return invalid(PARSE_ERROR, 'not valid UTF-8');
-  // The node itself, not a result object around it (a small call classifies two frames).
-  const root = scanValue(frame, 0, end);
+  const root = scanRootInto(frame, 0, end, rootNode);
   if (isScanError(root)) return invalid(PARSE_ERROR, `not JSON: ${root.reason} at byte ${root.offset}`);
   if (root.type === 'array') {
     if (!options.allowBatch) return invalid(INVALID_REQUEST, 'batch (JSON array) not allowed; batches exist only in protocol 2025-03-26 (see --allow-batch)');
