@@ -128,3 +128,30 @@ describe('recorded scalar members', () => {
     assert.deepEqual([noVersion.kind, noVersion.id, noVersion.reason], ['invalid', 4, 'missing "jsonrpc": "2.0"']);
   });
 });
+
+describe('classified messages keep no part of the root node classifyFrame reuses', () => {
+  test('requests, responses and batches read the same after later lines were classified', () => {
+    const frames = [
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":1}}}',
+      '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}],"isError":false}}',
+      '{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"no such method","data":{"k":true}}}',
+      '[{"jsonrpc":"2.0","id":2,"method":"ping","params":{}},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}]',
+      '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"r"}}',
+    ].map((text) => Buffer.from(`${text}\n`));
+    const kept = frames.map((frame) => classifyFrame(frame, { allowBatch: true }));
+    for (let round = 0; round < 3; round++) for (const frame of [...frames].reverse()) classifyFrame(frame, { allowBatch: true });
+    const nodeOf = (message) => (message.kind === 'response' ? message.body : message.params);
+    const messages = kept.flatMap((c, i) => (c.kind === 'batch' ? c.items.map((m) => [m, frames[i]]) : [[c, frames[i]]]));
+    assert.equal(messages.length, 6);
+    for (const [message, frame] of messages) {
+      assert.notEqual(message.kind, 'invalid');
+      const expected = referenceScan(frame, 0, frame.length - 1).value;
+      const root = expected.type === 'array' ? expected.items.find((item) => item.start <= nodeOf(message).start && nodeOf(message).end <= item.end) : expected;
+      const reference = root.members.get(message.kind === 'response' ? (message.isError ? 'error' : 'result') : 'params');
+      const node = nodeOf(message);
+      assert.deepEqual(span(node), span(reference));
+      assert.deepEqual([...node.members.keys()], [...reference.members.keys()]);
+      for (const [key, value] of reference.members) assert.deepEqual(span(node.members.get(key)), span(value), key);
+    }
+  });
+});
