@@ -4,7 +4,8 @@
 // sampling heap profiler (bench/fixtures/gc-probe.js), objects collected by
 // the GC included. Prints bytes per call by allocating function (self), and
 // by the first mcpguard frame (dist/) on each sample's stack.
-//   node bench/heap-top.js [--calls=10000] [--warmup=5000] [--top=30] [-- mcpguard options]
+// With --stacks=N, also the N stacks (leaf first, 8 frames) that allocate most.
+//   node bench/heap-top.js [--calls=10000] [--warmup=5000] [--top=30] [--stacks=0] [-- mcpguard options]
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -13,7 +14,7 @@ import { benchHome } from './lib/proc.js';
 import { ECHO_SERVER, NODE, guarded } from './lib/variants.js';
 
 const { values, positionals } = parseArgs({
-  options: { calls: { type: 'string', default: '10000' }, warmup: { type: 'string', default: '5000' }, top: { type: 'string', default: '30' } },
+  options: { calls: { type: 'string', default: '10000' }, warmup: { type: 'string', default: '5000' }, top: { type: 'string', default: '30' }, stacks: { type: 'string', default: '0' } },
   allowPositionals: true,
 });
 const calls = Number(values.calls);
@@ -25,6 +26,7 @@ rmSync(benchHome, { recursive: true, force: true });
 const self = new Map();
 const byOwn = new Map();
 const byFile = new Map();
+const byStack = new Map();
 const add = (map, key, bytes) => map.set(key, (map.get(key) ?? 0) + bytes);
 const where = (f) => `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(dist|node_modules)\//, '$1/').replace(/^node:/, 'node:')}:${f.lineNumber + 1}`;
 let total = 0;
@@ -36,6 +38,7 @@ let total = 0;
     add(self, where(node.callFrame), bytes);
     const own = [...here].reverse().find((f) => f.url.includes('/dist/'));
     add(byOwn, own === undefined ? '(no mcpguard frame)' : where(own), bytes);
+    add(byStack, [...here].reverse().slice(0, 8).map(where).join('\n                  < '), bytes);
     add(byFile, own === undefined ? '(no mcpguard frame: Node\'s streams, timers, ticks)' : own.url.replace(/^.*\/dist\//, 'dist/'), bytes);
   }
   for (const child of node.children) walk(child, here);
@@ -51,3 +54,4 @@ process.stdout.write(`mcpguard ${positionals.join(' ')}: ${calls} calls after ${
 show('by allocating function (self)', self);
 show('by nearest mcpguard frame', byOwn);
 show('by the file of the nearest mcpguard frame', byFile);
+if (Number(values.stacks) > 0) show('by stack (leaf first)', new Map([...byStack].sort((a, b) => b[1] - a[1]).slice(0, Number(values.stacks))));

@@ -10,7 +10,10 @@
  * the scanner then only has to look at ASCII structure.
  */
 
+import { membersFrom, scalarValue, type MemberValue } from './json-members.js';
 import { stringBodyCheck, type StringBodyCheck } from './wasm/string-body.js';
+
+export { readMember } from './json-members.js';
 
 export type JsonType = 'object' | 'array' | 'string' | 'number' | 'true' | 'false' | 'null';
 
@@ -25,8 +28,8 @@ export interface JsonNode {
 
 /**
  * A recorded object's members in source order: the read side of a Map (a
- * real Map for large objects, a `MemberList` for small ones). Never changed
- * once handed out.
+ * real Map for large objects, smaller containers for small ones: see
+ * json-members.ts). Never changed once handed out.
  */
 export interface MemberMap {
   readonly size: number;
@@ -64,27 +67,57 @@ let idleScanner: Scanner | undefined;
 
 /** Scan `buf[start, end)` as exactly one JSON value surrounded by optional whitespace. */
 export function scanJson(buf: Buffer, start = 0, end = buf.length): ScanResult {
+  const scanned = scanValue(buf, start, end);
+  return isScanError(scanned) ? { ok: false, reason: scanned.reason, offset: scanned.offset } : { ok: true, value: scanned };
+}
+
+/** Why and where a scan failed (what `scanValue` returns instead of a node). */
+export interface ScanFailure {
+  readonly reason: string;
+  readonly offset: number;
+}
+
+/**
+ * `scanJson` without the result object around the value: the root node, or
+ * the failure (tell them apart with `isScanError`). For callers that only
+ * look at the value at once; a small call scans two frames.
+ */
+export function scanValue(buf: Buffer, start = 0, end = buf.length): JsonNode | ScanFailure {
+  return scanLent(buf, start, end, undefined);
+}
+
+/**
+ * `scanValue` for a caller done with the root node before it scans again
+ * (the JSON-RPC classifier: a message keeps its params or result, never the
+ * root): the root's type, span, members and items are written into `root`,
+ * the caller's own node with all five fields, and `root` is returned.
+ */
+export function scanRootInto(buf: Buffer, start: number, end: number, root: JsonNode): JsonNode | ScanFailure {
+  return scanLent(buf, start, end, root);
+}
+
+function scanLent(buf: Buffer, start: number, end: number, root: JsonNode | undefined): JsonNode | ScanFailure {
   const scanner = idleScanner ?? new Scanner(EMPTY_BUFFER, 0, undefined);
   idleScanner = undefined;
   scanner.reset(buf, end, end - start >= HINTED_MIN_BYTES ? HINTS.get(buf) : undefined);
   try {
-    return scanWith(scanner, buf, start, end);
+    return scanWith(scanner, buf, start, end, root);
   } finally {
     scanner.release();
     idleScanner = scanner;
   }
 }
 
-function scanWith(scanner: Scanner, buf: Buffer, start: number, end: number): ScanResult {
+function scanWith(scanner: Scanner, buf: Buffer, start: number, end: number, root: JsonNode | undefined): JsonNode | ScanError {
   try {
     let pos = scanner.skipWs(start);
-    if (pos >= end) return { ok: false, reason: 'empty line, expected a JSON value', offset: pos };
-    const value = scanner.value(pos, 0, RECORD_OBJECT_LEVELS);
+    if (pos >= end) return new ScanError('empty line, expected a JSON value', pos);
+    const value = root === undefined ? scanner.value(pos, 0, RECORD_OBJECT_LEVELS) : scanner.rootInto(pos, root);
     pos = scanner.skipWs(value.end);
-    if (pos < end) return { ok: false, reason: `unexpected ${describe(buf[pos]!)} after the JSON value`, offset: pos };
-    return { ok: true, value };
+    if (pos < end) return new ScanError(`unexpected ${describe(buf[pos]!)} after the JSON value`, pos);
+    return value;
   } catch (error) {
-    if (error instanceof ScanError) return { ok: false, reason: error.reason, offset: error.offset };
+    if (error instanceof ScanError) return error;
     throw error;
   }
 }
@@ -148,8 +181,8 @@ export class StringResume {
   }
 }
 
-/** True for the errors `StringResume.resume` throws (a string that can never be valid). */
-export function isScanError(error: unknown): boolean {
+/** True for the errors `StringResume.resume` throws (a string that can never be valid), and for `scanValue`'s failures. */
+export function isScanError(error: unknown): error is ScanFailure {
   return error instanceof ScanError;
 }
 
@@ -193,54 +226,9 @@ function wordsOf(buf: Buffer): Int32Array {
 
 /** Objects with more keys than this track them in a Set instead of comparing byte ranges. */
 const LINEAR_KEY_LIMIT = 16;
-/** Recorded objects with more members than this get a Map (lookups in a MemberList are linear). */
-const MEMBER_LIST_LIMIT = 8;
 /** A reused scanner whose stacks grew beyond this many entries drops them (one huge frame must not keep them). */
 const KEPT_STACK_ENTRIES = 4096;
 const EMPTY_BUFFER = Buffer.alloc(0);
-
-/**
- * The members of a small recorded object: names and nodes alternating in one
- * array of exactly their size (cheaper to build than a Map; a lookup compares
- * at most MEMBER_LIST_LIMIT names). Keys are unique: the scan rejects repeats.
- */
-class MemberList implements MemberMap {
-  constructor(private readonly entries: Array<string | JsonNode>) {}
-
-  get size(): number {
-    return this.entries.length >> 1;
-  }
-
-  get(key: string): JsonNode | undefined {
-    const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return entries[i + 1] as JsonNode;
-    return undefined;
-  }
-
-  has(key: string): boolean {
-    const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) if (entries[i] === key) return true;
-    return false;
-  }
-
-  *keys(): IterableIterator<string> {
-    const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) yield entries[i] as string;
-  }
-
-  *[Symbol.iterator](): IterableIterator<[string, JsonNode]> {
-    const { entries } = this;
-    for (let i = 0; i < entries.length; i += 2) yield [entries[i] as string, entries[i + 1] as JsonNode];
-  }
-}
-
-/** The members recorded in `stack[from, to)` (name, node, name, node, ...) as a new, unshared MemberMap. */
-function membersFrom(stack: Array<string | JsonNode>, from: number, to: number): MemberMap {
-  if (to - from <= 2 * MEMBER_LIST_LIMIT) return new MemberList(stack.slice(from, to));
-  const map = new Map<string, JsonNode>();
-  for (let i = from; i < to; i += 2) map.set(stack[i] as string, stack[i + 1] as JsonNode);
-  return map;
-}
 
 class Scanner {
   /**
@@ -252,12 +240,14 @@ class Scanner {
   private keyEnd: number[] = [];
   private keyTop = 0;
   /**
-   * Names and nodes of the recorded objects' members being scanned, a stack
-   * like the key ranges (`memberTop` deep); each object copies its own part
-   * out when it closes.
+   * The recorded objects' members being scanned (name, value: see
+   * json-members.ts), a stack like the key ranges (`memberTop` deep); each object
+   * copies its own part out when it closes.
    */
-  private memberStack: Array<string | JsonNode> = [];
+  private memberStack: Array<string | MemberValue> = [];
   private memberTop = 0;
+  /** Where the object `recordedObject` scanned last ends (read at once after it returns). */
+  private closedAt = 0;
   /** Set by `string()`: the string just scanned contained a backslash escape. */
   private escaped = false;
   /** The next `"` / `\\` at or after the last long-run search (`end` if none), -1 before the first. */
@@ -338,11 +328,8 @@ class Scanner {
     const c = this.buf[pos]!;
     if (c === LBRACE) {
       if (record <= 0) return { type: 'object', start: pos, end: this.object(pos, level, false, 0), members: undefined };
-      const from = this.memberTop;
-      const end = this.object(pos, level, true, record - 1);
-      const members = membersFrom(this.memberStack, from, this.memberTop);
-      this.memberTop = from;
-      return { type: 'object', start: pos, end, members };
+      const members = this.recordedObject(pos, level, record);
+      return { type: 'object', start: pos, end: this.closedAt, members };
     }
     if (c === LBRACKET) {
       // Only a top-level array (a batch) needs its items, each a message.
@@ -350,6 +337,35 @@ class Scanner {
       return { type: 'array', start: pos, end: this.array(pos, level, items, record), items };
     }
     return { type: this.typeAt(pos), start: pos, end: this.skip(pos, level) };
+  }
+
+  /** `value` for the top level, written into `into` (all five fields) instead of a new node when the value is an object. */
+  rootInto(pos: number, into: JsonNode): JsonNode {
+    const node = pos < this.end && this.buf[pos] === LBRACE ? undefined : this.value(pos, 0, RECORD_OBJECT_LEVELS);
+    if (node === undefined) {
+      into.members = this.recordedObject(pos, 0, RECORD_OBJECT_LEVELS);
+      into.type = 'object';
+      into.start = pos;
+      into.end = this.closedAt;
+      into.items = undefined;
+    } else {
+      into.type = node.type;
+      into.start = node.start;
+      into.end = node.end;
+      into.members = node.members;
+      into.items = node.items;
+    }
+    return into;
+  }
+
+  /** Scan a recorded object at `pos`: returns its members and leaves the offset past it in `closedAt`. */
+  private recordedObject(pos: number, level: number, record: number): MemberMap {
+    const from = this.memberTop;
+    const end = this.object(pos, level, true, record - 1);
+    const members = membersFrom(this.memberStack, from, this.memberTop);
+    this.memberTop = from;
+    this.closedAt = end;
+    return members;
   }
 
   private typeAt(pos: number): JsonType {
@@ -416,13 +432,23 @@ class Scanner {
       if (pos >= end || buf[pos] !== COLON) this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
       pos = this.skipWs(pos + 1);
       if (recorded) {
-        const value = this.value(pos, level + 1, record);
         // Pushed after the value: a recorded value's own members used the stack above and are gone.
+        const c = pos < end ? buf[pos]! : -1;
+        let value: MemberValue;
+        if (c === LBRACE || c === LBRACKET) {
+          const node = this.value(pos, level + 1, record);
+          value = node;
+          pos = node.end;
+        } else {
+          // A scalar: no node until one is asked for (json-members.ts).
+          const valueEnd = this.skip(pos, level + 1);
+          value = scalarValue(c, pos, valueEnd);
+          pos = valueEnd;
+        }
         const stack = this.memberStack;
         stack[this.memberTop] = this.keyText(keyAt, keyEndPos);
         stack[this.memberTop + 1] = value;
         this.memberTop += 2;
-        pos = value.end;
       } else {
         pos = this.skip(pos, level + 1);
       }

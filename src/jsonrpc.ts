@@ -8,7 +8,7 @@
  * shape, ids that are not exact integers in the safe range, invalid UTF-8.
  */
 import { isUtf8 } from 'node:buffer';
-import { knownUtf8, scanJson, stringValue, type JsonNode } from './json-scan.js';
+import { isScanError, knownUtf8, readMember, scanRootInto, scanValue, stringValue, type JsonNode } from './json-scan.js';
 import { IdError, idKey, idJson, isIntegerText, readId, type RequestId } from './request-id.js';
 
 export { RawId, idJson, idKey, peekId, type RequestId } from './request-id.js';
@@ -68,14 +68,29 @@ export interface ClassifyOptions {
   allowBatch: boolean;
 }
 
+/**
+ * The root node classifyFrame scans each line into (scanRootInto): no
+ * message keeps its root (a request keeps its params, a response its result
+ * or error), so one node serves every line. Emptied after each line.
+ */
+const rootNode: JsonNode = { type: 'null', start: 0, end: 0, members: undefined, items: undefined };
+
 /** Classify one line (`frame` ends with `\n`). */
 export function classifyFrame(frame: Buffer, options: ClassifyOptions): Classified {
+  try {
+    return classifyLine(frame, options);
+  } finally {
+    rootNode.members = undefined;
+    rootNode.items = undefined;
+  }
+}
+
+function classifyLine(frame: Buffer, options: ClassifyOptions): Classified {
   const end = frame.length - 1;
   // A large frame may have been checked while it arrived (json-prescan.ts).
   if (!knownUtf8(frame) && !isUtf8(frame)) return invalid(PARSE_ERROR, 'not valid UTF-8');
-  const scanned = scanJson(frame, 0, end);
-  if (!scanned.ok) return invalid(PARSE_ERROR, `not JSON: ${scanned.reason} at byte ${scanned.offset}`);
-  const root = scanned.value;
+  const root = scanRootInto(frame, 0, end, rootNode);
+  if (isScanError(root)) return invalid(PARSE_ERROR, `not JSON: ${root.reason} at byte ${root.offset}`);
   if (root.type === 'array') {
     if (!options.allowBatch) return invalid(INVALID_REQUEST, 'batch (JSON array) not allowed; batches exist only in protocol 2025-03-26 (see --allow-batch)');
     const items = root.items!;
@@ -94,35 +109,43 @@ export function classifyFrame(frame: Buffer, options: ClassifyOptions): Classifi
 const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
 const RESPONSE_KEYS = new Set(['jsonrpc', 'id', 'result', 'error']);
 
+/**
+ * Scratch spans classifyNode reads `id`, `method` and `jsonrpc` into
+ * (readMember): those members then never get nodes of their own. Only
+ * classifyNode uses them, and it keeps none of them past its return.
+ */
+const idSpan: JsonNode = { type: 'null', start: 0, end: 0 };
+const methodSpan: JsonNode = { type: 'null', start: 0, end: 0 };
+const versionSpan: JsonNode = { type: 'null', start: 0, end: 0 };
+
 function classifyNode(frame: Buffer, node: JsonNode): Message | Invalid {
   if (node.type !== 'object') return invalid(INVALID_REQUEST, `a JSON-RPC message must be an object, got ${node.type}`);
   const m = node.members!;
   // Read the id first so that every later rejection can carry it.
-  const idNode = m.get('id');
-  const idRead = idNode === undefined ? undefined : readId(frame, idNode);
+  const hasId = readMember(m, 'id', idSpan);
+  const idRead = hasId ? readId(frame, idSpan) : undefined;
   const id = idRead === undefined ? null : idRead instanceof IdError ? idRead.echo : idRead;
-  const methodNode = m.get('method');
-  const method = methodNode?.type === 'string' ? stringValue(frame, methodNode) : null;
+  const hasMethod = readMember(m, 'method', methodSpan);
+  const method = hasMethod && methodSpan.type === 'string' ? stringValue(frame, methodSpan) : null;
 
-  const version = m.get('jsonrpc');
-  if (version === undefined) return failed(INVALID_REQUEST, id, method, 'missing "jsonrpc": "2.0"');
-  if (version.type !== 'string' || stringValue(frame, version) !== '2.0') return failed(INVALID_REQUEST, id, method, '"jsonrpc" must be exactly "2.0"');
+  if (!readMember(m, 'jsonrpc', versionSpan)) return failed(INVALID_REQUEST, id, method, 'missing "jsonrpc": "2.0"');
+  if (versionSpan.type !== 'string' || stringValue(frame, versionSpan) !== '2.0') return failed(INVALID_REQUEST, id, method, '"jsonrpc" must be exactly "2.0"');
   if (idRead instanceof IdError) return failed(INVALID_REQUEST, id, method, idRead.reason);
 
-  if (methodNode !== undefined) {
+  if (hasMethod) {
     // Every member is one of these when the count of those present is the size (no key iterator per line).
-    const allowed = 2 + (idNode === undefined ? 0 : 1) + (m.has('params') ? 1 : 0);
+    const allowed = 2 + (hasId ? 1 : 0) + (m.has('params') ? 1 : 0);
     if (m.size !== allowed) for (const key of m.keys()) if (!REQUEST_KEYS.has(key)) return failed(INVALID_REQUEST, id, method, `unexpected member ${JSON.stringify(key)} in a request or notification`);
     if (method === null) return failed(INVALID_REQUEST, id, method, '"method" must be a string');
     const params = m.get('params');
     if (params !== undefined && params.type !== 'object') return failed(INVALID_PARAMS, id, method, `"params" must be an object, got ${params.type}`);
-    if (idNode === undefined) return { kind: 'notification', frame, method, params };
-    return { kind: 'request', frame, id: id!, idKey: idKey(id!), method, params };
+    if (!hasId) return { kind: 'notification', frame, method, params };
+    return { kind: 'request', frame, id: id!, idKey: keyOf(id!), method, params };
   }
 
-  const allowed = 1 + (idNode === undefined ? 0 : 1) + (m.has('result') ? 1 : 0) + (m.has('error') ? 1 : 0);
+  const allowed = 1 + (hasId ? 1 : 0) + (m.has('result') ? 1 : 0) + (m.has('error') ? 1 : 0);
   if (m.size !== allowed) for (const key of m.keys()) if (!RESPONSE_KEYS.has(key)) return failed(INVALID_REQUEST, id, method, `unexpected member ${JSON.stringify(key)} in a response`);
-  if (idNode === undefined) return failed(INVALID_REQUEST, id, method, 'neither "method" nor "id": not a request, notification or response');
+  if (!hasId) return failed(INVALID_REQUEST, id, method, 'neither "method" nor "id": not a request, notification or response');
   const result = m.get('result');
   const error = m.get('error');
   if (result !== undefined && error !== undefined) return failed(INVALID_REQUEST, id, method, 'a response carries both "result" and "error"');
@@ -134,7 +157,21 @@ function classifyNode(frame: Buffer, node: JsonNode): Message | Invalid {
   // JSON-RPC allows any result; every MCP result is an object.
   if (result !== undefined && result.type !== 'object') return failed(INVALID_REQUEST, id, method, `"result" must be an object, got ${result.type}`);
   if (id === null) return failed(INVALID_REQUEST, id, method, 'response with id null (matches no request)');
-  return { kind: 'response', frame, id, idKey: idKey(id), isError: error !== undefined, body: (result ?? error)! };
+  return { kind: 'response', frame, id, idKey: keyOf(id), isError: error !== undefined, body: (result ?? error)! };
+}
+
+/** The last numeric id keyed, and its key: an answer's id is the request's before it, and its key need not be built again. */
+let lastNumericId = Number.NaN;
+let lastNumericKey = '';
+
+/** `idKey`, remembering the last numeric id's key. */
+function keyOf(id: RequestId): string {
+  if (typeof id !== 'number') return idKey(id);
+  if (id !== lastNumericId) {
+    lastNumericKey = idKey(id);
+    lastNumericId = id;
+  }
+  return lastNumericKey;
 }
 
 function checkErrorObject(frame: Buffer, error: JsonNode): string | null {
@@ -176,18 +213,29 @@ export function cancellation(requestId: RequestId, reason: string): Buffer {
   return Buffer.from(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${idJson(requestId)},"reason":${JSON.stringify(reason)}}}\n`);
 }
 
+/** The span memberString, memberId and memberType read a member into (none keeps it). */
+const memberSpan: JsonNode = { type: 'null', start: 0, end: 0 };
+
 /** Read a member of an object node as a string, if it is one. */
 export function memberString(frame: Buffer, node: JsonNode | undefined, key: string): string | undefined {
-  const member = node?.members?.get(key);
-  return member?.type === 'string' ? stringValue(frame, member) : undefined;
+  const members = node?.members;
+  if (members === undefined || !readMember(members, key, memberSpan)) return undefined;
+  return memberSpan.type === 'string' ? stringValue(frame, memberSpan) : undefined;
 }
 
 /** Read a member of an object node as a request id, if it is a valid one. */
 export function memberId(frame: Buffer, node: JsonNode | undefined, key: string): RequestId | undefined {
-  const member = node?.members?.get(key);
-  if (member === undefined) return undefined;
-  const id = readId(frame, member);
+  const members = node?.members;
+  if (members === undefined || !readMember(members, key, memberSpan)) return undefined;
+  const id = readId(frame, memberSpan);
   return id instanceof IdError ? undefined : id;
+}
+
+/** The type of a recorded member of an object node (undefined: no such member, or members not recorded). */
+export function memberType(node: JsonNode | undefined, key: string): JsonNode['type'] | undefined {
+  const members = node?.members;
+  if (members === undefined || !readMember(members, key, memberSpan)) return undefined;
+  return memberSpan.type;
 }
 
 /**
@@ -227,9 +275,9 @@ export function membersOf(frame: Buffer, node: JsonNode | undefined): JsonNode |
   if (node === undefined) return undefined;
   if (node.type !== 'object') return null;
   if (node.members !== undefined) return node;
-  const rescanned = scanJson(frame, node.start, node.end);
-  if (!rescanned.ok) return null;
+  const rescanned = scanValue(frame, node.start, node.end);
+  if (isScanError(rescanned)) return null;
   // Kept on the node: the era, the shape check and the records may each ask for the same object.
-  node.members = rescanned.value.members;
+  node.members = rescanned.members;
   return node;
 }

@@ -8,7 +8,7 @@ import { escapeBytes, type Diagnostics } from './diagnostics.js';
 import { processMasker } from './mask.js';
 import type { LineEvent } from './framing.js';
 import {
-  classifyFrame, errorResponse, idKey, peekId,
+  classifyFrame, errorResponse, idKey, memberType, peekId,
   CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR,
   type Classified, type Message, type RequestId, type Response,
 } from './jsonrpc.js';
@@ -388,5 +388,5 @@ const TOOL_ERROR_DETAIL = 'the tool reported an error (result isError: true)';
  * they never pass here and keep their states.
  */
 function toolError(call: Call, response: Response): boolean {
-  return call.method === 'tools/call' && !response.isError && response.body.members?.get('isError')?.type === 'true';
+  return call.method === 'tools/call' && !response.isError && memberType(response.body, 'isError') === 'true';
 }

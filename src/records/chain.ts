@@ -45,21 +45,38 @@ export function chainAlg(key: Buffer | undefined): ChainAlg {
 
 /** The seal's `hash`: H(canonical(seal)) for the seal record without `hash`. */
 export function recordHash(unhashed: LogRecord, key: Buffer | undefined): string {
-  return digest(canonical(unhashed), key);
+  return digest(canonical(unhashed), key, 'hex');
 }
 
 /** The next record's `prev`: H(a line's text or bytes, its newline included). */
-export function lineHash(line: string | Buffer, key: Buffer | undefined): string {
-  return digest(line, key);
+export function lineHash(line: string | NodeJS.ArrayBufferView, key: Buffer | undefined): string {
+  return digest(line, key, 'hex');
 }
 
-// One call into the crypto binding instead of three, where Node has it (20.12+).
-const oneShot: ((alg: string, data: string | Buffer, encoding: 'hex') => string) | undefined = (crypto as { hash?: typeof crypto.hash }).hash;
+/**
+ * `lineHash`'s digest as its 32 bytes in a latin1 ('binary') string (`prevHex` turns it
+ * into `prev`'s text): half the size of the hex string, and a line buffer
+ * writes the hex digits from it without either string being made.
+ */
+export function lineDigest(line: string | NodeJS.ArrayBufferView, key: Buffer | undefined): string {
+  return digest(line, key, 'binary');
+}
 
-/** The hex SHA-256 (HMAC-SHA256 with a key) of some text (of its UTF-8 bytes) or bytes. */
-function digest(data: string | Buffer, key: Buffer | undefined): string {
-  if (key !== undefined) return createHmac('sha256', key).update(data).digest('hex');
-  return oneShot === undefined ? createHash('sha256').update(data).digest('hex') : oneShot('sha256', data, 'hex');
+/** The hex text of a digest that is either already hex (64 characters) or raw bytes as latin1 (32, from `lineDigest`). */
+export function prevHex(prev: string): string {
+  return prev.length === RAW_DIGEST_CHARS ? Buffer.from(prev, 'latin1').toString('hex') : prev;
+}
+
+/** A SHA-256 digest's length as latin1 text (its hex is twice as long). */
+export const RAW_DIGEST_CHARS = 32;
+
+// One call into the crypto binding instead of three, where Node has it (20.12+).
+const oneShot: ((alg: string, data: string | NodeJS.ArrayBufferView, encoding: 'hex' | 'binary') => string) | undefined = (crypto as { hash?: typeof crypto.hash }).hash;
+
+/** SHA-256 (HMAC-SHA256 with a key) of some text (of its UTF-8 bytes) or bytes, as hex or as latin1 (one character a byte). */
+function digest(data: string | NodeJS.ArrayBufferView, key: Buffer | undefined, encoding: 'hex' | 'binary'): string {
+  if (key !== undefined) return createHmac('sha256', key).update(data).digest(encoding);
+  return oneShot === undefined ? createHash('sha256').update(data).digest(encoding) : oneShot('sha256', data, encoding);
 }
 
 /** The seal's line, newline included: canonical({...seal, hash}) with `hash` = recordHash(seal). */
@@ -151,7 +168,9 @@ export class RecordShape {
   /**
    * The line of one record of this shape, newline included: `values` in the
    * order of `fields` (undefined leaves a member out, as in canonical()), then
-   * the chain fields: `prev` a hex digest, `ts` an ISO 8601 time (from `isoAt`).
+   * the chain fields: `prev` a hex digest (or the same digest as 32 latin1
+   * characters, from `lineDigest`: written as hex), `ts` an ISO 8601 time
+   * (from `isoAt`).
    */
   line(values: readonly unknown[], seq: number, prev: string, ts: string | number): string {
     const out = new LineBuffer();
@@ -177,7 +196,10 @@ export class RecordShape {
           if (this.time[i] === true && typeof value === 'number') out.isoTime(value, true);
           else out.value(value);
         } else if (at === SEQ) out.number(seq);
-        else if (at === PREV) out.ascii(prev);
+        else if (at === PREV) {
+          if (prev.length === RAW_DIGEST_CHARS) out.hexOf(prev);
+          else out.ascii(prev);
+        }
         else if (at === TS) {
           if (typeof ts === 'number') out.isoTime(ts, false);
           else out.ascii(ts);
@@ -198,7 +220,7 @@ export class RecordShape {
       const value = this.times.includes(field) && typeof values[i] === 'number' ? isoAt(values[i] as number) : values[i];
       Object.defineProperty(record, field, { value, enumerable: true, writable: true, configurable: true });
     });
-    return `${canonical(Object.assign(record, { type: this.type, ts: typeof ts === 'number' ? isoAt(ts) : ts, seq, prev }))}\n`;
+    return `${canonical(Object.assign(record, { type: this.type, ts: typeof ts === 'number' ? isoAt(ts) : ts, seq, prev: prevHex(prev) }))}\n`;
   }
 }
 

@@ -32,14 +32,22 @@ function digits(bytes: Buffer, at: number, value: number, width: number): number
   return at + width;
 }
 
+/** '0'-'9', 'a'-'f' as bytes. */
+const HEX_DIGITS = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
+
 const TRUE = 'true';
 const FALSE = 'false';
 const NULL = 'null';
+
+/** Views `view` keeps (a power of two). */
+const VIEW_SLOTS = 64;
 
 export class LineBuffer {
   bytes: Buffer = Buffer.allocUnsafeSlow(INITIAL_BYTES);
   /** Bytes in use, from 0. */
   length = 0;
+  /** Views handed out by `view`, by place and length; emptied whenever `bytes` is replaced. */
+  private readonly views: Array<DataView | undefined> = new Array<DataView | undefined>(VIEW_SLOTS).fill(undefined);
 
   /** Room for `n` more bytes: a larger buffer (contents kept) when needed. */
   reserve(n: number): void {
@@ -47,7 +55,32 @@ export class LineBuffer {
     if (need <= this.bytes.length) return;
     const grown = Buffer.allocUnsafeSlow(Math.max(need, 2 * this.bytes.length));
     this.bytes.copy(grown, 0, 0, this.length);
-    this.bytes = grown;
+    this.replace(grown);
+  }
+
+  /**
+   * A view of bytes [start, end), to hash a line where it was built (crypto
+   * takes no offset and length, and a Buffer view per line was most of the
+   * records' allocations). A call's lines come back to the same few places
+   * with the same few lengths, so a view made for one line is kept by place
+   * and length and serves the next line there. Read it at once: its bytes
+   * are whatever the buffer holds there later.
+   */
+  view(start: number, end: number): DataView {
+    const length = end - start;
+    const slot = (start * 31 + length) & (VIEW_SLOTS - 1);
+    const { bytes } = this;
+    const kept = this.views[slot];
+    if (kept !== undefined && kept.byteOffset === bytes.byteOffset + start && kept.byteLength === length && kept.buffer === bytes.buffer) return kept;
+    const made = new DataView(bytes.buffer, bytes.byteOffset + start, length);
+    this.views[slot] = made;
+    return made;
+  }
+
+  /** A new buffer in place of `bytes`: views of the old one would keep it alive, so they go. */
+  private replace(bytes: Buffer): void {
+    this.bytes = bytes;
+    this.views.fill(undefined);
   }
 
   /**
@@ -59,7 +92,7 @@ export class LineBuffer {
     if (this.bytes.length > KEEP_BYTES && kept <= INITIAL_BYTES) {
       const small = Buffer.allocUnsafeSlow(INITIAL_BYTES);
       this.bytes.copy(small, 0, from, this.length);
-      this.bytes = small;
+      this.replace(small);
     } else if (kept > 0 && from > 0) {
       this.bytes.copyWithin(0, from, this.length);
     }
@@ -186,6 +219,19 @@ export class LineBuffer {
     at = digits(b, at, millis, 3);
     b[at++] = 0x5a;
     if (quoted) b[at++] = 0x22;
+    this.length = at;
+  }
+
+  /** Hex digits (lower case) of the bytes a latin1 string holds, one character a byte: a digest from `lineDigest`. */
+  hexOf(raw: string): void {
+    this.reserve(2 * raw.length);
+    const b = this.bytes;
+    let at = this.length;
+    for (let i = 0; i < raw.length; i++) {
+      const c = raw.charCodeAt(i);
+      b[at++] = HEX_DIGITS[c >> 4]!;
+      b[at++] = HEX_DIGITS[c & 15]!;
+    }
     this.length = at;
   }
 

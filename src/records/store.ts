@@ -28,7 +28,7 @@ import { closeSync, constants, fchmodSync, fsyncSync, openSync, unlinkSync, writ
 import { resolve } from 'node:path';
 import { EXIT_RECORD_FAILURE, GuardError } from '../errors.js';
 import { canonical } from './canonical.js';
-import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, isoAt, keyId, lineHash, sealLine, type LogRecord, type RecordShape } from './chain.js';
+import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, isoAt, keyId, lineDigest, prevHex, sealLine, type LogRecord, type RecordShape } from './chain.js';
 import { isSessionId, newSessionId } from './ids.js';
 import { LineBuffer } from './line-buffer.js';
 import { describe, ensureRecordDir } from './location.js';
@@ -50,7 +50,11 @@ export class SessionLog {
   readonly path: string;
   private fd: number | null;
   private seq = 0;
-  /** `prev` for the next record, once the tail line is hashed. */
+  /**
+   * `prev` for the next record, once the tail line is hashed: hex, or the
+   * digest's bytes as latin1 (`lineDigest`; shaped lines write its hex
+   * digits themselves, other records ask `prevHex`).
+   */
   private prev = ZERO_HASH;
   /**
    * Chained lines, from `written` on not yet written, in order, built in one
@@ -173,7 +177,7 @@ export class SessionLog {
   seal(): void {
     this.ensureOpen();
     this.chainQueued(); // so `records` counts them
-    const seal = { type: 'seal', records: this.seq + 1, ts: new Date().toISOString(), seq: this.seq, prev: this.link() };
+    const seal = { type: 'seal', records: this.seq + 1, ts: new Date().toISOString(), seq: this.seq, prev: prevHex(this.link()) };
     this.chainText(sealLine(seal, this.opts.key));
     this.writePending();
     this.close();
@@ -188,7 +192,7 @@ export class SessionLog {
   }
 
   private chainFields(fields: LogRecord): void {
-    this.chainText(`${canonical({ ...fields, seq: this.seq, prev: this.link() })}\n`);
+    this.chainText(`${canonical({ ...fields, seq: this.seq, prev: prevHex(this.link()) })}\n`);
   }
 
   private chainQueued(): void {
@@ -251,7 +255,7 @@ export class SessionLog {
   private link(): string {
     if (this.tailStart >= 0) {
       // The tail is always the last line in the buffer.
-      this.prev = lineHash(this.lines.bytes.subarray(this.tailStart, this.lines.length), this.opts.key);
+      this.prev = lineDigest(this.lines.view(this.tailStart, this.lines.length), this.opts.key);
       this.tailStart = -1;
       // Written and hashed: its bytes are needed no more.
       if (this.written === this.lines.length) this.forgetWritten();

@@ -8,7 +8,7 @@
  * Only what the schemas require is checked, never more: a member MCP does not
  * name is allowed (schemas are open), a member it names must have its type.
  */
-import { stringValue, type JsonNode, type MemberMap } from '../json-scan.js';
+import { readMember, stringValue, type JsonNode, type MemberMap } from '../json-scan.js';
 import { membersOf } from '../jsonrpc.js';
 import { IdError, readId } from '../request-id.js';
 
@@ -55,15 +55,23 @@ export function checkShape(method: string, params: JsonNode | undefined, frame: 
   }
 }
 
+/** The span `typeOf` reads a member into (readMember: a scalar member gets no node for a type check). */
+const span: JsonNode = { type: 'null', start: 0, end: 0 };
+
+/** The type of member `key`, undefined when there is none. */
+function typeOf(m: Members, key: string): JsonNode['type'] | undefined {
+  return readMember(m, key, span) ? span.type : undefined;
+}
+
 function required(m: Members, key: string, type: JsonNode['type']): string | null {
-  const node = m.get(key);
-  if (node === undefined) return `params.${key} is required`;
-  return node.type === type ? null : `params.${key} must be ${article(type)}, got ${node.type}`;
+  const found = typeOf(m, key);
+  if (found === undefined) return `params.${key} is required`;
+  return found === type ? null : `params.${key} must be ${article(type)}, got ${found}`;
 }
 
 function optional(m: Members, key: string, type: JsonNode['type']): string | null {
-  const node = m.get(key);
-  return node === undefined || node.type === type ? null : `params.${key} must be ${article(type)}, got ${node.type}`;
+  const found = typeOf(m, key);
+  return found === undefined || found === type ? null : `params.${key} must be ${article(type)}, got ${found}`;
 }
 
 /** 2026-07-28 retries carry the client's answers and the server's state back. */

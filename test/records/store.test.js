@@ -127,6 +127,52 @@ test('values arrays lent by a shape come back once chained, never while queued; 
   assert.equal(verifyFile(log.path).status, 'ok');
 });
 
+test('lines hashed where they were built: same places and lengths with new bytes, a line that grows the buffer and the small ones after it', async () => {
+  const { RecordShape } = await import('../../dist/records/chain.js');
+  const attempt = new RecordShape('call_attempt', ['call_id', 'tool']);
+  const end = new RecordShape('call_end', ['call_id', 'state', 'detail']);
+  const log = SessionLog.create({ dir: freshDir(), fsync: false }, 's_test_views');
+  // Same lengths every call (the line buffer keeps one view per place and length), different bytes.
+  const call = (i, detail) => {
+    const id = `c_${String.fromCharCode(97 + (i % 26)).repeat(4)}`;
+    log.appendShaped(attempt, [id, `tool${i % 10}`]);
+    log.appendShaped(end, [id, i % 2 === 0 ? 'completed' : 'errored', detail], true);
+    if (i % 3 !== 0) log.flush();
+  };
+  for (let i = 0; i < 30; i++) call(i, 'd');
+  call(30, 'x'.repeat(200_000)); // past the buffer's size: a new buffer, then back to a small one
+  log.flush();
+  for (let i = 31; i < 60; i++) call(i, 'd');
+  log.seal();
+  const lines = readFileSync(log.path, 'utf8').split('\n').slice(0, -1);
+  const sha = (text) => createHash('sha256').update(text).digest('hex');
+  assert.equal(lines.length, 1 + 60 * 2 + 1);
+  for (let i = 1; i < lines.length; i++) assert.equal(JSON.parse(lines[i]).prev, sha(`${lines[i - 1]}\n`), `prev of record ${i}`);
+  assert.equal(verifyFile(log.path).status, 'ok');
+});
+
+test('a line buffer that grew and shrank back keeps no view of its large buffer alive', { timeout: 30_000 }, async () => {
+  const source = `
+    const { LineBuffer } = await import(${JSON.stringify(new URL('../../dist/records/line-buffer.js', import.meta.url).href)});
+    const lines = new LineBuffer();
+    lines.utf8('a small line\\n');
+    lines.view(0, lines.length);
+    lines.utf8('x'.repeat(300000) + '\\n');
+    const large = new WeakRef(lines.bytes.buffer);
+    lines.view(0, lines.length);
+    lines.keepFrom(lines.length);
+    if (lines.bytes.length >= 300000) process.exit(3);
+    for (let i = 0; i < 5; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 10)); }
+    process.exit(large.deref() === undefined ? 0 : 4);
+  `;
+  const child = spawn(process.execPath, ['--expose-gc', '--input-type=module', '-e', source], { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.add(child);
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  const code = await new Promise((resolve) => child.on('exit', (c) => { children.delete(child); resolve(c); }));
+  assert.equal(code, 0, `exit ${code} (3: the buffer did not shrink, 4: the large buffer is still reachable) ${stderr}`);
+});
+
 test('with --fsync nothing waits: a deferred record is written (and flushed) at once', async () => {
   const { RecordShape } = await import('../../dist/records/chain.js');
   const end = new RecordShape('call_end', ['call_id']);
