@@ -5,22 +5,59 @@
 // the reference scanner (today's before the long-run path, test/reference/)
 // and the native floors: buffer.isUtf8 and one memchr pass (indexOf of a byte
 // that is not there). Variants interleaved per round, medians over rounds.
+// The "pre-scanned" column is what a large frame costs mcpguard in all: the
+// frame fed to the pre-scan (src/json-prescan.ts: UTF-8 and the SIMD string
+// check) in 64 KiB reads as the splitter does while it arrives, then the
+// scanner at the newline, which steps over the strings found valid.
+// `--before=DIR` (a built checkout: DIR/dist/) adds that build's scanner and
+// pre-scanned figures, interleaved with these (before/after in one run).
 // Then the warm-up-order check: fresh processes warm the scanner up in
 // different orders of payload kinds and time the long ASCII string after;
 // a deoptimised string() that never recovers shows up as one order far slower.
 //
-//   node bench/scan.js [--quick] [--size=1MiB]
+//   node bench/scan.js [--quick] [--size=1MiB] [--before=DIR]
 //   node bench/scan.js --order=KIND,KIND,...   (one warm-up order, used by the check itself)
 import { isUtf8 } from 'node:buffer';
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import { KINDS, payload } from './lib/payloads.js';
 
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, size: { type: 'string', default: '1' }, order: { type: 'string' } } });
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, size: { type: 'string', default: '1' }, order: { type: 'string' }, before: { type: 'string' } } });
 const SIZE = Math.round(Number.parseFloat(args.size) * 2 ** 20);
 const { scanJson } = await import('../dist/json-scan.js');
+const { FramePrescan } = await import('../dist/json-prescan.js');
 const reference = await import('../test/reference/json-scan-be66652.js');
+const before = args.before === undefined ? null : {
+  scan: (await import(pathToFileURL(resolve(args.before, 'dist/json-scan.js')).href)).scanJson,
+  Prescan: (await import(pathToFileURL(resolve(args.before, 'dist/json-prescan.js')).href)).FramePrescan,
+};
+
+/** The tool result text of the single-flight rows (bench/fixtures/echo-server.js): prose with an escape every ~13 bytes. */
+const ECHO_PARAGRAPH = 'entry {"path": "src/app.ts", "ok": true}\tüñíçødé — 数据 ✓ the quick brown fox jumps over the lazy dog\n';
+const kindsHere = {
+  ...KINDS,
+  'tool result text (echo)': (size) => Buffer.from(`{"jsonrpc":"2.0","id":7,"result":${JSON.stringify({ content: [{ type: 'text', text: ECHO_PARAGRAPH.repeat(Math.ceil(size / 115)) }], isError: false })}}`),
+};
+
+/** Reads of this size, as a pipe hands them to the splitter. */
+const READ_BYTES = 64 * 1024;
+
+/** `buf` pre-scanned as it would arrive, in reads, then scanned whole (the scanner steps over the strings the pre-scan found valid). */
+function prescanned(scan, Prescan) {
+  const pre = new Prescan();
+  return (buf) => {
+    for (let filled = Math.min(READ_BYTES, buf.length); ; filled = Math.min(filled + READ_BYTES, buf.length)) {
+      pre.advance(buf, filled);
+      if (filled === buf.length) break;
+    }
+    // The notes attach to the Buffer object the line event carries: a fresh one per frame, as there.
+    const frame = buf.subarray(0);
+    pre.finish(frame);
+    check(scan(frame));
+  };
+}
 
 function check(result) {
   if (!result.ok) throw new Error(`bench payload rejected: ${result.reason} at ${result.offset}`);
@@ -56,12 +93,17 @@ const rounds = args.quick ? 5 : 15;
 const variants = [
   { name: 'scanner', run: (buf) => check(scanJson(buf)) },
   { name: 'reference', run: (buf) => check(reference.scanJson(buf)) },
+  { name: 'prescanned', run: prescanned(scanJson, FramePrescan) },
+  ...(before === null ? [] : [
+    { name: 'scanner before', run: (buf) => check(before.scan(buf)) },
+    { name: 'prescanned before', run: prescanned(before.scan, before.Prescan) },
+  ]),
   { name: 'isUtf8', run: (buf) => { if (!isUtf8(buf)) throw new Error('not UTF-8'); } },
   { name: 'memchr', run: (buf) => { if (buf.indexOf(0) !== -1) throw new Error('NUL'); } },
 ];
 const rows = [];
-for (const kind of Object.keys(KINDS)) {
-  const buf = payload(kind, SIZE);
+for (const kind of Object.keys(kindsHere)) {
+  const buf = kindsHere[kind](SIZE);
   const mib = buf.length / 2 ** 20;
   const samples = Object.fromEntries(variants.map((v) => [v.name, []]));
   // Iterations per sample: about 20 ms of the reference scanner.
@@ -77,10 +119,13 @@ for (const kind of Object.keys(KINDS)) {
 
 const fmt = (x) => x.toFixed(0).padStart(8);
 process.stdout.write(`scanner MiB per CPU second per payload kind (${(SIZE / 2 ** 20).toFixed(2)} MiB lines, median of ${rounds} interleaved rounds)\n`);
-process.stdout.write(`${'kind'.padEnd(22)}${'scanner'.padStart(8)}${'today'.padStart(8)}${'ratio'.padStart(7)}${'isUtf8'.padStart(8)}${'memchr'.padStart(8)}\n`);
+const beforeHeads = before === null ? '' : `${'scan bef'.padStart(9)}${'pre bef'.padStart(9)}`;
+process.stdout.write(`${'kind'.padEnd(24)}${'scanner'.padStart(8)}${'today'.padStart(8)}${'ratio'.padStart(7)}${'pre-scanned'.padStart(12)}${beforeHeads}${'isUtf8'.padStart(8)}${'memchr'.padStart(8)}\n`);
 for (const r of rows) {
-  process.stdout.write(`${r.kind.padEnd(22)}${fmt(r.scanner)}${fmt(r.reference)}${(r.scanner / r.reference).toFixed(2).padStart(6)}×${fmt(r.isUtf8)}${fmt(r.memchr)}\n`);
+  const beforeCells = before === null ? '' : ` ${fmt(r['scanner before'])} ${fmt(r['prescanned before'])}`;
+  process.stdout.write(`${r.kind.padEnd(24)}${fmt(r.scanner)}${fmt(r.reference)}${(r.scanner / r.reference).toFixed(2).padStart(6)}×${fmt(r.prescanned).padStart(12)}${beforeCells}${fmt(r.isUtf8)}${fmt(r.memchr)}\n`);
 }
+if (before !== null) process.stdout.write(`(scan bef / pre bef: the build in ${args.before})\n`);
 
 // Warm-up orders: each in a fresh process.
 const ORDERS = [

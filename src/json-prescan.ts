@@ -24,6 +24,12 @@ import { INVALID_STRING, stringBodyCheck, type StringBodyCheck } from './wasm/st
 export const HINT_MIN_BYTES = 1024;
 /** Bytes of short strings scanned for nothing before the pre-scan stops for this frame. */
 export const WASTE_LIMIT = 16 * 1024;
+/**
+ * What each short string counts toward WASTE_LIMIT besides its bytes: the
+ * call into the string check costs about as much as checking this many
+ * bytes, so a frame of thousands of tiny keys stops after a few hundred.
+ */
+const SHORT_STRING_COST = 32;
 
 const QUOTE = 0x22;
 
@@ -51,7 +57,8 @@ export class FramePrescan {
     if (this.stopped || filled <= this.at) return;
     // A view that ends where the bytes end: searches never look past them.
     const view = buf.length === filled ? buf : buf.subarray(0, filled);
-    const strings = new StringResume(view, filled);
+    // The scanner's own loop only where there is no SIMD check (one object per read otherwise for nothing).
+    const strings = this.bodies === null ? new StringResume(view, filled) : null;
     let at = this.at;
     try {
       while (at < filled) {
@@ -65,7 +72,7 @@ export class FramePrescan {
           this.open = quote;
           at = quote + 1;
         }
-        const past = this.bodies === null ? strings.resume(at) : this.bodies.check(view, at, filled);
+        const past = strings !== null ? strings.resume(at) : this.bodies!.check(view, at, filled, at - this.open);
         if (past === INVALID_STRING) {
           this.stopped = true;
           break;
@@ -78,7 +85,7 @@ export class FramePrescan {
         if (length >= HINT_MIN_BYTES) {
           this.hints.starts.push(this.open);
           this.hints.ends.push(past);
-        } else if ((this.wasted += length) > WASTE_LIMIT) {
+        } else if ((this.wasted += length + SHORT_STRING_COST) > WASTE_LIMIT) {
           this.stopped = true;
         }
         this.open = -1;

@@ -12,6 +12,7 @@ import { isUtf8 } from 'node:buffer';
 import { knownUtf8, scanJson, HINTED_MIN_BYTES } from '../dist/json-scan.js';
 import { FramePrescan, HINT_MIN_BYTES } from '../dist/json-prescan.js';
 import { JoinPool, LineSplitter, ASSEMBLE_MIN_BYTES } from '../dist/framing.js';
+import { sliceEdges } from '../dist/wasm/string-body.js';
 import { scanJson as referenceScan } from './reference/json-scan-be66652.js';
 
 const RUNS = Number(process.env.MCPGUARD_SCAN_DIFF_RUNS ?? 1500);
@@ -129,13 +130,15 @@ for (const simd of [true, false]) describe(`the pre-scan never changes a verdict
     }
   });
 
-  test('escapes and bad bytes across the 64 KiB slices of the string check, in one read', () => {
+  test('escapes and bad bytes across the slices the string check copies, in one read', () => {
+    // The check copies a string's bytes into its module in slices that start small and double up to 64 KiB.
+    const near = sliceEdges(1, 70_000).filter((edge, i, all) => i < 2 || i === all.length - 1).flatMap((edge) => Array.from({ length: 40 }, (_, d) => edge - 20 + d));
     for (const special of ['\\ud83d\\ude00', '\\u00e9', '\\n', '\\ud800\\u0041', '\\x', '\x01']) {
-      for (let at = 65520; at < 65560; at++) {
+      for (const at of [...near, 65530, 65536]) {
         const inner = ascii(at) + special + ascii(70000 - at);
         const frame = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":{"t":"${inner}"}}\n`);
         same(prescanInPieces(frame, [], simd), `${JSON.stringify(special)} at ${at}`);
-        same(prescanInPieces(frame, [frame.indexOf(special, 65000) + 1], simd), `${JSON.stringify(special)} at ${at}, cut inside`);
+        same(prescanInPieces(frame, [frame.indexOf(special, at) + 1], simd), `${JSON.stringify(special)} at ${at}, cut inside`);
       }
     }
   });
