@@ -62,8 +62,9 @@ class BytesCheck {
   /** Set when a verdict could not be reached cheaply: whatever passes() said, the answer is "ask". */
   unsure = false;
   /** Members and items of the nodes rescanned so far (the scanner records two levels of object members per scan). */
-  private readonly rescanned = new Map<JsonNode, JsonNode>();
-  private readonly texts = new Map<JsonNode, string>();
+  private rescanned: Map<JsonNode, JsonNode> | undefined;
+  /** Strings decoded so far. */
+  private texts: Map<JsonNode, string> | undefined;
 
   constructor(private readonly frame: Buffer, private budget: number) {}
 
@@ -142,7 +143,7 @@ class BytesCheck {
       }
     }
     if (rule.pattern === null) return true;
-    if (body > DECODE_MAX && !this.texts.has(node)) {
+    if (body > DECODE_MAX && this.texts?.has(node) !== true) {
       this.unsure = true;
       return false;
     }
@@ -190,11 +191,11 @@ class BytesCheck {
 
   /** The node rescanned on its own (once), so that its members or items are recorded. */
   private full(node: JsonNode): JsonNode | null {
-    let full = this.rescanned.get(node);
+    let full = this.rescanned?.get(node);
     if (full === undefined) {
       const scanned = this.rescan(node.start, node.end);
       if (scanned === null) return null;
-      this.rescanned.set(node, (full = scanned));
+      (this.rescanned ??= new Map()).set(node, (full = scanned));
     }
     return full;
   }
@@ -211,8 +212,8 @@ class BytesCheck {
 
   /** A string node's text, decoded once. */
   private text(node: JsonNode): string {
-    let text = this.texts.get(node);
-    if (text === undefined) this.texts.set(node, (text = stringValue(this.frame, node)));
+    let text = this.texts?.get(node);
+    if (text === undefined) (this.texts ??= new Map()).set(node, (text = stringValue(this.frame, node)));
     return text;
   }
 }

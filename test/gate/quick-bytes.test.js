@@ -13,6 +13,8 @@ import { validate } from '@cfworker/json-schema';
 import { compileRule, quickCheck } from '../../dist/gate/quick-check.js';
 import { bytesVerdict, countCodePoints, DECODE_MAX } from '../../dist/gate/quick-bytes.js';
 import { scanJson } from '../../dist/json-scan.js';
+import { ToolSchemas } from '../../dist/gate/schema.js';
+import { BYTES_CHECK_MIN } from '../../dist/gate/engine.js';
 import { DIALECTS, json, schema } from './json-arbitraries.js';
 
 const libraryValid = (value, s, dialect) => validate(value, s, dialect, undefined, false).valid;
@@ -215,4 +217,29 @@ test('nested arrays past the rescan budget ask the slow path rather than rescann
   assert.equal(verdictOf(compileRule(nested(3, {}), '7'), deep), 'valid', 'levels the schema does not look into are not rescanned');
   assert.equal(verdictOf(compileRule(nested(2, {}), '7'), '[[[1]], [[2, 3]]]'), 'valid');
   assert.equal(verdictOf(compileRule(nested(2, { type: 'string' }), '7'), '[[[1]], [[2, 3]]]'), 'invalid');
+});
+
+test('through the tool schemas: a large valid call is never parsed; a small one, and a large invalid one, are, with the refusal the value gives', async () => {
+  const tools = new ToolSchemas();
+  const inputSchema = { type: 'object', properties: { size: { type: 'integer', minimum: 1 }, blob: { type: 'string' } }, additionalProperties: false };
+  tools.learnPage([{ name: 'echo', inputSchema }], true, '2025-06-18');
+  const source = (text) => {
+    const { frame, node } = inFrame(text);
+    const counted = { frame, start: node.start, end: node.end, parsed: 0, value() { this.parsed++; return JSON.parse(text); } };
+    return counted;
+  };
+  const large = mixedText(BYTES_CHECK_MIN * 3, 9);
+  const valid = source(`{"size": 2, "blob": ${spellString(large, random(1))}}`);
+  assert.deepEqual(await tools.checkCall('echo', valid), { ok: true });
+  assert.equal(valid.parsed, 0, 'a large valid call is checked from its bytes only');
+  for (const text of [`{"size": 0, "blob": ${JSON.stringify(large)}}`, `{"blob": ${JSON.stringify(large)}, "more": 1}`, `{"blob": [${JSON.stringify(large)}]}`]) {
+    const invalid = source(text);
+    const verdict = tools.checkCallNow('echo', invalid);
+    assert.equal(invalid.parsed, 1, 'a refusal is made by the value path');
+    assert.deepEqual(verdict, tools.checkArgumentsNow('echo', JSON.parse(text)));
+    assert.equal(verdict.kind, 'invalid');
+  }
+  const small = source('{"size": 2, "blob": "x"}');
+  assert.deepEqual(tools.checkCallNow('echo', small), { ok: true });
+  assert.equal(small.parsed, 1, `arguments under ${BYTES_CHECK_MIN} bytes take the value path`);
 });
