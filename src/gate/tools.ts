@@ -206,16 +206,22 @@ export class CallArgs implements ArgsValue, ArgumentSource {
   #parsed = false;
   #value: unknown = undefined;
   #bytes: Buffer | null = null;
-  /** The arguments' JSON text is frame[start, end) (`{}` when the call has none). */
-  readonly frame: Buffer;
-  readonly start: number;
-  readonly end: number;
 
-  /** `node`: the `arguments` member of the call's params in `frame`, if it has one. */
-  constructor(frame: Buffer, node: JsonNode | undefined) {
-    this.frame = node === undefined ? NO_ARGUMENTS : frame;
-    this.start = node === undefined ? 0 : node.start;
-    this.end = node === undefined ? NO_ARGUMENTS.length : node.end;
+  /** `node`: the `arguments` member of the call's params in `call`, if it has one. */
+  constructor(private readonly call: Buffer, private readonly node: JsonNode | undefined) {}
+
+  // The span as getters, not fields: this object is made for every call.
+  /** The arguments' JSON text is frame[start, end) (`{}` when the call has none). */
+  get frame(): Buffer {
+    return this.node === undefined ? NO_ARGUMENTS : this.call;
+  }
+
+  get start(): number {
+    return this.node === undefined ? 0 : this.node.start;
+  }
+
+  get end(): number {
+    return this.node === undefined ? NO_ARGUMENTS.length : this.node.end;
   }
 
   /** The arguments' bytes as the client sent them (`{}` when absent). */
