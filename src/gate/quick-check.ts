@@ -36,22 +36,24 @@ const LIBRARY_READS = [
   'minLength', 'maxLength', 'pattern', '__absolute_ref__', '__absolute_recursive_ref__',
 ];
 
-const NULL = 1;
-const BOOLEAN = 2;
-const OBJECT = 4;
-const ARRAY = 8;
-const NUMBER = 16;
-const STRING = 32;
+/** The instance types as bits (quick-bytes.ts reads values from their bytes with the same bits). */
+export const NULL = 1;
+export const BOOLEAN = 2;
+export const OBJECT = 4;
+export const ARRAY = 8;
+export const NUMBER = 16;
+export const STRING = 32;
 /** `"integer"` in an array of types: a finite number with no fraction. */
 const INTEGER = 64;
 const TYPE_BITS: Readonly<Record<string, number>> = { null: NULL, boolean: BOOLEAN, object: OBJECT, array: ARRAY, number: NUMBER, string: STRING, integer: INTEGER };
 
-type Primitive = string | number | boolean | null;
+export type Primitive = string | number | boolean | null;
 
 /** Nothing is allowed to be compiled from a schema deeper than this (the gate's own bound is lower). */
 const MAX_DEPTH = 128;
 
-class Rule {
+/** A schema compiled to the keywords repeated here (read by quick-bytes.ts too). */
+export class Rule {
   /** A boolean schema: true passes everything, false nothing. */
   always: boolean | null = null;
   /** Bits of the allowed types; 0 with `typed` is an empty list (nothing passes). */
@@ -92,11 +94,15 @@ class Rule {
  * when the schema uses a keyword not repeated here.
  */
 export function quickCheck(schema: unknown, dialect: Dialect): ((value: unknown) => boolean) | null {
+  const rule = compileRule(schema, dialect);
+  return rule === null ? null : (value) => passes(value, rule);
+}
+
+/** The schema as a Rule, or null when it uses a keyword not repeated here. */
+export function compileRule(schema: unknown, dialect: Dialect): Rule | null {
   // Draft 4's exclusive bounds are booleans; mcpguard checks draft-07 and later only.
   if (dialect !== '7' && dialect !== '2019-09' && dialect !== '2020-12') return null;
-  const rule = compile(schema, 0);
-  if (rule === null) return null;
-  return (value) => passes(value, rule);
+  return compile(schema, 0);
 }
 
 function compile(schema: unknown, depth: number): Rule | null {
@@ -211,20 +217,14 @@ function typeBit(value: unknown): number {
   }
 }
 
+export { passes as valuePasses };
+
 /** Whether `value` passes `rule`: true only where the library's validate() finds no error. */
 function passes(value: unknown, rule: Rule): boolean {
   if (rule.always !== null) return rule.always;
   const bit = typeBit(value);
   if (bit === 0) return false;
-  if (rule.typed) {
-    if (rule.looseInteger) {
-      // validate.js: `instanceType !== 'number' || instance % 1 || instance !== instance` is an error.
-      if (bit !== NUMBER || (value as number) % 1 || value !== value) return false;
-    } else if ((rule.types & bit) === 0) {
-      // validate.js, an array of types: `"integer"` matches a number with `instance % 1 === 0 && instance === instance`.
-      if (!((rule.types & INTEGER) !== 0 && bit === NUMBER && (value as number) % 1 === 0 && value === value)) return false;
-    }
-  }
+  if (rule.typed && !typeAllows(rule, bit, value as number)) return false;
   // Objects and arrays never equal a primitive const or enum member (deepCompareStrict compares typeof first).
   if (rule.hasConst && value !== rule.constValue) return false;
   if (rule.enumValues !== null && !rule.enumValues.includes(value as Primitive)) return false;
@@ -239,23 +239,37 @@ function passes(value: unknown, rule: Rule): boolean {
   }
   if (bit === OBJECT) return objectPasses(value as Record<string, unknown>, rule);
   if (bit === ARRAY) return arrayPasses(value as unknown[], rule);
-  if (bit === NUMBER) {
-    const n = value as number;
-    if (rule.minimum !== undefined && n < rule.minimum) return false;
-    if (rule.maximum !== undefined && n > rule.maximum) return false;
-    if (rule.exclusiveMinimum !== undefined && n <= rule.exclusiveMinimum) return false;
-    if (rule.exclusiveMaximum !== undefined && n >= rule.exclusiveMaximum) return false;
-    return true;
-  }
+  if (bit === NUMBER) return numberWithin(rule, value as number);
   if (bit === STRING) {
     const text = value as string;
-    if (rule.minLength >= 0 || rule.maxLength !== Infinity) {
-      const length = codePoints(text);
-      if (length < rule.minLength || length > rule.maxLength) return false;
-    }
+    if ((rule.minLength >= 0 || rule.maxLength !== Infinity) && !lengthWithin(rule, codePoints(text))) return false;
     return rule.pattern === null || rule.pattern.test(text);
   }
   return true;
+}
+
+/** `rule.typed`'s test for a value of type `bit` (`n`: the value, read only when it is a number). */
+export function typeAllows(rule: Rule, bit: number, n: number): boolean {
+  if (rule.looseInteger) {
+    // validate.js: `instanceType !== 'number' || instance % 1 || instance !== instance` is an error.
+    return bit === NUMBER && !(n % 1) && n === n;
+  }
+  // validate.js, an array of types: `"integer"` matches a number with `instance % 1 === 0 && instance === instance`.
+  return (rule.types & bit) !== 0 || ((rule.types & INTEGER) !== 0 && bit === NUMBER && n % 1 === 0 && n === n);
+}
+
+/** The numeric bounds. */
+export function numberWithin(rule: Rule, n: number): boolean {
+  if (rule.minimum !== undefined && n < rule.minimum) return false;
+  if (rule.maximum !== undefined && n > rule.maximum) return false;
+  if (rule.exclusiveMinimum !== undefined && n <= rule.exclusiveMinimum) return false;
+  if (rule.exclusiveMaximum !== undefined && n >= rule.exclusiveMaximum) return false;
+  return true;
+}
+
+/** minLength/maxLength for a string of `length` (the library's count: see codePoints). */
+export function lengthWithin(rule: Rule, length: number): boolean {
+  return length >= rule.minLength && length <= rule.maxLength;
 }
 
 function anyPasses(value: unknown, rules: readonly Rule[]): boolean {
@@ -295,7 +309,7 @@ function arrayPasses(value: unknown[], rule: Rule): boolean {
 }
 
 /** The library's string length: UTF-16 code units, a surrogate pair counted once (ucs2length). */
-function codePoints(text: string): number {
+export function codePoints(text: string): number {
   let n = 0;
   const length = text.length;
   let i = 0;

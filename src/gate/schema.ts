@@ -10,10 +10,11 @@
  * for the generation. The engine (engine.ts) loads with the first schema.
  */
 import { GuardError } from '../errors.js';
-import type { CompiledSchema, Outcome } from './engine.js';
+import type { ArgumentSource, CompiledSchema, Outcome } from './engine.js';
 import { OK, type Verdict } from './verdict.js';
 
 export { verdictText, type Verdict, type SchemaError, type Subject } from './verdict.js';
+export type { ArgumentSource } from './engine.js';
 
 // Only errors.js and verdict.ts load with this module; everything else of the
 // gate, and the library, loads with engine.js on the first schema.
@@ -127,6 +128,19 @@ export class ToolSchemas {
    * arguments are checked as `{}`). Loads the engine on first use.
    */
   async checkArguments(name: string, args: unknown): Promise<Verdict> {
+    return this.checkCall(name, valueOnly(args));
+  }
+
+  /** checkArguments without waiting: null when the engine is not loaded yet (then await checkArguments). */
+  checkArgumentsNow(name: string, args: unknown): Verdict | null {
+    return this.checkCallNow(name, valueOnly(args));
+  }
+
+  /**
+   * checkArguments of a call's arguments as the gate holds them: large ones
+   * a simple schema passes are checked from their bytes, never decoded.
+   */
+  async checkCall(name: string, args: ArgumentSource): Promise<Verdict> {
     const tool = this.#tools.get(name);
     if (tool === undefined) return { ok: false, kind: 'unknown_tool' };
     const failed = await ensureEngine();
@@ -134,8 +148,8 @@ export class ToolSchemas {
     return this.#checkInput(name, tool, args);
   }
 
-  /** checkArguments without waiting: null when the engine is not loaded yet (then await checkArguments). */
-  checkArgumentsNow(name: string, args: unknown): Verdict | null {
+  /** checkCall without waiting: null when the engine is not loaded yet (then await checkCall). */
+  checkCallNow(name: string, args: ArgumentSource): Verdict | null {
     const tool = this.#tools.get(name);
     if (tool === undefined) return { ok: false, kind: 'unknown_tool' };
     if (!engineLoaded()) return null;
@@ -165,12 +179,12 @@ export class ToolSchemas {
     return this.#checkOutput(name, tool, structuredContent);
   }
 
-  #checkInput(name: string, tool: Tool, args: unknown): Verdict {
+  #checkInput(name: string, tool: Tool, args: ArgumentSource): Verdict {
     tool.input ??= tool.conflict
       ? { reason: 'the server listed this tool more than once, with different definitions' }
       : compileSlot(tool.definition, 'inputSchema', tool.protocolVersion);
     if ('reason' in tool.input) return this.#refuse('input', name, tool.input.reason);
-    return verdictOf(tool.input.compiled.check(args === undefined ? {} : args));
+    return verdictOf(tool.input.compiled.checkArguments(args));
   }
 
   #checkOutput(name: string, tool: Tool, structuredContent: unknown): Verdict {
@@ -218,6 +232,14 @@ function compileSlot(definition: Readonly<Record<string, unknown>>, member: 'inp
     // Anything else the library throws while compiling (a RangeError, a bug) refuses the schema too.
     return { reason: `it cannot be compiled (${error instanceof Error ? error.message.split('\n')[0] : String(error)})` };
   }
+}
+
+const NO_BYTES = Buffer.alloc(0);
+
+/** Arguments given as a value (absent: `{}`), with no bytes to check. */
+function valueOnly(args: unknown): ArgumentSource {
+  const value = args === undefined ? {} : args;
+  return { frame: NO_BYTES, start: 0, end: 0, value: () => value };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -7,12 +7,12 @@
  * Schema engine (schema.ts), behind the `Schemas` interface.
  */
 import type { Response } from '../jsonrpc.js';
-import { verdictText, type ToolSchemas, type Verdict } from './schema.js';
+import { verdictText, type ArgumentSource, type ToolSchemas, type Verdict } from './schema.js';
 import { nodeText, scanJson, stringValue, type JsonNode } from '../json-scan.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type RequestMeta } from '../wire/era.js';
 
 /** The engine's side: the tools of one server and their compiled schemas (schema.ts). */
-export type Schemas = Pick<ToolSchemas, 'learnPage' | 'forget' | 'known' | 'tool' | 'checkArguments' | 'checkArgumentsNow' | 'checkOutputNow'>;
+export type Schemas = Pick<ToolSchemas, 'learnPage' | 'forget' | 'known' | 'tool' | 'checkCall' | 'checkCallNow' | 'checkOutputNow'>;
 
 /** The gate's view of one call's arguments. */
 export type SchemaVerdict =
@@ -87,20 +87,20 @@ export class ToolBook {
   }
 
   /** The check without waiting, or null when it must wait (the tool is not known yet, or the engine is not loaded). */
-  checkNow(name: string, args: ArgsValue): SchemaVerdict | null {
+  checkNow(name: string, args: CallArgs): SchemaVerdict | null {
     if (!this.schemas.known(name)) return null;
-    const verdict = this.schemas.checkArgumentsNow(name, args.value());
+    const verdict = this.schemas.checkCallNow(name, args);
     return verdict === null ? null : this.verdict(name, verdict);
   }
 
   /** Check a call's arguments, learning the tools first if this one is not known. */
-  async check(name: string, args: ArgsValue, meta: RequestMeta, frame: Buffer): Promise<SchemaVerdict> {
+  async check(name: string, args: CallArgs, meta: RequestMeta, frame: Buffer): Promise<SchemaVerdict> {
     if (!this.schemas.known(name)) {
       this.fetching ??= this.fetchAll(meta, frame).finally(() => (this.fetching = null));
       await this.fetching;
       if (!this.schemas.known(name)) return { ok: false, kind: 'unknown_tool', reason: 'the server does not list it in tools/list' };
     }
-    return this.verdict(name, await this.schemas.checkArguments(name, args.value()));
+    return this.verdict(name, await this.schemas.checkCall(name, args));
   }
 
   private verdict(name: string, verdict: Verdict): SchemaVerdict {
@@ -192,28 +192,46 @@ export interface ArgsValue {
   value(): unknown;
 }
 
+/** Absent arguments are checked as these bytes. */
+const NO_ARGUMENTS = Buffer.from('{}');
+
 /**
- * A tools/call's `arguments` as the gate reads them: their bytes, and their
- * value parsed once, the first time the schema or the policy asks (with
- * neither, never). One small object per call, where a closure, its context
- * and a Buffer view were made for every call before.
+ * A tools/call's `arguments` as the gate reads them: their bytes (the schema
+ * check reads large ones from there), and their value parsed once, the first
+ * time the schema or the policy asks (with neither, never). One small
+ * object per call, where a closure, its context and a Buffer view were made
+ * for every call before.
  */
-export class CallArgs implements ArgsValue {
+export class CallArgs implements ArgsValue, ArgumentSource {
   #parsed = false;
   #value: unknown = undefined;
   #bytes: Buffer | null = null;
 
-  /** `node`: the `arguments` member of the call's params in `frame`, if it has one. */
-  constructor(private readonly frame: Buffer, private readonly node: JsonNode | undefined) {}
+  /** `node`: the `arguments` member of the call's params in `call`, if it has one. */
+  constructor(private readonly call: Buffer, private readonly node: JsonNode | undefined) {}
+
+  // The span as getters, not fields: this object is made for every call.
+  /** The arguments' JSON text is frame[start, end) (`{}` when the call has none). */
+  get frame(): Buffer {
+    return this.node === undefined ? NO_ARGUMENTS : this.call;
+  }
+
+  get start(): number {
+    return this.node === undefined ? 0 : this.node.start;
+  }
+
+  get end(): number {
+    return this.node === undefined ? NO_ARGUMENTS.length : this.node.end;
+  }
 
   /** The arguments' bytes as the client sent them (`{}` when absent). */
   get bytes(): Buffer {
-    return (this.#bytes ??= this.node === undefined ? Buffer.from('{}') : this.frame.subarray(this.node.start, this.node.end));
+    return (this.#bytes ??= this.frame.subarray(this.start, this.end));
   }
 
   value(): unknown {
     if (!this.#parsed) {
-      this.#value = JSON.parse(this.node === undefined ? '{}' : this.frame.toString('utf8', this.node.start, this.node.end));
+      this.#value = JSON.parse(this.frame.toString('utf8', this.start, this.end));
       this.#parsed = true;
     }
     return this.#value;
