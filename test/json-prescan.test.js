@@ -14,17 +14,9 @@ import { FramePrescan, HINT_MIN_BYTES } from '../dist/json-prescan.js';
 import { JoinPool, LineSplitter, ASSEMBLE_MIN_BYTES } from '../dist/framing.js';
 import { sliceEdges } from '../dist/wasm/string-body.js';
 import { scanJson as referenceScan } from './reference/json-scan-be66652.js';
+import { plain } from './helpers/scan-plain.js';
 
 const RUNS = Number(process.env.MCPGUARD_SCAN_DIFF_RUNS ?? 1500);
-
-function plain(result) {
-  const node = (n) => ({
-    type: n.type, start: n.start, end: n.end,
-    members: n.members === undefined ? undefined : [...n.members].map(([k, v]) => [k, node(v)]),
-    items: n.items?.map(node),
-  });
-  return result.ok ? { ok: true, value: node(result.value) } : result;
-}
 
 /** The frame's verdict (scanned as classifyFrame does: without its newline) equals the reference's. */
 function same(frame, label) {

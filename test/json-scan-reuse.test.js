@@ -11,18 +11,9 @@ import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { scanJson } from '../dist/json-scan.js';
 import { scanJson as referenceScan } from './reference/json-scan-be66652.js';
+import { plain } from './helpers/scan-plain.js';
 
 const SCANNER_URL = new URL('../dist/json-scan.js', import.meta.url).href;
-
-/** A ScanResult as plain data (members as entry lists), for deepEqual. */
-function plain(result) {
-  const node = (n) => ({
-    type: n.type, start: n.start, end: n.end,
-    members: n.members === undefined ? undefined : [...n.members].map(([k, v]) => [k, node(v)]),
-    items: n.items?.map(node),
-  });
-  return result.ok ? { ok: true, value: node(result.value) } : result;
-}
 
 const SPECIAL = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'size', 'get', 'has', 'length', '0', ''];
 

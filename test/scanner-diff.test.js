@@ -11,18 +11,9 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { scanJson } from '../dist/json-scan.js';
 import { scanJson as referenceScan } from './reference/json-scan-be66652.js';
+import { plain } from './helpers/scan-plain.js';
 
 const RUNS = Number(process.env.MCPGUARD_SCAN_DIFF_RUNS ?? 4000);
-
-/** A ScanResult as plain data (Maps as entry lists), for deepEqual. */
-function plain(result) {
-  const node = (n) => ({
-    type: n.type, start: n.start, end: n.end,
-    members: n.members === undefined ? undefined : [...n.members].map(([k, v]) => [k, node(v)]),
-    items: n.items?.map(node),
-  });
-  return result.ok ? { ok: true, value: node(result.value) } : result;
-}
 
 function same(buf, start, end) {
   const got = plain(scanJson(buf, start, end));
