@@ -22,11 +22,10 @@
  * Every record of one decision carries the same `decision_id`.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { LogRecord } from '../records/chain.js';
-import { SideChain, verifySideChain, type SideChainKind, type SideChainVerdict } from '../records/side-chain.js';
+import { SideChain, readSideChain, verifySideChain, type SideChainKind, type SideChainVerdict } from '../records/side-chain.js';
 
 export const DECISIONS_FILE = 'decisions.log';
 export const DECISIONS: SideChainKind = { logId: 'pin_decisions', noun: 'pin decisions', writer: 'mcpguard pins' };
@@ -63,12 +62,7 @@ export function decide(pinsDir: string, key: Buffer | undefined, decisions: LogR
 
 /** The chain's bytes, null when no decision was ever recorded. */
 export function readDecisions(pinsDir: string): Buffer | null {
-  try {
-    return readFileSync(join(pinsDir, DECISIONS_FILE));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
+  return readSideChain(join(pinsDir, DECISIONS_FILE));
 }
 
 /** Verify the chain's bytes (see side-chain.ts). */

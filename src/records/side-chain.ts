@@ -13,7 +13,7 @@
  * edited either. `verifySideChain` checks it all. The file names do not end
  * in `.jsonl`: they are no session logs, and the views list only those.
  */
-import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { canonical } from './canonical.js';
 import { RECORD_VERSION, ZERO_HASH, chainAlg, keyId, lineHash, recordHash, type ChainAlg, type LogRecord } from './chain.js';
 import { parseRecord, readLogEdges, splitLines } from './read.js';
@@ -143,4 +143,14 @@ export function verifySideChain(bytes: Buffer, kind: SideChainKind, key: Buffer 
   if (tail !== null) return bad('torn', lines.length, `last line is incomplete: ${kind.writer} was killed in the middle of writing it`);
   if (lines.length === 0) return { status: 'tampered', records: 0, line: null, reason: 'empty: no header', alg };
   return { status: 'ok', records: lines.length, line: null, reason: null, alg };
+}
+
+/** A side chain's bytes, null when there is no such file (nothing was ever recorded). */
+export function readSideChain(path: string): Buffer | null {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
 }

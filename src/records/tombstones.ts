@@ -27,7 +27,7 @@ import type { LogRecord } from './chain.js';
 import { liveness, ownStartIdentity } from './live.js';
 import { describe } from './location.js';
 import { parseRecord } from './read.js';
-import { SideChain, verifySideChain, type SideChainKind, type SideChainVerdict } from './side-chain.js';
+import { SideChain, readSideChain, verifySideChain, type SideChainKind, type SideChainVerdict } from './side-chain.js';
 
 export const TOMBSTONE_FILE = 'pruned.log';
 export const TOMBSTONE_LOG_ID = 'pruned';
@@ -76,12 +76,7 @@ export function indexTombstones(bytes: Buffer): TombstoneIndex {
 
 /** Read a directory's tombstone chain; null when there is none. */
 export function readTombstoneFile(dir: string): Buffer | null {
-  try {
-    return readFileSync(join(dir, TOMBSTONE_FILE));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
+  return readSideChain(join(dir, TOMBSTONE_FILE));
 }
 
 /**
