@@ -431,27 +431,8 @@ class Scanner {
       pos = this.skipWs(keyEndPos);
       if (pos >= end || buf[pos] !== COLON) this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
       pos = this.skipWs(pos + 1);
-      if (recorded) {
-        // Pushed after the value: a recorded value's own members used the stack above and are gone.
-        const c = pos < end ? buf[pos]! : -1;
-        let value: MemberValue;
-        if (c === LBRACE || c === LBRACKET) {
-          const node = this.value(pos, level + 1, record);
-          value = node;
-          pos = node.end;
-        } else {
-          // A scalar: no node until one is asked for (json-members.ts).
-          const valueEnd = this.skip(pos, level + 1);
-          value = scalarValue(c, pos, valueEnd);
-          pos = valueEnd;
-        }
-        const stack = this.memberStack;
-        stack[this.memberTop] = this.keyText(keyAt, keyEndPos);
-        stack[this.memberTop + 1] = value;
-        this.memberTop += 2;
-      } else {
-        pos = this.skip(pos, level + 1);
-      }
+      // A walked object's loop stays small: recording a member is a call of its own.
+      pos = recorded ? this.recordMember(pos, level, record, keyAt, keyEndPos) : this.skip(pos, level + 1);
       pos = this.skipWs(pos);
       if (pos >= end) this.fail('unexpected end of input inside an object (truncated JSON)', pos);
       const c = buf[pos]!;
@@ -462,6 +443,28 @@ class Scanner {
       if (c !== COMMA) this.fail(`expected ',' or '}' in an object, got ${describe(c)}`, pos);
       pos = this.skipWs(pos + 1);
     }
+  }
+
+  /** Scan a recorded object's member value at `pos` and push it with its key; returns the offset past the value. */
+  private recordMember(pos: number, level: number, record: number, keyAt: number, keyEndPos: number): number {
+    // Pushed after the value: a recorded value's own members used the stack above and are gone.
+    const c = pos < this.end ? this.buf[pos]! : -1;
+    let value: MemberValue;
+    if (c === LBRACE || c === LBRACKET) {
+      const node = this.value(pos, level + 1, record);
+      value = node;
+      pos = node.end;
+    } else {
+      // A scalar: no node until one is asked for (json-members.ts).
+      const valueEnd = this.skip(pos, level + 1);
+      value = scalarValue(c, pos, valueEnd);
+      pos = valueEnd;
+    }
+    const stack = this.memberStack;
+    stack[this.memberTop] = this.keyText(keyAt, keyEndPos);
+    stack[this.memberTop + 1] = value;
+    this.memberTop += 2;
+    return pos;
   }
 
   /** True if the raw key bytes [start, end) equal one of this object's earlier keys. */
