@@ -52,6 +52,8 @@ export interface Call {
   flags: string[] | null;
   startedAt: number;
   dispatchedAt: number | null;
+  /** The server generation the call was handed to (--restart; 1 without it); null while it has reached no server. */
+  generation: number | null;
   /** Set once, when the call ends. */
   state: CallState | null;
   endedAt: number | null;
@@ -89,6 +91,7 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
     decision: null,
     startedAt: Date.now(),
     dispatchedAt: null,
+    generation: null,
     state: null,
     endedAt: null,
     detail: null,

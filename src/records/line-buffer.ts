@@ -23,21 +23,63 @@ const MAX_DIRECT_DEPTH = 4;
 /** 9999-12-31T23:59:59.999Z: the last time toISOString() writes with a four-digit year. */
 const LAST_4_DIGIT_MS = 253_402_300_799_999;
 
-/** `value` as `width` decimal digits (zero-padded) at `at`; returns the offset after them. */
-function digits(bytes: Buffer, at: number, value: number, width: number): number {
+/** The last time isoTime() wrote: its ms, the start of its day (UTC), and its 24 bytes (`2026-11-30T23:54:20.024Z`). */
+const ISO = { ms: -1, dayStart: -1, text: new Uint8Array(24) };
+
+/** The date part (`YYYY-MM-DDT`) of the day holding `ms`, from days since 1970-01-01 (the proleptic Gregorian calendar, as Date uses). */
+function isoDay(ms: number): void {
+  const days = Math.floor(ms / 86_400_000);
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const t = ISO.text;
+  digitsInto(t, 0, year, 4);
+  t[4] = 0x2d;
+  digitsInto(t, 5, month, 2);
+  t[7] = 0x2d;
+  digitsInto(t, 8, day, 2);
+  t[10] = 0x54;
+  t[13] = 0x3a;
+  t[16] = 0x3a;
+  t[19] = 0x2e;
+  t[23] = 0x5a;
+  ISO.dayStart = days * 86_400_000;
+}
+
+/** The time part (`HH:MM:SS.mmm`) of ISO.text, for `rest` ms into the day. */
+function isoTimeOfDay(rest: number): void {
+  const t = ISO.text;
+  const hours = Math.floor(rest / 3_600_000);
+  rest -= hours * 3_600_000;
+  const minutes = Math.floor(rest / 60_000);
+  rest -= minutes * 60_000;
+  const seconds = Math.floor(rest / 1000);
+  digitsInto(t, 11, hours, 2);
+  digitsInto(t, 14, minutes, 2);
+  digitsInto(t, 17, seconds, 2);
+  digitsInto(t, 20, rest - seconds * 1000, 3);
+}
+
+/** `value` as `width` decimal digits (zero-padded) at `at` of a byte array. */
+function digitsInto(bytes: Uint8Array, at: number, value: number, width: number): void {
   for (let i = at + width - 1; i >= at; i--) {
     bytes[i] = 0x30 + (value % 10);
     value = Math.floor(value / 10);
   }
-  return at + width;
 }
 
 /** '0'-'9', 'a'-'f' as bytes. */
 const HEX_DIGITS = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
 
-const TRUE = 'true';
-const FALSE = 'false';
-const NULL = 'null';
+const TRUE = Buffer.from('true');
+const FALSE = Buffer.from('false');
+const NULL = Buffer.from('null');
 
 /** Views `view` keeps (a power of two). */
 const VIEW_SLOTS = 64;
@@ -101,9 +143,16 @@ export class LineBuffer {
 
   /** Bytes copied in as they are. */
   raw(part: Uint8Array): void {
-    this.reserve(part.length);
-    this.bytes.set(part, this.length);
-    this.length += part.length;
+    const n = part.length;
+    this.reserve(n);
+    // A record's parts are mostly a few bytes (`","seq":`): a loop beats TypedArray#set's call there.
+    if (n > 32) this.bytes.set(part, this.length);
+    else {
+      const b = this.bytes;
+      const at = this.length;
+      for (let i = 0; i < n; i++) b[at + i] = part[i]!;
+    }
+    this.length += n;
   }
 
   /** Text as UTF-8. */
@@ -163,8 +212,8 @@ export class LineBuffer {
   value(value: unknown): void {
     if (typeof value === 'string') return this.jsonString(value);
     if (typeof value === 'number') return this.number(value);
-    if (typeof value === 'boolean') return this.ascii(value ? TRUE : FALSE);
-    if (value === null) return this.ascii(NULL);
+    if (typeof value === 'boolean') return this.raw(value ? TRUE : FALSE);
+    if (value === null) return this.raw(NULL);
     const start = this.length;
     if (!this.direct(value, 0)) {
       this.length = start;
@@ -182,42 +231,19 @@ export class LineBuffer {
       const text = new Date(ms).toISOString(); // throws a RangeError for an invalid time, as isoAt() does
       return this.ascii(quoted ? `"${text}"` : text);
     }
-    const days = Math.floor(ms / 86_400_000);
-    let rest = ms - days * 86_400_000;
-    // Civil date from days since 1970-01-01 (the proleptic Gregorian calendar, as Date uses).
-    const z = days + 719_468;
-    const era = Math.floor(z / 146_097);
-    const doe = z - era * 146_097;
-    const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
-    const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-    const mp = Math.floor((5 * doy + 2) / 153);
-    const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
-    const month = mp < 10 ? mp + 3 : mp - 9;
-    const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
-    const hours = Math.floor(rest / 3_600_000);
-    rest -= hours * 3_600_000;
-    const minutes = Math.floor(rest / 60_000);
-    rest -= minutes * 60_000;
-    const seconds = Math.floor(rest / 1000);
-    const millis = rest - seconds * 1000;
+    // A call's records ask for a few times, mostly the same ms or the same day: the text is kept, not worked out again.
+    const iso = ISO;
+    if (ms !== iso.ms) {
+      if (ms < iso.dayStart || ms >= iso.dayStart + 86_400_000) isoDay(ms);
+      isoTimeOfDay(ms - iso.dayStart);
+      iso.ms = ms;
+    }
     this.reserve(26);
     const b = this.bytes;
     let at = this.length;
     if (quoted) b[at++] = 0x22;
-    at = digits(b, at, year, 4);
-    b[at++] = 0x2d;
-    at = digits(b, at, month, 2);
-    b[at++] = 0x2d;
-    at = digits(b, at, day, 2);
-    b[at++] = 0x54;
-    at = digits(b, at, hours, 2);
-    b[at++] = 0x3a;
-    at = digits(b, at, minutes, 2);
-    b[at++] = 0x3a;
-    at = digits(b, at, seconds, 2);
-    b[at++] = 0x2e;
-    at = digits(b, at, millis, 3);
-    b[at++] = 0x5a;
+    const text = iso.text;
+    for (let i = 0; i < 24; i++) b[at++] = text[i]!;
     if (quoted) b[at++] = 0x22;
     this.length = at;
   }
@@ -257,7 +283,7 @@ export class LineBuffer {
         this.number(value);
         return true;
       case 'boolean':
-        this.ascii(value ? TRUE : FALSE);
+        this.raw(value ? TRUE : FALSE);
         return true;
       case 'object':
         break;
@@ -265,7 +291,7 @@ export class LineBuffer {
         return false;
     }
     if (value === null) {
-      this.ascii(NULL);
+      this.raw(NULL);
       return true;
     }
     if (depth >= MAX_DIRECT_DEPTH) return false;
@@ -275,7 +301,7 @@ export class LineBuffer {
       for (let i = 0; i < value.length; i++) {
         if (i > 0) this.byte(0x2c);
         const item: unknown = value[i];
-        if (item === undefined) this.ascii(NULL);
+        if (item === undefined) this.raw(NULL);
         else if (!this.direct(item, depth + 1)) return false;
       }
       this.byte(0x5d);
