@@ -1,7 +1,9 @@
 /**
  * The session's audit log, as an observer: every call's attempt is appended
  * before its frame is forwarded (write-ahead; with --fsync it is on disk
- * first), then its dispatch and its one final record; rejected frames are
+ * first), then its one final record, and a dispatch record in between for a
+ * call that runs longer than DISPATCH_WAIT_MS (with --fsync, for every
+ * dispatched call); rejected frames are
  * recorded apart from calls, by reason and fingerprint, never by content; the
  * session record and the seal come last. One event = one line, never split
  * across writes; lines that need not be write-ahead share the next write.
@@ -26,9 +28,9 @@ import { basename } from 'node:path';
 import { generationOf } from './supervise/tag.js';
 
 /**
- * Longest wait of a dispatch record for the write of its call's final record:
- * a quick call's dispatch and end share one write, a slow call's dispatch is
- * written on its own by then.
+ * Longest wait of a dispatch record for its call's final record: a quick
+ * call's final record makes it unneeded (it carries the same facts), a slow
+ * call's dispatch is written on its own by then.
  */
 export const DISPATCH_WAIT_MS = 20;
 
@@ -113,7 +115,12 @@ export class AuditLog implements SessionObserver {
     return this.shaped(ATTEMPT, v, 'now');
   }
 
-  /** Usually written with the call's final record; a call still running after DISPATCH_WAIT_MS gets a write of its own. */
+  /**
+   * Queued, not written: a call still running DISPATCH_WAIT_MS later gets it
+   * written on its own; a call that ends first never gets it, because its
+   * final record carries the same facts (dispatched_at, generation) and the
+   * two would have reached the file in the same write anyway.
+   */
   callDispatched(call: Call): void {
     const v = DISPATCHED.values();
     v[0] = call.callId; v[1] = call.dispatchedAt; v[2] = generationOf(call);
@@ -130,6 +137,7 @@ export class AuditLog implements SessionObserver {
     v[13] = call.exitStatus; v[14] = call.streamEnd; v[15] = call.startedAt; v[16] = call.dispatchedAt; v[17] = call.endedAt;
     v[18] = maskText(m, call.protocolVersion); v[19] = maskText(m, call.traceparent); v[20] = call.chain; v[21] = call.continues; v[22] = call.linkedBy;
     v[23] = call.requestStateHash; v[24] = call.flags; v[25] = maskedDecision(m, call); v[26] = generationOf(call);
+    if (call.dispatchedAt !== null) this.log.withdrawQueued(DISPATCHED, call.callId);
     this.shaped(END, v, 'turn');
   }
 

@@ -23,8 +23,8 @@ const MAX_DIRECT_DEPTH = 4;
 /** 9999-12-31T23:59:59.999Z: the last time toISOString() writes with a four-digit year. */
 const LAST_4_DIGIT_MS = 253_402_300_799_999;
 
-/** The last time isoTime() wrote: its ms, the start of its day (UTC), and its 24 bytes (`2026-11-30T23:54:20.024Z`). */
-const ISO = { ms: -1, dayStart: -1, text: new Uint8Array(24) };
+/** The last time isoTime() wrote: its ms, its day (UTC) as [dayStart, dayEnd) ms (empty until the first), and its 24 bytes (`2026-11-30T23:54:20.024Z`). */
+const ISO = { ms: -1, dayStart: 0, dayEnd: 0, text: new Uint8Array(24) };
 
 /** The date part (`YYYY-MM-DDT`) of the day holding `ms`, from days since 1970-01-01 (the proleptic Gregorian calendar, as Date uses). */
 function isoDay(ms: number): void {
@@ -50,6 +50,7 @@ function isoDay(ms: number): void {
   t[19] = 0x2e;
   t[23] = 0x5a;
   ISO.dayStart = days * 86_400_000;
+  ISO.dayEnd = ISO.dayStart + 86_400_000;
 }
 
 /** The time part (`HH:MM:SS.mmm`) of ISO.text, for `rest` ms into the day. */
@@ -234,7 +235,7 @@ export class LineBuffer {
     // A call's records ask for a few times, mostly the same ms or the same day: the text is kept, not worked out again.
     const iso = ISO;
     if (ms !== iso.ms) {
-      if (ms < iso.dayStart || ms >= iso.dayStart + 86_400_000) isoDay(ms);
+      if (ms < iso.dayStart || ms >= iso.dayEnd) isoDay(ms);
       isoTimeOfDay(ms - iso.dayStart);
       iso.ms = ms;
     }

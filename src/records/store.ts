@@ -42,6 +42,8 @@ export interface RecordStoreOptions {
   key?: Buffer;
 }
 
+/** How far back from the newest queued record `withdrawQueued` looks (a call's dispatch record is queued a few records before its end). */
+const WITHDRAW_REACH = 16;
 const OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /** An append-only, hash-chained log of one session. Not shared between processes. */
@@ -195,6 +197,24 @@ export class SessionLog {
     this.chainText(`${canonical({ ...fields, seq: this.seq, prev: prevHex(this.link()) })}\n`);
   }
 
+  /**
+   * Take back a shaped record still waiting in the queue: the newest one of
+   * `shape` whose first value is `id`, among the last few queued. True if it
+   * was found (it will not be written).
+   */
+  withdrawQueued(shape: RecordShape, id: unknown): boolean {
+    const last = Math.max(0, this.queuedCount - WITHDRAW_REACH);
+    for (let i = this.queuedCount - 1; i >= last; i--) {
+      const values = this.queuedValues[i];
+      if (this.queuedShape[i] !== shape || values === null || (values as readonly unknown[])[0] !== id) continue;
+      this.queuedShape[i] = null;
+      this.queuedValues[i] = null;
+      shape.recycle(values as readonly unknown[]);
+      return true;
+    }
+    return false;
+  }
+
   private chainQueued(): void {
     const count = this.queuedCount;
     if (count === 0) return;
@@ -202,9 +222,10 @@ export class SessionLog {
     this.queuedCount = 0;
     for (let i = 0; i < count; i++) {
       const shape = this.queuedShape[i]!;
-      const values = this.queuedValues[i]!;
+      const values = this.queuedValues[i] ?? null;
       this.queuedShape[i] = null;
       this.queuedValues[i] = null;
+      if (values === null) continue; // withdrawn
       if (shape === null) this.chainFields(values as LogRecord);
       else this.chainShaped(shape, values as readonly unknown[], this.queuedTs[i]!);
     }
