@@ -116,7 +116,7 @@ export class RecordShape {
 
   /**
    * Values arrays made by `values()` and given back by the log once their
-   * record was chained: a call's three records reuse them instead of
+   * record was chained: a call's records reuse them instead of
    * allocating a values array each (an end record's is 27 slots). Only
    * arrays made here are kept (a caller's own array is never reused behind
    * its back), and at most a few, emptied.

@@ -1,7 +1,7 @@
 /**
  * LineBuffer: the bytes of record lines not yet written, built in place.
  *
- * A call writes three records; building each as a string (a value's JSON text,
+ * A call writes two or three records; building each as a string (a value's JSON text,
  * the joined line, the lines joined for one write) allocated several KB per
  * call and made the young generation fill twice as fast as a plain relay's.
  * Here a line's text goes straight into one reused Buffer, which is hashed
