@@ -20,6 +20,14 @@ const recordsSoFar = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl'
   });
 const tool = (id, name, args = {}) => frame({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
+/** mcpguard (with `options`) over recorder.py, its stdin kept open; `answered()` counts the lines it has answered so far. */
+function openRecorder(dir, options = [], env = {}) {
+  const g = runGuard([`--record-dir=${dir}`, ...options, '--', 'python3', fixture('recorder.py')], { keepOpen: true, env });
+  let answers = 0;
+  g.child.stdout.on('data', (c) => { answers += c.toString().split('\n').length - 1; });
+  return { g, answered: () => answers };
+}
+
 /** Final records by request id, asserting each call id has exactly one. */
 function finals(log) {
   const ends = log.filter((r) => r.type === 'call_end');
@@ -48,14 +56,10 @@ describe('records written by a session', () => {
   test('every call that reached mcpguard has exactly one final record, whatever ended it', { timeout: 60000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      const g = runGuard([`--record-dir=${dir}`, '--on-invalid=reject', '--call-timeout=800', '--grace=300', '--', 'python3', fixture('recorder.py')], {
-        keepOpen: true, env: { SLOW_TOOL_MS: '1500' },
-      });
+      const { g, answered } = openRecorder(dir, ['--on-invalid=reject', '--call-timeout=800', '--grace=300'], { SLOW_TOOL_MS: '1500' });
       const send = (s) => g.child.stdin.write(s);
-      let answers = 0;
-      g.child.stdout.on('data', (c) => { answers += c.toString().split('\n').length - 1; });
       send(frame({ jsonrpc: '2.0', id: 0, method: 'ping' }));                       // completed, once the server is up
-      while (answers === 0) await sleep(50);
+      while (answered() === 0) await sleep(50);
       send(tool(1, 'record', { v: 1 }));                                           // completed
       send(frame({ jsonrpc: '2.0', id: 2, method: 'no/such' }));                    // error
       send(frame({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: 'x' }));   // rejected (-32602)
@@ -110,14 +114,12 @@ describe('records written by a session', () => {
     } finally { cleanup(); }
   });
 
-  test('dispatch and final records reach the file while the session runs; a SIGKILL then loses none of them', { timeout: 30000 }, async () => {
+  test('attempt and final records reach the file while the session runs; a SIGKILL then loses none of them', { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      const g = runGuard([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { keepOpen: true });
-      let answers = 0;
-      g.child.stdout.on('data', (c) => { answers += c.toString().split('\n').length - 1; });
+      const { g, answered } = openRecorder(dir);
       g.child.stdin.write(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }) + tool(2, 'record', { v: 1 }));
-      while (answers < 2) await sleep(20);
+      while (answered() < 2) await sleep(20);
       // No more input and no session end: only the deferred flush can write the final records now.
       // (A dispatch record is there only for a call that ran more than 20 ms, e.g. one sent while python was starting.)
       const callRecords = () => recordsSoFar(dir).filter((r) => r.type === 'call_attempt' || r.type === 'call_end').map((r) => `${r.type}:${r.call_id === undefined ? '' : 'c'}`);
@@ -137,13 +139,11 @@ describe('records written by a session', () => {
   test('a call that ends within 20 ms of its dispatch gets no dispatch record; its final record says when and to which server', { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      const g = runGuard([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { keepOpen: true });
-      let answers = 0;
-      g.child.stdout.on('data', (c) => { answers += c.toString().split('\n').length - 1; });
+      const { g, answered } = openRecorder(dir);
       // One call at a time, each sent once the one before is answered: python answers within a few ms.
       for (let id = 1; id <= 20; id++) {
         g.child.stdin.write(tool(id, 'record', { v: id }));
-        while (answers < id) await sleep(2);
+        while (answered() < id) await sleep(2);
       }
       g.child.stdin.end();
       await g.done;
