@@ -39,6 +39,12 @@ export type Outcome =
 export interface CompiledSchema {
   readonly dialect: Dialect;
   check(value: unknown): Outcome;
+  /**
+   * check(), for a caller that needs only the answer (a policy's `when`): the
+   * library stops at the first failure and nothing is explained, so an
+   * `invalid` outcome has no errors.
+   */
+  matches(value: unknown): Outcome;
   /** check(), of arguments held as bytes: large ones the schema's quick check can pass are never decoded. */
   checkArguments(args: ArgumentSource): Outcome;
 }
@@ -62,6 +68,7 @@ export interface ArgumentSource {
 export const BYTES_CHECK_MIN = 4 * 1024;
 
 const PASSED: Outcome = Object.freeze({ ok: true });
+const FAILED: Outcome = Object.freeze({ ok: false, kind: 'invalid', errors: Object.freeze([]) as unknown as SchemaError[] });
 
 /** Compile `schema` as `dialect`; throws GuardError('schema_unusable') naming what is wrong with it. */
 export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema {
@@ -84,16 +91,26 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
   checkBounds(copy, targets);
   // A valid value of a simple schema passes without the library's per-subschema garbage; anything else asks the library.
   const rule = compileRule(copy, dialect);
-  const check = (value: unknown): Outcome => {
-    if (rule !== null && valuePasses(value, rule)) return PASSED;
-    let result: lib.ValidationResult;
+  const validate = (value: unknown, firstFailure: boolean): lib.ValidationResult | Outcome => {
     try {
-      result = lib.validate(value, copy as lib.Schema | boolean, dialect, lookup as Record<string, lib.Schema | boolean>, false);
+      return lib.validate(value, copy as lib.Schema | boolean, dialect, lookup as Record<string, lib.Schema | boolean>, firstFailure);
     } catch (error) {
       // Compiling ruled out unresolved references and endless cycles: what throws here is the
       // stack (a value nested deeper than it, or more failures than one array spread can take).
       return { ok: false, kind: 'unchecked', reason: error instanceof RangeError ? 'it is nested too deeply or fails in too many places to check' : `the check failed (${clip(messageOf(error))})` };
     }
+  };
+  const matches = (value: unknown): Outcome => {
+    // The quick check's no is as exact as its yes (quick-check.test.js compares both with the library); only a refusal's explanation needs the library.
+    if (rule !== null) return valuePasses(value, rule) ? PASSED : FAILED;
+    const result = validate(value, true);
+    if ('ok' in result) return result;
+    return result.valid ? PASSED : FAILED;
+  };
+  const check = (value: unknown): Outcome => {
+    if (rule !== null && valuePasses(value, rule)) return PASSED;
+    const result = validate(value, false);
+    if ('ok' in result) return result;
     if (result.valid) return PASSED;
     let errors: SchemaError[];
     try {
@@ -106,6 +123,7 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
   return {
     dialect,
     check,
+    matches,
     checkArguments(args: ArgumentSource): Outcome {
       if (rule !== null && args.end - args.start >= BYTES_CHECK_MIN && bytesPass(rule, args.frame, args.start, args.end)) return PASSED;
       return check(args.value());

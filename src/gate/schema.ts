@@ -272,7 +272,7 @@ export function compileWhen(schema: unknown): WhenPredicate {
     throw new GuardError('bad_schema', `"when" is not a usable JSON Schema: ${what}`);
   }
   return (args: unknown): boolean => {
-    const outcome = compiled.check(args === undefined ? {} : args);
+    const outcome = compiled.matches(args === undefined ? {} : args);
     if (outcome.ok) return true;
     if (outcome.kind === 'invalid') return false;
     throw new GuardError('when_unchecked', `the arguments could not be checked against "when": ${outcome.reason}`);

@@ -16,6 +16,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ROOT } from '../helpers/run.js';
 import { compileWhen, loadEngine, ToolSchemas, verdictText } from '../../dist/gate/schema.js';
 import { MAX_EXPANDED_SUBSCHEMAS, MAX_SCHEMA_DEPTH } from '../../dist/gate/limits.js';
+import { compileSchema, resolveDialect } from '../../dist/gate/engine.js';
+import { json, schema as randomSchema } from './json-arbitraries.js';
 
 const TIMEOUT = 60000;
 const EVERYTHING = join(ROOT, 'node_modules', '.bin', 'mcp-server-everything');
@@ -338,6 +340,33 @@ describe('policy "when" clauses', () => {
     assert.equal(when(undefined), false);
     assert.equal(compileWhen({})(undefined), true);
     assert.equal(compileWhen(true)({ any: 1 }), true);
+  });
+
+  test('a "when" clause answers as the full check does (which also explains), on random schemas and values', () => {
+    let matched = 0;
+    let missed = 0;
+    fc.assert(fc.property(randomSchema, fc.array(json, { minLength: 1, maxLength: 6 }), (s, values) => {
+      let when;
+      let compiled;
+      try {
+        when = compileWhen(s);
+        compiled = compileSchema(s, resolveDialect(s, null));
+      } catch {
+        return; // a schema the engine refuses: compileWhen's refusal is tested below
+      }
+      for (const value of values) {
+        const full = compiled.check(value);
+        if (!full.ok && full.kind === 'unchecked') {
+          assert.throws(() => when(value), { code: 'when_unchecked' });
+          continue;
+        }
+        assert.equal(when(value), full.ok, `schema ${JSON.stringify(s)}, value ${JSON.stringify(value)}`);
+        if (full.ok) matched++;
+        else missed++;
+      }
+    }), { numRuns: 3000 });
+    // Both answers must be exercised, or the agreement proves little.
+    assert.ok(matched > 1000 && missed > 1000, `matched ${matched}, missed ${missed}`);
   });
 
   test('a bad schema throws a GuardError naming what is wrong', () => {
