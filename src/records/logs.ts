@@ -219,7 +219,7 @@ function findCalls(files: string[], prefix: string): Map<string, string> {
 function callSource(file: string, callId: string): Source {
   let offset = 0;
   let done = false;
-  const needle = `"call_id":${JSON.stringify(callId)}`;
+  const needles = [Buffer.from(`"call_id":${JSON.stringify(callId)}`), Buffer.from(SESSION_END)];
   return {
     oneCall: true,
     file,
@@ -227,7 +227,7 @@ function callSource(file: string, callId: string): Source {
     read() {
       const blocks: Block[] = [];
       let eof: boolean;
-      ({ offset, eof } = forEachLine(file, offset, (line) => line.includes(needle) || line.includes(SESSION_END), (record) => {
+      ({ offset, eof } = forEachLine(file, offset, needles, (record) => {
         if (record.type === 'call_end' && record.call_id === callId) blocks.push(callBlock(record, basename(file, '.jsonl')));
         if (blocks.length > 0 || record.type === 'session_end') done = true;
       }));

@@ -270,6 +270,27 @@ function readSpan(fd: number, position: number, length: number): Buffer {
   return bytes.subarray(0, got);
 }
 
+/** Parse and visit the lines of data[0, end) (complete lines) that contain one of `needles`, in order. */
+function visitContaining(data: Buffer, end: number, needles: readonly Buffer[], visit: (record: Record<string, unknown>) => void): void {
+  // Each needle's next place at or after `pos` (-1: none before `end`), found once and searched again only when passed.
+  const next = needles.map(() => -2);
+  for (let pos = 0; ;) {
+    let hit = -1;
+    for (let i = 0; i < needles.length; i++) {
+      if (next[i] === -2 || (next[i]! !== -1 && next[i]! < pos)) {
+        const found = data.indexOf(needles[i]!, pos);
+        next[i] = found === -1 || found >= end ? -1 : found;
+      }
+      if (next[i]! !== -1 && (hit === -1 || next[i]! < hit)) hit = next[i]!;
+    }
+    if (hit === -1) return;
+    const nl = data.indexOf(10, hit);
+    const record = parseRecord(data.subarray(data.lastIndexOf(10, hit) + 1, nl));
+    if (record !== null) visit(record);
+    pos = nl + 1;
+  }
+}
+
 const CHUNK_BYTES = 256 << 10;
 /** Log bytes read per forEachLine call (a line longer than this is still read whole). */
 const READ_BYTES = 1 << 20;
@@ -278,14 +299,16 @@ export const FOLLOW_POLL_MS = 200;
 
 /**
  * The complete lines of a log from byte `from` on, about READ_BYTES of them,
- * parsed (only the lines `keep` accepts, when given); returns the offset after
+ * parsed (only the lines `keep` accepts, when given: a test of the line, or
+ * needles (no newline in them) one of which the line must contain, searched
+ * for a buffer at a time instead of line by line); returns the offset after
  * the last complete line, where the next read goes on, and whether the file
  * was read to its end. The file must be
  * a regular file named directly (as readLogFile wants it); an unparsable line
  * is skipped.
  */
 export function forEachLine(
-  file: string, from: number, keep: ((line: Buffer) => boolean) | null, visit: (record: Record<string, unknown>) => void,
+  file: string, from: number, keep: ((line: Buffer) => boolean) | readonly Buffer[] | null, visit: (record: Record<string, unknown>) => void,
   /** Stop after about this many bytes (whole lines); a caller that holds what it visits reads less at a time. */
   batch = READ_BYTES,
 ): { offset: number; eof: boolean } {
@@ -318,12 +341,17 @@ export function forEachLine(
       at += n;
       const data = buf.subarray(0, have + n);
       let start = 0;
-      for (let nl = data.indexOf(10, have); nl !== -1; nl = data.indexOf(10, start)) {
-        const line = data.subarray(start, nl);
-        start = nl + 1;
-        if (keep !== null && !keep(line)) continue;
-        const record = parseRecord(line);
-        if (record !== null) visit(record);
+      if (keep !== null && typeof keep !== 'function') {
+        start = data.lastIndexOf(10) + 1; // the complete lines end here
+        visitContaining(data, start, keep, visit);
+      } else {
+        for (let nl = data.indexOf(10, have); nl !== -1; nl = data.indexOf(10, start)) {
+          const line = data.subarray(start, nl);
+          start = nl + 1;
+          if (keep !== null && !keep(line)) continue;
+          const record = parseRecord(line);
+          if (record !== null) visit(record);
+        }
       }
       offset += start;
       have = data.length - start;

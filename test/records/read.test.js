@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LineReader } from '../../dist/records/read.js';
+import { forEachLine, LineReader } from '../../dist/records/read.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcpguard-read-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -78,5 +78,42 @@ test('nextContaining finds exactly the lines next() would, wherever lines and th
     assert.ok(expected.length > 20, 'the file has matching lines');
     assert.equal(got.length, expected.length, `round ${round}`);
     assert.ok(got.every((l, i) => l === expected[i]), `round ${round}: the same lines in the same order`);
+  }
+});
+
+test('forEachLine with needles visits exactly the records a line-by-line filter does, batch by batch', () => {
+  const needles = ['"call_id":"c_ab', '"type":"session_end"'];
+  let seed = 11;
+  const rand = (n) => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return (seed >>> 8) % n; };
+  for (let round = 0; round < 4; round++) {
+    const lines = [];
+    let size = 0;
+    for (let n = 0; size < 3.5 * (1 << 20); n++) {
+      const kind = rand(10);
+      // Padding from a few bytes to past the 256 KiB read size now and then, so lines and needles fall across reads.
+      const pad = 'x'.repeat(kind === 0 && rand(8) === 0 ? (256 << 10) + rand(300000) : rand(kind < 4 ? 40 : 3000));
+      const record = kind % 3 === 0 ? { n, call_id: `c_ab${rand(100)}`, pad }
+        : kind === 5 ? { n, pad, note: needles[0].slice(0, 1 + rand(needles[0].length - 1)) }
+        : kind === 7 && rand(4) === 0 ? { n, type: 'session_end' }
+        : { n, pad };
+      const line = JSON.stringify(record);
+      lines.push(line);
+      size += line.length + 1;
+    }
+    const path = file(`visit-${round}.jsonl`, `${lines.join('\n')}\n${round % 2 ? '{"n":-1,"call_id":"c_ab0"' : ''}`);
+    const run = (keep) => {
+      const seen = [];
+      const steps = [];
+      for (let offset = 0, eof = false; !eof;) {
+        ({ offset, eof } = forEachLine(path, offset, keep, (r) => seen.push(r.n)));
+        steps.push([offset, eof]);
+      }
+      return { seen, steps };
+    };
+    const expected = run((line) => needles.some((needle) => line.includes(needle)));
+    const got = run(needles.map((needle) => Buffer.from(needle)));
+    assert.ok(expected.seen.length > 20, 'the file has matching lines');
+    assert.deepEqual(got.seen, expected.seen, `round ${round}: the same records in the same order`);
+    assert.deepEqual(got.steps, expected.steps, `round ${round}: the same offsets and ends, batch by batch`);
   }
 });
