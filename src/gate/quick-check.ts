@@ -10,8 +10,8 @@
  * For a tool call it only ever says yes or "ask the library": a value it
  * does not pass is checked again by the library, which makes the verdict
  * and its errors, so a refusal reads exactly as before. A policy's `when`
- * needs no explanation, and takes its no as final (engine.ts `matches`). It must never pass a value the library
- * refuses: each keyword below repeats the library's own test (validate.js of
+ * needs no explanation, and takes its no as final (engine.ts `matches`).
+ * It must never pass a value the library refuses: each keyword below repeats the library's own test (validate.js of
  * @cfworker/json-schema 4.x), quirks included (a lone `"integer"` type lets
  * a number with no fraction through, Infinity too; in an array of types it
  * does not). A schema with any keyword the library reads and this module
