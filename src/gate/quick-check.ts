@@ -11,12 +11,13 @@
  * does not pass is checked again by the library, which makes the verdict
  * and its errors, so a refusal reads exactly as before. A policy's `when`
  * needs no explanation, and takes its no as final (engine.ts `matches`).
- * It must never pass a value the library refuses: each keyword below repeats the library's own test (validate.js of
- * @cfworker/json-schema 4.x), quirks included (a lone `"integer"` type lets
- * a number with no fraction through, Infinity too; in an array of types it
- * does not). A schema with any keyword the library reads and this module
- * does not repeat gets no quick check at all. test/gate/quick-check.test.js
- * compares the two on random schemas and values.
+ * It must never pass a value the library refuses: each keyword below
+ * repeats the library's own test (validate.js of @cfworker/json-schema 4.x),
+ * quirks included (a lone `"integer"` type lets a number with no fraction
+ * through, Infinity too; in an array of types it does not). A schema with
+ * any keyword the library reads and this module does not repeat gets no
+ * quick check at all. test/gate/quick-check.test.js compares the two on
+ * random schemas and values.
  */
 import type { Dialect } from './dialect.js';
 
