@@ -25,7 +25,6 @@ import { ownStartIdentity } from './records/live.js';
 import { SessionLog, fingerprint, type RecordStoreOptions } from './records/store.js';
 import type { ServerInfo } from './server-info.js';
 import { basename } from 'node:path';
-import { generationOf } from './supervise/tag.js';
 
 /**
  * Longest wait of a dispatch record for its call's final record: a quick
@@ -123,7 +122,7 @@ export class AuditLog implements SessionObserver {
    */
   callDispatched(call: Call): void {
     const v = DISPATCHED.values();
-    v[0] = call.callId; v[1] = call.dispatchedAt; v[2] = generationOf(call);
+    v[0] = call.callId; v[1] = call.dispatchedAt; v[2] = call.generation;
     this.shaped(DISPATCHED, v, 'later');
   }
 
@@ -136,7 +135,7 @@ export class AuditLog implements SessionObserver {
     v[8] = stderr?.seen ?? 0; v[9] = stderr?.retained ?? 0; v[10] = stderr?.truncated ?? false; v[11] = stderr?.shared ?? false; v[12] = maskText(m, stderr?.text ?? null);
     v[13] = call.exitStatus; v[14] = call.streamEnd; v[15] = call.startedAt; v[16] = call.dispatchedAt; v[17] = call.endedAt;
     v[18] = maskText(m, call.protocolVersion); v[19] = maskText(m, call.traceparent); v[20] = call.chain; v[21] = call.continues; v[22] = call.linkedBy;
-    v[23] = call.requestStateHash; v[24] = call.flags; v[25] = maskedDecision(m, call); v[26] = generationOf(call);
+    v[23] = call.requestStateHash; v[24] = call.flags; v[25] = maskedDecision(m, call); v[26] = call.generation;
     if (call.dispatchedAt !== null) this.log.withdrawQueued(DISPATCHED, call.callId);
     this.shaped(END, v, 'turn');
   }
