@@ -19,7 +19,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { loadEngine, ToolSchemas } from '../dist/gate/schema.js';
+import { loadEngine, ToolSchemas } from '../dist/gate/schema/schema.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURE = join(ROOT, 'bench', 'fixtures', 'everything-tools.json');
@@ -75,10 +75,10 @@ const row = (name, value, unit, note = '') => rows.push([name, value, unit, note
 
 // --- load, in fresh processes ---------------------------------------------------------
 const libraryUrl = import.meta.resolve('@cfworker/json-schema');
-const gateUrl = pathToFileURL(join(ROOT, 'dist', 'gate', 'schema.js')).href;
+const gateUrl = pathToFileURL(join(ROOT, 'dist', 'gate', 'schema', 'schema.js')).href;
 // The first imports of a process also warm up Node's module loader (10–20 ms here): modules
 // mcpguard loads at start anyway pay that before the clock starts.
-const warm = ['errors.js', 'escape.js', 'jsonrpc.js'].map((f) => `await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', f)).href)});`).join(' ');
+const warm = ['base/errors.js', 'mask/escape.js', 'wire/jsonrpc.js'].map((f) => `await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', f)).href)});`).join(' ');
 const inFresh = (code) => Number(execFileSync(process.execPath, ['--input-type=module', '-e', `${warm} ${code}`], { cwd: ROOT, encoding: 'utf8' }));
 const importMs = [];
 const gateImportMs = [];
@@ -97,7 +97,7 @@ for (let i = 0; i < PROCESS_RUNS; i++) {
     if (!v.ok) throw new Error(JSON.stringify(v));
     process.stdout.write(String(performance.now() - t));`));
 }
-row('load: import dist/gate/schema.js, engine not loaded (fresh node, loader warm)', median(gateImportMs), 'ms', `${PROCESS_RUNS} processes`);
+row('load: import dist/gate/schema/schema.js, engine not loaded (fresh node, loader warm)', median(gateImportMs), 'ms', `${PROCESS_RUNS} processes`);
 row('load: import @cfworker/json-schema (fresh node, loader warm)', median(importMs), 'ms', `${PROCESS_RUNS} processes`);
 row('load: first verdict (learn 13 tools, import, compile echo, check)', median(firstVerdictMs), 'ms', `${PROCESS_RUNS} processes`);
 
@@ -143,7 +143,7 @@ for (const v of startVariants) {
 
 // --- compile, warm -------------------------------------------------------------------
 await loadEngine();
-const { compileSchema, resolveDialect } = await import('../dist/gate/engine.js');
+const { compileSchema, resolveDialect } = await import('../dist/gate/schema/engine.js');
 const compileUs = {};
 for (const t of [...EVERYTHING, ...HAND_WRITTEN]) {
   const dialect = resolveDialect(t.inputSchema, '2025-11-25');

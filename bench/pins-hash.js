@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { digest, pinnedPart } from '../dist/pins/definition.js';
 import { PinGuard } from '../dist/pins/guard.js';
 import { ToolHooks } from '../dist/pins/hooks.js';
-import { scanJson } from '../dist/json-scan.js';
+import { scanJson } from '../dist/wire/json-scan.js';
 import { median } from './lib/stats.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -1,11 +1,11 @@
-// What sampling the server's tree costs (src/resources.ts): the npm package
+// What sampling the server's tree costs (src/process/resources.ts): the npm package
 // `pidusage` against a direct /proc read, on a tree of 5 processes (sh + 4 sleeps).
 //   npm run build && node bench/resources.js [rounds=300]
 // pidusage is not a dependency: install it anywhere and name its directory,
 //   (cd /tmp/pu && npm init -y && npm install pidusage) && PIDUSAGE_DIR=/tmp/pu node bench/resources.js
 //
 // Measured, interleaved round by round (A B C D, A B C D, ...):
-//   load:   a fresh `node` that loads pidusage / dist/resources.js, minus a bare `node`
+//   load:   a fresh `node` that loads pidusage / dist/process/resources.js, minus a bare `node`
 //   sample: pidusage(5 pids, found beforehand); the same 5 pids read directly (stat + status);
 //           one ResourceMeter.sample() (it finds the tree itself, through the
 //           kernel's children lists /proc/PID/task/TID/children); the same with
@@ -17,8 +17,8 @@ import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { descendantsOfAny, readProc, treeOf } from '../dist/proctree.js';
-import { ResourceMeter, readMemory } from '../dist/resources.js';
+import { descendantsOfAny, readProc, treeOf } from '../dist/process/proctree.js';
+import { ResourceMeter, readMemory } from '../dist/process/resources.js';
 import { describeMachine, load } from './lib/machine.js';
 import { median } from './lib/stats.js';
 
@@ -47,7 +47,7 @@ try {
   const commands = {
     bare: ['-e', ''],
     pidusage: ['-e', `require(${JSON.stringify(pidusagePath)})`],
-    direct: ['--input-type=module', '-e', `await import(${JSON.stringify(join(ROOT, 'dist', 'resources.js'))})`],
+    direct: ['--input-type=module', '-e', `await import(${JSON.stringify(join(ROOT, 'dist', 'process', 'resources.js'))})`],
   };
   for (let i = 0; i < 15; i++) {
     for (const [name, args] of Object.entries(commands)) {
@@ -57,7 +57,7 @@ try {
     }
   }
   const bare = median(loads.bare);
-  console.log(`load (median of 15 fresh node processes, minus a bare node at ${bare.toFixed(1)} ms): pidusage +${(median(loads.pidusage) - bare).toFixed(1)} ms, dist/resources.js +${(median(loads.direct) - bare).toFixed(1)} ms`);
+  console.log(`load (median of 15 fresh node processes, minus a bare node at ${bare.toFixed(1)} ms): pidusage +${(median(loads.pidusage) - bare).toFixed(1)} ms, dist/process/resources.js +${(median(loads.direct) - bare).toFixed(1)} ms`);
 
   // First call: pidusage spawns `getconf` twice to learn the clock tick and page size.
   const first = await timedAsync(() => pidusage(pids));

@@ -99,7 +99,7 @@ try {
   usage(error.message);
 }
 
-if (!existsSync(new URL('../dist/cli.js', import.meta.url))) usage('dist/ is missing: run `npm run build` first (npm run bench does)');
+if (!existsSync(new URL('../dist/cli/main.js', import.meta.url))) usage('dist/ is missing: run `npm run build` first (npm run bench does)');
 const config = structuredClone(args.quick ? MODES.quick : MODES.full);
 const rows = args.rows === undefined ? [...ROWS.filter((r) => !ON_REQUEST.includes(r)), ...(args.quick ? [] : EXTRA)] : args.rows.split(',').map((r) => r.trim());
 for (const r of rows) if (!ROWS.includes(r) && !EXTRA.includes(r)) usage(`--rows: unknown row '${r}' (rows: ${[...ROWS, ...EXTRA].join(', ')})`);

@@ -6,7 +6,7 @@
 // and the native floors: buffer.isUtf8 and one memchr pass (indexOf of a byte
 // that is not there). Variants interleaved per round, medians over rounds.
 // The "pre-scanned" column is what a large frame costs mcpguard in all: the
-// frame fed to the pre-scan (src/json-prescan.ts: UTF-8 and the SIMD string
+// frame fed to the pre-scan (src/wire/json-prescan.ts: UTF-8 and the SIMD string
 // check) in 64 KiB reads as the splitter does while it arrives, then the
 // scanner at the newline, which steps over the strings found valid.
 // `--before=DIR` (a built checkout: DIR/dist/) adds that build's scanner and
@@ -26,12 +26,12 @@ import { KINDS, payload } from './lib/payloads.js';
 
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, size: { type: 'string', default: '1' }, order: { type: 'string' }, before: { type: 'string' } } });
 const SIZE = Math.round(Number.parseFloat(args.size) * 2 ** 20);
-const { scanJson } = await import('../dist/json-scan.js');
-const { FramePrescan } = await import('../dist/json-prescan.js');
-const reference = await import('../test/reference/json-scan-be66652.js');
+const { scanJson } = await import('../dist/wire/json-scan.js');
+const { FramePrescan } = await import('../dist/wire/json-prescan.js');
+const reference = await import('../test/wire/reference/json-scan-be66652.js');
 const before = args.before === undefined ? null : {
-  scan: (await import(pathToFileURL(resolve(args.before, 'dist/json-scan.js')).href)).scanJson,
-  Prescan: (await import(pathToFileURL(resolve(args.before, 'dist/json-prescan.js')).href)).FramePrescan,
+  scan: (await import(pathToFileURL(resolve(args.before, 'dist/wire/json-scan.js')).href)).scanJson,
+  Prescan: (await import(pathToFileURL(resolve(args.before, 'dist/wire/json-prescan.js')).href)).FramePrescan,
 };
 
 /** The tool result text of the single-flight rows (bench/fixtures/echo-server.js): prose with an escape every ~13 bytes. */

@@ -6,7 +6,7 @@
 // every byte once, with peak RSS.
 //
 //   npx tsc -p tsconfig.json && node bench/stderr.js [GiB]
-import { Redactor } from '../dist/stderr/redact.js';
+import { Redactor } from '../dist/mask/redact.js';
 import { StderrStore } from '../dist/stderr/budget.js';
 import { Passthrough } from '../dist/stderr/passthrough.js';
 

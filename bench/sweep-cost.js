@@ -1,12 +1,12 @@
-// The cost of one session-marker sweep (src/marker.ts) with N extra processes
+// The cost of one session-marker sweep (src/process/marker.ts) with N extra processes
 // running, next to one /proc tree walk for reference:
 //   npm run build && node bench/sweep-cost.js [N=400]
 // Run as root it reads every process's environ (the worst case); as another
 // user, other users' processes fail at open.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { markedProcesses } from '../dist/marker.js';
-import { descendantsOf } from '../dist/proctree.js';
+import { markedProcesses } from '../dist/process/marker.js';
+import { descendantsOf } from '../dist/process/proctree.js';
 
 const extra = Number(process.argv[2] ?? 400);
 const MARKED = 's_bench_marked';

@@ -45,7 +45,7 @@ export const KINDS = {
   /** A string where escapes are every few bytes: quotes, newlines, tabs, \u escapes, surrogate pairs. */
   'dense escapes': (size) => textResult(repeatTo(size / 2, 'a"b\nc\td\\e\u0001f\u2028g😀h')),
   /** Source code as a JSON string: mostly ASCII, a newline every line, quotes and backslashes here and there. */
-  'source code as JSON': (size) => textResult(repeatTo(size, readFileSync(`${ROOT}src/json-scan.ts`, 'utf8'))),
+  'source code as JSON': (size) => textResult(repeatTo(size, readFileSync(`${ROOT}src/wire/json-scan.ts`, 'utf8'))),
 };
 
 /** The payload of `kind`, about `size` bytes. */

@@ -9,8 +9,8 @@
  * After a failed initialize nothing else is sent (a client would give up
  * there too). After the server has gone, nothing else is sent either.
  */
-import { stringValue } from '../json-scan.js';
-import { membersOf } from '../jsonrpc.js';
+import { stringValue } from '../wire/json-scan.js';
+import { membersOf } from '../wire/jsonrpc.js';
 import { isModernVersion, supportedInError, UNSUPPORTED_PROTOCOL_VERSION } from './era.js';
 import { describeError, errorCode, Exchange, member, shortList, type ConversationIO, type ConversationResult, type ServerInfo } from './exchange.js';
 import { MODERN_PROTOCOL_VERSION, PROTOCOL_VERSIONS, type CheckPlan } from './options.js';

@@ -7,8 +7,8 @@
  * server exiting means legacy; the decision is never keyed to one error code
  * (legacy servers answer -32601, -32602, or nothing at all).
  */
-import { scanJson, stringValue, type JsonNode } from '../json-scan.js';
-import { membersOf, type Response } from '../jsonrpc.js';
+import { scanJson, stringValue, type JsonNode } from '../wire/json-scan.js';
+import { membersOf, type Response } from '../wire/jsonrpc.js';
 import { describeError, errorCode, member, type Answer, type ConversationIO, type Step } from './exchange.js';
 import { MODERN_PROTOCOL_VERSION } from './options.js';
 

@@ -4,8 +4,8 @@
  * step of the report. What the answers must contain is judged by the era's
  * conversation (conversation.ts, modern.ts); this module only waits for them.
  */
-import { nodeText, stringValue, type JsonNode } from '../json-scan.js';
-import type { RequestId, Response } from '../jsonrpc.js';
+import { nodeText, stringValue, type JsonNode } from '../wire/json-scan.js';
+import type { RequestId, Response } from '../wire/jsonrpc.js';
 import type { Sent, Transcript } from './transcript.js';
 
 export type StepOutcome = 'answered' | 'error' | 'input_required' | 'timeout' | 'gone' | 'stopped' | 'not_sent';

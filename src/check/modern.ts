@@ -11,8 +11,8 @@
  * `input_required` answer to tools/call is reported, never fulfilled: the
  * check declares no client capabilities, so it has nothing to answer with.
  */
-import { stringValue, type JsonNode } from '../json-scan.js';
-import { membersOf } from '../jsonrpc.js';
+import { stringValue, type JsonNode } from '../wire/json-scan.js';
+import { membersOf } from '../wire/jsonrpc.js';
 import { DISCOVER_ID, isModernVersion, requestMeta, stringItems, supportedInError, UNSUPPORTED_PROTOCOL_VERSION } from './era.js';
 import { describeError, errorCode, Exchange, member, shortList, type Answer, type ConversationResult, type ServerInfo } from './exchange.js';
 import { MODERN_PROTOCOL_VERSION, type CheckPlan } from './options.js';

@@ -4,8 +4,8 @@
  * ("--grace expects milliseconds …, got 'soon'").
  */
 import { statSync } from 'node:fs';
-import { GuardError } from '../errors.js';
-import { MAX_FRAME_BYTES, MAX_FRAME_WHY, parseArgv, type OptionSpec } from '../options.js';
+import { GuardError } from '../base/errors.js';
+import { MAX_FRAME_BYTES, MAX_FRAME_WHY, parseArgv, type OptionSpec } from '../cli/options.js';
 
 /** Released MCP revisions of the legacy era: the `initialize` handshake, which this check speaks for them. */
 export const PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;

@@ -5,9 +5,9 @@
  * the SDK v2 client does), then how the server ended. It ends with a report
  * of what was observed, never with an exception for something the server did.
  */
-import { explainSpawnFailure } from '../spawn-failure.js';
+import { explainSpawnFailure } from '../process/spawn-failure.js';
 import { ByteRing, type RingSnapshot } from '../stderr/ring.js';
-import type { ShutdownReport } from '../shutdown.js';
+import type { ShutdownReport } from '../process/shutdown.js';
 import { converse } from './conversation.js';
 import { decideByProbe, type DecidedBy, type Era, type EraDecision } from './era.js';
 import { Exchange, type BehaviourFinding, type ConversationResult, type ServerInfo, type Step } from './exchange.js';

@@ -5,17 +5,17 @@
  * SIGKILL). A run uses one; under --protocol-version auto, a legacy server
  * gets a second one after the probe, as the SDK v2 client does.
  */
-import { spawnInGroup } from '../child.js';
-import { markedEnv, markedProcesses } from '../marker.js';
-import { Masker } from '../mask.js';
-import { DescendantTracker } from '../proctree.js';
+import { spawnInGroup } from '../process/child.js';
+import { markedEnv, markedProcesses } from '../process/marker.js';
+import { Masker } from '../mask/mask.js';
+import { DescendantTracker } from '../process/proctree.js';
 import { newSessionId } from '../records/session-id.js';
-import { shutdownTree, type ShutdownReport } from '../shutdown.js';
-import { Redactor } from '../stderr/redact.js';
+import { shutdownTree, type ShutdownReport } from '../process/shutdown.js';
+import { Redactor } from '../mask/redact.js';
 import { ByteRing, type RingSnapshot } from '../stderr/ring.js';
-import { armWatchdog } from '../watchdog.js';
+import { armWatchdog } from '../process/watchdog.js';
 import type { Readable } from 'node:stream';
-import type { Request } from '../jsonrpc.js';
+import type { Request } from '../wire/jsonrpc.js';
 import type { ConversationIO } from './exchange.js';
 import type { CheckPlan } from './options.js';
 import { Transcript, type TranscriptEra } from './transcript.js';

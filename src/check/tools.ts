@@ -3,8 +3,8 @@
  * `tools/list` lists tools with a name and an input schema; a `tools/call`
  * result has content and is not an error.
  */
-import { scanJson, stringValue } from '../json-scan.js';
-import type { Response } from '../jsonrpc.js';
+import { scanJson, stringValue } from '../wire/json-scan.js';
+import type { Response } from '../wire/jsonrpc.js';
 import { member, type Exchange } from './exchange.js';
 
 /**

@@ -14,8 +14,8 @@
  * While the era is still being probed, such lines are held (with their line
  * number and bytes) and become findings only if the server turns out modern.
  */
-import { LineSplitter, type LineEvent } from '../framing.js';
-import { classifyFrame, idKey, PARSE_ERROR, type Request, type RequestId, type Response } from '../jsonrpc.js';
+import { LineSplitter, type LineEvent } from '../wire/framing.js';
+import { classifyFrame, idKey, PARSE_ERROR, type Request, type RequestId, type Response } from '../wire/jsonrpc.js';
 
 export const MAX_FINDINGS = 100;
 /** Methods of server-to-client requests remembered for the report. */

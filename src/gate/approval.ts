@@ -5,10 +5,10 @@
  * --approve-cmd. Every card has a wall-clock deadline, and a withdrawn card
  * is withdrawn at the client too.
  */
-import type { Call } from '../calls.js';
-import { idJson, membersOf, memberString, type Request } from '../jsonrpc.js';
-import type { JsonNode } from '../json-scan.js';
-import { META_CLIENT_CAPABILITIES, type RequestMeta } from '../wire/era.js';
+import type { Call } from '../relay/calls.js';
+import { idJson, membersOf, memberString, type Request } from '../wire/jsonrpc.js';
+import type { JsonNode } from '../wire/json-scan.js';
+import { META_CLIENT_CAPABILITIES, type RequestMeta } from '../mcp/era.js';
 import { runApproveCmd } from './approve-cmd.js';
 import { elicitationParams, makeCard, type Card } from './card.js';
 import type { Decision, GateConfig, GateIO, Outcome } from './gate.js';

@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { GuardError } from '../errors.js';
+import { GuardError } from '../base/errors.js';
 
 export interface CommandVerdict {
   approved: boolean;

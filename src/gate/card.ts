@@ -9,7 +9,7 @@
  * will get.
  */
 import { createHash } from 'node:crypto';
-import { processMasker } from '../mask.js';
+import { processMasker } from '../mask/mask.js';
 
 /** Most bytes of the arguments a card shows. */
 export const CARD_ARGUMENT_BYTES = 2048;

@@ -13,17 +13,17 @@
  * flowing, and a waiting call can be cancelled, time out, or be withdrawn at
  * the session's end, leaving nothing behind at the client or the server.
  */
-import type { Call } from '../calls.js';
-import { idJson, type Request, type Response } from '../jsonrpc.js';
-import { processMasker } from '../mask.js';
-import { nodeText, stringValue, type JsonNode } from '../json-scan.js';
-import type { RequestMeta } from '../wire/era.js';
+import type { Call } from '../relay/calls.js';
+import { idJson, type Request, type Response } from '../wire/jsonrpc.js';
+import { processMasker } from '../mask/mask.js';
+import { nodeText, stringValue, type JsonNode } from '../wire/json-scan.js';
+import type { RequestMeta } from '../mcp/era.js';
 import { Approvals } from './approval.js';
 import { HeldCalls } from './held.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from './rewrite.js';
-import { loadEngine, verdictText } from './schema.js';
+import { loadEngine, verdictText } from './schema/schema.js';
 import { CallArgs, ToolBook, type SchemaVerdict, type Schemas } from './tools.js';
 import type { ToolHooks } from '../pins/hooks.js';
 import type { Held } from '../pins/guard.js';

@@ -6,8 +6,8 @@
  * only when a rule has a `when` clause; otherwise it waits for the first
  * tool schema (start-up does not pay for it).
  */
-import { readCapped } from '../capped-read.js';
-import { GuardError } from '../errors.js';
+import { readCapped } from '../base/capped-read.js';
+import { GuardError } from '../base/errors.js';
 import { buildPolicy, type Policy } from './policy.js';
 
 /** Most bytes read from a policy file. */
@@ -38,7 +38,7 @@ export async function loadPolicy(value: unknown): Promise<Policy | null> {
   const rules = (raw as { rules?: unknown })?.rules;
   const needsEngine = Array.isArray(rules) && rules.some((rule) => typeof rule === 'object' && rule !== null && 'when' in rule);
   if (!needsEngine) return buildPolicy(raw, source, () => { throw new Error('no engine'); });
-  const engine = await import('./schema.js');
+  const engine = await import('./schema/schema.js');
   await engine.loadEngine();
   return buildPolicy(raw, source, (schema) => engine.compileWhen(schema));
 }

@@ -14,7 +14,7 @@
  * schemas: no matcher language of its own. `annotations` are the server's
  * claims about its tool, so a rule keyed on them may only ask or deny.
  */
-import { GuardError, EXIT_USAGE } from '../errors.js';
+import { GuardError, EXIT_USAGE } from '../base/errors.js';
 import type { ArgsValue } from './tools.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';

@@ -3,9 +3,9 @@
  * tool execution error (`isError: true`): the model reads it and can correct
  * itself or stop. Its `_meta` names mcpguard as the source.
  */
-import type { Call } from '../calls.js';
-import { idJson } from '../jsonrpc.js';
-import { processMasker } from '../mask.js';
+import type { Call } from '../relay/calls.js';
+import { idJson } from '../wire/jsonrpc.js';
+import { processMasker } from '../mask/mask.js';
 import type { Outcome } from './gate.js';
 
 export function refusal(call: Call, state: 'rejected' | 'denied', reason: string, modern: boolean): Outcome {

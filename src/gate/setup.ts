@@ -5,14 +5,14 @@
  * Schema engine is not loaded here: the tool book loads it the first time a
  * schema is compiled.
  */
-import type { OptionValues } from '../options.js';
+import type { OptionValues } from '../cli/options.js';
 import { resolveRecordDir } from '../records/location.js';
 import { PinGuard, type OnToolChange } from '../pins/guard.js';
 import { ToolHooks } from '../pins/hooks.js';
 import { approveArgv } from './approve-cmd.js';
 import { Gate, type GateIO } from './gate.js';
 import type { Policy } from './policy.js';
-import { ToolSchemas } from './schema.js';
+import { ToolSchemas } from './schema/schema.js';
 
 /** Where the pins' changes and hidden-character counts are recorded (the audit log), if anywhere. */
 export type GateRecord = (type: string, body: Record<string, unknown>) => void;

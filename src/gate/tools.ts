@@ -6,10 +6,10 @@
  * not forwarded). The schemas themselves are compiled and run by the JSON
  * Schema engine (schema.ts), behind the `Schemas` interface.
  */
-import type { Response } from '../jsonrpc.js';
-import { verdictText, type ArgumentSource, type ToolSchemas, type Verdict } from './schema.js';
-import { nodeText, scanJson, stringValue, type JsonNode } from '../json-scan.js';
-import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type RequestMeta } from '../wire/era.js';
+import type { Response } from '../wire/jsonrpc.js';
+import { verdictText, type ArgumentSource, type ToolSchemas, type Verdict } from './schema/schema.js';
+import { nodeText, scanJson, stringValue, type JsonNode } from '../wire/json-scan.js';
+import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type RequestMeta } from '../mcp/era.js';
 
 /** The engine's side: the tools of one server and their compiled schemas (schema.ts). */
 export type Schemas = Pick<ToolSchemas, 'learnPage' | 'forget' | 'known' | 'tool' | 'checkCall' | 'checkCallNow' | 'checkOutputNow'>;

@@ -10,7 +10,7 @@
  * or server/discover answer: `instructions`. In a tools/call result (with
  * --sanitize-results): the `text` of each content item of type `text`.
  */
-import { scanJson, stringValue, type JsonNode } from '../json-scan.js';
+import { scanJson, stringValue, type JsonNode } from '../wire/json-scan.js';
 import type { Splice } from '../gate/rewrite.js';
 import { addCounts, noCounts, reveal, type HiddenCounts } from './sanitize.js';
 

@@ -4,8 +4,8 @@
  * and instructions), each tools/list page, and tools/call results. The gate
  * calls in here and splices what comes back into the frame.
  */
-import { membersOf, memberString } from '../jsonrpc.js';
-import { stringValue, type JsonNode } from '../json-scan.js';
+import { membersOf, memberString } from '../wire/jsonrpc.js';
+import { stringValue, type JsonNode } from '../wire/json-scan.js';
 import type { Splice } from '../gate/rewrite.js';
 import { emptyFound, mayHide, recorded, revealResult, revealString, revealTool, type Found } from './frames.js';
 import type { PinGuard } from './guard.js';

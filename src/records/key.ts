@@ -6,8 +6,8 @@
  */
 import { existsSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { readCapped } from '../capped-read.js';
-import { GuardError } from '../errors.js';
+import { readCapped } from '../base/capped-read.js';
+import { GuardError } from '../base/errors.js';
 import { describe } from './location.js';
 
 /** Shorter keys are refused: HMAC is only as strong as its key. */

@@ -12,7 +12,7 @@
 import { closeSync, constants, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, statfsSync, unlinkSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { GuardError } from '../errors.js';
+import { GuardError } from '../base/errors.js';
 
 /**
  * The configured record directory: `explicit` (from --record-dir), else

@@ -26,7 +26,7 @@
  */
 import { closeSync, constants, fchmodSync, fsyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { EXIT_RECORD_FAILURE, GuardError } from '../errors.js';
+import { EXIT_RECORD_FAILURE, GuardError } from '../base/errors.js';
 import { canonical } from './canonical.js';
 import { CHAIN_FIELDS, RECORD_VERSION, ZERO_HASH, chainAlg, isoAt, keyId, lineDigest, prevHex, sealLine, type LogRecord, type RecordShape } from './chain.js';
 import { isSessionId, newSessionId } from './ids.js';

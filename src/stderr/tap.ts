@@ -6,12 +6,12 @@
  * cost nothing here; the relay's observers tell it when calls end, so each
  * call's record carries its own counts and an error answer can carry its excerpt.
  */
-import type { Call } from '../calls.js';
-import type { SessionObserver } from '../observer.js';
+import type { Call } from '../relay/calls.js';
+import type { SessionObserver } from '../relay/observer.js';
 import { StderrStore, type CallStderr } from './budget.js';
 import { CAPTURED_LABEL, renderExcerpt } from './excerpt.js';
 import { Passthrough } from './passthrough.js';
-import { Redactor } from './redact.js';
+import { Redactor } from '../mask/redact.js';
 import type { RetainMode } from './ring.js';
 
 export interface StderrOptions {

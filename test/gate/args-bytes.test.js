@@ -1,5 +1,5 @@
 // Large tools/call arguments through the real binary: the gate checks them
-// against the server's inputSchema from their bytes (src/gate/quick-bytes.ts)
+// against the server's inputSchema from their bytes (src/gate/schema/quick-bytes.ts)
 // when the schema allows, and must decide exactly as the value path does. The
 // server (a Python fixture) records every byte it reads, so a valid call can
 // be shown to arrive byte for byte and a refused one to leave nothing there.

@@ -1,6 +1,6 @@
 // Feeding the stderr masker the way the tests need: in given pieces, checking the hold-back bound after each.
 import assert from 'node:assert/strict';
-import { Redactor, MAX_HOLD_BYTES } from '../../dist/stderr/redact.js';
+import { Redactor, MAX_HOLD_BYTES } from '../../dist/mask/redact.js';
 
 /** Redact `pieces` in order with a fresh Redactor over `env`; returns [text, count]. */
 export function redactPieces(pieces, env) {

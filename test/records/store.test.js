@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { canonical } from '../../dist/records/canonical.js';
 import { SessionLog, fingerprint, newCallId, newSessionId } from '../../dist/records/store.js';
-import { verifyDir, verifyFile } from '../../dist/records/verify.js';
+import { verifyDir, verifyFile } from '../../dist/views/verify.js';
 
 const STORE_URL = new URL('../../dist/records/store.js', import.meta.url).href;
 const root = mkdtempSync(join(tmpdir(), 'mcpguard-store-'));

@@ -1,5 +1,5 @@
 // Large frames that turn out invalid only at their end, after most of their
-// bytes were already checked while arriving (src/json-prescan.ts): none of
+// bytes were already checked while arriving (src/wire/json-prescan.ts): none of
 // their bytes may reach the peer, and each is answered (client → server) or
 // diverted (server → client) as a frame that was invalid from its first
 // byte. The server counts the bytes it reads; the client counts the lines it

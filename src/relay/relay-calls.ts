@@ -1,0 +1,301 @@
+/**
+ * The call half of the relay: every client request from the moment it is
+ * accepted to its one final state and its one answer. Starting a call, the
+ * gate's decision, dispatch and delivery, cancellation, deadlines, and the
+ * answers owed when the session ends. The relay (relay.ts) reads the lines
+ * and calls in here.
+ */
+import { CallTable, newCall, type Call, type CallState } from './calls.js';
+import type { Diagnostics } from '../mask/diagnostics.js';
+import {
+  cancellation, errorResponse, idKey, memberId, memberString,
+  CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT,
+  type Message, type Request,
+} from '../wire/jsonrpc.js';
+import type { Rejection, SessionObserver } from './observer.js';
+import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from '../mcp/era.js';
+import { EraGuard } from './era-guard.js';
+import type { Gate, GateIO, Outcome } from '../gate/gate.js';
+import type { Delivery, FrameWriter } from '../wire/writer.js';
+import type { ToChild } from './link.js';
+
+export interface RelayOptions {
+  maxFrameBytes: number;
+  onInvalid: 'close' | 'reject';
+  onChildNoise: 'continue' | 'close';
+  allowBatch: boolean;
+  /** Milliseconds, or null for no deadline. */
+  callTimeout: number | null;
+  /** What to do with a line that breaks its protocol era's rules: refuse it, or forward it and report it. */
+  eraRules: EraRules;
+}
+
+export interface RelayCounters {
+  clientFrames: number;
+  childFrames: number;
+  rejectedClient: number;
+  noiseLines: number;
+  noiseBytes: number;
+  lateResponses: number;
+  ignoredClientBytes: number;
+  /** Requests handed toward the child that it could never receive (its stdin was closed). */
+  undelivered: number;
+  /** Calls per final state. */
+  states: Partial<Record<CallState, number>>;
+  /** Client lines refused because an MCP method's params had the wrong shape. */
+  shapeRejections: number;
+  /** Lines that broke their era's rules, per rule (refused or, with --era-rules warn, forwarded). */
+  eraViolations: Partial<Record<RuleKind, number>>;
+}
+
+
+export abstract class CallKeeper {
+  readonly calls = new CallTable();
+  readonly counters: RelayCounters = {
+    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {},
+  };
+  /** The session's protocol era, learned from what passes, and its rules. */
+  readonly eras: EraGuard;
+  protected readonly gate: Gate | null;
+
+  constructor(
+    protected readonly options: RelayOptions,
+    protected readonly toClient: FrameWriter,
+    protected readonly toChild: ToChild,
+    protected readonly diag: Diagnostics,
+    protected readonly observers: readonly SessionObserver[],
+    gate: ((io: GateIO) => Gate) | null,
+  ) {
+    this.eras = new EraGuard(options.eraRules, this.counters.eraViolations, diag, (r) => this.notify(r), (key) => this.calls.inFlight.get(key));
+    this.gate = gate === null ? null : gate({
+      toChild: (frame) => this.toChild.write(frame),
+      toClient: (frame) => this.toClient.write(frame),
+      diag: (line) => this.diag.line(line),
+      modern: () => this.eras.modern,
+      version: () => this.eras.tracker.version,
+    });
+  }
+
+  /** A request's call, with what its era and its metadata say about it. */
+  protected startCall(item: Request, meta: RequestMeta): Call {
+    const tool = item.method === 'tools/call' ? memberString(item.frame, item.params, 'name') ?? null : null;
+    const call = newCall(item.id, item.idKey, item.method, tool);
+    this.calls.inFlight.set(item.idKey, call);
+    this.eras.callStarted(call, item, meta);
+    if (item.method === 'tools/list') call.cursor = item.params?.members?.has('cursor') === true;
+    return call;
+  }
+
+  /** A tools/call goes through the gate; other lines keep flowing while it is decided. */
+  protected review(gate: Gate, item: Request, meta: RequestMeta): void {
+    const call = this.startCall(item, meta);
+    call.gated = true;
+    this.armDeadline(call);
+    let outcome: Outcome | Promise<Outcome>;
+    try {
+      outcome = gate.review(call, item, meta);
+    } catch (error) {
+      outcome = reviewFailed(call, error as Error);
+    }
+    // Decided at once (the common case): the call goes out in order with the lines around it.
+    if (!(outcome instanceof Promise)) return this.settle(call, outcome);
+    outcome.then((decided) => this.settle(call, decided), (error: Error) => this.settle(call, reviewFailed(call, error)));
+  }
+
+  /** The gate's outcome for a call, unless the call ended meanwhile (cancelled, timed out, session over). */
+  protected settle(call: Call, outcome: Outcome): void {
+    if (!call.gated) return;
+    call.gated = false;
+    if (call.state !== null) return;
+    if (outcome.kind === 'refuse') {
+      this.end(call, outcome.state, outcome.reason);
+      this.toClient.write(outcome.answer);
+      return;
+    }
+    if (outcome.kind === 'card') {
+      this.eras.cardShown(call, outcome.state);
+      this.end(call, 'input_required', 'mcpguard asks a person to approve the call; the client retries with the answer');
+      this.toClient.write(outcome.answer);
+      return;
+    }
+    let recorded = true;
+    for (const o of this.observers) if (o.callStarted?.(call) === false) recorded = false;
+    if (!recorded) {
+      this.end(call, 'rejected', 'mcpguard could not write its audit record');
+      return this.answer(call, INTERNAL_ERROR, 'mcpguard: the audit record could not be written; request not forwarded');
+    }
+    this.toChild.write(outcome.frame, this.delivery(call), call);
+  }
+
+  /** Take back a call that has not reached the child (the gate holds it, or it waits in the queue): true if it had not. */
+  protected withdraw(call: Call): boolean {
+    if (call.dispatchedAt !== null) return false;
+    if (call.gated) {
+      call.gated = false;
+      this.gate!.withdraw(call);
+      return true;
+    }
+    return this.toChild.withdraw(call);
+  }
+
+  /** How the calls of one forwarded line (one call, or a batch's) learn that it reached the child's stdin, or never will. */
+  protected delivery(started: Call | readonly Call[]): Delivery {
+    // One small object per forwarded line, not an object and two closures.
+    return new CallDelivery(this, started);
+  }
+
+  /** The calls' line was handed to the child's stdin. */
+  callsDispatched(started: Call | readonly Call[]): void {
+    const now = Date.now();
+    if (!Array.isArray(started)) return this.dispatchedAt(started as Call, now);
+    for (const call of started as readonly Call[]) this.dispatchedAt(call, now);
+  }
+
+  private dispatchedAt(call: Call, now: number): void {
+    if (call.state !== null) return;
+    call.dispatchedAt = now;
+    for (const o of this.observers) o.callDispatched?.(call);
+  }
+
+  /** The child's stdin was closed (EPIPE) before the calls' bytes got in: the server never saw them. */
+  callsUndelivered(started: Call | readonly Call[], error: Error): void {
+    for (const call of Array.isArray(started) ? started as readonly Call[] : [started as Call]) {
+      if (call.state !== null) continue;
+      this.counters.undelivered++;
+      call.dispatchedAt = null;
+      const why = `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
+      this.end(call, 'cancelled_before_dispatch', why);
+      this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
+    }
+  }
+
+  /** A client cancellation; returns whether to forward it to the child. */
+  protected clientCancels(message: Message & { kind: 'notification' }): boolean {
+    const requestId = memberId(message.frame, message.params, 'requestId');
+    const call = requestId === undefined ? undefined : this.calls.inFlight.get(idKey(requestId));
+    if (call === undefined || call.state !== null) {
+      this.diag.line(`client cancelled request ${JSON.stringify(requestId ?? null)}, which is not in flight; not forwarded`);
+      return false;
+    }
+    if (call.method === 'initialize') {
+      this.diag.line('client tried to cancel initialize, which must not be cancelled; not forwarded');
+      return false;
+    }
+    call.cancelRequested = true;
+    if (this.withdraw(call)) {
+      this.end(call, 'cancelled_before_dispatch', 'cancelled by the client before it reached the server');
+      return false;
+    }
+    // Closing a stream is how a listen ends, not a failed call.
+    if (STREAM_METHODS.has(call.method!)) this.end(call, 'stream_ended', 'closed by the client (notifications/cancelled)', true);
+    else this.end(call, 'cancelled_after_dispatch', 'cancelled by the client', true);
+    return true;
+  }
+
+  protected armDeadline(call: Call): void {
+    if (this.options.callTimeout === null || STREAM_METHODS.has(call.method!)) return;
+    call.timer = setTimeout(() => this.expire(call), this.options.callTimeout);
+    call.timer.unref();
+  }
+
+  protected expire(call: Call): void {
+    if (call.state !== null) return;
+    const ms = this.options.callTimeout;
+    if (this.withdraw(call)) {
+      this.end(call, 'cancelled_before_dispatch', `--call-timeout ${ms} ms expired before it reached the server`);
+    } else {
+      // initialize must never be cancelled: answer the client, tell the child nothing.
+      if (call.method !== 'initialize') {
+        this.toChild.write(cancellation(call.requestId!, `mcpguard: --call-timeout ${ms} ms expired`));
+      }
+      this.end(call, 'timed_out_after_dispatch', `--call-timeout ${ms} ms expired`, true);
+    }
+    this.answer(call, REQUEST_TIMEOUT, `mcpguard: request timed out after ${ms} ms (--call-timeout)`);
+  }
+
+  // ---- endings ----
+
+  /**
+   * Answer every call still waiting (and drop queued ones): the child exited
+   * or the session is ending. `state` says what is known about calls the child
+   * had already received.
+   */
+  answerPending(state: CallState, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
+    for (const call of [...this.calls.pending()]) {
+      const dispatched = !this.withdraw(call);
+      call.exitStatus = observed.exitStatus;
+      call.streamEnd = observed.streamEnd;
+      this.end(call, !dispatched ? 'cancelled_before_dispatch' : STREAM_METHODS.has(call.method!) ? 'stream_ended' : state, why);
+      this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
+    }
+  }
+
+  /**
+   * The server died and another generation will follow (--restart): the
+   * calls it had received get their one answer now, never a retry (the
+   * action may have happened). Calls still with the gate, or waiting for the
+   * next generation (`waiting`), are not its calls and stay.
+   */
+  answerCrashed(waiting: (call: Call) => boolean, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
+    for (const call of [...this.calls.pending()]) {
+      if (call.gated || waiting(call)) continue;
+      call.exitStatus = observed.exitStatus;
+      call.streamEnd = observed.streamEnd;
+      const state = call.dispatchedAt === null ? 'cancelled_before_dispatch' : STREAM_METHODS.has(call.method!) ? 'stream_ended' : 'unknown_after_dispatch';
+      this.end(call, state, why);
+      this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
+    }
+  }
+
+  /** Ids of the dead generation's requests to the client: the client's late answers to them are dropped. */
+  protected readonly retiredChildRequests = new Set<string>();
+
+  /** A new generation of the server runs: forget what only the last one knew. */
+  serverRestarted(): void {
+    for (const key of this.calls.childRequests.keys()) this.retiredChildRequests.add(key);
+    this.calls.childRequests.clear();
+    // Its tools are learned again (from the next tools/list, or mcpguard's own).
+    this.gate?.tools.restarted();
+  }
+
+  /** A request waited --restart-wait for the next generation and was taken back: its one answer. */
+  restartWaitExpired(call: Call, waitMs: number): void {
+    if (call.state !== null) return;
+    this.end(call, 'cancelled_before_dispatch', `the server was being restarted and was not back within ${waitMs} ms (--restart-wait)`);
+    this.answer(call, CONNECTION_CLOSED, `mcpguard: the server is restarting and was not back within ${waitMs} ms (--restart-wait); request not forwarded`);
+  }
+
+  protected end(call: Call, state: CallState, detail: string | null, reserveId = false): void {
+    if (!this.calls.finish(call, state, detail, reserveId)) return;
+    this.counters.states[state] = (this.counters.states[state] ?? 0) + 1;
+    for (const o of this.observers) o.callEnded?.(call);
+  }
+
+  protected answer(call: Call, code: number, message: string): void {
+    this.toClient.write(errorResponse(call.requestId, code, message, { state: call.state }));
+  }
+
+
+
+  protected notify(rejection: Rejection): void {
+    for (const o of this.observers) o.rejected?.(rejection);
+  }
+}
+
+/** The refusal of a call the gate could not check. */
+function reviewFailed(call: Call, error: Error): Outcome {
+  return { kind: 'refuse', state: 'rejected', reason: `mcpguard could not check the call: ${error.message}`, answer: errorResponse(call.requestId, INTERNAL_ERROR, 'mcpguard: the call could not be checked; not forwarded', { state: 'rejected' }) };
+}
+
+/** A forwarded line's Delivery: what the writer reports goes to the keeper, for the line's calls. */
+class CallDelivery implements Delivery {
+  constructor(private readonly keeper: CallKeeper, private readonly started: Call | readonly Call[]) {}
+
+  dispatched(): void {
+    this.keeper.callsDispatched(this.started);
+  }
+
+  undelivered(error: Error): void {
+    this.keeper.callsUndelivered(this.started, error);
+  }
+}

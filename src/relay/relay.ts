@@ -1,0 +1,392 @@
+/**
+ * The relay: every line from either side becomes one decision — forward its
+ * original bytes, answer it with an error, or divert it as noise — and every
+ * client request ends in exactly one state with exactly one answer.
+ */
+import { newCall, type Call, type CallState } from './calls.js';
+import { escapeBytes, type Diagnostics } from '../mask/diagnostics.js';
+import { processMasker } from '../mask/mask.js';
+import type { LineEvent } from '../wire/framing.js';
+import {
+  classifyFrame, errorResponse, idKey, memberType, peekId,
+  CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR,
+  type Classified, type Message, type RequestId, type Response,
+} from '../wire/jsonrpc.js';
+import type { SessionObserver } from './observer.js';
+import type { RequestMeta, RuleKind } from '../mcp/era.js';
+import { checkShape } from '../mcp/shapes.js';
+import { serverInfoOf } from '../mcp/server-info.js';
+import type { Gate, GateIO } from '../gate/gate.js';
+import type { FrameWriter } from '../wire/writer.js';
+import type { ToChild } from './link.js';
+import { CallKeeper, type RelayOptions } from './relay-calls.js';
+
+export type { RelayCounters, RelayOptions } from './relay-calls.js';
+
+export class Relay extends CallKeeper {
+  /** Set when mcpguard accepts no more client input (on-invalid close, shutdown). */
+  inputClosed = false;
+
+  constructor(
+    options: RelayOptions,
+    toClient: FrameWriter,
+    toChild: ToChild,
+    diag: Diagnostics,
+    observers: readonly SessionObserver[],
+    /** Asks the session to end; the first reason wins there. */
+    private readonly requestEnd: (reason: string) => void,
+    /** May return a replacement frame for a single response that ends a call. */
+    private readonly decorate: ((call: Call, response: Response) => Buffer | null) | null = null,
+    /** Schema, policy and approval for tools/call (null: --validate-args off and no policy). */
+    gate: ((io: GateIO) => Gate) | null = null,
+  ) {
+    super(options, toClient, toChild, diag, observers, gate);
+  }
+
+  /**
+   * A one-message line's items: the same one-slot array each time for each
+   * direction, not an array per line. Emptied when the line is done, so no
+   * frame outlives its line here; a line handled inside another (re-entered)
+   * gets an array of its own.
+   */
+  private readonly clientOne: Message[] = [];
+  private readonly childOne: Message[] = [];
+  private clientSlotBusy = false;
+  private childSlotBusy = false;
+
+  // ---- client → child ----
+
+  fromClient(event: LineEvent): void {
+    if (this.clientSlotBusy) return this.clientEvent(event, null);
+    this.clientSlotBusy = true;
+    try {
+      this.clientEvent(event, this.clientOne);
+    } finally {
+      this.clientSlotBusy = false;
+      (this.clientOne as unknown[])[0] = undefined;
+    }
+  }
+
+  private clientEvent(event: LineEvent, slot: Message[] | null): void {
+    if (this.inputClosed) return this.refuseAfterClose(event);
+    if (event.kind === 'oversize') {
+      return this.reject(event.line, INVALID_REQUEST, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, peekId(event.head), null, event.bytes);
+    }
+    if (event.kind === 'partial') {
+      return this.reject(event.line, PARSE_ERROR, 'incomplete line at end of input (no newline)', peekId(event.bytes), event.bytes, event.bytes.length);
+    }
+    const message = classifyFrame(event.frame, this.classifyOptions());
+    if (message.kind === 'invalid') {
+      const id = message.id ?? (message.code === PARSE_ERROR ? peekId(event.frame) : null);
+      return this.reject(event.line, message.code, message.reason, id, event.frame, event.frame.length - 1, message.method);
+    }
+    // An answer to a request of a server generation that is gone (--restart): nobody is left to take it.
+    if (message.kind === 'response' && this.retiredChildRequests.delete(message.idKey)) return this.diag.line(`dropped the client's answer to id ${JSON.stringify(message.id)}: the server that asked was restarted`);
+    const items = message.kind === 'batch' ? message.items : one(slot, message);
+    const problem = this.checkClientState(items);
+    if (problem !== null) return this.reject(event.line, INVALID_REQUEST, problem.reason, problem.id, event.frame, event.frame.length - 1);
+    const metas = this.checkClientEra(event.line, message.frame, items);
+    if (metas === null) return;
+    if (!this.checkShapes(event.line, message.frame, items, metas)) return;
+    this.counters.clientFrames++;
+    this.forwardToChild(message.frame, items, metas);
+  }
+
+  private readonly classifying = { allowBatch: false };
+
+  /** Batches pass only where the era has them (see EraTracker.batchesAllowed). */
+  private classifyOptions(): { allowBatch: boolean } {
+    this.classifying.allowBatch = this.eras.tracker.batchesAllowed(this.options.allowBatch);
+    return this.classifying;
+  }
+
+  /**
+   * The era's rules for a client line, before any of it is applied. Returns
+   * each item's `_meta` reading, or null when the line was refused (a request
+   * is answered; a notification or response is not, as JSON-RPC requires).
+   */
+  private checkClientEra(line: number, frame: Buffer, items: readonly Message[]): RequestMeta[] | null {
+    const { metas, refuse } = this.eras.clientLine(line, frame, items);
+    if (refuse === null) return metas;
+    const { violation, culprit } = refuse;
+    if (culprit.kind === 'request') {
+      const code = violation.rule === 'missing_meta' ? INVALID_PARAMS : INVALID_REQUEST;
+      this.reject(line, code, violation.reason, items.length === 1 ? culprit.id : null, frame, frame.length - 1, culprit.method, violation.rule);
+    } else {
+      this.counters.rejectedClient++;
+      this.eras.report('client', line, violation, frame, 'refused');
+    }
+    return null;
+  }
+
+  /**
+   * The params of each MCP method against its era's schema. A request with
+   * the wrong shape is answered -32602 and never reaches the server; the
+   * line was well-formed JSON-RPC, so the session goes on.
+   */
+  private checkShapes(line: number, frame: Buffer, items: readonly Message[], metas: readonly RequestMeta[]): boolean {
+    if (this.gate !== null && items.length > 1 && items.some((item) => item.kind === 'request' && item.method === 'tools/call')) {
+      // A batch is forwarded whole or not at all, and a gated call may have to wait: it must come on its own line.
+      this.reject(line, INVALID_REQUEST, 'a batch may not carry tools/call while the gate is on (--validate-args or --policy): send each tools/call on its own line', null, frame, frame.length - 1, null, 'method_shape');
+      return false;
+    }
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      if (item.kind === 'response') continue;
+      const problem = checkShape(item.method, item.params, frame, this.eras.modern || metas[i]!.claimsModern);
+      if (problem === null) continue;
+      const reason = `${item.method}: ${problem}`;
+      if (item.kind === 'request') {
+        this.reject(line, INVALID_PARAMS, reason, items.length === 1 ? item.id : null, frame, frame.length - 1, item.method, 'method_shape');
+      } else {
+        this.counters.rejectedClient++;
+        this.counters.shapeRejections++;
+        this.diag.line(`refused client line ${line}: method_shape: ${reason}`);
+        this.notify({ direction: 'client', line, code: null, reason, frame: frame.subarray(0, -1), bytes: frame.length - 1, rule: 'method_shape', action: 'refused' });
+      }
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * Input after the session closed is never forwarded. Each request in it
+   * still gets its one answer (the client must not wait forever) and its
+   * record, unless its id is still in flight: an answer with that id would be
+   * a second answer to the request already running.
+   */
+  private refuseAfterClose(event: LineEvent): void {
+    this.counters.ignoredClientBytes += event.kind === 'oversize' ? event.bytes : event.kind === 'line' ? event.frame.length : event.bytes.length;
+    if (event.kind !== 'line') return;
+    const message = classifyFrame(event.frame, this.options);
+    const items = message.kind === 'batch' ? message.items : [message];
+    for (const item of items) {
+      if (item.kind !== 'request') continue;
+      if (this.calls.inFlight.has(item.idKey)) {
+        this.diag.line(`request id ${JSON.stringify(item.id)} arrived after the session closed while a request with that id is in flight; not answered twice`);
+        continue;
+      }
+      const call = newCall(item.id, null, item.method, null);
+      this.end(call, 'rejected', 'arrived after the session closed');
+      this.toClient.write(errorResponse(item.id, CONNECTION_CLOSED, 'mcpguard: the session is closed; request not forwarded', { state: 'rejected' }));
+    }
+  }
+
+  /** Checks that need the call table; the whole batch is checked before any of it is applied. */
+  private checkClientState(items: readonly Message[]): { reason: string; id: RequestId | null } | null {
+    // A Set is needed only to catch repeats inside a batch.
+    const seen = items.length > 1 ? new Set<string>() : null;
+    for (const item of items) {
+      if (item.kind === 'request') {
+        // Answering with the reused id would pair the error with the request in flight.
+        if (this.calls.inFlight.has(item.idKey) || seen?.has(item.idKey) || this.gate?.ownsId(item.idKey)) return { reason: `request id ${JSON.stringify(item.id)} is already in flight`, id: null };
+        seen?.add(item.idKey);
+      } else if (item.kind === 'response') {
+        if (this.gate?.ownsId(item.idKey) && items.length === 1) continue;
+        if (!this.calls.childRequests.has(item.idKey) || seen?.has(`r${item.idKey}`)) return { reason: `response to id ${JSON.stringify(item.id)}, which the server did not ask (or was already answered)`, id: null };
+        seen?.add(`r${item.idKey}`);
+      }
+    }
+    return null;
+  }
+
+  private forwardToChild(frame: Buffer, items: readonly Message[], metas: readonly RequestMeta[]): void {
+    if (this.gate !== null && items.length === 1) {
+      const item = items[0]!;
+      if (item.kind === 'request' && item.method === 'tools/call') return this.review(this.gate, item, metas[0]!);
+      if (item.kind === 'response' && this.gate.clientAnswered(item.idKey, item.isError ? null : item.body, item.frame)) return;
+      if (item.kind === 'request' && item.method === 'initialize') this.gate.clientInitialized(item);
+    }
+    const started: Call[] = [];
+    const vetoed: Call[] = [];
+    let forward = true;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      if (item.kind === 'request') {
+        const call = this.startCall(item, metas[i]!);
+        let recorded = true;
+        for (const o of this.observers) if (o.callStarted?.(call) === false) recorded = false;
+        if (!recorded) vetoed.push(call);
+        this.armDeadline(call);
+        started.push(call);
+      } else if (item.kind === 'response') {
+        this.calls.childRequests.delete(item.idKey);
+      } else if (item.method === 'notifications/cancelled' && items.length === 1) {
+        forward = this.clientCancels(item);
+      }
+    }
+    if (vetoed.length > 0) {
+      // Write-ahead failed: nothing of this line may reach the child.
+      for (const call of started) {
+        this.end(call, 'rejected', 'mcpguard could not write its audit record');
+        this.answer(call, INTERNAL_ERROR, 'mcpguard: the audit record could not be written; request not forwarded');
+      }
+      return;
+    }
+    if (!forward) return;
+    this.toChild.write(frame, started.length === 0 ? undefined : this.delivery(started.length === 1 ? started[0]! : started), started.length === 1 ? started[0] : undefined);
+  }
+
+  /**
+   * Refuse a client line, answering it (id null when none can be paired).
+   * A line that breaks only an era rule (`rule`) was well-formed: the stream
+   * is still in step, so it never closes the session.
+   */
+  private reject(line: number, code: number, reason: string, readId: RequestId | null, frame: Buffer | null, bytes: number, method: string | null = null, rule: RuleKind | 'method_shape' | null = null): void {
+    this.counters.rejectedClient++;
+    if (rule === 'method_shape') this.counters.shapeRejections++;
+    else if (rule !== null) this.counters.eraViolations[rule] = (this.counters.eraViolations[rule] ?? 0) + 1;
+    // Answering with an id still in flight would pair this error with that request.
+    const id = readId !== null && this.calls.inFlight.has(idKey(readId)) ? null : readId;
+    this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${processMasker().text(reason)}`, rule === null ? undefined : { rule }));
+    this.diag.line(`rejected client line ${line}: ${rule === null ? '' : `${rule}: `}${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`);
+    // A request with a readable id still gets its one final record; it never had an attempt.
+    if (id !== null) this.end(newCall(id, null, method, null), 'rejected', reason);
+    this.notify(rule === null ? { direction: 'client', line, code, reason, frame, bytes } : { direction: 'client', line, code, reason, frame, bytes, rule, action: 'refused' });
+    if (this.options.onInvalid === 'close' && rule === null) {
+      this.inputClosed = true;
+      this.requestEnd('invalid_client_frame');
+    }
+  }
+
+  // ---- child → client ----
+
+  fromChild(event: LineEvent): void {
+    if (this.childSlotBusy) return this.childEvent(event, null);
+    this.childSlotBusy = true;
+    try {
+      this.childEvent(event, this.childOne);
+    } finally {
+      this.childSlotBusy = false;
+      (this.childOne as unknown[])[0] = undefined;
+    }
+  }
+
+  private childEvent(event: LineEvent, slot: Message[] | null): void {
+    if (event.kind === 'oversize') return this.noise(event.line, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, event.head, event.bytes);
+    if (event.kind === 'partial') return this.noise(event.line, 'incomplete line at end of output (no newline)', event.bytes, event.bytes.length);
+    const message: Classified = classifyFrame(event.frame, this.classifyOptions());
+    if (message.kind === 'invalid') return this.noise(event.line, message.reason, event.frame, event.frame.length - 1);
+    const items = message.kind === 'batch' ? message.items : one(slot, message);
+    // The answer to one of mcpguard's own requests (its tools/list) is for mcpguard alone.
+    if (message.kind === 'response' && this.gate?.tools.serverAnswered(message)) return;
+    // Validate the whole line against the call table and the era before acting on any of it.
+    for (const item of items) {
+      if (item.kind === 'request' && this.gate?.ownsId(item.idKey)) {
+        return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is the id of a request mcpguard itself has open with the client`, event.frame, event.frame.length - 1);
+      }
+      if (item.kind === 'response' && !this.calls.inFlight.has(item.idKey)) {
+        return this.noise(event.line, `response to id ${JSON.stringify(item.id)}, which no client request in flight has`, event.frame, event.frame.length - 1);
+      }
+      const violation = item.kind === 'response' ? null : this.eras.serverMessage(item);
+      if (violation !== null) {
+        // Diverted, not forwarded: a server request's id never enters the table.
+        if (this.options.eraRules === 'enforce') return this.eras.report('child', event.line, violation, event.frame, 'refused');
+        this.eras.report('child', event.line, violation, event.frame, 'forwarded');
+      }
+      if (item.kind === 'request' && this.calls.childRequests.has(item.idKey)) {
+        return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is already in flight`, event.frame, event.frame.length - 1);
+      }
+    }
+    let late = 0;
+    let frame = message.frame;
+    // The calls this line answers, ended once the answer is out: the first in locals (a single response needs no array).
+    let first: Call | null = null;
+    let firstState: CallState = 'completed';
+    let firstDetail: string | null = null;
+    let more: Array<[Call, CallState, string | null]> | null = null;
+    for (const item of items) {
+      if (item.kind === 'request') this.calls.childRequests.set(item.idKey, { id: item.id, method: item.method });
+      else if (item.kind === 'notification') {
+        if (item.method === 'notifications/tools/list_changed') this.gate?.tools.forget();
+        const listen = this.eras.endedListen(item);
+        if (listen !== undefined) this.end(listen, 'stream_ended', 'closed by the server (notifications/cancelled)');
+      }
+      else {
+        const call = this.calls.inFlight.get(item.idKey)!;
+        this.calls.inFlight.delete(item.idKey);
+        if (call.state !== null) {
+          late++;
+          continue;
+        }
+        const outcome = this.eras.outcome(event.line, call, item);
+        if ('refused' in outcome) {
+          // A single response (the era with these rules has no batches): the client gets mcpguard's error instead.
+          const why = `mcpguard refused the server's answer: ${outcome.refused.reason}`;
+          this.end(call, 'error', why);
+          this.toClient.write(errorResponse(call.requestId, INTERNAL_ERROR, why, { state: 'error', rule: outcome.refused.rule }));
+          this.counters.childFrames++;
+          return;
+        }
+        const failedTool = toolError(call, item) && outcome.state === 'completed';
+        const state = failedTool ? 'tool_error' : outcome.state;
+        const detail = failedTool ? TOOL_ERROR_DETAIL : outcome.detail;
+        if (first === null) {
+          first = call;
+          firstState = state;
+          firstDetail = detail;
+        } else {
+          (more ??= []).push([call, state, detail]);
+        }
+        if (!this.serverNamed) this.learnServerInfo(call, item);
+        if (items.length !== 1) continue;
+        const gated = this.gate === null || item.isError ? null
+          : call.method === 'tools/list' ? this.gate.toolsListed(call, call.cursor, item.body, item.frame)
+          : call.method === 'tools/call' ? this.gate.checkOutput(call, item)
+          : call.method === 'initialize' || call.method === 'server/discover' ? this.gate.serverAnnounced(call, item) : null;
+        const decorated = gated ?? this.decorate?.(call, item) ?? null;
+        if (decorated !== null) frame = decorated;
+      }
+    }
+    if (late > 0 && late === items.length) {
+      // The client was already answered (timeout) or stopped waiting (cancel).
+      this.counters.lateResponses += late;
+      this.diag.line(`dropped late response on child line ${event.line} (the call had already ended)`);
+      return;
+    }
+    this.counters.childFrames++;
+    // The answer goes out first; the final records follow (only the attempt must be write-ahead).
+    this.toClient.write(frame);
+    if (first !== null) this.end(first, firstState, firstDetail);
+    if (more !== null) for (const [call, state, detail] of more) this.end(call, state, detail);
+  }
+
+  /** Whether the server has named itself yet (only the first name counts). */
+  private serverNamed = false;
+
+  private learnServerInfo(call: Call, response: Response): void {
+    const info = serverInfoOf(call.method, response);
+    if (info === null) return;
+    this.serverNamed = true;
+    for (const o of this.observers) o.serverInfo?.(info);
+  }
+
+  private noise(line: number, reason: string, bytes: Buffer, length: number): void {
+    this.counters.noiseLines++;
+    this.counters.noiseBytes += length;
+    const shown = bytes.length > 0 && bytes[bytes.length - 1] === 10 ? bytes.subarray(0, -1) : bytes;
+    this.diag.line(`child stdout line ${line} is not JSON-RPC: ${escapeBytes(shown)} (${reason})`);
+    this.notify({ direction: 'child', line, code: null, reason, frame: shown, bytes: length });
+    if (this.options.onChildNoise === 'close') this.requestEnd('child_noise');
+  }
+
+}
+
+/** `slot` holding just `message` (a fresh array without a slot). */
+function one(slot: Message[] | null, message: Message): readonly Message[] {
+  if (slot === null) return [message];
+  slot[0] = message;
+  return slot;
+}
+
+const TOOL_ERROR_DETAIL = 'the tool reported an error (result isError: true)';
+
+/**
+ * A tools/call the server answered with a result flagged `isError: true`: the
+ * tool ran and failed (a JSON-RPC error answer is `error` instead). The gate's
+ * own refusals look the same on the wire but never come from the child, so
+ * they never pass here and keep their states.
+ */
+function toolError(call: Call, response: Response): boolean {
+  return call.method === 'tools/call' && !response.isError && memberType(response.body, 'isError') === 'true';
+}

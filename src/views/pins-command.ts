@@ -1,0 +1,207 @@
+/**
+ * `mcpguard pins [list | show NAME | diff NAME | accept NAME [TOOL] | forget NAME | log [NAME]]`:
+ * the pinned tool definitions of each server identity, the changes held
+ * (ask, block), and a person's decision about them. Tables for people,
+ * `--json` (one object per line) for tools. `accept` and `forget` are
+ * recorded in the pins directory's decision chain (decisions.ts) before they
+ * take effect, signed with `--audit-key-file` when given; `log` lists them.
+ *
+ * NAME is a pin file's id (or a unique prefix of one, at least 4 hex
+ * digits), or a server's name: its --name, else its serverInfo.name.
+ * Exit status: 0 success; 1 nothing found (no such NAME, a NAME that fits
+ * more than one, nothing held to accept, no decision recorded), or the
+ * decision chain does not verify or cannot be written; 125 bad usage.
+ */
+import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { EXIT_USAGE, GuardError } from '../base/errors.js';
+import { loadAuditKey } from '../records/key.js';
+import { resolveRecordDir } from '../records/location.js';
+import { decide, decisionRecords, readDecisions, verifyDecisions } from '../pins/decisions.js';
+import { clip, formatDate, table } from './format.js';
+import { diffLines, diffTool, wordDiff } from '../pins/diff.js';
+import { reveal } from '../pins/sanitize.js';
+import { identityLabel, PinStore, type PinFile } from '../pins/store.js';
+
+const VERBS = ['list', 'show', 'diff', 'accept', 'forget', 'log'] as const;
+type Verb = (typeof VERBS)[number];
+const POSITIONALS: Record<Verb, [number, number]> = { list: [0, 0], show: [1, 1], diff: [1, 1], accept: [1, 2], forget: [1, 1], log: [0, 1] };
+
+interface IO {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+class Failure extends Error {
+  constructor(message: string, readonly code: number) {
+    super(message);
+  }
+}
+
+/** Run `mcpguard pins ...` (arguments after `pins`); resolves to the exit code. */
+export async function runPinsCommand(argv: readonly string[], io: IO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  let values: { 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string };
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: [...argv], options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, 'audit-key-file': { type: 'string' } }, allowPositionals: true, strict: true }));
+  } catch (error) {
+    io.stderr.write(`mcpguard pins: ${(error as Error).message} (see mcpguard pins --help)\n`);
+    return EXIT_USAGE;
+  }
+  const verb = (positionals.shift() ?? 'list') as Verb;
+  const fail = (message: string, code: number): number => {
+    io.stderr.write(`mcpguard pins${VERBS.includes(verb) ? ` ${verb}` : ''}: ${message}\n`);
+    return code;
+  };
+  if (!VERBS.includes(verb)) return fail(`unknown action '${verb}'; expected one of ${VERBS.join(', ')} (see mcpguard pins --help)`, EXIT_USAGE);
+  const [min, max] = POSITIONALS[verb];
+  if (positionals.length > max) return fail(`unexpected argument '${positionals[max]}'`, EXIT_USAGE);
+  if (positionals.length < min) return fail('expects a NAME: a pin id (or a prefix of one) or a server name; see mcpguard pins list', EXIT_USAGE);
+  if (values['record-dir'] === '') return fail("--record-dir expects a directory, got ''", EXIT_USAGE);
+  if (values['audit-key-file'] === '') return fail("--audit-key-file expects a key file, got ''", EXIT_USAGE);
+  const stateDir = resolveRecordDir(values['record-dir']);
+  let key: Buffer | undefined;
+  try {
+    key = values['audit-key-file'] === undefined ? undefined : loadAuditKey(values['audit-key-file'], stateDir);
+  } catch (error) {
+    return fail((error as Error).message, error instanceof GuardError ? error.exitCode : EXIT_USAGE);
+  }
+  const store = new PinStore(stateDir);
+  const out = (text: string): void => { io.stdout.write(text); };
+  const json = values.json === true;
+  try {
+    if (verb === 'list') return list(store, json, out, io);
+    if (verb === 'log') return log(store, positionals[0], key, json, out, io);
+    const pins = find(store, positionals[0]!);
+    if (verb === 'show') return show(store, pins, json, out);
+    if (verb === 'diff') return diff(pins, json, out);
+    if (verb === 'accept') return accept(store, pins, positionals[1], key, json, out);
+    const held = Object.keys(pins.pending).length + (pins.pending_instructions === null ? 0 : 1);
+    decide(store.prepareDir(), key, [{ type: 'pins_forgotten', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command, tools: Object.keys(pins.tools).length, held }], () => {
+      if (!store.forget(pins.id)) throw new Error(`${pins.id}.json was already gone`);
+    });
+    out(json ? `${JSON.stringify({ id: pins.id, forgotten: true })}\n` : `forgot the pins of ${identityLabel(pins.identity)} (${pins.id}); the next session pins what the server lists then\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof Failure) return fail(error.message, error.code);
+    return fail((error as Error).message, 1);
+  }
+}
+
+function list(store: PinStore, json: boolean, out: (text: string) => void, io: IO): number {
+  const { pins, unreadable } = store.all();
+  for (const u of unreadable) io.stderr.write(`mcpguard pins: ${u.file}: skipped: ${u.error}\n`);
+  const rows = pins.map((p) => ({
+    id: p.id, name: p.identity.name, server_name: p.identity.server_name, command: p.identity.command,
+    tools: Object.keys(p.tools).length, held: Object.keys(p.pending).length + (p.pending_instructions === null ? 0 : 1),
+    created_at: p.created_at, updated_at: p.updated_at, file: join(store.dir, `${p.id}.json`),
+  }));
+  if (json) for (const r of rows) out(`${JSON.stringify(r)}\n`);
+  else {
+    out(table(['ID', 'NAME', 'COMMAND', 'TOOLS', 'HELD', 'UPDATED'], rows.map((r) => [
+      r.id.slice(0, 12), r.name ?? r.server_name ?? '-', clip(r.command, 48), String(r.tools), String(r.held), formatDate(r.updated_at),
+    ])));
+  }
+  return rows.length === 0 && unreadable.length === 0 ? 1 : 0;
+}
+
+/** The pins NAME names: an id or a unique prefix of one, else a --name or serverInfo.name. */
+function find(store: PinStore, name: string): PinFile {
+  const { pins } = store.all();
+  const byId = /^[0-9a-f]{4,32}$/.test(name) ? pins.filter((p) => p.id.startsWith(name)) : [];
+  const matches = byId.length > 0 ? byId : pins.filter((p) => p.identity.name === name || (p.identity.name === null && p.identity.server_name === name));
+  if (matches.length === 1) return matches[0]!;
+  if (matches.length === 0) throw new Failure(`no pins named '${name}' (see mcpguard pins list)`, 1);
+  throw new Failure(`'${name}' names ${matches.length} pin files; use the id: ${matches.map((p) => `${p.id.slice(0, 12)} (${p.identity.command})`).join(', ')}`, 1);
+}
+
+function show(store: PinStore, pins: PinFile, json: boolean, out: (text: string) => void): number {
+  const file = join(store.dir, `${pins.id}.json`);
+  if (json) {
+    out(`${JSON.stringify({ kind: 'server', id: pins.id, ...pins.identity, file, created_at: pins.created_at, updated_at: pins.updated_at, instructions_sha256: pins.instructions?.sha256 ?? null, instructions_held: pins.pending_instructions !== null })}\n`);
+    for (const [tool, t] of Object.entries(pins.tools)) out(`${JSON.stringify({ kind: 'tool', tool, sha256: t.sha256, pinned_at: t.pinned_at, held: pins.pending[tool]?.kind ?? null })}\n`);
+    for (const [tool, p] of Object.entries(pins.pending)) if (!Object.hasOwn(pins.tools, tool)) out(`${JSON.stringify({ kind: 'tool', tool, sha256: null, pinned_at: null, held: p.kind })}\n`);
+    return 0;
+  }
+  out(`Pins ${pins.id}\n  server:  ${shown(identityLabel(pins.identity))}${pins.identity.name === null ? '' : ' (--name)'}\n  command: ${shown(pins.identity.command)}\n  file:    ${file}\n  pinned:  ${formatDate(pins.created_at)}, updated ${formatDate(pins.updated_at)}\n  instructions: ${pins.instructions === null ? 'none' : pins.instructions.sha256.slice(0, 16)}${pins.pending_instructions === null ? '' : ' (a change is held)'}\n\n`);
+  const rows = Object.entries(pins.tools).map(([tool, t]) => [tool, t.sha256.slice(0, 16), formatDate(t.pinned_at), pins.pending[tool]?.kind ?? '']);
+  for (const [tool, p] of Object.entries(pins.pending)) if (!Object.hasOwn(pins.tools, tool)) rows.push([tool, '-', '-', p.kind]);
+  out(table(['TOOL', 'SHA256', 'PINNED', 'HELD'], rows.map((r) => r.map(shown))));
+  return 0;
+}
+
+/** Each held change, with its diff. */
+function diff(pins: PinFile, json: boolean, out: (text: string) => void): number {
+  const changes = heldChanges(pins);
+  if (json) for (const c of changes) out(`${JSON.stringify(c)}\n`);
+  else if (changes.length === 0) out(`nothing held for ${shown(identityLabel(pins.identity))}: what it lists matches its pins\n`);
+  else for (const c of changes) out(`== ${c.tool === null ? 'instructions' : `tool ${c.tool}`}: ${c.kind} (seen ${formatDate(c.seen_at)})\n${c.diff.map((l) => `  ${l}\n`).join('')}`);
+  return 0;
+}
+
+interface HeldChange { tool: string | null; kind: string; seen_at: string; before_sha256: string | null; after_sha256: string | null; diff: string[] }
+
+function heldChanges(pins: PinFile): HeldChange[] {
+  const changes: HeldChange[] = Object.entries(pins.pending).map(([tool, p]) => {
+    const pinned = pins.tools[tool];
+    const lines = p.kind === 'removed' ? ['no longer listed'] : p.kind === 'added' || pinned === undefined ? ['new tool'] : diffLines(diffTool(pinned.definition, p.definition!));
+    return { tool, kind: p.kind, seen_at: p.seen_at, before_sha256: pinned?.sha256 ?? null, after_sha256: p.sha256, diff: lines.map(shown) };
+  });
+  const i = pins.pending_instructions;
+  if (i !== null) changes.push({ tool: null, kind: 'instructions', seen_at: i.seen_at, before_sha256: pins.instructions?.sha256 ?? null, after_sha256: i.sha256, diff: [shown(wordDiff(pins.instructions?.text ?? '', i.text ?? ''))] });
+  return changes;
+}
+
+function accept(store: PinStore, pins: PinFile, tool: string | undefined, key: Buffer | undefined, json: boolean, out: (text: string) => void): number {
+  const changes = heldChanges(pins).filter((c) => tool === undefined || c.tool === tool);
+  if (changes.length === 0) throw new Failure(tool === undefined ? `nothing held for ${identityLabel(pins.identity)}` : `no change of tool '${tool}' is held for ${identityLabel(pins.identity)}`, 1);
+  const now = new Date().toISOString();
+  for (const c of changes) {
+    if (c.tool === null) {
+      const i = pins.pending_instructions!;
+      pins.instructions = i.sha256 === null ? null : { sha256: i.sha256, text: i.text ?? '' };
+      pins.pending_instructions = null;
+      continue;
+    }
+    const p = pins.pending[c.tool]!;
+    if (p.kind === 'removed') delete pins.tools[c.tool];
+    else pins.tools[c.tool] = { sha256: p.sha256!, definition: p.definition!, pinned_at: now };
+    delete pins.pending[c.tool];
+  }
+  const decisions = changes.map((c) => ({
+    type: 'pin_accepted', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command,
+    tool: c.tool, change: c.kind, before_sha256: c.before_sha256, after_sha256: c.after_sha256,
+  }));
+  decide(store.prepareDir(), key, decisions, () => store.write(pins));
+  for (const c of changes) {
+    out(json ? `${JSON.stringify({ id: pins.id, tool: c.tool, kind: c.kind, accepted: true, sha256: c.after_sha256 })}\n` : `accepted: ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`} (${c.kind})\n`);
+  }
+  return 0;
+}
+
+/** The recorded decisions (of NAME's pins: an id prefix or a server name), oldest first. */
+function log(store: PinStore, name: string | undefined, key: Buffer | undefined, json: boolean, out: (text: string) => void, io: IO): number {
+  const bytes = readDecisions(store.dir);
+  if (bytes === null) throw new Failure(`no decision recorded in ${store.dir}`, 1);
+  const verdict = verifyDecisions(bytes, key);
+  const intact = verdict.status === 'ok';
+  if (!intact) io.stderr.write(`mcpguard pins log: ${store.dir}/decisions.log does not verify (${verdict.status}${verdict.line === null ? '' : ` at line ${verdict.line}`}: ${verdict.reason}); what follows is what it says\n`);
+  const wanted = (r: Record<string, unknown>): boolean => name === undefined
+    || (/^[0-9a-f]{4,32}$/.test(name) && typeof r.pin_id === 'string' && r.pin_id.startsWith(name)) || r.server === name;
+  const records = decisionRecords(bytes).filter(wanted);
+  if (json) for (const r of records) out(`${JSON.stringify(r)}\n`);
+  else {
+    out(table(['TIME', 'PIN', 'SERVER', 'DECISION', 'TOOL', 'USER'], records.map((r) => [
+      formatDate(typeof r.ts === 'string' ? r.ts : null), String(r.pin_id ?? '-').slice(0, 12), shown(String(r.server ?? '-')),
+      (r.type === 'pin_accepted' ? `accepted ${String(r.change)}` : `forgot ${String(r.tools)} tools`) + (typeof r.undone === 'string' ? ` (undone: ${r.undone})` : ''),
+      r.type === 'pin_accepted' ? (r.tool === null ? '(instructions)' : shown(String(r.tool))) : '-', String(r.user ?? '-'),
+    ])));
+  }
+  if (records.length === 0 && name !== undefined) io.stderr.write(`mcpguard pins log: no decision about '${name}'\n`);
+  return intact && records.length > 0 ? 0 : 1;
+}
+
+/** Text from a server, as a terminal can show it: hidden characters written out. */
+function shown(text: string): string {
+  return reveal(text).text;
+}
