@@ -114,12 +114,12 @@ const KEEP_KEY = '';
 
 /**
  * Most client requests open at once: waiting for the server's answer, held
- * by the gate, or ended with their id reserved (about 740 bytes each, so
- * some 3 MB). A server that never answers would otherwise grow the table
- * for as long as the client keeps asking.
+ * by the gate, or ended with their id reserved (a few hundred bytes each, so
+ * a few MB at most). A server that never answers would otherwise grow the
+ * table for as long as the client keeps asking.
  */
 export const MAX_OPEN_CALLS = 4096;
-/** Most of the server's requests waiting for the client's answer (about 235 bytes each). */
+/** Most of the server's requests waiting for the client's answer (a client that never answers would grow the table the same way). */
 export const MAX_SERVER_REQUESTS = 4096;
 
 export class CallTable {

@@ -353,11 +353,11 @@ export class Relay extends CallKeeper {
   }
 
   /**
-   * Why a server response answers nothing (null: it answers
-   * a request the server was sent). A call the gate holds (for a person, or
-   * for mcpguard's own tools/list) or that still waits inside mcpguard is in
-   * the table but never reached the server: an answer to it can only be a
-   * guess, and delivering it would end a call that never ran.
+   * Why a server response answers nothing (null: it answers a request the
+   * server was sent). A call the gate holds (for a person, or for mcpguard's
+   * own tools/list) or that still waits inside mcpguard is in the table but
+   * never reached the server: an answer to it can only be a guess, and
+   * delivering it would end a call that never ran.
    */
   private unasked(response: Response): string | null {
     const call = this.calls.inFlight.get(response.idKey);
