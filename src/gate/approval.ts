@@ -16,6 +16,7 @@ import type { HeldCalls } from './held.js';
 import { applySplices, dropMembers, rebuildObject } from './rewrite.js';
 import { ApprovalSeal } from './seal.js';
 import { withdrawn } from './refusal.js';
+import { ownRequestId } from '../wire/own-id.js';
 
 /** The key under which mcpguard's own approval question travels in an input_required result. */
 export const APPROVAL_KEY = 'io.mcpguard/approval';
@@ -129,7 +130,8 @@ export class Approvals {
 
   /** Legacy era: ask through the client's own elicitation UI, with a wall-clock deadline nothing else moves. */
   private elicit(call: Call, card: Card, expiresAt: number, argBytes: Buffer, frame: Buffer): Promise<Outcome> {
-    const id = `mcpguard-approval-${this.nextId++}`;
+    // Unguessable, and not an id the server has open with the client: else the client's answer to the server's question would answer the card.
+    const id = ownRequestId('approval', this.nextId++, this.io.idTaken);
     const key = `s${id}`;
     return new Promise<Outcome>((resolve) => {
       const finish = (outcome: Outcome): void => {

@@ -20,6 +20,7 @@ import { nodeText, stringValue, type JsonNode } from '../wire/json-scan.js';
 import type { RequestMeta } from '../mcp/era.js';
 import { Approvals } from './approval.js';
 import { HeldCalls } from './held.js';
+import { ownRequestId } from '../wire/own-id.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from './rewrite.js';
@@ -55,6 +56,8 @@ export interface GateIO {
   modern(): boolean;
   /** The session's protocol version, when known. */
   version(): string | null;
+  /** An id key in flight on either side (a client's request, a server's request, or mcpguard's own): no id of mcpguard's may have it. */
+  idTaken(key: string): boolean;
 }
 
 /** What decided a call, for its records. */
@@ -79,7 +82,7 @@ export class Gate {
   private readonly approvals: Approvals;
 
   constructor(private readonly config: GateConfig, private readonly io: GateIO, schemas: Schemas) {
-    this.tools = new ToolBook(schemas, io, (id) => `mcpguard-tools-list-${id}`, () => io.version(),
+    this.tools = new ToolBook(schemas, io, (n) => ownRequestId('tools-list', n, io.idTaken), () => io.version(),
       config.hooks ? (list, first, last) => config.hooks!.pins.listed(list, first, last) : undefined);
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
   }
