@@ -136,19 +136,24 @@ export class EraGuard {
    * not reach the client, else null. It belongs to the subscriptions/listen
    * with that request id, and only while that listen is open; for one that
    * ended, or never was, no client is listening and its SDK could take it for
-   * another stream.
+   * another stream. `late`: the client closed that listen and the server has
+   * not answered the cancel yet, so it may have written this before it read
+   * the cancel (a race, like a late response, not the server's fault).
    */
-  strayNotification(item: Notification): string | null {
+  strayNotification(item: Notification): { reason: string; late: boolean } | null {
     if (!this.modern || item.params?.members?.has('_meta') !== true) return null;
     const meta = membersOf(item.frame, item.params.members.get('_meta'));
     const tag = meta?.members?.get(META_SUBSCRIPTION_ID);
     if (tag === undefined) return null;
     const id = memberId(item.frame, meta!, META_SUBSCRIPTION_ID);
-    if (id !== undefined && this.listen(id) !== undefined) return null;
+    const call = id === undefined ? undefined : this.inFlight(idKey(id));
+    const listen = call !== undefined && STREAM_METHODS.has(call.method!) ? call : undefined;
+    if (listen?.state === null) return null;
     // A string id shown quoted and escaped, a number as written: "7" and 7 are different ids.
     const shown = tag.type === 'string' ? escapeBytes(Buffer.from(stringValue(item.frame, tag)))
       : tag.type === 'number' && tag.end - tag.start <= 32 ? item.frame.toString('latin1', tag.start, tag.end) : `(a ${tag.type})`;
-    return `notification for subscription id ${shown}, which no open subscriptions/listen has (it ended, or never was)`;
+    if (listen?.cancelRequested === true) return { late: true, reason: `a notification for subscription id ${shown}, which the client closed before the server read its cancel` };
+    return { late: false, reason: `notification for subscription id ${shown}, which no open subscriptions/listen has (it ended, or never was)` };
   }
 
   /** The listen a modern server's notifications/cancelled ends (no response follows it), if any. */
