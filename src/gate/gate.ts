@@ -195,6 +195,11 @@ export class Gate {
     return this.held.withdraw(call);
   }
 
+  /** A call ended (any state): an approval its chain held ends with the chain. */
+  callEnded(call: Call): void {
+    this.approvals.callEnded(call);
+  }
+
   /** Every call still held (the session is ending). */
   heldCalls(): Call[] {
     return this.held.calls();

@@ -323,6 +323,7 @@ export abstract class CallKeeper {
   protected end(call: Call, state: CallState, detail: string | null, reserveId = false): void {
     if (!this.calls.finish(call, state, detail, reserveId)) return;
     this.counters.states[state] = (this.counters.states[state] ?? 0) + 1;
+    this.gate?.callEnded(call);
     for (const o of this.observers) o.callEnded?.(call);
   }
 

@@ -278,6 +278,9 @@ export class Relay extends CallKeeper {
       }
       const unasked = item.kind === 'response' ? this.unasked(item) : null;
       if (unasked !== null) return this.noise(event.line, `response to id ${unasked}`, event.frame, event.frame.length - 1);
+      const stray = item.kind === 'notification' ? this.eras.strayNotification(item) : null;
+      if (stray?.late === true) return this.diag.line(`dropped child line ${event.line}: ${stray.reason}`);
+      if (stray !== null) return this.noise(event.line, stray.reason, event.frame, event.frame.length - 1);
       const violation = item.kind === 'response' ? null : this.eras.serverMessage(item);
       if (violation !== null) {
         // Diverted, not forwarded: a server request's id never enters the table.
