@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { GuardError } from '../base/errors.js';
 
 export interface CommandVerdict {
@@ -25,9 +25,12 @@ export function approveArgv(command: string): string[] {
 }
 
 /**
- * Check at start that `--approve-cmd` names a program that can run (an
- * approval that cannot be asked is a denial; a typo should not turn every
- * `ask` into one silently).
+ * Resolve `--approve-cmd` once, at start, to the absolute path of the file
+ * that will run: every approval runs that file, so a program of the same name
+ * placed later in an earlier PATH directory (or a changed PATH) decides
+ * nothing. A name that resolves to no executable file stops mcpguard at
+ * start (an approval that cannot be asked is a denial; a typo should not
+ * turn every `ask` into one silently).
  */
 export function checkApproveCmd(command: string, env: NodeJS.ProcessEnv = process.env): string[] {
   const argv = approveArgv(command);
@@ -38,7 +41,7 @@ export function checkApproveCmd(command: string, env: NodeJS.ProcessEnv = proces
     try {
       if (!statSync(path).isFile()) continue;
       accessSync(path, constants.X_OK);
-      return argv;
+      return [resolve(path), ...argv.slice(1)];
     } catch {
       // Not this one.
     }
@@ -46,6 +49,7 @@ export function checkApproveCmd(command: string, env: NodeJS.ProcessEnv = proces
   throw new GuardError('bad_option', `--approve-cmd: '${program}' is not an executable file${program.includes('/') ? '' : ' on PATH'} (got '${command}')`);
 }
 
+/** Run the resolved command (`checkApproveCmd`) once, for one action. */
 export function runApproveCmd(argv: readonly string[], action: Record<string, unknown>, deadlineMs: number): Promise<CommandVerdict> {
   return new Promise((resolve) => {
     let settled = false;
