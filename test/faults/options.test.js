@@ -212,6 +212,23 @@ describe('files that never end', () => {
     assert.equal(existsSync(marker), false);
   });
 
+  test('a --config FIFO whose writer trickles a byte now and then: refused at the overall deadline, naming the option and the file', { timeout: 45000 }, async () => {
+    const fifo = join(dir, 'trickle-fifo');
+    if (!existsSync(fifo)) assert.equal((await runCommand('mkfifo', [fifo]).done).code, 0);
+    // Opened read-write, the FIFO has a writer before mcpguard opens it; a byte a second keeps the silence timer from firing.
+    const trickle = 'import os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR)\nos.write(fd, b"{")\nprint("ready", flush=True)\nfor _ in range(40):\n    time.sleep(1)\n    os.write(fd, b" ")\n';
+    const writer = runCommand('python3', ['-c', trickle, fifo], { timeout: 44000 });
+    writer.done.catch(() => {});
+    try {
+      await new Promise((resolve) => writer.child.stdout.once('data', resolve));
+      const { marker, command } = markerCommand();
+      const c = await runGuard(['--config', fifo, '--', ...command], { timeout: 30000 }).done;
+      assert.equal(c.code, 125);
+      assert.match(oneLine(c.stderr), new RegExp(`^mcpguard: --config cannot read '${fifo}': not read to its end within 10000 ms \\(\\d+ bytes so far: a FIFO or terminal whose writer trickles\\)$`));
+      assert.equal(existsSync(marker), false, 'nothing started');
+    } finally { writer.child.kill('SIGKILL'); }
+  });
+
   test('a config and a key from process substitution (a FIFO with a slow writer) still work', { timeout: 20000 }, async () => {
     const records = join(dir, 'substitution-records');
     const script = `exec "$0" "$1" --record-dir="$2" --config <(sleep 0.3; printf '{"grace": "2s"}') --audit-key-file <(head -c 32 /dev/urandom) -- python3 "$3"`;
