@@ -34,6 +34,17 @@ function oneLine(stderr) {
   return stderr.trimEnd();
 }
 
+describe('files that decide what is allowed', () => {
+  test('a policy file with a duplicate key ("deny" then "allow") is refused at start, naming the file, the key and where; nothing starts', { timeout: 20000 }, async () => {
+    const policy = file('dup-policy.json', '{"default": "allow", "rules": [\n  {"tool": "exec", "decision": "deny", "decision": "allow"}\n]}');
+    const { marker, command } = markerCommand();
+    const r = await runGuard([`--policy=${policy}`, '--', ...command], { timeout: 15000 }).done;
+    assert.equal(r.code, 125);
+    assert.equal(oneLine(r.stderr), `mcpguard: --policy '${policy}': duplicate key "decision" at line 2, column 40; a key may appear only once`);
+    assert.equal(existsSync(marker), false);
+  });
+});
+
 describe('prototype names are no options', () => {
   test('--toString python3 -c pass: an unknown option, not one that eats "python3"', { timeout: 20000 }, async () => {
     const r = await runGuard(['--toString', 'python3', '-c', 'pass']).done;
