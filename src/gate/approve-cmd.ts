@@ -9,6 +9,8 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { GuardError } from '../base/errors.js';
+import { processMasker } from '../mask/mask.js';
+import type { Card } from './card.js';
 
 export interface CommandVerdict {
   approved: boolean;
@@ -47,6 +49,37 @@ export function checkApproveCmd(command: string, env: NodeJS.ProcessEnv = proces
     }
   }
   throw new GuardError('bad_option', `--approve-cmd: '${program}' is not an executable file${program.includes('/') ? '' : ' on PATH'} (got '${command}')`);
+}
+
+/** The call an approver is asked about (the card holds the arguments). */
+export interface ApproverFacts {
+  server: string;
+  tool: string;
+  reason: string;
+  callId: string;
+  expiresAt: number;
+  change?: readonly string[];
+}
+
+/**
+ * What the approver reads on its stdin: what a person would see on the card,
+ * no more. `arguments_text` is the arguments' own text, never a re-serialised
+ * value (`1e400`, `-0`, 2^53+1 stay as the server will get them), with the
+ * card's secrets masked; `masked` says what was masked, in the card's words;
+ * `card` is the card itself.
+ */
+export function approverAction(card: Card, facts: ApproverFacts): Record<string, unknown> {
+  return {
+    server: processMasker().text(facts.server),
+    tool: facts.tool,
+    arguments_text: card.argumentsText,
+    masked: card.masked,
+    card: card.text,
+    reason: facts.reason,
+    call_id: facts.callId,
+    expires_at: new Date(facts.expiresAt).toISOString(),
+    ...(facts.change === undefined ? {} : { change: facts.change }),
+  };
 }
 
 /** Run the resolved command (`checkApproveCmd`) once, for one action. */
