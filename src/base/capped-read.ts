@@ -35,14 +35,14 @@ export function readCapped(path: string, cap: number): CappedRead {
     const startedAt = Date.now();
     let quietSince = startedAt;
     while (got <= cap) {
+      // Checked whether the last read brought bytes or not: each byte resets only the silence.
+      if (Date.now() - startedAt >= DEADLINE_MS) throw new Error(`not read to its end within ${DEADLINE_MS} ms (${got} bytes so far: a FIFO or terminal whose writer trickles)`);
       let n: number;
       try {
         n = readSync(fd, buf, got, buf.length - got, null);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-        const now = Date.now();
-        if (now - quietSince >= WAIT_MS) throw new Error(`nothing to read for ${WAIT_MS} ms (a FIFO or terminal whose writer is silent)`);
-        if (now - startedAt >= DEADLINE_MS) throw new Error(`not read to its end within ${DEADLINE_MS} ms (${got} bytes so far: a FIFO or terminal whose writer trickles)`);
+        if (Date.now() - quietSince >= WAIT_MS) throw new Error(`nothing to read for ${WAIT_MS} ms (a FIFO or terminal whose writer is silent)`);
         sleep(POLL_MS);
         continue;
       }
