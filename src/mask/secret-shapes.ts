@@ -73,8 +73,12 @@ const PEM_LABEL = cls('A~Z0~9 ');
 const CREDENTIAL = cls('a~zA~Z0~9!#%*+-./:=?@^_~');
 /** A cookie's name: a credential byte but `=`. */
 const COOKIE_NAME = cls('a~zA~Z0~9!#%*+-.^_~');
-/** A PEM body in one-line text: base64, and the line breaks between its lines. */
-const PEM_BODY = cls('a~zA~Z0~9+/= \t\n\r');
+/**
+ * A PEM body in one-line text: base64 and the line breaks between its lines,
+ * as bytes or escaped (`\n`, `\\n` in JSON inside JSON). No spaces: text
+ * hidden inside a body can be no more than space-free base64-looking words.
+ */
+const PEM_BODY = cls('a~zA~Z0~9+/=\\\n\r');
 
 interface TokenRule {
   prefix: Buffer;
@@ -289,17 +293,12 @@ export function matchPemBegin(buf: Buffer, i: number, end: number, eof: boolean)
 
 /**
  * One-line text (eof known): where a PEM block whose BEGIN line ends at
- * `from` ends: past its base64 body (line breaks as bytes or as JSON's `\n`,
- * `\r`, `\t`) and the END line right after it, if there is one. Whatever
- * else follows the body is shown.
+ * `from` ends: past its base64 body and the END line right after it, if
+ * there is one. Whatever else follows the body is shown.
  */
 export function pemBodyEnd(buf: Buffer, from: number, end: number): number {
   let j = from;
-  for (;;) {
-    while (j < end && PEM_BODY[buf[j]!] === 1) j++;
-    if (j + 1 < end && buf[j] === 0x5c && (buf[j + 1] === 0x6e || buf[j + 1] === 0x72 || buf[j + 1] === 0x74)) j += 2;
-    else break;
-  }
+  while (j < end && PEM_BODY[buf[j]!] === 1) j++;
   if (literalAt(buf, j, end, PEM_END) !== 1) return j;
   const after = pemLabel(buf, j + PEM_END.length, end);
   return after >= 0 ? after : j;
