@@ -241,7 +241,7 @@ export function applyConfigFile(parsed: ParsedArgs, table: Record<string, Option
   const parsedJson = parseFileJson(text);
   if (!parsedJson.ok && parsedJson.syntax) throw new GuardError('bad_config', `--config '${path}' is not valid JSON: ${parsedJson.reason}`);
   // A key given twice anywhere (a policy inside included): which copy counts would depend on the reader.
-  if (!parsedJson.ok) throw new GuardError('bad_config', `--config '${path}': ${parsedJson.reason}; a key may appear only once`);
+  if (!parsedJson.ok) throw new GuardError('bad_config', `--config '${path}': ${parsedJson.reason}`);
   const data = parsedJson.value;
   if (data === null || typeof data !== 'object' || Array.isArray(data)) throw new GuardError('bad_config', `--config '${path}' must hold a JSON object of option names`);
   for (const [key, raw] of Object.entries(data)) {

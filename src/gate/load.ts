@@ -30,7 +30,7 @@ export async function loadPolicy(value: unknown): Promise<Policy | null> {
     const parsed = parseFileJson(read.bytes.toString('utf8'));
     if (!parsed.ok && parsed.syntax) throw new GuardError('bad_policy', `policy '${value}': not JSON: ${parsed.reason}`);
     // A key given twice (`"decision": "deny"`, then `"allow"`): refused, never last-wins.
-    if (!parsed.ok) throw new GuardError('bad_policy', `--policy '${value}': ${parsed.reason}; a key may appear only once`);
+    if (!parsed.ok) throw new GuardError('bad_policy', `--policy '${value}': ${parsed.reason}`);
     raw = parsed.value;
   } else {
     source = '(the "policy" key of --config)';

@@ -58,7 +58,7 @@ const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'decision', 'reason'])
 /** Parse and check a policy (`source` names it in messages: the file, or the config key). */
 export function parsePolicy(text: string, source: string, compileWhen: CompileWhen): Policy {
   const parsed = parseFileJson(text);
-  if (!parsed.ok) throw bad(source, parsed.syntax ? `not JSON: ${parsed.reason}` : `${parsed.reason}; a key may appear only once`);
+  if (!parsed.ok) throw bad(source, parsed.syntax ? `not JSON: ${parsed.reason}` : parsed.reason);
   return buildPolicy(parsed.value, source, compileWhen);
 }
 

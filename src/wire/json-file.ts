@@ -24,7 +24,10 @@ export function parseFileJson(text: string): FileJson {
   // The text as UTF-8 (always valid: it is a decoded string), which is what the scanner reads.
   const bytes = Buffer.from(text, 'utf8');
   const scanned = scanJson(bytes);
-  if (!scanned.ok) return { ok: false, syntax: false, reason: `${scanned.reason} at ${where(bytes, scanned.offset)}` };
+  if (!scanned.ok) {
+    const why = scanned.reason.startsWith('duplicate key') ? '; a key may appear only once' : '';
+    return { ok: false, syntax: false, reason: `${scanned.reason} at ${where(bytes, scanned.offset)}${why}` };
+  }
   return { ok: true, value };
 }
 
