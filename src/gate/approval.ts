@@ -10,7 +10,7 @@ import { MAX_OPEN_LEGS } from '../mcp/legs.js';
 import { idJson, membersOf, memberString, type Request } from '../wire/jsonrpc.js';
 import type { JsonNode } from '../wire/json-scan.js';
 import { META_CLIENT_CAPABILITIES, type RequestMeta } from '../mcp/era.js';
-import { runApproveCmd } from './approve-cmd.js';
+import { approverAction, runApproveCmd } from './approve-cmd.js';
 import { elicitationParams, makeCard, type Card } from './card.js';
 import type { Decision, GateConfig, GateIO, Outcome } from './gate.js';
 import type { HeldCalls } from './held.js';
@@ -140,7 +140,7 @@ export class Approvals {
     }
     if (this.config.approveCmd !== null) {
       call.decision = shown('approve-cmd');
-      const action = { server: this.config.server, tool: call.tool, arguments: JSON.parse(argBytes.toString('utf8')) as unknown, reason: why, call_id: call.callId, expires_at: new Date(expiresAt).toISOString(), ...(change === undefined ? {} : { change }) };
+      const action = approverAction(card, { server: this.config.server, tool: call.tool!, reason: why, callId: call.callId, expiresAt, change });
       return this.held.waitFor(call, runApproveCmd(this.config.approveCmd, action, this.config.approvalTimeoutMs)).then((verdict) => {
         if (verdict === null) return withdrawn();
         answered(call, verdict.approved ? 'approved' : 'denied');

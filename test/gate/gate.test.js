@@ -4,7 +4,7 @@
 // refusal can be shown to leave zero bytes there; the client is this file.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
 import { callEnds, conversation, endOf } from '../helpers/conversation.js';
@@ -206,6 +206,27 @@ describe('approval, legacy era (elicitation through the client)', () => {
       assert.equal(endOf(r.records, 1).decision.by, 'approve-cmd');
       assert.equal(endOf(r.records, 2).state, 'denied');
     } finally { c.cleanup(); }
+  });
+
+  test('--approve-cmd is resolved once at start: an approver placed later in an earlier PATH directory decides nothing', { timeout: TIMEOUT }, async () => {
+    const scratch = tempDir();
+    const early = join(scratch.dir, 'early');
+    const late = join(scratch.dir, 'late');
+    mkdirSync(early);
+    mkdirSync(late);
+    // The approver found at start approves (and says so); the one planted after start would deny.
+    writeFileSync(join(late, 'approver'), `#!/bin/sh\ntouch '${join(scratch.dir, 'ran-late')}'\nexit 0\n`, { mode: 0o755 });
+    const c = await legacy(['--approve-cmd=approver'], { policy: ask, env: { PATH: `${early}:${late}:${process.env.PATH}` } });
+    try {
+      writeFileSync(join(early, 'approver'), `#!/bin/sh\ntouch '${join(scratch.dir, 'ran-planted')}'\nexit 1\n`, { mode: 0o755 });
+      c.send(call(1, 'delete_file', { path: '/tmp/x' }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.result.isError, undefined, JSON.stringify(one));
+      await c.finish();
+      assert.deepEqual(calledAtServer(c), [1], 'the approver resolved at start approved');
+      assert.equal(existsSync(join(scratch.dir, 'ran-planted')), false, 'the planted approver never ran');
+      assert.equal(existsSync(join(scratch.dir, 'ran-late')), true);
+    } finally { c.cleanup(); scratch.cleanup(); }
   });
 
   test('a client cancel of a waiting call ends it before dispatch and withdraws the card; nothing reaches the server', { timeout: TIMEOUT }, async () => {
