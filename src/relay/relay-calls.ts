@@ -16,6 +16,7 @@ import type { Rejection, SessionObserver } from './observer.js';
 import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from '../mcp/era.js';
 import { EraGuard } from './era-guard.js';
 import type { Gate, GateIO, Outcome } from '../gate/gate.js';
+import { refusal } from '../gate/refusal.js';
 import type { Delivery, FrameWriter } from '../wire/writer.js';
 import type { ToChild } from './link.js';
 
@@ -73,6 +74,7 @@ export abstract class CallKeeper {
       diag: (line) => this.diag.line(line),
       modern: () => this.eras.modern,
       version: () => this.eras.tracker.version,
+      clientClosed: () => this.clientClosed,
     });
   }
 
@@ -107,11 +109,7 @@ export abstract class CallKeeper {
     if (!call.gated) return;
     call.gated = false;
     if (call.state !== null) return;
-    if (outcome.kind === 'refuse') {
-      this.end(call, outcome.state, outcome.reason);
-      this.toClient.write(outcome.answer);
-      return;
-    }
+    if (outcome.kind === 'refuse') return this.settleNow(call, outcome);
     if (outcome.kind === 'card') {
       this.eras.cardShown(call, outcome.state);
       this.end(call, 'input_required', 'mcpguard asks a person to approve the call; the client retries with the answer');
@@ -213,6 +211,53 @@ export abstract class CallKeeper {
     this.answer(call, REQUEST_TIMEOUT, `mcpguard: request timed out after ${ms} ms (--call-timeout)`);
   }
 
+  // ---- the client's end of input ----
+
+  /** The client closed its input (EOF). */
+  private clientClosed = false;
+  /** Resolved once no call read before the client's EOF is still owed an answer (see whenAnswered). */
+  private onAnswered: (() => void) | null = null;
+
+  /**
+   * The client closed its input: no more requests, but every one it sent is
+   * still decided and, if allowed, dispatched and answered. A card shown by
+   * elicitation can no longer be answered (the answer would travel on the
+   * closed input), so its call is denied now rather than at its deadline.
+   */
+  clientEnded(): void {
+    this.clientClosed = true;
+    for (const call of [...this.calls.pending()]) {
+      if (!call.gated || call.decision?.channel !== 'elicitation') continue;
+      this.withdraw(call);
+      const card = call.decision.card;
+      if (card !== null) {
+        card.answered_at = new Date().toISOString();
+        card.answer = 'client_closed';
+      }
+      this.settleNow(call, refusal(call, 'denied', 'not approved: the client closed its input before the approval card was answered', this.eras.modern) as Refused);
+    }
+  }
+
+  /**
+   * Resolves when no call is owed an answer any more (streams excepted: a
+   * subscriptions/listen ends with the session, not before it).
+   */
+  whenAnswered(): Promise<void> {
+    if (this.owed() === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.onAnswered = resolve));
+  }
+
+  private owed(): number {
+    let n = 0;
+    for (const call of this.calls.pending()) if (!STREAM_METHODS.has(call.method!)) n++;
+    return n;
+  }
+
+  private settleNow(call: Call, outcome: Refused): void {
+    this.end(call, outcome.state, outcome.reason);
+    this.toClient.write(outcome.answer);
+  }
+
   // ---- endings ----
 
   /**
@@ -269,6 +314,11 @@ export abstract class CallKeeper {
     if (!this.calls.finish(call, state, detail, reserveId)) return;
     this.counters.states[state] = (this.counters.states[state] ?? 0) + 1;
     for (const o of this.observers) o.callEnded?.(call);
+    if (this.onAnswered !== null && this.owed() === 0) {
+      const resolve = this.onAnswered;
+      this.onAnswered = null;
+      resolve();
+    }
   }
 
   protected answer(call: Call, code: number, message: string): void {
@@ -281,6 +331,8 @@ export abstract class CallKeeper {
     for (const o of this.observers) o.rejected?.(rejection);
   }
 }
+
+type Refused = Extract<Outcome, { kind: 'refuse' }>;
 
 /** The refusal of a call the gate could not check. */
 function reviewFailed(call: Call, error: Error): Outcome {
