@@ -47,13 +47,19 @@ export interface RelayCounters {
   shapeRejections: number;
   /** Lines that broke their era's rules, per rule (refused or, with --era-rules warn, forwarded). */
   eraViolations: Partial<Record<RuleKind, number>>;
+  /**
+   * `server/discover` answered "method not found": a legacy server telling a
+   * probing client its era. Counted in `states.error` (the server did answer
+   * with an error), and apart here so that no view calls the session failed for it.
+   */
+  eraProbesDeclined: number;
 }
 
 
 export abstract class CallKeeper {
   readonly calls = new CallTable();
   readonly counters: RelayCounters = {
-    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {},
+    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {}, eraProbesDeclined: 0,
   };
   /** The session's protocol era, learned from what passes, and its rules. */
   readonly eras: EraGuard;

@@ -341,7 +341,7 @@ export class Session {
       endReason: 'spawn_failed', pid: null, exitCode: null, signal: null, status, spawnError: message,
       forcedKill: false, unkillable: false, signalsSent: [], survivors: [], foundByMarker: null, triggerToExitMs: null,
       streamEnd: { stdout: 'not_started', stderr: 'not_started' }, stderrBytes: 0,
-      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {} },
+      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {}, eraProbesDeclined: 0 },
       protocol: { era: 'unknown', version: null, decidedBy: null },
       outputDropped: 0, outputUnflushedBytes: 0, startedAt, endedAt: Date.now(),
     };
