@@ -20,6 +20,7 @@ import { nodeText, stringValue, type JsonNode } from '../wire/json-scan.js';
 import type { RequestMeta } from '../mcp/era.js';
 import { Approvals } from './approval.js';
 import { HeldCalls } from './held.js';
+import { ownRequestId } from '../wire/own-id.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from './rewrite.js';
@@ -57,6 +58,8 @@ export interface GateIO {
   version(): string | null;
   /** The client closed its input: a card it would have to answer can no longer be answered. */
   clientClosed(): boolean;
+  /** An id key in flight on either side (a client's request, a server's request, or mcpguard's own): no id of mcpguard's may have it. */
+  idTaken(key: string): boolean;
 }
 
 /** What decided a call, for its records. */
@@ -81,7 +84,7 @@ export class Gate {
   private readonly approvals: Approvals;
 
   constructor(private readonly config: GateConfig, private readonly io: GateIO, schemas: Schemas) {
-    this.tools = new ToolBook(schemas, io, (id) => `mcpguard-tools-list-${id}`, () => io.version(),
+    this.tools = new ToolBook(schemas, io, (n) => ownRequestId('tools-list', n, io.idTaken), () => io.version(),
       config.hooks ? (list, first, last) => config.hooks!.pins.listed(list, first, last) : undefined);
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
   }
@@ -192,6 +195,11 @@ export class Gate {
   /** Stop holding a call (cancelled, timed out, session ending): true if the gate was holding it. */
   withdraw(call: Call): boolean {
     return this.held.withdraw(call);
+  }
+
+  /** A call ended (any state): an approval its chain held ends with the chain. */
+  callEnded(call: Call): void {
+    this.approvals.callEnded(call);
   }
 
   /** Every call still held (the session is ending). */

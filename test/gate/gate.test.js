@@ -279,7 +279,7 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
     } finally { c.cleanup(); }
   });
 
-  test('a forged or altered retry is refused: changed arguments, a replayed state, a state from another call, a decline', { timeout: TIMEOUT }, async () => {
+  test('a forged or altered retry is refused: changed arguments, a replayed state, a state from another call, a decline; an altered state is asked about afresh', { timeout: TIMEOUT }, async () => {
     const c = await modern();
     try {
       c.send(mcall(1, 'delete_file', { path: '/tmp/a' }), mcall(2, 'delete_file', { path: '/tmp/b' }));
@@ -302,12 +302,16 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
       c.send(mcall(8, 'delete_file', { path: '/tmp/c' }, { inputResponses: { 'io.mcpguard/approval': { action: 'decline' } }, requestState: cc.result.requestState }));
       const declined = await c.waitFor((m) => m.id === 8, 'answer to 8');
       assert.match(declined.result.content[0].text, /answered decline/);
+      // A state that does not verify is not mcpguard's (it would be the server's): the call is asked about afresh.
       c.send(mcall(9, 'delete_file', { path: '/tmp/c' }, { inputResponses: accept, requestState: `${cc.result.requestState.slice(0, -2)}xx` }));
       const altered = await c.waitFor((m) => m.id === 9, 'answer to 9');
-      assert.match(altered.result.content[0].text, /altered/);
+      assert.equal(altered.result.resultType, 'input_required');
+      assert.notEqual(altered.result.requestState, cc.result.requestState, 'a card of its own');
+      assert.ok(altered.result.inputRequests['io.mcpguard/approval']);
       const r = await c.finish();
       assert.deepEqual(calledAtServer(c), [5], 'only the one good retry reached the server');
-      for (const id of [3, 4, 6, 8, 9]) assert.equal(endOf(r.records, id).state, 'denied', `call ${id}`);
+      for (const id of [3, 4, 6, 8]) assert.equal(endOf(r.records, id).state, 'denied', `call ${id}`);
+      assert.equal(endOf(r.records, 9).state, 'input_required');
     } finally { c.cleanup(); }
   });
 
