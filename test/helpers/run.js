@@ -202,6 +202,19 @@ export function runGuard(args, options = {}) {
   return runCommand(process.execPath, [BIN, ...args], options);
 }
 
+/**
+ * runGuard for tests about other concerns (records, signals, the wire, the
+ * stderr tap) whose fixtures call tools they never list, which the gate would
+ * rightly refuse: a relay run gets the gate turned off, by name, unless the
+ * test chooses `--validate-args` or a policy itself. Never for documented
+ * behaviour or the gate's own tests: those run with mcpguard's defaults.
+ */
+export function runGuardUngated(args, options = {}) {
+  const relay = args.length > 0 && args[0].startsWith('--') && !args[0].startsWith('--help') && !args[0].startsWith('--version');
+  const choosesGate = args.some((a) => a.startsWith('--validate-args') || a.startsWith('--policy'));
+  return runGuard(relay && !choosesGate ? ['--validate-args=off', ...args] : args, options);
+}
+
 /** A temporary directory removed by the returned cleanup, which first scans its record files for planted secrets (and throws on a hit). */
 export function tempDir(prefix = 'mcpguard-test-') {
   const dir = mkdtempSync(join(tmpdir(), prefix));
