@@ -124,7 +124,10 @@ export class Approvals {
       by: channel === 'approve-cmd' ? 'approve-cmd' : 'approval', rule, channel,
       card: { sha256: card.sha256, bytes: card.bytes, shown_at: new Date().toISOString(), answered_at: null, answer: null }, reason: why,
     });
-    if (this.io.modern()) {
+    // After the client's EOF no card can be answered (its answer, or its retry, would travel on the closed input).
+    if (this.io.clientClosed()) {
+      if (this.config.approveCmd === null) return this.clientGone(call, rule, why);
+    } else if (this.io.modern()) {
       if (!modernElicitation(request.frame, meta, request.params!)) return this.cannotAsk(call, rule, why);
       call.decision = shown('input_required');
       const state = this.seal.seal(call.tool!, argBytes, expiresAt);
@@ -134,7 +137,7 @@ export class Approvals {
       const result = { resultType: 'input_required', inputRequests: { [APPROVAL_KEY]: { method: 'elicitation/create', params: elicitationParams(card, true) } }, requestState: state };
       return { kind: 'card', state, answer: Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`) };
     }
-    if (this.legacyElicitation !== null) {
+    if (this.legacyElicitation !== null && !this.io.clientClosed()) {
       call.decision = shown('elicitation');
       return this.elicit(call, card, expiresAt, argBytes, request.frame);
     }
@@ -148,6 +151,11 @@ export class Approvals {
       });
     }
     return this.cannotAsk(call, rule, why);
+  }
+
+  private clientGone(call: Call, rule: number | null, why: string): Outcome {
+    call.decision = { by: 'approval', rule, channel: null, card: null, reason: why };
+    return this.refuse(call, 'denied', `not approved: ${why} asks for a person's approval, and the client closed its input before a card could be answered`);
   }
 
   private cannotAsk(call: Call, rule: number | null, why: string): Outcome {

@@ -14,7 +14,7 @@
  * the session's end, leaving nothing behind at the client or the server.
  */
 import type { Call } from '../relay/calls.js';
-import { idJson, type Request, type Response } from '../wire/jsonrpc.js';
+import { idJson, memberType, type Request, type Response } from '../wire/jsonrpc.js';
 import { processMasker } from '../mask/mask.js';
 import { nodeText, stringValue, type JsonNode } from '../wire/json-scan.js';
 import type { RequestMeta } from '../mcp/era.js';
@@ -56,6 +56,8 @@ export interface GateIO {
   modern(): boolean;
   /** The session's protocol version, when known. */
   version(): string | null;
+  /** The client closed its input: a card it would have to answer can no longer be answered. */
+  clientClosed(): boolean;
   /** An id key in flight on either side (a client's request, a server's request, or mcpguard's own): no id of mcpguard's may have it. */
   idTaken(key: string): boolean;
 }
@@ -262,7 +264,9 @@ export class Gate {
   }
 
   private checkOutputSchema(call: Call, response: Response): Buffer | null {
-    if (!this.config.validateArgs || response.isError || call.tool === null) return null;
+    // A tool error (result isError: true) carries no structuredContent to check: the spec exempts it,
+    // and the model must see the server's own words for what went wrong.
+    if (!this.config.validateArgs || response.isError || call.tool === null || memberType(response.body, 'isError') === 'true') return null;
     const definition = this.tools.definition(call.tool);
     if (definition === undefined || !Object.hasOwn(definition, 'outputSchema')) return null;
     const node = response.body.members!.get('structuredContent');

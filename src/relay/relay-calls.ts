@@ -16,6 +16,7 @@ import type { Rejection, SessionObserver } from './observer.js';
 import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from '../mcp/era.js';
 import { EraGuard } from './era-guard.js';
 import type { Gate, GateIO, Outcome } from '../gate/gate.js';
+import { refusal } from '../gate/refusal.js';
 import type { Delivery, FrameWriter } from '../wire/writer.js';
 import type { ToChild } from './link.js';
 
@@ -46,13 +47,19 @@ export interface RelayCounters {
   shapeRejections: number;
   /** Lines that broke their era's rules, per rule (refused or, with --era-rules warn, forwarded). */
   eraViolations: Partial<Record<RuleKind, number>>;
+  /**
+   * `server/discover` answered "method not found": a legacy server telling a
+   * probing client its era. Counted in `states.error` (the server did answer
+   * with an error), and apart here so that no view calls the session failed for it.
+   */
+  eraProbesDeclined: number;
 }
 
 
 export abstract class CallKeeper {
   readonly calls = new CallTable();
   readonly counters: RelayCounters = {
-    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {},
+    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {}, eraProbesDeclined: 0,
   };
   /** The session's protocol era, learned from what passes, and its rules. */
   readonly eras: EraGuard;
@@ -73,6 +80,7 @@ export abstract class CallKeeper {
       diag: (line) => this.diag.line(line),
       modern: () => this.eras.modern,
       version: () => this.eras.tracker.version,
+      clientClosed: () => this.clientClosed,
       idTaken: (key) => this.idTaken(key),
     });
   }
@@ -157,11 +165,7 @@ export abstract class CallKeeper {
     if (!call.gated) return;
     call.gated = false;
     if (call.state !== null) return;
-    if (outcome.kind === 'refuse') {
-      this.end(call, outcome.state, outcome.reason);
-      this.toClient.write(outcome.answer);
-      return;
-    }
+    if (outcome.kind === 'refuse') return this.settleNow(call, outcome);
     if (outcome.kind === 'card') {
       this.eras.cardShown(call, outcome.state);
       this.end(call, 'input_required', 'mcpguard asks a person to approve the call; the client retries with the answer');
@@ -263,6 +267,53 @@ export abstract class CallKeeper {
     this.answer(call, REQUEST_TIMEOUT, `mcpguard: request timed out after ${ms} ms (--call-timeout)`);
   }
 
+  // ---- the client's end of input ----
+
+  /** The client closed its input (EOF). */
+  private clientClosed = false;
+  /** Resolved once no call read before the client's EOF is still owed an answer (see whenAnswered). */
+  private onAnswered: (() => void) | null = null;
+
+  /**
+   * The client closed its input: no more requests, but every one it sent is
+   * still decided and, if allowed, dispatched and answered. A card shown by
+   * elicitation can no longer be answered (the answer would travel on the
+   * closed input), so its call is denied now rather than at its deadline.
+   */
+  clientEnded(): void {
+    this.clientClosed = true;
+    for (const call of [...this.calls.pending()]) {
+      if (!call.gated || call.decision?.channel !== 'elicitation') continue;
+      this.withdraw(call);
+      const card = call.decision.card;
+      if (card !== null) {
+        card.answered_at = new Date().toISOString();
+        card.answer = 'client_closed';
+      }
+      this.settleNow(call, refusal(call, 'denied', 'not approved: the client closed its input before the approval card was answered', this.eras.modern) as Refused);
+    }
+  }
+
+  /**
+   * Resolves when no call is owed an answer any more (streams excepted: a
+   * subscriptions/listen ends with the session, not before it).
+   */
+  whenAnswered(): Promise<void> {
+    if (this.owed() === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.onAnswered = resolve));
+  }
+
+  private owed(): number {
+    let n = 0;
+    for (const call of this.calls.pending()) if (!STREAM_METHODS.has(call.method!)) n++;
+    return n;
+  }
+
+  private settleNow(call: Call, outcome: Refused): void {
+    this.end(call, outcome.state, outcome.reason);
+    this.toClient.write(outcome.answer);
+  }
+
   // ---- endings ----
 
   /**
@@ -325,6 +376,11 @@ export abstract class CallKeeper {
     this.counters.states[state] = (this.counters.states[state] ?? 0) + 1;
     this.gate?.callEnded(call);
     for (const o of this.observers) o.callEnded?.(call);
+    if (this.onAnswered !== null && this.owed() === 0) {
+      const resolve = this.onAnswered;
+      this.onAnswered = null;
+      resolve();
+    }
   }
 
   protected answer(call: Call, code: number, message: string): void {
@@ -337,6 +393,8 @@ export abstract class CallKeeper {
     for (const o of this.observers) o.rejected?.(rejection);
   }
 }
+
+type Refused = Extract<Outcome, { kind: 'refuse' }>;
 
 function requestsIn(items: readonly Message[]): number {
   let n = 0;

@@ -8,8 +8,8 @@ import { escapeBytes, type Diagnostics } from '../mask/diagnostics.js';
 import { processMasker } from '../mask/mask.js';
 import type { LineEvent } from '../wire/framing.js';
 import {
-  classifyFrame, errorResponse, idKey, memberType, peekId,
-  CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR,
+  classifyFrame, errorResponse, idKey, memberId, memberType, peekId,
+  CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
   type Classified, type Message, type RequestId, type Response,
 } from '../wire/jsonrpc.js';
 import type { SessionObserver } from './observer.js';
@@ -324,6 +324,7 @@ export class Relay extends CallKeeper {
         }
         const failedTool = toolError(call, item) && outcome.state === 'completed';
         const state = failedTool ? 'tool_error' : outcome.state;
+        if (state === 'error' && call.method === 'server/discover' && memberId(item.frame, item.body, 'code') === METHOD_NOT_FOUND) this.counters.eraProbesDeclined++;
         const detail = failedTool ? TOOL_ERROR_DETAIL : outcome.detail;
         if (first === null) {
           first = call;

@@ -256,6 +256,7 @@ function trafficFields(c: RelayCounters, stderr: StderrSummary): Record<string, 
     late_responses: c.lateResponses,
     undelivered_requests: c.undelivered,
     calls: c.states,
+    era_probes_declined: c.eraProbesDeclined,
     era_violations: c.eraViolations,
     shape_rejections: c.shapeRejections,
   };

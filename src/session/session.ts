@@ -74,6 +74,22 @@ export class Session {
     if (this.resumeLines() && !this.inputGate.held) this.io.input.resume();
   }
 
+  /**
+   * The client's EOF means "no more requests", not "drop the ones I sent":
+   * every request read before it is decided and, if allowed, dispatched and
+   * answered before the server's stdin is closed. The wait is bounded by
+   * --grace (a call that hangs must not hold the session for ever), and any
+   * other cause of ending (a signal, the server's exit) cuts it short.
+   */
+  private async clientEof(relay: Relay): Promise<void> {
+    relay.clientEnded();
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.graceMs)));
+    await Promise.race([relay.whenAnswered(), graceOver, this.endRequested]);
+    clearTimeout(timer);
+    this.end('client_eof');
+  }
+
   /** First cause wins; later calls only escalate a shutdown already under way. */
   end(reason: string): void {
     if (this.reason !== null) return;
@@ -129,7 +145,7 @@ export class Session {
     io.input.on('data', onInput);
     io.input.once('end', () => {
       clientLines.end();
-      this.end('client_eof');
+      void this.clientEof(relay);
     });
     io.input.once('error', () => this.end('client_eof'));
 
@@ -325,7 +341,7 @@ export class Session {
       endReason: 'spawn_failed', pid: null, exitCode: null, signal: null, status, spawnError: message,
       forcedKill: false, unkillable: false, signalsSent: [], survivors: [], foundByMarker: null, triggerToExitMs: null,
       streamEnd: { stdout: 'not_started', stderr: 'not_started' }, stderrBytes: 0,
-      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {} },
+      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {}, eraProbesDeclined: 0 },
       protocol: { era: 'unknown', version: null, decidedBy: null },
       outputDropped: 0, outputUnflushedBytes: 0, startedAt, endedAt: Date.now(),
     };

@@ -235,7 +235,7 @@ export function sessionRow(log: LogSummary): SessionRow {
     records: log.records,
     forced_kill: typeof end?.forced_kill === 'boolean' ? end.forced_kill || end.unkillable === true : null,
     spawn_failed: typeof end?.spawn_error === 'string',
-    failed_calls: failedCalls(end?.calls),
+    failed_calls: failedCalls(end?.calls, end?.era_probes_declined),
     restarts: end !== undefined ? num(end.restarts) : restartsSoFar(log),
   };
 }
@@ -261,12 +261,16 @@ export function sessionName(log: Pick<LogEnds, 'start' | 'end' | 'serverInfo'>):
   return { name: basename(command) || '-', source: 'command' };
 }
 
-/** How many calls a session record counts in failed states; null without one. */
-function failedCalls(calls: unknown): number | null {
+/**
+ * How many calls a session record counts in failed states; null without one.
+ * A `server/discover` answered "method not found" (`declined`) is a legacy
+ * server telling a probing client its era, not a failure: it is not counted.
+ */
+function failedCalls(calls: unknown, declined: unknown): number | null {
   if (typeof calls !== 'object' || calls === null || Array.isArray(calls)) return null;
   let n = 0;
   for (const [state, count] of Object.entries(calls)) if (FAILED_STATES.has(state) && typeof count === 'number') n += count;
-  return n;
+  return Math.max(0, n - (typeof declined === 'number' ? declined : 0));
 }
 
 /** The command and its arguments from a session_start record. */

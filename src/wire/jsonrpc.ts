@@ -15,6 +15,7 @@ export { RawId, idJson, idKey, peekId, type RequestId } from './request-id.js';
 
 export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
 export const INVALID_PARAMS = -32602;
 export const INTERNAL_ERROR = -32603;
 /** The code the MCP SDKs use when the connection closes with a request pending. */

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { killStarted, ROOT, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
+import { BIN, killStarted, ROOT, runCommand, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
 
 const EXAMPLES = join(ROOT, 'examples');
 const temps = [];
@@ -18,11 +18,13 @@ test('banner-server: the banner is diverted, stdout carries exactly the three re
   const t = tempDir();
   temps.push(t);
   const input = readFileSync(join(EXAMPLES, 'session.jsonl'), 'utf8');
-  const { code, stdout, stderr } = await runGuard(['--record-dir', t.dir, '--', 'python3', join(EXAMPLES, 'banner-server.py')], { input }).done;
+  // As the README runs it: mcpguard's defaults (the gate on), the whole session on stdin at once.
+  const { code, stdout, stderr } = await runCommand(process.execPath, [BIN, '--record-dir', t.dir, '--', 'python3', join(EXAMPLES, 'banner-server.py')], { input }).done;
   assert.equal(code, 0, stderr);
   const lines = stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(lines.map((m) => m.id), [1, 2, 3]);
   assert.equal(lines[2].result.content[0].text, '5');
+  assert.equal(sessionEnd(stderr).calls.completed, 3, 'the call read before EOF was dispatched and answered');
   assert.match(stderr, /child stdout line 1 is not JSON-RPC: "loading optional extension"/);
   assert.equal(sessionEnd(stderr).stdout_noise_lines, 1);
 });

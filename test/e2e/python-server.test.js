@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { BIN, ROOT, fixture, frame, killStarted, runGuard, sessionEnd } from '../helpers/run.js';
+import { BIN, ROOT, fixture, frame, killStarted, runGuardUngated, sessionEnd } from '../helpers/run.js';
 import { assertProtocolStdout, messages } from '../helpers/stdout-check.js';
 
 const SERVER = fixture('stdlib_server.py');
@@ -103,7 +103,7 @@ describe('raw bytes → mcpguard → stdlib Python server', () => {
   ].join('');
 
   test('a clean session: every request answered once, exit 0, stdout byte-identical to the server\'s own', { timeout: TIMEOUT }, async () => {
-    const { done } = runGuard(['--', 'python3', SERVER], { input: session });
+    const { done } = runGuardUngated(['--', 'python3', SERVER], { input: session });
     const r = await done;
     assert.equal(r.code, 0, r.stderr);
     assertProtocolStdout(r.stdout);
@@ -131,7 +131,7 @@ describe('raw bytes → mcpguard → stdlib Python server', () => {
       + '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":NaN,"b":1}}}\n'
       + '{"jsonrpc":"2.0","id":8,"method":"ping","id":9}\n'
       + frame({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } });
-    const { done } = runGuard(['--on-invalid=reject', '--', 'python3', SERVER], { input });
+    const { done } = runGuardUngated(['--on-invalid=reject', '--', 'python3', SERVER], { input });
     const r = await done;
     assert.equal(r.code, 0, r.stderr);
     const out = messages(r.stdout);

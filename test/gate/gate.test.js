@@ -387,6 +387,21 @@ describe('structuredContent against outputSchema', () => {
       assert.equal(endOf(r.records, 1).state, 'completed');
     } finally { c.cleanup(); }
   });
+
+  test('a tool error (isError: true) is not checked: its own words reach the client, under enforce too, with no warning', { timeout: TIMEOUT }, async () => {
+    const c = await legacy(['--validate-output=enforce']);
+    try {
+      c.send(call(1, 'count', { n: 'fail' }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.result.isError, true);
+      assert.equal(one.result.content[0].text, 'Access denied - path outside allowed directories');
+      assert.equal(one.result._meta, undefined, 'the result is the server\'s, not mcpguard\'s');
+      const r = await c.finish();
+      assert.equal(endOf(r.records, 1).state, 'tool_error');
+      assert.equal(endOf(r.records, 1).flags, null);
+      assert.ok(!r.stderr.includes('outputSchema') && !r.stderr.includes('does not match'), r.stderr);
+    } finally { c.cleanup(); }
+  });
 });
 
 describe('the tools mcpguard knows', () => {

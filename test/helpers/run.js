@@ -193,17 +193,26 @@ export function runCommand(command, args, { input = '', env = {}, timeout = 2000
 }
 
 /**
- * Run the repository's `mcpguard [...args]` (see runCommand). A relay run
- * gets `--validate-args=off` unless the test gives `--validate-args` itself
- * or a policy: the fixtures of tests about other concerns (records, signals,
- * the wire) call tools they never list, which the gate would rightly refuse.
- * The gate's own tests (test/gate) and the real-client tests run with
- * mcpguard's defaults.
+ * Run the repository's `mcpguard [...args]` (see runCommand), with
+ * mcpguard's own defaults: nothing is added. A test whose fixture calls tools
+ * it never lists (records, signals, the wire) says so itself by passing
+ * `--validate-args=off`; what users run is tested as users get it.
  */
 export function runGuard(args, options = {}) {
+  return runCommand(process.execPath, [BIN, ...args], options);
+}
+
+/**
+ * runGuard for tests about other concerns (records, signals, the wire, the
+ * stderr tap) whose fixtures call tools they never list, which the gate would
+ * rightly refuse: a relay run gets the gate turned off, by name, unless the
+ * test chooses `--validate-args` or a policy itself. Never for documented
+ * behaviour or the gate's own tests: those run with mcpguard's defaults.
+ */
+export function runGuardUngated(args, options = {}) {
   const relay = args.length > 0 && args[0].startsWith('--') && !args[0].startsWith('--help') && !args[0].startsWith('--version');
   const choosesGate = args.some((a) => a.startsWith('--validate-args') || a.startsWith('--policy'));
-  return runCommand(process.execPath, [BIN, ...(relay && !choosesGate ? ['--validate-args=off'] : []), ...args], options);
+  return runGuard(relay && !choosesGate ? ['--validate-args=off', ...args] : args, options);
 }
 
 /** A temporary directory removed by the returned cleanup, which first scans its record files for planted secrets (and throws on a hit). */

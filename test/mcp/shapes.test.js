@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { scanJson } from '../../dist/wire/json-scan.js';
 import { checkShape } from '../../dist/mcp/shapes.js';
-import { fixture, frame, killStarted, readLines, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
+import { fixture, frame, killStarted, readLines, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
 
 after(killStarted);
 
@@ -69,7 +69,7 @@ describe('through the binary', () => {
     const { dir, cleanup } = tempDir();
     try {
       const lines = join(dir, 'lines');
-      const r = await runGuard([`--record-dir=${join(dir, 'records')}`, '--', 'python3', fixture('recorder.py')], {
+      const r = await runGuardUngated([`--record-dir=${join(dir, 'records')}`, '--', 'python3', fixture('recorder.py')], {
         input: frame({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'record', arguments: 'rm -rf /' } })
           + frame({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'record', arguments: { ok: 1 } } }),
         env: { RECORD_LINES: lines }, timeout: 30000,

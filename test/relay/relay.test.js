@@ -4,7 +4,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { fixture, frame, killStarted, readLines, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
+import { fixture, frame, killStarted, readLines, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
 import { assertProtocolStdout, messages } from '../helpers/stdout-check.js';
 
 after(killStarted);
@@ -17,7 +17,7 @@ async function throughGuard(input, { mode = 'close', env = {}, extra = [] } = {}
   try {
     const lines = join(dir, 'lines');
     const actions = join(dir, 'actions');
-    const { done } = runGuard([`--on-invalid=${mode}`, ...extra, '--', 'python3', fixture('recorder.py')], {
+    const { done } = runGuardUngated([`--on-invalid=${mode}`, ...extra, '--', 'python3', fixture('recorder.py')], {
       input,
       env: { RECORD_LINES: lines, RECORD_ACTIONS: actions, ...env },
     });
@@ -141,7 +141,7 @@ describe('child → client: noise never reaches the client', () => {
 
   test('--on-child-noise close ends the session and answers what was in flight', { timeout: 30000 }, async () => {
     // stdin stays open: the noise, not the client, must end the session.
-    const { done } = runGuard(['--on-child-noise=close', '--', 'python3', fixture('recorder.py')], { input: init, keepOpen: true, env: { BANNER: 'hello' } });
+    const { done } = runGuardUngated(['--on-child-noise=close', '--', 'python3', fixture('recorder.py')], { input: init, keepOpen: true, env: { BANNER: 'hello' } });
     const r = await done;
     const out = messages(r.stdout);
     assert.equal(out.filter((m) => m.id === 1).length, 1, 'initialize answered exactly once');
@@ -155,7 +155,7 @@ describe('bounded memory and backpressure', () => {
     try {
       const count = join(dir, 'count');
       const total = 128 << 20;
-      const g = runGuard(['--grace=60000', '--', 'python3', fixture('stdout-flood.py')], { keepOpen: true, env: { COUNT_FILE: count, TOTAL: String(total) } });
+      const g = runGuardUngated(['--grace=60000', '--', 'python3', fixture('stdout-flood.py')], { keepOpen: true, env: { COUNT_FILE: count, TOTAL: String(total) } });
       g.child.stdout.pause(); // the client stops reading
       await new Promise((r) => setTimeout(r, 2000));
       const writtenWhilePaused = Number(readFileSync(count, 'utf8'));

@@ -4,7 +4,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, fixture, frame, killStarted, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
+import { BIN, fixture, frame, killStarted, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
 import { messages } from '../helpers/stdout-check.js';
 
 after(killStarted);
@@ -22,7 +22,7 @@ const tool = (id, name, args = {}) => frame({ jsonrpc: '2.0', id, method: 'tools
 
 /** mcpguard (with `options`) over recorder.py, its stdin kept open; `answered()` counts the lines it has answered so far. */
 function openRecorder(dir, options = [], env = {}) {
-  const g = runGuard([`--record-dir=${dir}`, ...options, '--', 'python3', fixture('recorder.py')], { keepOpen: true, env });
+  const g = runGuardUngated([`--record-dir=${dir}`, ...options, '--', 'python3', fixture('recorder.py')], { keepOpen: true, env });
   let answers = 0;
   g.child.stdout.on('data', (c) => { answers += c.toString().split('\n').length - 1; });
   return { g, answered: () => answers };
@@ -42,7 +42,7 @@ describe('records written by a session', () => {
   test('the attempt is on disk before the frame reaches the child (write-ahead, --fsync)', { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      const r = await runGuard([`--record-dir=${dir}`, '--fsync', '--', 'python3', fixture('recorder.py')], {
+      const r = await runGuardUngated([`--record-dir=${dir}`, '--fsync', '--', 'python3', fixture('recorder.py')], {
         env: { AUDIT_DIR: dir },
         input: tool(7, 'audit_seen'),
       }).done;
@@ -56,7 +56,9 @@ describe('records written by a session', () => {
   test('every call that reached mcpguard has exactly one final record, whatever ended it', { timeout: 60000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      const { g, answered } = openRecorder(dir, ['--on-invalid=reject', '--call-timeout=800', '--grace=300'], { SLOW_TOOL_MS: '1500' });
+      // Call 6 is cut off by the shutdown, which now starts only after the EOF's wait for answers (--grace): its
+      // --call-timeout must lie beyond that wait and the shutdown's first grace, and the slow tool beyond the timeout.
+      const { g, answered } = openRecorder(dir, ['--on-invalid=reject', '--call-timeout=2000', '--grace=300'], { SLOW_TOOL_MS: '3000' });
       const send = (s) => g.child.stdin.write(s);
       send(frame({ jsonrpc: '2.0', id: 0, method: 'ping' }));                       // completed, once the server is up
       while (answered() === 0) await sleep(50);
@@ -65,7 +67,7 @@ describe('records written by a session', () => {
       send(frame({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: 'x' }));   // rejected (-32602)
       await sleep(300);
       send(tool(4, 'slow'));                                                       // timed out after dispatch
-      await sleep(2000);
+      await sleep(2600);
       send(tool(5, 'slow'));                                                       // cancelled by the client
       await sleep(200);
       send(frame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5 } }));
@@ -102,7 +104,7 @@ describe('records written by a session', () => {
   test('a crash mid-call: unknown_after_dispatch with the exit status observed', { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      await runGuard([`--record-dir=${dir}`, '--', 'python3', fixture('lifecycle.py')], {
+      await runGuardUngated([`--record-dir=${dir}`, '--', 'python3', fixture('lifecycle.py')], {
         input: frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }) + tool(2, 'crash', { code: 9 }),
         keepOpen: true,
       }).done;
@@ -131,7 +133,7 @@ describe('records written by a session', () => {
       const [log] = records(dir);
       assert.deepEqual([...finals(log).keys()].sort(), ['1', '2']);
       // Unsealed (mcpguard was killed) but intact: verify exits 2, not 1.
-      const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
+      const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 2, v.stdout.toString() + v.stderr);
     } finally { cleanup(); }
   });
@@ -163,7 +165,7 @@ describe('records written by a session', () => {
         assert.equal(r.generation, end.generation);
       }
       assert.ok(dispatched.size < 20, `every one of 20 quick calls kept a dispatch record (${dispatched.size})`);
-      const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
+      const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 0, v.stdout.toString() + v.stderr);
     } finally { cleanup(); }
   });
@@ -172,7 +174,7 @@ describe('records written by a session', () => {
     const { dir, cleanup } = tempDir();
     try {
       // The tool sleeps far longer than the test waits; --grace=200 ends it quickly afterwards.
-      const g = runGuard([`--record-dir=${dir}`, '--grace=200', '--', 'python3', fixture('recorder.py')], { keepOpen: true, env: { SLOW_TOOL_MS: '60000' } });
+      const g = runGuardUngated([`--record-dir=${dir}`, '--grace=200', '--', 'python3', fixture('recorder.py')], { keepOpen: true, env: { SLOW_TOOL_MS: '60000' } });
       g.child.stdin.write(tool(1, 'slow'));
       const types = () => recordsSoFar(dir).map((r) => r.type);
       const deadline = Date.now() + 15000;
@@ -189,7 +191,7 @@ describe('records written by a session', () => {
     const { dir, cleanup } = tempDir();
     try {
       const secret = 'sk-live-DO-NOT-LOG-0123456789';
-      await runGuard([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { input: `{"api_key":"${secret}"} trailing\n` }).done;
+      await runGuardUngated([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { input: `{"api_key":"${secret}"} trailing\n` }).done;
       const text = readdirSync(dir).map((f) => readFileSync(join(dir, f), 'utf8')).join('');
       assert.ok(!text.includes(secret));
       const [log] = records(dir);
@@ -207,7 +209,7 @@ describe('records written by a session', () => {
         for (let i = 1; i <= 10; i++) input += tool(i, 'record', { s, i });
         // A generous grace: under a loaded machine 20 Python start-ups can take seconds, and
         // this test is about concurrent writers, not about the kill path.
-        runs.push(runGuard([`--record-dir=${dir}`, '--grace=60000', '--', 'python3', fixture('recorder.py')], { input, timeout: 100000 }).done);
+        runs.push(runGuardUngated([`--record-dir=${dir}`, '--grace=60000', '--', 'python3', fixture('recorder.py')], { input, timeout: 100000 }).done);
       }
       await Promise.all(runs);
       const logs = records(dir);
@@ -217,7 +219,7 @@ describe('records written by a session', () => {
         assert.equal(byId.size, 10);
         for (const r of byId.values()) assert.equal(r.state, 'completed');
       }
-      const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
+      const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 0, v.stdout.toString());
       assert.match(v.stdout.toString(), /20 logs: 20 ok/);
     } finally { cleanup(); }
@@ -229,10 +231,10 @@ describe('records written by a session', () => {
     try {
       const key = join(keys.dir, 'audit.key');
       writeFileSync(key, 'k'.repeat(32));
-      await runGuard([`--record-dir=${dir}`, `--audit-key-file=${key}`, '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') }).done;
+      await runGuardUngated([`--record-dir=${dir}`, `--audit-key-file=${key}`, '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') }).done;
       assert.equal(records(dir)[0][0].alg, 'hmac-sha256');
-      assert.equal((await runGuard(['verify', `--record-dir=${dir}`, `--audit-key-file=${key}`]).done).code, 0);
-      assert.notEqual((await runGuard(['verify', `--record-dir=${dir}`]).done).code, 0);
+      assert.equal((await runGuardUngated(['verify', `--record-dir=${dir}`, `--audit-key-file=${key}`]).done).code, 0);
+      assert.notEqual((await runGuardUngated(['verify', `--record-dir=${dir}`]).done).code, 0);
     } finally { cleanup(); keys.cleanup(); }
   });
 
@@ -242,11 +244,11 @@ describe('records written by a session', () => {
       const file = join(dir, 'not-a-dir');
       writeFileSync(file, '');
       const marker = join(dir, 'started');
-      const r = await runGuard([`--record-dir=${file}`, '--', 'sh', '-c', `touch ${marker}`]).done;
+      const r = await runGuardUngated([`--record-dir=${file}`, '--', 'sh', '-c', `touch ${marker}`]).done;
       assert.equal(r.code, 125);
       assert.match(r.stderr, /not-a-dir/);
       assert.deepEqual(readdirSync(dir), ['not-a-dir'], 'the child never ran');
-      const k = await runGuard([`--record-dir=${dir}`, `--audit-key-file=${join(dir, 'missing.key')}`, '--', 'true']).done;
+      const k = await runGuardUngated([`--record-dir=${dir}`, `--audit-key-file=${join(dir, 'missing.key')}`, '--', 'true']).done;
       assert.equal(k.code, 125);
       assert.match(k.stderr, /missing\.key/);
     } finally { cleanup(); }
@@ -255,7 +257,7 @@ describe('records written by a session', () => {
   test('--records off writes nothing', { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      await runGuard([`--record-dir=${dir}`, '--records=off', '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') }).done;
+      await runGuardUngated([`--record-dir=${dir}`, '--records=off', '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') }).done;
       assert.deepEqual(readdirSync(dir), []);
     } finally { cleanup(); }
   });
@@ -263,18 +265,18 @@ describe('records written by a session', () => {
   test('the views read what the relay wrote', { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      await runGuard([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') + 'noise\n' }).done;
-      const sessions = await runGuard(['sessions', `--record-dir=${dir}`, '--json']).done;
+      await runGuardUngated([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') + 'noise\n' }).done;
+      const sessions = await runGuardUngated(['sessions', `--record-dir=${dir}`, '--json']).done;
       const [row] = sessions.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
       assert.equal(row.end_reason, 'invalid_client_frame');
       assert.equal(row.sealed, true);
-      const activity = await runGuard(['activity', row.session_id, `--record-dir=${dir}`, '--json']).done;
+      const activity = await runGuardUngated(['activity', row.session_id, `--record-dir=${dir}`, '--json']).done;
       const rows = activity.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
       const call = rows.find((x) => x.kind === 'call');
       assert.equal(call.state, 'completed');
       assert.equal(call.tool, 'record');
       assert.equal(rows.filter((x) => x.kind === 'reject').length, 1);
-      const show = await runGuard(['show', call.call_id, `--record-dir=${dir}`]).done;
+      const show = await runGuardUngated(['show', call.call_id, `--record-dir=${dir}`]).done;
       assert.equal(show.code, 0);
       assert.match(show.stdout.toString(), /call_end/);
     } finally { cleanup(); }

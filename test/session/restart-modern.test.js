@@ -4,7 +4,7 @@
 // generation with its own _meta.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture, killStarted, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
+import { fixture, killStarted, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
 import { assertAllVerify } from '../helpers/peers.js';
 import { childrenOf, until } from './restart-wire.js';
 
@@ -18,7 +18,7 @@ after(() => {
 describe('--restart, modern era', { timeout: 60000, skip: process.platform !== 'linux' && 'needs /proc' }, () => {
   test('an open listen ends with an error at the crash; the next call reaches the new generation', async () => {
     const tmp = tempDir('mcpguard-restart-modern-');
-    const run = runGuard(['--record-dir', tmp.dir, '--restart', 'on-failure', '--restart-delay', '0', '--', 'python3', fixture('listen-server.py')], { keepOpen: true, env: { LISTEN_NOTIFY_MS: '600000' } });
+    const run = runGuardUngated(['--record-dir', tmp.dir, '--restart', 'on-failure', '--restart-delay', '0', '--', 'python3', fixture('listen-server.py')], { keepOpen: true, env: { LISTEN_NOTIFY_MS: '600000' } });
     cleanups.push(() => {
       for (const pid of childrenOf(run.child.pid, 'listen-server')) try { process.kill(pid, 'SIGKILL'); } catch {}
       tmp.cleanup();

@@ -2,7 +2,7 @@
 // fixture, with every line it writes kept in order.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, readLines, runGuard, tempDir } from '../helpers/run.js';
+import { fixture, readLines, runGuardUngated, tempDir } from '../helpers/run.js';
 
 export const CRASHY = fixture('crashy.py');
 
@@ -11,7 +11,7 @@ export function openWire(guardArgs, env = {}, { timeout = 60000 } = {}) {
   const tmp = tempDir('mcpguard-restart-');
   const state = join(tmp.dir, 'state');
   const records = join(tmp.dir, 'records');
-  const run = runGuard(['--record-dir', records, ...guardArgs, '--', 'python3', CRASHY], { keepOpen: true, timeout, env: { STATE_DIR: state, ...env } });
+  const run = runGuardUngated(['--record-dir', records, ...guardArgs, '--', 'python3', CRASHY], { keepOpen: true, timeout, env: { STATE_DIR: state, ...env } });
   const messages = [];
   const waiters = new Map();
   let buffered = '';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, fixture, frame, killStarted, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
+import { BIN, fixture, frame, killStarted, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
 import { messages } from '../helpers/stdout-check.js';
 
 after(killStarted);
@@ -19,7 +19,7 @@ describe('budgets and markers', () => {
   const budget = 1000;
   for (const [n, truncated] of [[budget - 1, false], [budget, false], [budget + 1, true]]) {
     test(`a call writing ${n} bytes with a ${budget}-byte call budget`, { timeout: 30000 }, async () => {
-      const r = await runGuard([`--stderr-call-bytes=${budget}`, '--stderr-excerpt-bytes=4096', '--stderr-excerpt-on-error', '--', ...RECORDER], {
+      const r = await runGuardUngated([`--stderr-call-bytes=${budget}`, '--stderr-excerpt-bytes=4096', '--stderr-excerpt-on-error', '--', ...RECORDER], {
         input: stderrCall(1, { bytes: n, text: 'abcdefghij', is_error: true }),
       }).done;
       const [answer] = messages(r.stdout);
@@ -40,7 +40,7 @@ describe('budgets and markers', () => {
   }
 
   test('one line longer than the budget, multibyte characters cut by the ring: the excerpt starts on a character', { timeout: 30000 }, async () => {
-    const r = await runGuard(['--stderr-call-bytes=1001', '--stderr-excerpt-on-error', '--', ...RECORDER], {
+    const r = await runGuardUngated(['--stderr-call-bytes=1001', '--stderr-excerpt-on-error', '--', ...RECORDER], {
       input: stderrCall(1, { bytes: 5000, text: 'é€😀', writes: 7, rpc_error: true }),
     }).done;
     const [answer] = messages(r.stdout);
@@ -56,21 +56,21 @@ describe('budgets and markers', () => {
   });
 
   test('invalid UTF-8 is retained as bytes and decoded with replacement only when written out', { timeout: 30000 }, async () => {
-    const r = await runGuard(['--', 'sh', '-c', "printf 'bad \\377\\376 bytes\\n' >&2"]).done;
+    const r = await runGuardUngated(['--', 'sh', '-c', "printf 'bad \\377\\376 bytes\\n' >&2"]).done;
     const s = sessionEnd(r.stderr);
     assert.equal(s.stderr.bytes_seen, 13);
     assert.equal(s.stderr.tail, '[captured stderr]\nbad \ufffd\ufffd bytes\n');
   });
 
   test('a successful call is forwarded byte for byte with --stderr-excerpt-on-error', { timeout: 30000 }, async () => {
-    const r = await runGuard(['--stderr-excerpt-on-error', '--', ...RECORDER], { input: stderrCall(1, { bytes: 100 }) }).done;
+    const r = await runGuardUngated(['--stderr-excerpt-on-error', '--', ...RECORDER], { input: stderrCall(1, { bytes: 100 }) }).done;
     assert.equal(r.stdout.toString(), '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}],"isError":false}}\n');
   });
 
   test('50 concurrent calls flooding stderr: the total retained never exceeds the process budget', { timeout: 60000 }, async () => {
     let input = '';
     for (let i = 1; i <= 50; i++) input += stderrCall(i, { bytes: 40000, writes: 4 });
-    const r = await runGuard(['--stderr-call-bytes=16384', '--stderr-process-bytes=65536', '--', ...RECORDER], { input }).done;
+    const r = await runGuardUngated(['--stderr-call-bytes=16384', '--stderr-process-bytes=65536', '--', ...RECORDER], { input }).done;
     const out = messages(r.stdout);
     assert.equal(out.length, 50);
     const s = sessionEnd(r.stderr);
@@ -83,7 +83,7 @@ describe('budgets and markers', () => {
 describe('secrets', () => {
   test('a secret written across two separate writes is masked in everything kept or mirrored', { timeout: 30000 }, async () => {
     const secret = 'tok-9f8e7d6c5b4a3210';
-    const r = await runGuard(['--stderr-excerpt-on-error', '--', ...RECORDER], {
+    const r = await runGuardUngated(['--stderr-excerpt-on-error', '--', ...RECORDER], {
       env: { SERVICE_API_TOKEN: secret },
       input: stderrCall(1, { bytes: 60, text: `using ${secret} now `, writes: 4, pause_ms: 50, is_error: true })
         + stderrCall(2, { bytes: 80, text: 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123\n', writes: 3, pause_ms: 50 }),
@@ -103,7 +103,7 @@ describe('the drain never stops', () => {
     t.after(cleanup);
     const done = join(dir, 'flood-done');
     const flood = `(yes helper-diagnostic | head -c ${size} >&2; touch ${done}) & exec python3 ${fixture('recorder.py')}`;
-    const g = runGuard(['--', 'sh', '-c', flood], { keepOpen: true, timeout: 170000 }); // 2 GiB at the masker's pace, on a loaded machine
+    const g = runGuardUngated(['--', 'sh', '-c', flood], { keepOpen: true, timeout: 170000 }); // 2 GiB at the masker's pace, on a loaded machine
     let answered = 0;
     g.child.stdout.on('data', (c) => { answered += c.toString().split('\n').length - 1; });
     let sent = 0;
@@ -152,7 +152,7 @@ describe('config file', () => {
     try {
       const config = join(dir, 'mcpguard.json');
       writeFileSync(config, JSON.stringify({ 'stderr-call-bytes': 100, 'stderr-excerpt-on-error': true, 'stderr-retain': 'head' }));
-      const r = await runGuard([`--config=${config}`, '--stderr-call-bytes=50', '--', ...RECORDER], { input: stderrCall(1, { bytes: 200, is_error: true }) }).done;
+      const r = await runGuardUngated([`--config=${config}`, '--stderr-call-bytes=50', '--', ...RECORDER], { input: stderrCall(1, { bytes: 200, is_error: true }) }).done;
       const excerpt = messages(r.stdout)[0].result._meta['io.mcpguard/stderr'];
       assert.equal(excerpt.split('\n')[1], '[stderr truncated: kept first 50 of 200 bytes]');
     } finally { cleanup(); }
@@ -169,7 +169,7 @@ describe('config file', () => {
       try {
         const config = join(dir, 'c.json');
         writeFileSync(config, typeof content === 'string' ? content : JSON.stringify(content));
-        const r = await runGuard([`--config=${config}`, '--', 'true']).done;
+        const r = await runGuardUngated([`--config=${config}`, '--', 'true']).done;
         assert.equal(r.code, 125);
         assert.match(r.stderr, message);
       } finally { cleanup(); }
@@ -177,7 +177,7 @@ describe('config file', () => {
   }
 
   test('a call budget above the process budget is refused', { timeout: 30000 }, async () => {
-    const r = await runGuard(['--stderr-call-bytes=1MiB', '--stderr-process-bytes=64KiB', '--', 'true']).done;
+    const r = await runGuardUngated(['--stderr-call-bytes=1MiB', '--stderr-process-bytes=64KiB', '--', 'true']).done;
     assert.equal(r.code, 125);
     assert.match(r.stderr, /--stderr-call-bytes \(1048576\) must not exceed --stderr-process-bytes \(65536\)/);
   });

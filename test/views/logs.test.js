@@ -31,9 +31,9 @@ const logs = (recordDir, ...args) => logsRun(recordDir, args).done;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const vmHWM = (pid) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
 
-/** A session on recorder.py (started by `sh`, which says one line first), calls made one at a time. */
+/** A session on recorder.py (started by `sh`, which says one line first), calls made one at a time. recorder.py never lists its tools, and this file is about logs, not the gate: the gate is off here, by name. */
 async function noisySession(args, calls, env = {}) {
-  const c = conversation(['sh', '-c', `echo "server starting" >&2; exec python3 ${fixture('recorder.py')}`], ['--stderr-passthrough=off', ...args], env);
+  const c = conversation(['sh', '-c', `echo "server starting" >&2; exec python3 ${fixture('recorder.py')}`], ['--stderr-passthrough=off', '--validate-args=off', ...args], env);
   try {
     for (const [id, a] of calls) {
       c.send(call(id, a));
@@ -103,7 +103,7 @@ describe('stderr text in the records and in mcpguard logs', () => {
   });
 
   test('a server that dies in a call: its last words are in the record of the call it cut off', { timeout: TIMEOUT }, async (t) => {
-    const c = conversation(['sh', '-c', 'read line; echo "fatal: cannot open the database" >&2; exit 3'], ['--stderr-passthrough=off']);
+    const c = conversation(['sh', '-c', 'read line; echo "fatal: cannot open the database" >&2; exit 3'], ['--stderr-passthrough=off', '--validate-args=off']);
     t.after(c.cleanup);
     c.send(call(1, {}));
     await c.waitFor((m) => m.id === 1, 'answer to 1');
@@ -130,7 +130,7 @@ describe('stderr text in the records and in mcpguard logs', () => {
     const shape = PLANTED_SHAPES.MCPGUARD_TEST_SHAPE_GITHUB.value;
     const line = `auth ${token} via ${shape} ok\n`;
     // Written in many small pieces, so a secret is split across writes; the sh banner puts one in the session tail too.
-    const c = conversation(['sh', '-c', `echo "boot with $MCPGUARD_TEST_API_TOKEN" >&2; exec python3 ${fixture('recorder.py')}`], ['--stderr-passthrough=off']);
+    const c = conversation(['sh', '-c', `echo "boot with $MCPGUARD_TEST_API_TOKEN" >&2; exec python3 ${fixture('recorder.py')}`], ['--stderr-passthrough=off', '--validate-args=off']);
     t.after(c.cleanup);
     c.send(call(1, { bytes: line.length * 3, text: line, writes: 9, pause_ms: 10 }));
     await c.waitFor((m) => m.id === 1, 'answer to 1');
@@ -213,7 +213,7 @@ describe('a large session', () => {
 
 describe('logs --follow', () => {
   test('a live session: blocks appear as calls end, the tail when the session ends, then it exits 0', { timeout: TIMEOUT * 2 }, async (t) => {
-    const c = conversation(['sh', '-c', `echo "server starting" >&2; exec python3 ${fixture('recorder.py')}`], ['--stderr-passthrough=off']);
+    const c = conversation(['sh', '-c', `echo "server starting" >&2; exec python3 ${fixture('recorder.py')}`], ['--stderr-passthrough=off', '--validate-args=off']);
     t.after(c.cleanup);
     c.send(call(1, { bytes: 11, text: 'first call\n' }));
     await c.waitFor((m) => m.id === 1, 'answer to 1');
@@ -246,7 +246,7 @@ describe('logs --follow', () => {
   });
 
   test('a call still running: logs says so (exit 1); --follow waits for its final record', { timeout: TIMEOUT * 2 }, async (t) => {
-    const c = conversation(['python3', fixture('recorder.py')], ['--stderr-passthrough=off']);
+    const c = conversation(['python3', fixture('recorder.py')], ['--stderr-passthrough=off', '--validate-args=off']);
     t.after(c.cleanup);
     c.send(call(1, { bytes: 30, text: 'slow call\n', writes: 3, pause_ms: 1500 }));
     let callId;

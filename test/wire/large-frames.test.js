@@ -7,7 +7,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
+import { fixture, killStarted, runGuardUngated, tempDir } from '../helpers/run.js';
 import { blobText } from '../fixtures/blob-echo.mjs';
 
 after(killStarted);
@@ -16,7 +16,7 @@ const home = tempDir();
 after(home.cleanup);
 
 test('large frames in flight both ways arrive byte for byte while join buffers are reused', { timeout: 120_000 }, async () => {
-  const { child, done } = runGuard(['--', process.execPath, fixture('blob-echo.mjs')], { keepOpen: true, timeout: 110_000, env: { MCPGUARD_HOME: home.dir } });
+  const { child, done } = runGuardUngated(['--', process.execPath, fixture('blob-echo.mjs')], { keepOpen: true, timeout: 110_000, env: { MCPGUARD_HOME: home.dir } });
   const waiting = new Map();
   let pending = [];
   let lines = 0;

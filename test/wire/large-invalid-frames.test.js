@@ -6,7 +6,7 @@
 // gets. Frames are written in slices, so mcpguard assembles them from many reads.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
+import { fixture, killStarted, runGuardUngated, tempDir } from '../helpers/run.js';
 
 after(killStarted);
 const home = tempDir();
@@ -67,7 +67,7 @@ function client(child) {
 }
 
 test('client → server: a large frame invalid at its end never reaches the server and is answered', { timeout: 120_000 }, async () => {
-  const { child, done } = runGuard(['--max-frame-bytes', String(MAX), '--on-invalid', 'reject', '--', process.execPath, fixture('byte-tally.mjs')], { keepOpen: true, timeout: 110_000, env: { MCPGUARD_HOME: home.dir } });
+  const { child, done } = runGuardUngated(['--max-frame-bytes', String(MAX), '--on-invalid', 'reject', '--', process.execPath, fixture('byte-tally.mjs')], { keepOpen: true, timeout: 110_000, env: { MCPGUARD_HOME: home.dir } });
   const peer = client(child);
   let sent = 0;
   const counted = async (id, method, params) => {
@@ -95,7 +95,7 @@ test('client → server: a large frame invalid at its end never reaches the serv
 });
 
 test('server → client: a large frame invalid at its end is diverted, and the client gets none of it', { timeout: 120_000 }, async () => {
-  const { child, done } = runGuard(['--max-frame-bytes', String(MAX), '--', process.execPath, fixture('byte-tally.mjs')], { keepOpen: true, timeout: 110_000, env: { MCPGUARD_HOME: home.dir } });
+  const { child, done } = runGuardUngated(['--max-frame-bytes', String(MAX), '--', process.execPath, fixture('byte-tally.mjs')], { keepOpen: true, timeout: 110_000, env: { MCPGUARD_HOME: home.dir } });
   const peer = client(child);
   await peer.send(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } });
   let id = 10;

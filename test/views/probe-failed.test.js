@@ -1,0 +1,48 @@
+// `sessions --failed` and a client that probes the era first: Python `mcp` 2.x
+// and fastmcp 4 send `server/discover` before `initialize`; a legacy server
+// answers "method not found". That is the server telling its era, not a
+// failure: the session is healthy unless something else failed.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { BIN, FIXTURES, frame, killStarted, runCommand, tempDir } from '../helpers/run.js';
+
+const temps = [];
+after(() => {
+  killStarted();
+  for (const t of temps) t.cleanup();
+});
+
+const discover = { jsonrpc: '2.0', id: 0, method: 'server/discover', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } } };
+const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'probe-test', version: '1' } } };
+const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+
+async function session(dir, messages) {
+  const r = await runCommand(process.execPath, [BIN, `--record-dir=${dir}`, '--session-summary=json', '--', 'python3', join(FIXTURES, 'stdlib_server.py')],
+    { input: messages.map(frame).join(''), timeout: 20000 }).done;
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout.toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+async function sessionsJson(dir, ...args) {
+  const r = await runCommand(process.execPath, [BIN, 'sessions', '--json', `--record-dir=${dir}`, ...args], { timeout: 20000 }).done;
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout.toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+test('a server/discover probe answered "method not found" does not make a session failed; a real failed call still does', { timeout: 60000 }, async () => {
+  const t = tempDir();
+  temps.push(t);
+  const out = await session(t.dir, [discover, init, initialized]);
+  assert.equal(out.find((m) => m.id === 0).error.code, -32601, 'the legacy server declined the probe');
+  assert.ok(out.find((m) => m.id === 1).result, 'then the handshake succeeded');
+  const [probed] = await sessionsJson(t.dir);
+  assert.equal(probed.failed_calls, 0, JSON.stringify(probed));
+  assert.deepEqual(await sessionsJson(t.dir, '--failed'), [], 'no session counts as failed');
+
+  // An unknown method that is not the era probe is still a failed call.
+  await session(t.dir, [init, initialized, { jsonrpc: '2.0', id: 2, method: 'no/such/method' }]);
+  const failed = await sessionsJson(t.dir, '--failed');
+  assert.equal(failed.length, 1);
+  assert.equal(failed[0].failed_calls, 1);
+});
