@@ -14,6 +14,7 @@ import { GuardError } from '../../base/errors.js';
 import { dialectOfUri, DIALECT_NAMES, type Dialect } from './dialect.js';
 import { childrenOf, isObject, pointer, SCHEMA_ARRAY_KEYWORDS, SCHEMA_MAP_KEYWORDS } from './keywords.js';
 import { MAX_SCHEMA_DEPTH } from './limits.js';
+import { patternOf } from './pattern.js';
 
 const TYPES: ReadonlySet<string> = new Set(['array', 'boolean', 'integer', 'null', 'number', 'object', 'string']);
 const COUNT_KEYWORDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties', 'minContains', 'maxContains'];
@@ -126,13 +127,22 @@ function checkType(type: unknown, at: string): void {
   }
 }
 
-/** The library compiles patterns with the `u` flag, as JSON Schema asks (ECMA-262, Unicode). */
+/**
+ * The library compiles patterns with the `u` flag, as JSON Schema asks
+ * (ECMA-262, Unicode); V8 only parses it here (never runs it), and the
+ * matching is RE2's (pattern.ts), which refuses what it cannot match exactly.
+ */
 function checkPattern(pattern: unknown, at: string): void {
   if (typeof pattern !== 'string') throw problem(at, 'must be a string');
   try {
     new RegExp(pattern, 'u');
   } catch (error) {
     throw problem(at, `is not a valid regular expression (${clip((error as Error).message.replace(/^Invalid regular expression: /, ''))})`);
+  }
+  try {
+    patternOf(pattern);
+  } catch (error) {
+    throw problem(at, (error as Error).message);
   }
 }
 

@@ -1,0 +1,85 @@
+// Tool schemas written to hurt the validator, through the real binary: a
+// pattern that backtracks exponentially (in `pattern` and as a
+// patternProperties key), uniqueItems over many items, and numbers a double
+// cannot hold. The server (a Python fixture) records every byte it reads and
+// floods its stderr, so a refused call is shown to leave nothing there, and
+// a check that held the main thread would be seen as every other call (and
+// the stderr drain) waiting behind it.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fixture, killStarted } from '../helpers/run.js';
+import { conversation } from '../helpers/conversation.js';
+
+after(killStarted);
+
+const TIMEOUT = 60000;
+const SERVER = ['python3', fixture('hostile-schema-server.py')];
+const init = { jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+/** A tools/call line written by hand, so numbers keep every digit. */
+const callLine = (id, name, args) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${args}}}\n`;
+const calledAtServer = (c) => c.atServer().filter((m) => m.method === 'tools/call').map((m) => m.id);
+const textOf = (m) => m.result.content[0].text;
+const pongs = (m) => Number(/^pong (\d+)$/.exec(textOf(m))[1]);
+
+async function session(env = {}) {
+  const c = conversation(SERVER, ['--validate-args=on'], { STDERR_FLOOD: '1', ...env });
+  c.send(init);
+  await c.waitFor((m) => m.id === 'init', 'initialize answer');
+  c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  return c;
+}
+
+describe('a pattern that backtracks exponentially', () => {
+  test('pattern and patternProperties: the bomb is judged at once (refused, zero bytes), a call beside it is answered, stderr keeps draining', { timeout: TIMEOUT }, async () => {
+    const c = await session();
+    try {
+      const bomb = `${'a'.repeat(40)}!`;
+      c.send(call(1, 'match', { name: bomb }), call(2, 'ping', {}), call(3, 'keys', { [bomb]: 1 }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to the bomb');
+      const two = await c.waitFor((m) => m.id === 2, 'answer to the ping beside it');
+      const three = await c.waitFor((m) => m.id === 3, 'answer to the key bomb');
+      assert.equal(one.result.isError, true);
+      assert.match(textOf(one), /Invalid arguments for tool "match".*\n- \/name: pattern: must match the pattern "\^\(a\+\)\+\$"/);
+      assert.match(textOf(three), /Invalid arguments for tool "keys"/);
+      c.send(call(4, 'match', { name: 'a'.repeat(100000) }), call(5, 'keys', { aaa: 1 }), call(6, 'ping', {}));
+      const four = await c.waitFor((m) => m.id === 4, 'answer to 4');
+      assert.equal(four.result.isError, undefined, 'a long string that matches is checked and sent');
+      await c.waitFor((m) => m.id === 5, 'answer to 5');
+      const six = await c.waitFor((m) => m.id === 6, 'answer to 6');
+      assert.ok(pongs(six) > pongs(two), `the server's stderr was drained meanwhile (${pongs(two)} then ${pongs(six)} bytes written)`);
+      await c.finish();
+      assert.deepEqual(calledAtServer(c), [2, 4, 5, 6], 'the refused calls never reached the server');
+    } finally { c.cleanup(); }
+  });
+
+  test('a string too large to match within the bound is refused as not checkable, saying so', { timeout: TIMEOUT }, async () => {
+    const c = await session();
+    try {
+      c.send(call(1, 'match', { name: 'a'.repeat(4 * 1024 * 1024) }), call(2, 'ping', {}));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1', 20000);
+      await c.waitFor((m) => m.id === 2, 'answer to 2', 20000);
+      assert.match(textOf(one), /matching its patterns would take more than mcpguard's bound/);
+      await c.finish();
+      assert.deepEqual(calledAtServer(c), [2]);
+    } finally { c.cleanup(); }
+  });
+});
+
+describe('uniqueItems over many items', () => {
+  test('20,000 distinct objects pass without the pairwise loop; a repeat among them is refused as not checkable; a small repeat is invalid', { timeout: TIMEOUT }, async () => {
+    const c = await session();
+    try {
+      const items = Array.from({ length: 20000 }, (_, i) => ({ k: i, v: 'same prefix '.repeat(4) }));
+      c.send(call(1, 'tags', { tags: items }), call(2, 'tags', { tags: [...items, { v: items[5].v, k: 5 }] }), call(3, 'tags', { tags: [1, { a: 1, b: 2 }, { b: 2, a: 1 }] }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      const two = await c.waitFor((m) => m.id === 2, 'answer to 2');
+      const three = await c.waitFor((m) => m.id === 3, 'answer to 3');
+      assert.equal(one.result.isError, undefined);
+      assert.match(textOf(two), /an array of 20001 items repeats an item, and is too large to check against uniqueItems/);
+      assert.match(textOf(three), /- \/tags: uniqueItems/);
+      await c.finish();
+      assert.deepEqual(calledAtServer(c), [1]);
+    } finally { c.cleanup(); }
+  });
+});

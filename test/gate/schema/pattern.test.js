@@ -1,0 +1,85 @@
+// Schema patterns on RE2 (src/gate/schema/pattern.ts): each ECMA-262 pattern
+// (with `u`) is translated to RE2 syntax and must match exactly what V8 matches,
+// or be refused. Compared with V8 itself on the patterns real tool schemas use
+// and on random patterns and strings (short: V8 backtracks, RE2 does not).
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { MAX_PATTERN_LENGTH, patternOf, resetPatternBudget } from '../../../dist/gate/schema/pattern.js';
+
+const agree = (source, text) => {
+  resetPatternBudget();
+  assert.equal(patternOf(source).test(text), new RegExp(source, 'u').test(text), `${JSON.stringify(source)} on ${JSON.stringify(text)}`);
+};
+
+const REAL = [
+  '^[a-zA-Z0-9_-]+$', '^\\d{4}-\\d{2}-\\d{2}$', '^https?://', '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$', '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$',
+  '^(?!)', '^\\p{L}[\\p{L}\\p{Nd}_]*$', '^\\p{Lu}', '^\\p{Script=Greek}+$', '^[\\u0041-\\u005A]+$', '^\\u{1F600}$', '^\\uD83D\\uDE00$', '^.$', '^[^a]$', '^\\S+$',
+  '^\\s*$', '(^|[;&|] *)rm ', '^/home/me/project/', '^[[:a]+$', '^[\\b]$', '^\\cJ$', '^\\0$', '^(?<year>\\d{4})$', '^[]$', '^[^]$', '^a.b$', '^[\\w.-]+$',
+  '^\\x41\\/$', '^[\\-+]?\\d+(\\.\\d+)?$', '^(a+)+$', '\\bword\\b', '^\\D\\W$', '^[😀-😂]$', '^\\v\\f\\t$', 'a{2,3}?b', '^(?:ab|a)*$',
+];
+const TEXTS = ['', 'a', 'abc', 'A_b-9', '2024-01-31', 'https://x', 'me@example.com', '0a1b2c3d-0000-4000-8000-00000000abcd', 'Élan_9', 'Ωμέγα', '😀', '😁', 'a\nb', 'a\rb',
+  'a\u2028b', '\u00a0', ' \t', '\ufeff', 'x; rm -rf', '/home/me/project/x', '[', ':', '\b', '\n', '\0', '2024', 'AZ', 'a/', '-12.5', 'aaaa', 'a word here', '1_', '\v\f\t', 'aab', 'abab'];
+
+describe('schema patterns on RE2', () => {
+  test('patterns real schemas use: the same answers as V8 on every text, or refused', () => {
+    for (const source of REAL) {
+      let refused = false;
+      try { patternOf(source); } catch { refused = true; }
+      if (refused) continue;
+      for (const text of TEXTS) agree(source, text);
+    }
+  });
+
+  test('refused, saying why: backreferences, lookarounds, unnamed properties, repeat counts past RE2\'s, overlong patterns', () => {
+    const cases = [
+      ['(a)\\1', /backreference/], ['(?<x>a)\\k<x>', /named backreference/], ['a(?=b)', /lookaround/], ['(?<!a)b', /lookaround/],
+      ['\\p{ASCII}', /does not translate/], ['\\p{Letter}', /does not translate/], ['a{1001}', /cannot be matched in linear time/],
+      ['a'.repeat(MAX_PATTERN_LENGTH + 1), /longer than 1024/], ['[\\S]', /\\S inside a class/],
+    ];
+    for (const [source, why] of cases) {
+      new RegExp(source, 'u');
+      assert.throws(() => patternOf(source), (e) => e.code === 'schema_unusable' && why.test(e.message), source);
+    }
+  });
+
+  test('random patterns and texts: RE2 answers as V8 does', () => {
+    const atom = fc.constantFrom('a', 'b', '\\.', '-', ' ', 'é', '😀', '\\n', '.', '\\d', '\\w', '\\s', '\\S', '\\D', '\\W', '[ab]', '[^a]', '[a-c]', '[^\\s]', '[\\s\\d]',
+      '[😀é]', '\\b', '\\B', '^', '$', '\\u00e9', '\\u{1F600}', '\\p{L}', '\\P{L}', '[\\p{Lu}x]', '[]', '[^]');
+    const quant = fc.constantFrom('', '', '*', '+', '?', '{2}', '{1,2}', '*?', '+?');
+    const pattern = fc.letrec((tie) => ({
+      node: fc.oneof({ depthSize: 'small', withCrossShrink: true },
+        fc.tuple(atom, quant).map(([a, q]) => (a === '^' || a === '$' || a === '\\b' || a === '\\B' ? a : a + q)),
+        fc.tuple(tie('seq'), fc.constantFrom('(', '(?:', '(?<g>'), quant).map(([s, open, q]) => `${open}${s})${q}`),
+        fc.tuple(tie('seq'), tie('seq')).map(([x, y]) => `${x}|${y}`)),
+      seq: fc.array(tie('node'), { minLength: 1, maxLength: 4 }).map((parts) => parts.join('')),
+    })).seq.filter((p) => { try { new RegExp(p, 'u'); return !p.includes('(?<g>') || p.split('(?<g>').length === 2; } catch { return false; } });
+    const text = fc.array(fc.constantFrom('a', 'b', 'c', '.', '-', ' ', '\u00a0', '\n', '\r', '\u2028', 'é', 'É', '😀', '1', '_', '\t', '\ufeff'), { maxLength: 8 }).map((a) => a.join(''));
+    fc.assert(fc.property(pattern, fc.array(text, { minLength: 1, maxLength: 8 }), (source, texts) => {
+      for (const t of texts) agree(source, t);
+    }), { numRuns: 1500 });
+  });
+});
+
+describe('re2js loads lazily', () => {
+  test('a schema without a pattern never loads it; the first pattern does', async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const { ROOT } = await import('../../helpers/run.js');
+    const { join } = await import('node:path');
+    const script = `
+      import { createRequire } from 'node:module';
+      const cache = createRequire(import.meta.url).cache;
+      const loaded = () => Object.keys(cache).some((k) => k.includes('re2js'));
+      const { ToolSchemas } = await import(${JSON.stringify(join(ROOT, 'dist', 'gate', 'schema', 'schema.js'))});
+      const tools = new ToolSchemas();
+      tools.learnPage([{ name: 'a', inputSchema: { type: 'object', properties: { s: { type: 'string' } } } }, { name: 'b', inputSchema: { properties: { s: { pattern: '^x' } } } }], true);
+      await tools.checkArguments('a', { s: 'x' });
+      const before = loaded();
+      const v = await tools.checkArguments('b', { s: 'y' });
+      process.stdout.write(JSON.stringify([before, loaded(), v.ok]));
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, timeout: 30000 });
+    assert.deepEqual(JSON.parse(stdout), [false, true, false]);
+  });
+});
