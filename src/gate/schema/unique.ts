@@ -14,14 +14,17 @@
 import { childrenOf, isObject } from './keywords.js';
 
 /**
- * Items compared times the size of what is compared (nodes, and a long
- * string's characters / 16), summed over the value's arrays, below which the
- * library's own loop runs. Measured (bench/patterns.js): about 4 ns a unit,
- * so at most ~15 ms a check.
+ * Items compared times the size of what is compared (see sizeOf), summed over
+ * the value's arrays, up to which the library's own loop runs. Measured
+ * (bench/patterns.js): about 10 ns a unit for small objects, less for
+ * primitives, so at most ~20 ms a check: 1,400 numbers, or 450 objects of
+ * two members.
  */
-export const UNIQUE_WORK_MAX = 4 * 1024 * 1024;
+export const UNIQUE_WORK_MAX = 2 * 1024 * 1024;
 
 type Node = Record<string, unknown>;
+/** Comparing two objects or arrays costs deepCompareStrict this many times comparing two primitives, before their members. */
+const OBJECT_COST = 8;
 
 /** The subschemas of a (prepared) schema that say `uniqueItems: true`. */
 export function uniqueNodes(root: unknown): Node[] {
@@ -62,7 +65,7 @@ function work(root: unknown): number {
       for (const m of members) if (typeof m === 'object' && m !== null) stack.push({ value: m, open: false });
       continue;
     }
-    let size = 1;
+    let size = OBJECT_COST;
     for (const m of members) size += sizeOf(m, sizes);
     sizes.set(v, size);
     if (Array.isArray(v)) {
@@ -73,6 +76,7 @@ function work(root: unknown): number {
   return total;
 }
 
+/** A primitive is 1 (a long string more); an object or array OBJECT_COST more than its members: deepCompareStrict's fixed cost. */
 function sizeOf(v: unknown, sizes: Map<object, number>): number {
   if (typeof v === 'string') return 1 + (v.length >> 4);
   if (typeof v === 'object' && v !== null) return sizes.get(v) ?? 1;
@@ -102,12 +106,22 @@ function repeatingArray(root: unknown): number | null {
   return null;
 }
 
-/** JSON text with each object's keys sorted: equal for two values exactly when deepCompareStrict finds them equal. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (!isObject(v)) return v;
-    const sorted: Node = Object.create(null) as Node;
-    for (const k of Object.keys(v).sort()) sorted[k] = v[k];
-    return sorted;
-  });
+/**
+ * The value as text, each object's keys sorted: equal for two values exactly
+ * when deepCompareStrict finds them equal (String(-0) is "0", as -0 === 0).
+ */
+function canonical(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v !== 'object' || v === null) return String(v);
+  let out: string;
+  if (Array.isArray(v)) {
+    out = '[';
+    for (const item of v) out += `${canonical(item)},`;
+    return `${out}]`;
+  }
+  const keys = Object.keys(v);
+  if (keys.length > 1) keys.sort();
+  out = '{';
+  for (const k of keys) out += `${JSON.stringify(k)}:${canonical((v as Node)[k])},`;
+  return `${out}}`;
 }
