@@ -20,8 +20,8 @@ import type { ArgsValue } from './tools.js';
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
 
-/** A compiled `when` clause: does this argument value match? */
-export type Predicate = (value: unknown) => boolean;
+/** A compiled `when` clause: does this argument value match? (`args`: where the value came from, its bytes too when known.) */
+export type Predicate = (value: unknown, args?: ArgsValue) => boolean;
 /** Compiles a `when` schema; throws an Error saying what is wrong with it. */
 export type CompileWhen = (schema: object) => Predicate;
 
@@ -128,7 +128,7 @@ export function decide(policy: Policy, tool: string, args: ArgsValue, annotation
   for (const rule of policy.rules) {
     const match = matchesTool(rule, tool, annotations);
     if (match === false) continue;
-    if (rule.when !== null && !rule.when(args.value())) continue;
+    if (rule.when !== null && !rule.when(args.value(), args)) continue;
     const verdict = { decision: rule.decision, rule: rule.index, reason: rule.reason };
     if (match === true) return stricter(floor, verdict);
     const why = "the tool's annotations are unknown: the server has not listed it";

@@ -83,3 +83,51 @@ describe('uniqueItems over many items', () => {
     } finally { c.cleanup(); }
   });
 });
+
+describe('numbers a double cannot hold', () => {
+  test('judged on the digits the server reads: a rounded const refuses the schema, multipleOf refuses a rounded integer, 1e400 is never an integer; exact ones pass', { timeout: TIMEOUT }, async () => {
+    const c = await session();
+    try {
+      c.child.stdin.write(callLine(1, 'exact', '{"id":9007199254740992}') + callLine(2, 'even', '{"m":9007199254740993}') + callLine(3, 'bounded', '{"x":1e400}')
+        + callLine(4, 'bounded', '{"x":9007199254740993}') + callLine(5, 'even', '{"m":9007199254740994}') + callLine(6, 'bounded', '{"n":9007199254740993}') + callLine(7, 'bounded', '{"n":-0,"x":-0.0}'));
+      const answers = [];
+      for (let id = 1; id <= 7; id++) answers[id] = await c.waitFor((m) => m.id === id, `answer to ${id}`);
+      assert.match(textOf(answers[1]), /its inputSchema cannot be checked \(\/properties\/id\/const: holds an integer beyond ±\(2\^53 − 1\)/);
+      assert.match(textOf(answers[2]), /- \(root\): number: argument \/m is an integer a double cannot hold exactly, and the schema has multipleOf/);
+      assert.match(textOf(answers[3]), /- \(root\): number: argument \/x is a number beyond a double's range/);
+      assert.equal(textOf(answers[4]), "{'x': 9007199254740993}", 'an exact integer type passes, and the server reads every digit');
+      assert.equal(textOf(answers[5]), "{'m': 9007199254740994}");
+      assert.match(textOf(answers[6]), /- \/n: maximum/, 'beyond a safe bound on both sides');
+      assert.equal(textOf(answers[7]), "{'n': 0, 'x': -0.0}");
+      await c.finish();
+      assert.deepEqual(calledAtServer(c), [4, 5, 7]);
+    } finally { c.cleanup(); }
+  });
+
+  test('a policy `when`: an integer beyond 2^53 in it stops mcpguard at start; with multipleOf, a rounded argument is denied as undecidable', { timeout: TIMEOUT }, async () => {
+    const { tempDir, runGuard } = await import('../helpers/run.js');
+    const { writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const scratch = tempDir();
+    try {
+      const bad = join(scratch.dir, 'bad.json');
+      writeFileSync(bad, '{"rules":[{"tool":"ping","when":{"properties":{"id":{"const":12345678901234567890}}},"decision":"allow"}],"default":"deny"}');
+      const r = await runGuard([`--policy=${bad}`, '--', 'true'], { timeout: TIMEOUT }).done;
+      assert.equal(r.code, 125, r.stderr);
+      assert.match(r.stderr, /rule 0: "when" is not a usable JSON Schema: \/properties\/id\/const: holds an integer beyond/);
+      const odd = join(scratch.dir, 'odd.json');
+      writeFileSync(odd, '{"rules":[{"tool":"ping","when":{"properties":{"id":{"multipleOf":2}}},"decision":"allow"}],"default":"deny"}');
+      const c = conversation(SERVER, ['--validate-args=on', `--policy=${odd}`]);
+      try {
+        c.send(init);
+        await c.waitFor((m) => m.id === 'init', 'initialize answer');
+        c.child.stdin.write(callLine(1, 'ping', '{"id":9007199254740993}') + callLine(2, 'ping', '{"id":4}'));
+        const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+        await c.waitFor((m) => m.id === 2, 'answer to 2');
+        assert.match(textOf(one), /the policy could not decide: .*argument \/id is an integer a double cannot hold exactly/);
+        await c.finish();
+        assert.deepEqual(calledAtServer(c), [2]);
+      } finally { c.cleanup(); }
+    } finally { scratch.cleanup(); }
+  });
+});

@@ -26,6 +26,7 @@ import { clip, prepareSchema, unusable } from './inspect.js';
 import { bytesPass } from './quick-bytes.js';
 import { LinearRegExp, PatternBudgetError, resetPatternBudget } from './pattern.js';
 import { compileRule, valuePasses, type Rule } from './quick-check.js';
+import { hasMultipleOf, inexactNumber, inexactReason } from './numbers.js';
 import { uniqueNodes, uniqueVerdict } from './unique.js';
 import type { SchemaError } from './verdict.js';
 
@@ -35,7 +36,7 @@ export { resolveDialect } from './dialect.js';
 export type Outcome =
   | { ok: true }
   | { ok: false; kind: 'invalid'; errors: SchemaError[] }
-  | { ok: false; kind: 'unchecked'; reason: string };
+  | { ok: false; kind: 'unchecked'; reason: string; keyword?: string };
 
 /** A schema ready to check values against. */
 export interface CompiledSchema {
@@ -49,6 +50,8 @@ export interface CompiledSchema {
   matches(value: unknown): Outcome;
   /** check(), of arguments held as bytes: large ones the schema's quick check can pass are never decoded. */
   checkArguments(args: ArgumentSource): Outcome;
+  /** Why the arguments' numbers cannot be judged exactly against this schema (numbers.ts), or null. */
+  inexact(args: ArgumentSource): string | null;
 }
 
 /** A call's arguments as the gate holds them: their JSON text in the frame (scanned: valid), and their value on demand. */
@@ -94,6 +97,9 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
   // A valid value of a simple schema passes without the library's per-subschema garbage; anything else asks the library.
   const rule = compileRule(copy, dialect);
   const uniques = uniqueNodes(copy);
+  const multipleOf = hasMultipleOf(copy);
+  // Arguments given as a value only (no bytes) have lost their digits already; the gate always has the bytes.
+  const inexact = (args: ArgumentSource): string | null => (args.end > args.start ? inexactReason(inexactNumber(args.frame, args.start, args.end), multipleOf) : null);
   const validate = (value: unknown, firstFailure: boolean): lib.ValidationResult | Outcome => {
     let unique: string;
     try {
@@ -101,7 +107,7 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
     } catch {
       return { ok: false, kind: 'unchecked', reason: 'it is nested too deeply to check against uniqueItems' };
     }
-    if (unique !== 'as-is' && unique !== 'off') return { ok: false, kind: 'unchecked', reason: unique };
+    if (unique !== 'as-is' && unique !== 'off') return { ok: false, kind: 'unchecked', reason: unique, keyword: 'uniqueItems' };
     if (unique === 'off') for (const node of uniques) node.uniqueItems = false;
     // The library compiles `pattern` and `patternProperties` with the global RegExp as it checks, with no hook: for
     // the length of this synchronous call that name is the linear matcher (pattern.ts), so V8 never backtracks on them.
@@ -110,7 +116,7 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
     try {
       return lib.validate(value, copy as lib.Schema | boolean, dialect, lookup as Record<string, lib.Schema | boolean>, firstFailure);
     } catch (error) {
-      if (error instanceof PatternBudgetError) return { ok: false, kind: 'unchecked', reason: error.message };
+      if (error instanceof PatternBudgetError) return { ok: false, kind: 'unchecked', reason: error.message, keyword: 'pattern' };
       // Compiling ruled out unresolved references and endless cycles: what throws here is the
       // stack (a value nested deeper than it, or more failures than one array spread can take).
       return { ok: false, kind: 'unchecked', reason: error instanceof RangeError ? 'it is nested too deeply or fails in too many places to check' : `the check failed (${clip(messageOf(error))})` };
@@ -124,7 +130,7 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
     try {
       return valuePasses(value, r);
     } catch (error) {
-      if (error instanceof PatternBudgetError) return { ok: false, kind: 'unchecked', reason: error.message };
+      if (error instanceof PatternBudgetError) return { ok: false, kind: 'unchecked', reason: error.message, keyword: 'pattern' };
       throw error;
     }
   };
@@ -163,7 +169,10 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
       return check(value);
     },
     matches,
+    inexact,
     checkArguments(args: ArgumentSource): Outcome {
+      const reason = inexact(args);
+      if (reason !== null) return { ok: false, kind: 'unchecked', reason, keyword: 'number' };
       resetPatternBudget();
       if (rule !== null && args.end - args.start >= BYTES_CHECK_MIN && bytesPass(rule, args.frame, args.start, args.end)) return PASSED;
       return check(args.value());

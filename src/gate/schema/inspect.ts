@@ -14,12 +14,15 @@ import { GuardError } from '../../base/errors.js';
 import { dialectOfUri, DIALECT_NAMES, type Dialect } from './dialect.js';
 import { childrenOf, isObject, pointer, SCHEMA_ARRAY_KEYWORDS, SCHEMA_MAP_KEYWORDS } from './keywords.js';
 import { MAX_SCHEMA_DEPTH } from './limits.js';
+import { unsafeInteger } from './numbers.js';
 import { patternOf } from './pattern.js';
 
 const TYPES: ReadonlySet<string> = new Set(['array', 'boolean', 'integer', 'null', 'number', 'object', 'string']);
 const COUNT_KEYWORDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties', 'minContains', 'maxContains'];
 const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];
 const STRING_KEYWORDS = ['$id', '$anchor', '$comment', '$ref'];
+/** Keywords whose numbers are compared with the arguments' (numbers.ts). */
+const EXACT_KEYWORDS = [...NUMBER_KEYWORDS, 'multipleOf', 'const', 'enum'];
 
 /** A `$ref` found in the copy, for the caller to resolve against the library's lookup. */
 export interface RefSite {
@@ -79,6 +82,10 @@ function checkKeywords(node: Record<string, unknown>, at: string, dialect: Diale
     if (has(k) && !isFiniteNumber(node[k])) throw problem(where(k), 'must be a number');
   }
   if (has('multipleOf') && !(isFiniteNumber(node.multipleOf) && node.multipleOf > 0)) throw problem(where('multipleOf'), 'must be a number greater than 0');
+  for (const k of EXACT_KEYWORDS) {
+    const unsafe = has(k) ? unsafeInteger(node[k]) : null;
+    if (unsafe !== null) throw problem(where(k), `holds an integer beyond ±(2^53 − 1) (read as ${unsafe}), which may have been rounded when read: mcpguard cannot judge arguments against it exactly`);
+  }
   for (const k of STRING_KEYWORDS) {
     if (has(k) && typeof node[k] !== 'string') throw problem(where(k), 'must be a string');
   }
