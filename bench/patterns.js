@@ -65,7 +65,8 @@ for (const [source, text] of [['^[a-z]+$', 'a'], ['^\\p{L}+$', 'é'], ['^(a|aa|b
 
 // 4. uniqueItems: the library's loop at the work bound, and 20,000 items past it.
 const { UNIQUE_WORK_MAX } = await import(join(ROOT, 'dist', 'gate', 'schema', 'unique.js'));
-for (const [label, n] of [['at the work bound', Math.floor(Math.sqrt(UNIQUE_WORK_MAX / 4))], ['20,000 items (past it)', 20000]]) {
+// An item { k, v } weighs 10 units (8 for the object, 1 per member): n items cost n × 10n.
+for (const [label, n] of [['at the work bound (the library\'s loop)', Math.floor(Math.sqrt(UNIQUE_WORK_MAX / 10))], ['past the bound (canonical forms)', 20000]]) {
   for (const [name, mod] of [['now', now], ['before', was]]) {
     if (mod === null || (name === 'before' && n > 5000)) continue;
     const tools = new mod.ToolSchemas({ protocolVersion: '2025-06-18' });
@@ -77,11 +78,20 @@ for (const [label, n] of [['at the work bound', Math.floor(Math.sqrt(UNIQUE_WORK
 }
 
 // 5. The bomb, ^(a+)+$ against a run of a's and one other character.
-for (const [name, mod, n] of [['now', now, 40], ['now', now, 100000], ['before', was, 20], ['before', was, 22]]) {
+for (const [name, mod, n] of [['now', now, 40], ['now', now, 100000], ['before', was, 22], ['before', was, 24], ['before', was, 25]]) {
   if (mod === null) continue;
   const tools = new mod.ToolSchemas({ protocolVersion: '2025-06-18' });
   tools.learnPage([{ name: 'b', inputSchema: { properties: { s: { pattern: '^(a+)+$' } } } }], true);
   const a = process.hrtime.bigint();
   const v = tools.checkArgumentsNow('b', { s: `${'a'.repeat(n)}!` });
   console.log(`bomb, ${n} characters: ${name} ${fmt(Number(process.hrtime.bigint() - a))} (${v.ok ? 'passed' : v.kind})`);
+}
+
+// 6. Numbers on their digits: the scan of an arguments' text for numbers a double does not hold (every checked call pays it).
+const { inexactNumber } = await import(join(ROOT, 'dist', 'gate', 'schema', 'numbers.js'));
+const small = Buffer.from('{"path":"/tmp/some/file.txt","n":12,"mode":"w","ids":[1,2,3,4567890123]}');
+const large = Buffer.from(JSON.stringify({ path: '/tmp/x', content: 'plain text, 1234567890, more text; '.repeat(30000) }));
+const escapes = Buffer.from(JSON.stringify({ path: '/tmp/x', content: 'text 1234567890 "quoted" \\ '.repeat(40000) }));
+for (const [label, buf, n] of [['a small call', small, 200000], [`${(large.length / 1048576).toFixed(1)} MiB of plain string`, large, 50], [`${(escapes.length / 1048576).toFixed(1)} MiB of string, an escaped quote every 30 bytes`, escapes, 50]]) {
+  console.log(`numbers: ${label}: ${fmt(median([1, 2, 3].map(() => time(() => inexactNumber(buf, 0, buf.length), n))))}`);
 }

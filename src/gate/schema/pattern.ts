@@ -29,12 +29,12 @@ import { GuardError } from '../../base/errors.js';
 export const MAX_PATTERN_LENGTH = 1024;
 /**
  * Characters of text times pattern size (RE2's program, in instructions) one
- * check may match. Measured (bench/patterns.js): the worst patterns under
- * MAX_PATTERN_LENGTH cost about 15 ns per unit, so a check stops within
- * about 100 ms of matching; a 256 KiB string against a 20-instruction pattern
- * is within it.
+ * check may match. Measured (bench/patterns.js, idle 2-vCPU VM): the slowest
+ * simple patterns cost 10–15 ns a unit (25 under a load average of 11), so a
+ * check stops within about 60 ms of matching (100 ms loaded); a 256 KiB
+ * string against a 12-instruction pattern is within it.
  */
-export const PATTERN_BUDGET = 8 * 1024 * 1024;
+export const PATTERN_BUDGET = 4 * 1024 * 1024;
 
 /** A compiled pattern: `test` is RegExp.prototype.test's answer for the ECMA-262 pattern with `u`. */
 export interface LinearPattern {
