@@ -19,6 +19,7 @@
  * same either way.
  */
 import * as lib from '@cfworker/json-schema';
+import { GuardError } from '../../base/errors.js';
 import { checkBounds } from './bounds.js';
 import type { Dialect } from './dialect.js';
 import { explain, type Resolve } from './explain.js';
@@ -26,8 +27,9 @@ import { clip, prepareSchema, unusable } from './inspect.js';
 import { bytesPass } from './quick-bytes.js';
 import { LinearRegExp, PatternBudgetError, resetPatternBudget } from './pattern.js';
 import { compileRule, valuePasses, type Rule } from './quick-check.js';
-import { hasMultipleOf, inexactNumber, inexactReason } from './numbers.js';
-import { uniqueNodes, uniqueVerdict } from './unique.js';
+import { EXACT_KEYWORDS, inexactNumber, inexactReason, unsafeInteger } from './numbers.js';
+import { reachableNodes } from './keywords.js';
+import { uniqueVerdict } from './unique.js';
 import type { SchemaError } from './verdict.js';
 
 export { resolveDialect } from './dialect.js';
@@ -96,8 +98,13 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
   checkBounds(copy, targets);
   // A valid value of a simple schema passes without the library's per-subschema garbage; anything else asks the library.
   const rule = compileRule(copy, dialect);
-  const uniques = uniqueNodes(copy);
-  const multipleOf = hasMultipleOf(copy);
+  const nodes = reachableNodes(copy, targets);
+  const uniques = nodes.filter((node) => node.uniqueItems === true);
+  const multipleOf = nodes.some((node) => node.multipleOf !== undefined);
+  // inspect.ts checked every subschema in its place; a `$ref` may also reach one under a keyword of no meaning.
+  for (const node of nodes) {
+    for (const k of EXACT_KEYWORDS) if (node[k] !== undefined && unsafeInteger(node[k]) !== null) throw unusable(`a subschema it reaches holds an integer beyond ±(2^53 − 1) in ${k}: mcpguard cannot judge arguments against it exactly`);
+  }
   // Arguments given as a value only (no bytes) have lost their digits already; the gate always has the bytes.
   const inexact = (args: ArgumentSource): string | null => (args.end > args.start ? inexactReason(inexactNumber(args.frame, args.start, args.end), multipleOf) : null);
   const validate = (value: unknown, firstFailure: boolean): lib.ValidationResult | Outcome => {
@@ -117,6 +124,8 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
       return lib.validate(value, copy as lib.Schema | boolean, dialect, lookup as Record<string, lib.Schema | boolean>, firstFailure);
     } catch (error) {
       if (error instanceof PatternBudgetError) return { ok: false, kind: 'unchecked', reason: error.message, keyword: 'pattern' };
+      // A pattern reached only through a `$ref` is compiled here, at its first use: one RE2 cannot match refuses the call.
+      if (error instanceof GuardError) return { ok: false, kind: 'unchecked', reason: `a pattern it reaches ${error.message}`, keyword: 'pattern' };
       // Compiling ruled out unresolved references and endless cycles: what throws here is the
       // stack (a value nested deeper than it, or more failures than one array spread can take).
       return { ok: false, kind: 'unchecked', reason: error instanceof RangeError ? 'it is nested too deeply or fails in too many places to check' : `the check failed (${clip(messageOf(error))})` };

@@ -14,15 +14,13 @@ import { GuardError } from '../../base/errors.js';
 import { dialectOfUri, DIALECT_NAMES, type Dialect } from './dialect.js';
 import { childrenOf, isObject, pointer, SCHEMA_ARRAY_KEYWORDS, SCHEMA_MAP_KEYWORDS } from './keywords.js';
 import { MAX_SCHEMA_DEPTH } from './limits.js';
-import { unsafeInteger } from './numbers.js';
+import { EXACT_KEYWORDS, unsafeInteger } from './numbers.js';
 import { patternOf } from './pattern.js';
 
 const TYPES: ReadonlySet<string> = new Set(['array', 'boolean', 'integer', 'null', 'number', 'object', 'string']);
 const COUNT_KEYWORDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties', 'minContains', 'maxContains'];
 const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];
 const STRING_KEYWORDS = ['$id', '$anchor', '$comment', '$ref'];
-/** Keywords whose numbers are compared with the arguments' (numbers.ts). */
-const EXACT_KEYWORDS = [...NUMBER_KEYWORDS, 'multipleOf', 'const', 'enum'];
 
 /** A `$ref` found in the copy, for the caller to resolve against the library's lookup. */
 export interface RefSite {

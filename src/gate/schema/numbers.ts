@@ -19,7 +19,6 @@
  *
  * `-0` and `-0.0` need nothing: -0 === 0 in every keyword, as in Python.
  */
-import { childrenOf, isObject } from './keywords.js';
 
 const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c, COLON = 0x3a;
 const LBRACE = 0x7b, RBRACE = 0x7d, LBRACKET = 0x5b, RBRACKET = 0x5d, MINUS = 0x2d;
@@ -103,20 +102,6 @@ function pointed(buf: Buffer, stack: readonly Frame[], finite: boolean): Inexact
   return { path, finite };
 }
 
-/** The (prepared) schema has `multipleOf` somewhere: a rounded integer would be judged wrongly there. */
-export function hasMultipleOf(root: unknown): boolean {
-  const seen = new Set<object>();
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const node = stack.pop();
-    if (!isObject(node) || seen.has(node)) continue;
-    seen.add(node);
-    if (node.multipleOf !== undefined) return true;
-    for (const child of childrenOf(node, true)) stack.push(child.schema);
-  }
-  return false;
-}
-
 /** The reason a call with this number is refused, or null when the schema judges it exactly. */
 export function inexactReason(n: InexactNumber | null, multipleOf: boolean): string | null {
   if (n === null || (n.finite && !multipleOf)) return null;
@@ -125,6 +110,9 @@ export function inexactReason(n: InexactNumber | null, multipleOf: boolean): str
     ? `${at} is an integer a double cannot hold exactly, and the schema has multipleOf: mcpguard cannot judge it as the server reads it`
     : `${at} is a number beyond a double's range (the server may read it as infinity or as an exact integer): mcpguard cannot judge it`;
 }
+
+/** Keywords whose numbers are compared with the arguments'. */
+export const EXACT_KEYWORDS: readonly string[] = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'const', 'enum'];
 
 /** An integer-valued number beyond ±(2^53 − 1) in `value` (a keyword's value): read from the schema, it may have been rounded. */
 export function unsafeInteger(value: unknown): number | null {

@@ -90,8 +90,17 @@ export function LinearRegExp(this: unknown, source: string): LinearPattern {
   return patternOf(String(source));
 }
 
+/** V8's RegExp, kept before anyone stands LinearRegExp in for it: it parses each pattern (never runs one). */
+const NativeRegExp = RegExp;
+
 function compilePattern(source: string): LinearPattern {
   if (source.length > MAX_PATTERN_LENGTH) throw refuse(`is longer than ${MAX_PATTERN_LENGTH} characters`);
+  // The translation assumes valid ECMA-262 with `u` (inspect.ts checks the patterns in their places; a `$ref` may reach others).
+  try {
+    new NativeRegExp(source, 'u');
+  } catch {
+    throw refuse('is not a valid regular expression');
+  }
   const translated = translate(source);
   re2 ??= createRequire(import.meta.url)('re2js') as Re2Module;
   let compiled: Re2;

@@ -11,7 +11,6 @@
  * - one repeats: the call is refused as not checkable (fail closed), saying
  *   so; the library's loop is never run on it.
  */
-import { childrenOf, isObject } from './keywords.js';
 
 /**
  * Items compared times the size of what is compared (see sizeOf), summed over
@@ -25,21 +24,6 @@ export const UNIQUE_WORK_MAX = 2 * 1024 * 1024;
 type Node = Record<string, unknown>;
 /** Comparing two objects or arrays costs deepCompareStrict this many times comparing two primitives, before their members. */
 const OBJECT_COST = 8;
-
-/** The subschemas of a (prepared) schema that say `uniqueItems: true`. */
-export function uniqueNodes(root: unknown): Node[] {
-  const out: Node[] = [];
-  const seen = new Set<Node>();
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const node = stack.pop();
-    if (!isObject(node) || seen.has(node)) continue;
-    seen.add(node);
-    if (node.uniqueItems === true) out.push(node);
-    for (const child of childrenOf(node, true)) stack.push(child.schema);
-  }
-  return out;
-}
 
 /** What to do about `uniqueItems` for one value: check as is, check with it off (no array repeats), or refuse. */
 export function uniqueVerdict(value: unknown): 'as-is' | 'off' | string {

@@ -83,3 +83,24 @@ describe('re2js loads lazily', () => {
     assert.deepEqual(JSON.parse(stdout), [false, true, false]);
   });
 });
+
+describe('subschemas reached only through a $ref (under a keyword of no meaning)', () => {
+  test('their patterns, numbers and uniqueItems are bounded like the others', async () => {
+    const { ToolSchemas, loadEngine } = await import('../../../dist/gate/schema/schema.js');
+    await loadEngine();
+    const tools = new ToolSchemas({ protocolVersion: '2025-06-18' });
+    tools.learnPage([
+      { name: 'a', inputSchema: { $ref: '#/x', x: { properties: { n: { maximum: 9007199254740993 } } } } },
+      { name: 'b', inputSchema: { $ref: '#/x', x: { properties: { s: { pattern: '(a)\\1' } } } } },
+      { name: 'c', inputSchema: { $ref: '#/x', x: { properties: { t: { type: 'array', uniqueItems: true } } } } },
+    ], true);
+    const a = await tools.checkArguments('a', { n: 1 });
+    assert.equal(a.kind, 'unusable');
+    assert.match(a.reason, /holds an integer beyond ±\(2\^53 − 1\) in maximum/);
+    const b = await tools.checkArguments('b', { s: 'aa' });
+    assert.deepEqual(b.errors, [{ path: '', keyword: 'pattern', message: 'a pattern it reaches uses a backreference, which RE2 cannot match' }]);
+    const items = Array.from({ length: 30000 }, (_, i) => ({ i }));
+    assert.equal((await tools.checkArguments('c', { t: items })).ok, true, 'past the work bound, without the pairwise loop');
+    assert.equal((await tools.checkArguments('c', { t: [...items, { i: 7 }] })).errors[0].keyword, 'uniqueItems');
+  });
+});
