@@ -53,6 +53,22 @@ describe('a pattern that backtracks exponentially', () => {
     } finally { c.cleanup(); }
   });
 
+  test('a pattern RE2 cannot run (a lookahead) runs on V8 under a time budget: the bomb is refused as not checkable, a call beside it is answered', { timeout: TIMEOUT }, async () => {
+    const c = await session();
+    try {
+      c.send(call(1, 'ahead', { name: `${'a'.repeat(40)}!` }), call(2, 'ping', {}), call(3, 'ahead', { name: 'aaa' }), call(4, 'ahead', { name: 'baa' }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to the bomb');
+      await c.waitFor((m) => m.id === 2, 'answer to the ping');
+      const three = await c.waitFor((m) => m.id === 3, 'answer to 3');
+      const four = await c.waitFor((m) => m.id === 4, 'answer to 4');
+      assert.match(textOf(one), /- \(root\): pattern: a pattern RE2 cannot run \(it uses a lookaround, which RE2 cannot match\) took more than mcpguard's bound/);
+      assert.equal(textOf(three), "{'name': 'aaa'}");
+      assert.match(textOf(four), /- \/name: pattern: must match/);
+      await c.finish();
+      assert.deepEqual(calledAtServer(c), [2, 3]);
+    } finally { c.cleanup(); }
+  });
+
   test('a string too large to match within the bound is refused as not checkable, saying so', { timeout: TIMEOUT }, async () => {
     const c = await session();
     try {

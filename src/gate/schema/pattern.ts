@@ -1,5 +1,5 @@
 /**
- * `pattern` and `patternProperties` in linear time. A schema's patterns are
+ * `pattern` and `patternProperties` without a stall. A schema's patterns are
  * the server's, and V8's own engine backtracks: `^(a+)+$` against 27
  * characters held the main thread (and with it every other call and the
  * stderr drain) for 14 s, doubling per character. V8's linear fallback does
@@ -8,21 +8,23 @@
  * JavaScript: a matcher whose time grows with the text times the pattern,
  * never exponentially), loaded the first time a schema has a pattern.
  *
- * RE2 is not ECMA-262, so each pattern is translated (ECMA-262 with `u`,
- * already known valid) and what has no exact translation is refused, which
- * refuses the schema (fail closed): backreferences, lookarounds,
- * `\p{…}` forms RE2 does not name, repeat counts over 1000, and a pattern
- * longer than MAX_PATTERN_LENGTH. Translated: `.` and `\s`/`\S` to
- * ECMA-262's sets (RE2's are narrower), groups to non-capturing (a test
- * needs no captures, and RE2's matcher is slower with them), `\uXXXX` and
- * `\u{…}` to `\x{…}`, `\0`, `\cX`, `[\b]`, `[` inside a class (RE2 reads
- * `[:alpha:]` there), and the empty classes `[]` and `[^]`.
+ * RE2 is not ECMA-262, so each pattern (ECMA-262 with `u`, known valid) is
+ * translated: `.` and `\s`/`\S` to ECMA-262's sets (RE2's are narrower),
+ * groups to non-capturing (a test needs no captures, and RE2's matcher is
+ * slower with them), `\uXXXX` and `\u{…}` to `\x{…}`, `\0`, `\cX`, `[\b]`,
+ * `[` inside a class (RE2 reads `[:alpha:]` there), and the empty classes
+ * `[]` and `[^]`. What has no exact translation (backreferences,
+ * lookarounds, `\p{…}` forms RE2 does not name, repeat counts over 1000, a
+ * pattern longer than MAX_PATTERN_LENGTH) runs on V8 as before, but each test
+ * under a watchdog, on a time budget per check (TIMED_BUDGET_MS).
  *
- * Each test draws on a budget of text per check (PATTERN_BUDGET characters
- * times the pattern's size): past it the check stops and the call is refused
- * as not checkable, so no argument can buy more than a bounded stall.
+ * Each RE2 test draws on a budget of text per check (PATTERN_BUDGET
+ * characters times the pattern's size). Past either budget the check stops
+ * and the call is refused as not checkable, so no argument can buy more than
+ * a bounded stall.
  */
 import { createRequire } from 'node:module';
+import vm from 'node:vm';
 import { GuardError } from '../../base/errors.js';
 
 /** Longest pattern mcpguard compiles (RE2 compiles in time that grows with the pattern; real patterns are far shorter). */
@@ -51,6 +53,7 @@ let budget = PATTERN_BUDGET;
 /** Start a check's budget afresh (engine.ts, before each check). */
 export function resetPatternBudget(): void {
   budget = PATTERN_BUDGET;
+  timedLeft = TIMED_BUDGET_MS;
 }
 
 /** Thrown when a check has matched all the text its budget allows; the check is refused as not checkable. */
@@ -94,21 +97,27 @@ export function LinearRegExp(this: unknown, source: string): LinearPattern {
 const NativeRegExp = RegExp;
 
 function compilePattern(source: string): LinearPattern {
-  if (source.length > MAX_PATTERN_LENGTH) throw refuse(`is longer than ${MAX_PATTERN_LENGTH} characters`);
   // The translation assumes valid ECMA-262 with `u` (inspect.ts checks the patterns in their places; a `$ref` may reach others).
+  let native: RegExp;
   try {
-    new NativeRegExp(source, 'u');
+    native = new NativeRegExp(source, 'u');
   } catch {
     throw refuse('is not a valid regular expression');
   }
-  const translated = translate(source);
-  re2 ??= createRequire(import.meta.url)('re2js') as Re2Module;
   let compiled: Re2;
   try {
-    compiled = re2.RE2JS.compile(translated);
+    if (source.length > MAX_PATTERN_LENGTH) throw refuse(`is longer than ${MAX_PATTERN_LENGTH} characters, more than RE2 compiles quickly`);
+    const translated = translate(source);
+    re2 ??= createRequire(import.meta.url)('re2js') as Re2Module;
+    try {
+      compiled = re2.RE2JS.compile(translated);
+    } catch (error) {
+      const why = (error instanceof Error ? error.message : String(error)).replace(/^error parsing regexp: /, '').split('\n')[0]!;
+      throw refuse(`has what RE2 cannot compile (${why.length > 80 ? `${why.slice(0, 80)}…` : why})`);
+    }
   } catch (error) {
-    const why = (error instanceof Error ? error.message : String(error)).replace(/^error parsing regexp: /, '').split('\n')[0]!;
-    throw refuse(`cannot be matched in linear time (${why.length > 80 ? `${why.slice(0, 80)}…` : why})`);
+    if (!(error instanceof GuardError)) throw error;
+    return timedPattern(source, native, error.message);
   }
   const size = Math.max(1, compiled.programSize());
   return {
@@ -211,6 +220,41 @@ function escape(p: string, i: number, inClass: boolean): [string, number] {
       // A syntax character or `/` (or `-` in a class): the only identity escapes `u` allows; RE2 takes them as literals.
       return [`\\${e}`, 2];
   }
+}
+
+/**
+ * Most of a check's time that patterns RE2 cannot run (lookarounds,
+ * backreferences …) may take on V8's backtracking engine, each test stopped
+ * by a watchdog (vm's timeout) when the time is spent. About 0.1 ms a test
+ * (the watchdog's thread; bench/patterns.js), so only those patterns pay it.
+ */
+export const TIMED_BUDGET_MS = 100;
+let timedLeft = TIMED_BUDGET_MS;
+const context = vm.createContext({ r: null, s: '' });
+const timedTest = new vm.Script('r.test(s)');
+
+/** `native` run under the check's time budget; past it, PatternBudgetError (the call is refused as not checkable). */
+function timedPattern(source: string, native: RegExp, why: string): LinearPattern {
+  const spent = (): PatternBudgetError => new PatternBudgetError(`a pattern RE2 cannot run (it ${why}) took more than mcpguard's bound on V8's backtracking engine (${TIMED_BUDGET_MS} ms per check)`);
+  return {
+    source,
+    test(text: string): boolean {
+      if (timedLeft <= 0) throw spent();
+      const started = performance.now();
+      context.r = native;
+      context.s = text;
+      try {
+        return timedTest.runInContext(context, { timeout: Math.max(1, Math.ceil(timedLeft)) }) as boolean;
+      } catch (error) {
+        if ((error as { code?: unknown }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw spent();
+        throw error;
+      } finally {
+        timedLeft -= performance.now() - started;
+        context.r = null;
+        context.s = '';
+      }
+    },
+  };
 }
 
 function refuse(why: string): GuardError {
