@@ -47,7 +47,8 @@ export function inexactNumber(buf: Buffer, start: number, end: number): InexactN
     const c = buf[i]!;
     if (c === QUOTE) {
       let j = i;
-      do j = buf.indexOf(QUOTE, j + 1); while (escaped(buf, j));
+      do j = buf.indexOf(QUOTE, j + 1); while (j > 0 && escaped(buf, j));
+      if (j < 0 || j >= end) break; // not JSON after all: nothing more to find
       const top = stack[stack.length - 1];
       if (top !== undefined && top.object && top.expectKey) { top.key = [i, j + 1]; top.expectKey = false; }
       i = j + 1;
