@@ -15,9 +15,9 @@
 /**
  * Items compared times the size of what is compared (see sizeOf), summed over
  * the value's arrays, up to which the library's own loop runs. Measured
- * (bench/patterns.js): about 10 ns a unit for small objects, less for
- * primitives, so at most ~20 ms a check: 1,400 numbers, or 450 objects of
- * two members.
+ * (bench/patterns.js, load average 9): about 12 ns a unit for small objects,
+ * less for primitives, so ~26 ms a check at most: 1,400 numbers, or 450
+ * objects of two members.
  */
 export const UNIQUE_WORK_MAX = 2 * 1024 * 1024;
 
