@@ -230,8 +230,8 @@ function escape(p: string, i: number, inClass: boolean): [string, number] {
  */
 export const TIMED_BUDGET_MS = 100;
 let timedLeft = TIMED_BUDGET_MS;
-const context = vm.createContext({ r: null, s: '' });
-const timedTest = new vm.Script('r.test(s)');
+/** Made with the first such pattern (a context costs a millisecond or so). */
+let timed: { context: vm.Context; script: vm.Script } | undefined;
 
 /** `native` run under the check's time budget; past it, PatternBudgetError (the call is refused as not checkable). */
 function timedPattern(source: string, native: RegExp, why: string): LinearPattern {
@@ -241,10 +241,12 @@ function timedPattern(source: string, native: RegExp, why: string): LinearPatter
     test(text: string): boolean {
       if (timedLeft <= 0) throw spent();
       const started = performance.now();
+      timed ??= { context: vm.createContext({ r: null, s: '' }), script: new vm.Script('r.test(s)') };
+      const { context, script } = timed;
       context.r = native;
       context.s = text;
       try {
-        return timedTest.runInContext(context, { timeout: Math.max(1, Math.ceil(timedLeft)) }) as boolean;
+        return script.runInContext(context, { timeout: Math.max(1, Math.ceil(timedLeft)) }) as boolean;
       } catch (error) {
         if ((error as { code?: unknown }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw spent();
         throw error;
