@@ -21,8 +21,8 @@ import { parseFileJson } from '../wire/json-file.js';
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
 
-/** A compiled `when` clause: does this argument value match? */
-export type Predicate = (value: unknown) => boolean;
+/** A compiled `when` clause: does this argument value match? (`args`: where the value came from, its bytes too when known.) */
+export type Predicate = (value: unknown, args?: ArgsValue) => boolean;
 /** Compiles a `when` schema; throws an Error saying what is wrong with it. */
 export type CompileWhen = (schema: object) => Predicate;
 
@@ -108,35 +108,58 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
   };
 }
 
+/** How strict each decision is: where the annotations are unknown, the stricter of two outcomes wins. */
+const STRICTNESS: Readonly<Record<PolicyDecision, number>> = { allow: 0, ask: 1, deny: 2 };
+
 /**
  * Decide a call. `args` is read only when a rule with `when` is reached;
- * `annotations` are the tool's as the server advertised them (empty if unknown).
+ * `annotations` are the tool's as the server advertised them, or null when
+ * the server has not listed the tool (--validate-args off lets such a call
+ * reach the policy). Unknown annotations are not "absent": a rule on them
+ * might match or not, so the call gets the stricter of both outcomes (the
+ * rule's decision, and what the rules after it decide). Annotation rules
+ * only ask or deny, so this never lets through what a listing would stop.
  */
-export function decide(policy: Policy, tool: string, args: ArgsValue, annotations: Record<string, unknown>): PolicyVerdict {
+export function decide(policy: Policy, tool: string, args: ArgsValue, annotations: Record<string, unknown> | null): PolicyVerdict {
+  let floor: PolicyVerdict | null = null;
   for (const rule of policy.rules) {
-    if (!matchesTool(rule, tool, annotations)) continue;
-    if (rule.when !== null && !rule.when(args.value())) continue;
-    return { decision: rule.decision, rule: rule.index, reason: rule.reason };
+    const match = matchesTool(rule, tool, annotations);
+    if (match === false) continue;
+    if (rule.when !== null && !rule.when(args.value(), args)) continue;
+    const verdict = { decision: rule.decision, rule: rule.index, reason: rule.reason };
+    if (match === true) return stricter(floor, verdict);
+    const why = "the tool's annotations are unknown: the server has not listed it";
+    if (floor === null || STRICTNESS[rule.decision] > STRICTNESS[floor.decision]) floor = { ...verdict, reason: rule.reason === null ? why : `${rule.reason}; ${why}` };
   }
-  return { decision: policy.defaultDecision, rule: null, reason: null };
+  return stricter(floor, { decision: policy.defaultDecision, rule: null, reason: null });
+}
+
+function stricter(floor: PolicyVerdict | null, verdict: PolicyVerdict): PolicyVerdict {
+  return floor !== null && STRICTNESS[floor.decision] > STRICTNESS[verdict.decision] ? floor : verdict;
 }
 
 /**
  * Whether every call of this tool is denied whatever its arguments (for
  * hide_denied): a `when` rule that could let some calls through keeps it visible.
  */
-export function alwaysDenied(policy: Policy, tool: string, annotations: Record<string, unknown>): boolean {
+export function alwaysDenied(policy: Policy, tool: string, annotations: Record<string, unknown> | null): boolean {
   for (const rule of policy.rules) {
-    if (!matchesTool(rule, tool, annotations)) continue;
+    const match = matchesTool(rule, tool, annotations);
+    if (match === false) continue;
+    // Unknown annotations: denied either way only if this rule denies outright and so do the rules after it.
+    if (match === 'unknown' && rule.when === null && rule.decision === 'deny') continue;
+    if (match === 'unknown') return false;
     if (rule.when === null) return rule.decision === 'deny';
     if (rule.decision !== 'deny') return false;
   }
   return policy.defaultDecision === 'deny';
 }
 
-function matchesTool(rule: Rule, tool: string, annotations: Record<string, unknown>): boolean {
+/** true or false; 'unknown' when only the annotations could decide and they are not known. */
+function matchesTool(rule: Rule, tool: string, annotations: Record<string, unknown> | null): boolean | 'unknown' {
   if (rule.tool !== null && !rule.tool.test(tool)) return false;
   if (rule.annotations !== null) {
+    if (annotations === null) return 'unknown';
     for (const [key, value] of Object.entries(rule.annotations)) if (annotations[key] !== value) return false;
   }
   return true;

@@ -48,8 +48,9 @@ export class ToolBook {
     private readonly ownPage?: (list: Array<Record<string, unknown> | null>, first: boolean, last: boolean) => void,
   ) {}
 
-  /** The tool's advertised annotations (the server's claims), or none. */
-  annotations(name: string): Record<string, unknown> {
+  /** The tool's advertised annotations (the server's claims; none: {}), or null when the server has not listed the tool. */
+  annotations(name: string): Record<string, unknown> | null {
+    if (!this.schemas.known(name)) return null;
     const annotations = this.schemas.tool(name)?.annotations;
     return typeof annotations === 'object' && annotations !== null ? annotations as Record<string, unknown> : {};
   }

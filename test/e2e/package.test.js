@@ -44,11 +44,11 @@ describe('the packed and installed package', { timeout: TIMEOUT }, () => {
     assert.deepEqual(files.filter((f) => /^(src|test|node_modules)\//.test(f)), []);
   });
 
-  test('one runtime dependency, pinned exactly, with none of its own: the JSON Schema engine of the gate', () => {
+  test('two runtime dependencies, pinned exactly, with none of their own: the JSON Schema engine of the gate and its linear-time patterns', () => {
     const manifest = JSON.parse(readFileSync(join(installDir.dir, 'node_modules', 'mcpguard', 'package.json'), 'utf8'));
-    assert.deepEqual(Object.keys(manifest.dependencies ?? {}), ['@cfworker/json-schema']);
-    assert.match(manifest.dependencies['@cfworker/json-schema'], /^\d+\.\d+\.\d+$/, 'an exact version');
-    assert.deepEqual(readdirSync(join(installDir.dir, 'node_modules')).filter((n) => !n.startsWith('.')).sort(), ['@cfworker', 'mcpguard']);
+    assert.deepEqual(Object.keys(manifest.dependencies ?? {}), ['@cfworker/json-schema', 're2js']);
+    for (const version of Object.values(manifest.dependencies)) assert.match(version, /^\d+\.\d+\.\d+$/, 'an exact version');
+    assert.deepEqual(readdirSync(join(installDir.dir, 'node_modules')).filter((n) => !n.startsWith('.')).sort(), ['@cfworker', 'mcpguard', 're2js']);
     assert.deepEqual(readdirSync(join(installDir.dir, 'node_modules', '@cfworker')), ['json-schema']);
   });
 

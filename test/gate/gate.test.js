@@ -121,6 +121,27 @@ describe('policy', () => {
   });
 });
 
+  test('--validate-args off: a rule on annotations applies to a tool never listed (unknown is not "not destructive"); a listed one is judged by its own', { timeout: TIMEOUT }, async () => {
+    const rules = { rules: [{ annotations: { destructiveHint: true }, decision: 'deny', reason: 'no destructive tools' }, { annotations: { readOnlyHint: true }, decision: 'ask' }] };
+    const c = await legacy(['--validate-args=off'], { policy: rules });
+    try {
+      c.send(call(1, 'delete_file', { path: '/tmp/x' }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.result.isError, true);
+      assert.match(one.result.content[0].text, /denied by policy rule 0 \(no destructive tools; the tool's annotations are unknown/);
+      c.send({ jsonrpc: '2.0', id: 'l', method: 'tools/list' });
+      await c.waitFor((m) => m.id === 'l', 'tools/list');
+      c.send(call(2, 'exec', { command: 'ls' }), call(3, 'delete_file', { path: '/tmp/x' }));
+      const two = await c.waitFor((m) => m.id === 2, 'answer to 2');
+      const three = await c.waitFor((m) => m.id === 3, 'answer to 3');
+      assert.equal(two.result.isError, undefined, 'exec is listed without annotations: no rule applies');
+      assert.match(three.result.content[0].text, /denied by policy rule 0 \(no destructive tools\)$/);
+      const r = await c.finish();
+      assert.deepEqual(calledAtServer(c), [2], 'the unlisted destructive tool never reached the server');
+      assert.equal(endOf(r.records, 1).decision.rule, 0);
+    } finally { c.cleanup(); }
+  });
+
 describe('approval, legacy era (elicitation through the client)', () => {
   const ask = { default: 'allow', rules: [{ tool: 'delete_file', decision: 'ask' }] };
   const card = (c) => c.waitFor((m) => m.method === 'elicitation/create', 'the approval card');

@@ -19,12 +19,17 @@
  * same either way.
  */
 import * as lib from '@cfworker/json-schema';
+import { GuardError } from '../../base/errors.js';
 import { checkBounds } from './bounds.js';
 import type { Dialect } from './dialect.js';
 import { explain, type Resolve } from './explain.js';
 import { clip, prepareSchema, unusable } from './inspect.js';
 import { bytesPass } from './quick-bytes.js';
-import { compileRule, valuePasses } from './quick-check.js';
+import { LinearRegExp, PatternBudgetError, resetPatternBudget } from './pattern.js';
+import { compileRule, valuePasses, type Rule } from './quick-check.js';
+import { EXACT_KEYWORDS, inexactNumber, inexactReason, unsafeInteger } from './numbers.js';
+import { reachableNodes } from './keywords.js';
+import { uniqueVerdict } from './unique.js';
 import type { SchemaError } from './verdict.js';
 
 export { resolveDialect } from './dialect.js';
@@ -33,7 +38,7 @@ export { resolveDialect } from './dialect.js';
 export type Outcome =
   | { ok: true }
   | { ok: false; kind: 'invalid'; errors: SchemaError[] }
-  | { ok: false; kind: 'unchecked'; reason: string };
+  | { ok: false; kind: 'unchecked'; reason: string; keyword?: string };
 
 /** A schema ready to check values against. */
 export interface CompiledSchema {
@@ -47,6 +52,8 @@ export interface CompiledSchema {
   matches(value: unknown): Outcome;
   /** check(), of arguments held as bytes: large ones the schema's quick check can pass are never decoded. */
   checkArguments(args: ArgumentSource): Outcome;
+  /** Why the arguments' numbers cannot be judged exactly against this schema (numbers.ts), or null. */
+  inexact(args: ArgumentSource): string | null;
 }
 
 /** A call's arguments as the gate holds them: their JSON text in the frame (scanned: valid), and their value on demand. */
@@ -91,24 +98,68 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
   checkBounds(copy, targets);
   // A valid value of a simple schema passes without the library's per-subschema garbage; anything else asks the library.
   const rule = compileRule(copy, dialect);
+  const nodes = reachableNodes(copy, targets);
+  const uniques = nodes.filter((node) => node.uniqueItems === true);
+  const multipleOf = nodes.some((node) => node.multipleOf !== undefined);
+  // inspect.ts checked every subschema in its place; a `$ref` may also reach one under a keyword of no meaning.
+  for (const node of nodes) {
+    for (const k of EXACT_KEYWORDS) if (node[k] !== undefined && unsafeInteger(node[k]) !== null) throw unusable(`a subschema it reaches holds an integer beyond ±(2^53 − 1) in ${k}: mcpguard cannot judge arguments against it exactly`);
+  }
+  // Arguments given as a value only (no bytes) have lost their digits already; the gate always has the bytes.
+  const inexact = (args: ArgumentSource): string | null => (args.end > args.start ? inexactReason(inexactNumber(args.frame, args.start, args.end), multipleOf) : null);
   const validate = (value: unknown, firstFailure: boolean): lib.ValidationResult | Outcome => {
+    let unique: string;
+    try {
+      unique = uniques.length === 0 ? 'as-is' : uniqueVerdict(value);
+    } catch {
+      return { ok: false, kind: 'unchecked', reason: 'it is nested too deeply to check against uniqueItems' };
+    }
+    if (unique !== 'as-is' && unique !== 'off') return { ok: false, kind: 'unchecked', reason: unique, keyword: 'uniqueItems' };
+    if (unique === 'off') for (const node of uniques) node.uniqueItems = false;
+    // The library compiles `pattern` and `patternProperties` with the global RegExp as it checks, with no hook: for
+    // the length of this synchronous call that name is the linear matcher (pattern.ts), so V8 never backtracks on them.
+    const native = globalThis.RegExp;
+    globalThis.RegExp = LinearRegExp as unknown as RegExpConstructor;
     try {
       return lib.validate(value, copy as lib.Schema | boolean, dialect, lookup as Record<string, lib.Schema | boolean>, firstFailure);
     } catch (error) {
+      if (error instanceof PatternBudgetError) return { ok: false, kind: 'unchecked', reason: error.message, keyword: 'pattern' };
+      // A pattern reached only through a `$ref` is compiled here, at its first use: one RE2 cannot match refuses the call.
+      if (error instanceof GuardError) return { ok: false, kind: 'unchecked', reason: `a pattern it reaches ${error.message}`, keyword: 'pattern' };
       // Compiling ruled out unresolved references and endless cycles: what throws here is the
       // stack (a value nested deeper than it, or more failures than one array spread can take).
       return { ok: false, kind: 'unchecked', reason: error instanceof RangeError ? 'it is nested too deeply or fails in too many places to check' : `the check failed (${clip(messageOf(error))})` };
+    } finally {
+      globalThis.RegExp = native;
+      if (unique === 'off') for (const node of uniques) node.uniqueItems = true;
+    }
+  };
+  /** The quick check, or the budget's refusal when its patterns have matched all the text one check may. */
+  const quick = (value: unknown, r: Rule): boolean | Outcome => {
+    try {
+      return valuePasses(value, r);
+    } catch (error) {
+      if (error instanceof PatternBudgetError) return { ok: false, kind: 'unchecked', reason: error.message, keyword: 'pattern' };
+      throw error;
     }
   };
   const matches = (value: unknown): Outcome => {
+    resetPatternBudget();
     // The quick check's no is as exact as its yes (quick-check.test.js compares both with the library); only a refusal's explanation needs the library.
-    if (rule !== null) return valuePasses(value, rule) ? PASSED : FAILED;
+    if (rule !== null) {
+      const passed = quick(value, rule);
+      return typeof passed === 'boolean' ? (passed ? PASSED : FAILED) : passed;
+    }
     const result = validate(value, true);
     if ('ok' in result) return result;
     return result.valid ? PASSED : FAILED;
   };
   const check = (value: unknown): Outcome => {
-    if (rule !== null && valuePasses(value, rule)) return PASSED;
+    if (rule !== null) {
+      const passed = quick(value, rule);
+      if (passed === true) return PASSED;
+      if (passed !== false) return passed;
+    }
     const result = validate(value, false);
     if ('ok' in result) return result;
     if (result.valid) return PASSED;
@@ -122,9 +173,16 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
   };
   return {
     dialect,
-    check,
+    check(value: unknown): Outcome {
+      resetPatternBudget();
+      return check(value);
+    },
     matches,
+    inexact,
     checkArguments(args: ArgumentSource): Outcome {
+      const reason = inexact(args);
+      if (reason !== null) return { ok: false, kind: 'unchecked', reason, keyword: 'number' };
+      resetPatternBudget();
       if (rule !== null && args.end - args.start >= BYTES_CHECK_MIN && bytesPass(rule, args.frame, args.start, args.end)) return PASSED;
       return check(args.value());
     },

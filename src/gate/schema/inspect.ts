@@ -14,6 +14,8 @@ import { GuardError } from '../../base/errors.js';
 import { dialectOfUri, DIALECT_NAMES, type Dialect } from './dialect.js';
 import { childrenOf, isObject, pointer, SCHEMA_ARRAY_KEYWORDS, SCHEMA_MAP_KEYWORDS } from './keywords.js';
 import { MAX_SCHEMA_DEPTH } from './limits.js';
+import { EXACT_KEYWORDS, unsafeInteger } from './numbers.js';
+import { patternOf } from './pattern.js';
 
 const TYPES: ReadonlySet<string> = new Set(['array', 'boolean', 'integer', 'null', 'number', 'object', 'string']);
 const COUNT_KEYWORDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties', 'minContains', 'maxContains'];
@@ -78,6 +80,10 @@ function checkKeywords(node: Record<string, unknown>, at: string, dialect: Diale
     if (has(k) && !isFiniteNumber(node[k])) throw problem(where(k), 'must be a number');
   }
   if (has('multipleOf') && !(isFiniteNumber(node.multipleOf) && node.multipleOf > 0)) throw problem(where('multipleOf'), 'must be a number greater than 0');
+  for (const k of EXACT_KEYWORDS) {
+    const unsafe = has(k) ? unsafeInteger(node[k]) : null;
+    if (unsafe !== null) throw problem(where(k), `holds an integer beyond ±(2^53 − 1) (read as ${unsafe}), which may have been rounded when read: mcpguard cannot judge arguments against it exactly`);
+  }
   for (const k of STRING_KEYWORDS) {
     if (has(k) && typeof node[k] !== 'string') throw problem(where(k), 'must be a string');
   }
@@ -126,13 +132,22 @@ function checkType(type: unknown, at: string): void {
   }
 }
 
-/** The library compiles patterns with the `u` flag, as JSON Schema asks (ECMA-262, Unicode). */
+/**
+ * The library compiles patterns with the `u` flag, as JSON Schema asks
+ * (ECMA-262, Unicode); V8 only parses it here (never runs it), and the
+ * matching is RE2's (pattern.ts), which refuses what it cannot match exactly.
+ */
 function checkPattern(pattern: unknown, at: string): void {
   if (typeof pattern !== 'string') throw problem(at, 'must be a string');
   try {
     new RegExp(pattern, 'u');
   } catch (error) {
     throw problem(at, `is not a valid regular expression (${clip((error as Error).message.replace(/^Invalid regular expression: /, ''))})`);
+  }
+  try {
+    patternOf(pattern);
+  } catch (error) {
+    throw problem(at, (error as Error).message);
   }
 }
 

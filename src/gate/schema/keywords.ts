@@ -68,6 +68,26 @@ export function childrenOf(node: Record<string, unknown>, withDefinitions: boole
   return out;
 }
 
+/**
+ * Every schema object reachable from `root`: its subschemas (definitions
+ * included) and, through `targets`, what each `$ref` resolves to (which may
+ * lie under a keyword that is no subschema's place). Each once; own stack.
+ */
+export function reachableNodes(root: unknown, targets: ReadonlyMap<Record<string, unknown>, readonly unknown[]>): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  const seen = new Set<object>();
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (!isObject(node) || seen.has(node)) continue;
+    seen.add(node);
+    out.push(node);
+    for (const child of childrenOf(node, true)) stack.push(child.schema);
+    for (const target of targets.get(node) ?? []) stack.push(target);
+  }
+  return out;
+}
+
 /** A JSON object (not an array, not null). */
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -20,6 +20,7 @@
  * random schemas and values.
  */
 import type { Dialect } from './dialect.js';
+import { patternOf, type LinearPattern } from './pattern.js';
 
 /** Keywords the library reads that are repeated here; any other keyword it reads rules the schema out. */
 const REPEATED = new Set([
@@ -80,7 +81,7 @@ export class Rule {
   exclusiveMaximum: number | undefined;
   minLength = -1;
   maxLength = Infinity;
-  pattern: RegExp | null = null;
+  pattern: LinearPattern | null = null;
   not: Rule | null = null;
   anyOf: Rule[] | null = null;
   allOf: Rule[] | null = null;
@@ -178,8 +179,8 @@ function compile(schema: unknown, depth: number): Rule | null {
   if (s.pattern !== undefined) {
     if (typeof s.pattern !== 'string') return null;
     try {
-      // The library compiles it anew for each string, with the same flag; `u` without `g` or `y` keeps no state between tests.
-      rule.pattern = new RegExp(s.pattern, 'u');
+      // The same linear matcher the library is given (pattern.ts), with its budget.
+      rule.pattern = patternOf(s.pattern);
     } catch {
       return null;
     }

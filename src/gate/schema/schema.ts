@@ -248,11 +248,15 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 function verdictOf(outcome: Outcome): Verdict {
   if (outcome.ok || outcome.kind === 'invalid') return outcome;
-  return { ok: false, kind: 'invalid', errors: [{ path: '', keyword: 'depth', message: outcome.reason }] };
+  return { ok: false, kind: 'invalid', errors: [{ path: '', keyword: outcome.keyword ?? 'depth', message: outcome.reason }] };
 }
 
-/** A policy `when` clause: true when the arguments match the schema. */
-export type WhenPredicate = (args: unknown) => boolean;
+/**
+ * A policy `when` clause: true when the arguments match the schema. `source`:
+ * the arguments' bytes too, when the caller has them, so numbers are judged
+ * on their digits (numbers.ts).
+ */
+export type WhenPredicate = (args: unknown, source?: Partial<ArgumentSource>) => boolean;
 
 /**
  * Compile a policy `when` schema with the same engine (call after
@@ -271,7 +275,9 @@ export function compileWhen(schema: unknown): WhenPredicate {
     const what = error instanceof Error ? error.message : String(error);
     throw new GuardError('bad_schema', `"when" is not a usable JSON Schema: ${what}`);
   }
-  return (args: unknown): boolean => {
+  return (args: unknown, source?: Partial<ArgumentSource>): boolean => {
+    const inexact = source?.frame === undefined ? null : compiled.inexact(source as ArgumentSource);
+    if (inexact !== null) throw new GuardError('when_unchecked', `the arguments could not be checked against "when": ${inexact}`);
     const outcome = compiled.matches(args === undefined ? {} : args);
     if (outcome.ok) return true;
     if (outcome.kind === 'invalid') return false;
