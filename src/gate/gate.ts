@@ -129,7 +129,8 @@ export class Gate {
       return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
     }
     const why = verdict.rule === null ? `the policy's default is ${verdict.decision}` : `policy rule ${verdict.rule}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
-    if (verdict.decision === 'allow') return { kind: 'dispatch', frame };
+    // A held change holds whatever the policy says: the policy may add a question, never remove one.
+    if (verdict.decision === 'allow') return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
     if (verdict.decision === 'deny') {
       call.decision = { by: 'policy', rule: verdict.rule, channel: null, card: null, reason: why };
       return this.refuse(call, 'denied', `denied by ${why}`);

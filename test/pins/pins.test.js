@@ -376,3 +376,43 @@ describe('a call without a listing first', () => {
     assert.match(linesRead(h), /"id": ?"mcpguard-tools-list-1"/, "mcpguard's own tools/list asked the server");
   });
 });
+
+/** A policy file in `h`'s directory; returns the --policy option. */
+function policyFile(h, policy) {
+  const path = join(h.dir, 'policy.json');
+  writeFileSync(path, JSON.stringify(policy));
+  return `--policy=${path}`;
+}
+
+describe('a held change holds whatever the policy says', () => {
+  // A policy that only asks about delete_*: its verdict for every other tool is allow.
+  const onlyDeletes = { default: 'allow', rules: [{ tool: 'delete_*', decision: 'ask' }] };
+  // Asks about destructive tools; a flip of destructiveHint to false makes the policy's verdict allow.
+  const destructive = { default: 'allow', rules: [{ annotations: { destructiveHint: true }, decision: 'ask' }] };
+
+  test('block: a changed tool hidden from tools/list is refused on a direct call though the policy allows it (description, annotations flip)', { timeout: TIMEOUT }, async () => {
+    for (const [variant, tool, policy, args] of [['description', 'read_file', onlyDeletes, { path: '/allow-marker' }], ['calm', 'search', destructive, { query: 'calm-marker' }]]) {
+      const h = home();
+      await run(h, { args: ['--on-tool-change', 'block', policyFile(h, policy)], script: async (client) => client.listTools() });
+      h.setVariant(variant);
+      const r = await run(h, { args: ['--on-tool-change', 'block', policyFile(h, policy)], script: listAndCall(tool, args) });
+      assert.ok(!names(r.result.listed).includes(tool), `${tool} is hidden`);
+      assert.equal(r.result.called.isError, true, `${variant}: refused`);
+      assert.match(r.result.called.content[0].text, new RegExp(`the definition of tool "${tool}" changed since it was pinned \\(--on-tool-change block\\)`));
+      assert.equal(callsAtServer(h, tool).length, 0, `${variant}: zero bytes of the call at the server`);
+    }
+  });
+
+  test('ask: the policy allows, the held change still asks a person (description, annotations flip)', { timeout: TIMEOUT }, async () => {
+    for (const [variant, tool, policy, args, line] of [['description', 'read_file', onlyDeletes, { path: '/ask-marker' }, /description: .*id_rsa/], ['calm', 'search', destructive, { query: 'calm-marker' }, /annotations\.destructiveHint: true -> false/]]) {
+      const h = home();
+      await run(h, { args: [policyFile(h, policy)], script: async (client) => client.listTools() });
+      h.setVariant(variant);
+      const declined = await run(h, { answer: 'decline', args: [policyFile(h, policy)], script: listAndCall(tool, args) });
+      assert.equal(declined.handled.length, 1, `${variant}: one card`);
+      assert.match(declined.handled[0], line);
+      assert.equal(declined.result.called.isError, true);
+      assert.equal(callsAtServer(h, tool).length, 0, `${variant}: zero bytes of the declined call at the server`);
+    }
+  });
+});
