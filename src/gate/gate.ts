@@ -19,6 +19,7 @@ import { processMasker } from '../mask/mask.js';
 import { nodeText, stringValue, type JsonNode } from '../wire/json-scan.js';
 import type { RequestMeta } from '../mcp/era.js';
 import { Approvals } from './approval.js';
+import { CardBound } from './card-bound.js';
 import { HeldCalls } from './held.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
 import { refusal, withdrawn } from './refusal.js';
@@ -77,11 +78,14 @@ export class Gate {
   /** Calls the gate holds, and how to stop waiting for each. */
   private readonly held = new HeldCalls();
   private readonly approvals: Approvals;
+  /** Each card bound to the definition of the tool it showed. */
+  private readonly bound: CardBound;
 
   constructor(private readonly config: GateConfig, private readonly io: GateIO, schemas: Schemas) {
     this.tools = new ToolBook(schemas, io, (id) => `mcpguard-tools-list-${id}`, () => io.version(),
       config.hooks ? (list, first, last) => config.hooks!.pins.listed(list, first, last) : undefined);
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
+    this.bound = new CardBound(this.tools, this.held, (call, reason) => this.refuse(call, 'denied', reason));
   }
 
   /** The client's initialize: whether a card can be shown by elicitation in this (legacy) session. */
@@ -101,7 +105,9 @@ export class Gate {
     const args = new CallArgs(frame, params!.members!.get('arguments'));
     const state = params!.members!.get('requestState');
     if (this.io.modern() && state?.type === 'string' && this.approvals.isOurs(stringValue(frame, state))) {
-      return this.pinRetried(stringValue(frame, state), this.approvals.retried(call, request, stringValue(frame, state), args.bytes));
+      const sealed = stringValue(frame, state);
+      const retried = this.bound.retried(call, request, meta, sealed, this.approvals.retried(call, request, sealed, args.bytes));
+      return retried instanceof Promise ? retried.then((o) => this.pinRetried(sealed, o)) : this.pinRetried(sealed, retried);
     }
     if (!this.config.validateArgs) return this.afterSchema(call, request, meta, args);
     const now = this.tools.checkNow(name, args);
@@ -141,7 +147,7 @@ export class Gate {
       call.decision = { by: 'approval', rule: verdict.rule, channel: null, card: null, reason: 'approved on an earlier leg of this call' };
       return { kind: 'dispatch', frame };
     }
-    return this.approvals.ask(call, request, meta, args.bytes, why, verdict.rule);
+    return this.bound.asked(call, request, meta, this.approvals.ask(call, request, meta, args.bytes, why, verdict.rule));
   }
 
   /**
@@ -160,7 +166,7 @@ export class Gate {
       if (outcome.kind === 'dispatch') this.config.hooks!.pins.accept(held.tool, held.sha256, `approved by ${call.decision?.channel ?? 'a person'}`);
       return outcome;
     };
-    const outcome = this.approvals.ask(call, request, meta, argBytes, why, rule, held.lines);
+    const outcome = this.bound.asked(call, request, meta, this.approvals.ask(call, request, meta, argBytes, why, rule, held.lines), held.sha256);
     if (outcome instanceof Promise) return outcome.then(settled);
     if (outcome.kind === 'card') {
       this.pinCards.set(outcome.state, held);

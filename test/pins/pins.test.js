@@ -42,9 +42,11 @@ const clients = {
     const client = new V1Client({ name: 'pins-v1', version: '1.0.0' }, { capabilities: answer === null ? {} : { elicitation: {} } });
     const handled = [];
     if (answer !== null) {
-      client.setRequestHandler(ElicitRequestSchema, (request) => {
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
         handled.push(request.params.message);
-        return answer === 'accept' ? { action: 'accept', content: {} } : { action: 'decline' };
+        // A function answers as a person who does something else first (it gets the client).
+        const action = typeof answer === 'function' ? await answer(client) : answer;
+        return action === 'accept' ? { action: 'accept', content: {} } : { action: 'decline' };
       });
     }
     return { client, transport: new V1Transport(params), handled };
@@ -55,7 +57,9 @@ const clients = {
     if (answer !== null) {
       client.setRequestHandler('elicitation/create', async (request) => {
         handled.push(request.params.message);
-        return answer === 'accept' ? { action: 'accept', content: {} } : { action: 'decline' };
+        // A function answers as a person who does something else first (it gets the client).
+        const action = typeof answer === 'function' ? await answer(client) : answer;
+        return action === 'accept' ? { action: 'accept', content: {} } : { action: 'decline' };
       });
     }
     return { client, transport: new V2Transport(params), handled };
@@ -416,3 +420,38 @@ describe('a held change holds whatever the policy says', () => {
     }
   });
 });
+
+for (const kind of ['v1', 'v2']) {
+  describe(`a card is valid only for the definition it showed (SDK ${kind} client)`, () => {
+    test('the tool changes while its card is open; the person accepts the old card: refused, zero bytes at the server; the next call asks with the diff', { timeout: TIMEOUT }, async () => {
+      const h = home();
+      const askAll = policyFile(h, { default: 'ask' });
+      await run(h, { kind, answer: 'accept', args: [askAll], script: listAndCall('read_file') });
+      let cards = 0;
+      // While the first card is open the server changes read_file and the client lists again (as after list_changed).
+      const person = async (client) => {
+        if (cards++ === 0) {
+          h.setVariant('description');
+          await client.listTools();
+        }
+        return 'accept';
+      };
+      const r = await run(h, {
+        kind, answer: person, args: [askAll],
+        script: async (client) => ({
+          old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
+          again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
+        }),
+      });
+      assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
+      assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed \(it showed definition [0-9a-f]{16}; its definition is now [0-9a-f]{16}\)/);
+      assert.ok(!linesRead(h).includes('/stale-card-marker'), 'zero bytes of the stale card\'s call at the server');
+      assert.match(r.stderr, /tool "read_file" changed/, 'the change was reported and held');
+      assert.equal(r.handled.length, 2);
+      assert.doesNotMatch(r.handled[0], /What changed/);
+      assert.match(r.handled[1], /What changed since the tool was pinned/, 'the next call is asked about the tool as it is now');
+      assert.equal(r.result.again.isError, undefined);
+      assert.ok(linesRead(h).includes('/fresh-card-marker'));
+    });
+  });
+}
