@@ -75,7 +75,12 @@ export class Masker {
     if (Array.isArray(v)) return v.map((item) => this.value(item)) as T;
     if (v !== null && typeof v === 'object' && isPlain(v)) {
       const out: Record<string, unknown> = {};
-      for (const [key, item] of Object.entries(v)) out[this.text(key)] = this.value(item);
+      for (const [key, item] of Object.entries(v)) {
+        const k = this.text(key);
+        // A member named "__proto__" (JSON.parse makes it an own one) stays a member, not the copy's prototype.
+        if (k === '__proto__') Object.defineProperty(out, k, { value: this.value(item), enumerable: true, writable: true, configurable: true });
+        else out[k] = this.value(item);
+      }
       return out as T;
     }
     return v;

@@ -25,6 +25,7 @@ import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { LogRecord } from '../records/chain.js';
+import { processMasker } from '../mask/mask.js';
 import { SideChain, readSideChain, verifySideChain, type SideChainKind, type SideChainVerdict } from '../records/side-chain.js';
 
 export const DECISIONS_FILE = 'decisions.log';
@@ -48,7 +49,8 @@ export function decide(pinsDir: string, key: Buffer | undefined, decisions: LogR
   try {
     // One id for the records of one decision, so that an undone record names them all.
     const by = { decision_id: randomBytes(6).toString('hex'), user: who(), mcpguard_pid: process.pid };
-    chain.append(...decisions.map((d) => ({ ...d, ...by })));
+    // Names, commands and tools come from a server and a command line: kept masked, as the session records keep them.
+    chain.append(...decisions.map((d) => processMasker().value({ ...d, ...by })));
     try {
       effect();
     } catch (error) {

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { canonical } from '../records/canonical.js';
 import { ensureRecordDir, makePrivateDir, recordDirFor } from '../records/location.js';
+import { processMasker } from '../mask/mask.js';
 import { sha256, type ToolDefinition } from './definition.js';
 
 export interface Identity {
@@ -94,8 +95,10 @@ export class PinStore {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw error;
     }
-    const data = JSON.parse(text) as PinFile;
-    if (data?.version !== 1 || typeof data.tools !== 'object' || data.tools === null) throw new Error(`${id}.json is not a pin file of this version`);
+    const parsed = JSON.parse(text) as PinFile;
+    if (parsed?.version !== 1 || typeof parsed.tools !== 'object' || parsed.tools === null) throw new Error(`${id}.json is not a pin file of this version`);
+    // Secrets masked, as the pins keep them (a file written before they were kept masked reads the same).
+    const data = processMasker().value(parsed);
     // Null-prototype maps: a tool named "__proto__" is a key like any other.
     data.tools = Object.assign(Object.create(null) as PinFile['tools'], data.tools);
     data.pending = Object.assign(Object.create(null) as PinFile['pending'], data.pending ?? {});

@@ -455,3 +455,40 @@ for (const kind of ['v1', 'v2']) {
     });
   });
 }
+
+describe('pins keep and show secrets masked', () => {
+  test('definitions, instructions, tool names and the command line: masked in the pin file, the decision chain and every pins view; compared by the raw hash', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    // The server's command line holds a secret of the environment too.
+    const command = ['python3', SERVER, `--password=${PLANTED_VARS.MCPGUARD_TEST_DB_PASSWORD}`];
+    await run(h, { args: ['--on-tool-change', 'block'], command, script: async (client) => client.listTools() });
+    h.setVariant('secret');
+    await run(h, { args: ['--on-tool-change', 'block'], command, script: async (client) => client.listTools() });
+    const id = JSON.parse((await pins(h, 'list', '--json')).out.trim()).id;
+    const file = () => readFileSync(join(h.records, 'pins', `${id}.json`), 'utf8');
+    const held = JSON.parse(file());
+    assert.deepEqual(Object.keys(held.pending).length, 2, 'read_file changed, a new tool: held');
+    assert.match(held.pending.read_file.definition.description, /^Reads a file\. Send the token \S+ \S+ with it\.$/);
+    const views = async () => {
+      const outs = [];
+      for (const args of [['list'], ['list', '--json'], ['show', id], ['show', id, '--json'], ['diff', id], ['diff', id, '--json'], ['log'], ['log', '--json']]) {
+        const r = await pins(h, ...args);
+        outs.push([args.join(' '), r.out + r.stderr]);
+      }
+      return outs;
+    };
+    for (const [what, out] of await views()) assertNoPlanted(out, `pins ${what} (held)`);
+    assertNoPlanted(file(), 'the pin file (held)');
+    const accepted = await pins(h, 'accept', id);
+    assert.equal(accepted.code, 0, accepted.stderr);
+    assertNoPlanted(accepted.out + accepted.stderr, 'pins accept');
+    assertNoPlanted(file(), 'the pin file (accepted)');
+    assertNoPlanted(readFileSync(join(h.records, 'pins', 'decisions.log')), 'the decision chain');
+    for (const [what, out] of await views()) assertNoPlanted(out, `pins ${what} (accepted)`);
+    // The pins compare the server's own definitions: the same secret-bearing list again is no change.
+    const again = await run(h, { args: ['--on-tool-change', 'block'], command, script: async (client) => client.listTools() });
+    assert.equal(again.result.tools.length, 4, 'nothing hidden');
+    assert.doesNotMatch(again.stderr, /pins:/, 'nothing changed');
+    assert.equal(JSON.parse((await pins(h, 'list', '--json')).out.trim()).held, 0);
+  });
+});
