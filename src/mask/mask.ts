@@ -12,7 +12,7 @@
  * touched, and a string with no byte where a secret could start (the usual
  * method name or reason) is answered without encoding it.
  */
-import { escapeQuoted, SHOWN_BYTES } from './escape.js';
+import { escapeQuoted, SHOWN_BYTES, writeOut } from './escape.js';
 import { MAX_HOLD_BYTES, Redactor } from './redact.js';
 
 export class Masker {
@@ -100,4 +100,13 @@ let shared: Masker | null = null;
  */
 export function processMasker(): Masker {
   return (shared ??= new Masker(process.env));
+}
+
+/**
+ * Text from either side (or a command line) on its way to a terminal: secrets
+ * masked, then every character that could drive the terminal or hide text
+ * written out (escape.ts `writeOut`).
+ */
+export function shownText(text: string): string {
+  return writeOut(processMasker().text(text));
 }

@@ -492,3 +492,36 @@ describe('pins keep and show secrets masked', () => {
     assert.equal(JSON.parse((await pins(h, 'list', '--json')).out.trim()).held, 0);
   });
 });
+
+describe('nothing from a server reaches a terminal raw', () => {
+  // ESC (a sequence, an OSC title), BEL, CR, a bidi override and a zero-width space.
+  const RAW = /[\u0007\u001b\r\u202e\u200b]/;
+  test("a server's name, a tool's name and schema member names: written out in mcpguard's stderr, pins diff/show and every record view", { timeout: TIMEOUT }, async () => {
+    const h = home();
+    const env = { SERVER_NAME: 'fixture\u001b]0;owned\u0007\u202eevil' };
+    const first = await run(h, { args: ['--on-tool-change', 'block'], env, script: async (client) => client.listTools() });
+    h.setVariant('hostile');
+    const second = await run(h, {
+      args: ['--on-tool-change', 'block'], env,
+      script: async (client) => ({ listed: await client.listTools(), called: await client.callTool({ name: 'search', arguments: { query: 'x' } }) }),
+    });
+    assert.equal(second.result.called.isError, true, 'the unusable schema refuses the call');
+    assert.match(second.stderr, /the inputSchema of tool "search" cannot be used \(\/properties\/q\\x1b\[2J\\x0d\\u202e\/type/);
+    for (const [what, text] of [['first session', first.stderr], ['second session', second.stderr]]) assert.doesNotMatch(text, RAW, `mcpguard's stderr (${what})`);
+    const id = JSON.parse((await pins(h, 'list', '--json')).out.trim()).id;
+    const diff = await pins(h, 'diff', id);
+    assert.match(diff.out, /== tool evil\\x1b\[31m\\u202e\\u200b: added/);
+    const sessions = (await runGuard(['sessions', '--json', '--record-dir', h.records]).done).stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const sid = sessions.map((r) => r.session_id).sort().at(-1);
+    const views = [['pins', 'diff', id], ['pins', 'diff', id, '--json'], ['pins', 'show', id], ['pins', 'list'], ['pins', 'list', '--json'],
+      ['sessions'], ['sessions', '--json'], ['activity'], ['activity', '--json'], ['show', sid], ['show', sid, '--json']];
+    for (const args of views) {
+      const r = await runGuard([...args, '--record-dir', h.records]).done;
+      const out = r.stdout.toString('utf8');
+      assert.ok(out.length > 0, `${args.join(' ')} says something: ${r.stderr}`);
+      assert.doesNotMatch(out + r.stderr.toString('utf8'), RAW, `mcpguard ${args.join(' ')}`);
+    }
+    const activity = (await runGuard(['activity', '--record-dir', h.records]).done).stdout.toString('utf8');
+    assert.match(activity.split('\n')[0], /fixture\\x1b\]0;owned\\x07\\u202eevil/, "the title line names the server, written out");
+  });
+});
