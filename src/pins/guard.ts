@@ -30,6 +30,8 @@ export interface PinConfig {
   command: string;
   /** The configured state (record) directory. */
   stateDir: string;
+  /** The audit key (--audit-key-file), for the chain of pin decisions that records each pin file. */
+  key?: Buffer;
 }
 
 export interface PinIO {
@@ -234,6 +236,8 @@ export class PinGuard {
     const identity = this.identity();
     const id = identityId(identity);
     try {
+      const problem = this.store.problem(id, this.config.key);
+      if (problem !== null) return this.refused(identity, id, problem);
       this.pins = this.store.read(id);
     } catch (error) {
       this.persist = false;
@@ -241,6 +245,21 @@ export class PinGuard {
     }
     // The id is of the identity as given; the file keeps it masked.
     this.pins ??= { ...emptyPins(identity), identity: masked(identity) };
+    return this.pins;
+  }
+
+  /**
+   * A pin file that is not the one last recorded in the chain of pin
+   * decisions: nothing in it is trusted, and it is left as it is. Every tool
+   * (and the instructions) is held as new, as if pinned as nothing: a person
+   * decides (ask), or nothing runs until one does (block).
+   */
+  private refused(identity: Identity, id: string, problem: string): PinFile {
+    this.persist = false;
+    const now = new Date().toISOString();
+    this.pins = { ...emptyPins(identity), identity: masked(identity), listed_at: now, announced_at: now };
+    this.io.diag(`pins: the pins of ${this.label()} (${this.store.dir}/${id}.json) are refused: ${problem}. Nothing in them is trusted: this session holds every tool and the instructions as new (--on-tool-change ${this.config.mode}) and pins in memory only. See mcpguard verify; \`mcpguard pins forget ${id}\` starts them again`);
+    this.io.record('pins_refused', { pins_id: id, server: identityLabel(this.pins.identity), reason: problem });
     return this.pins;
   }
 
@@ -253,7 +272,7 @@ export class PinGuard {
   private write(): void {
     try {
       this.pins!.updated_at = new Date().toISOString();
-      this.store.write(this.pins!);
+      this.store.write(this.pins!, this.config.key, 'session');
     } catch (error) {
       this.persist = false;
       this.io.diag(`pins: cannot write the pins of ${this.label()} (${(error as Error).message}); this session pins in memory only`);

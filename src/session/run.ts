@@ -111,7 +111,7 @@ export async function runRelay(p: Prepared): Promise<number> {
       observers: audit === null ? [stderr, probe] : [stderr, audit, probe],
       stderr,
       decorate,
-      gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' '), (type, body) => audit?.gateRecord(type, body)),
+      gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' '), (type, body) => audit?.gateRecord(type, body), p.records?.key),
       watchdog: p.watchdog,
       onSpawn: (pid) => {
         audit?.childSpawned(pid);

@@ -74,12 +74,16 @@ export async function runPinsCommand(argv: readonly string[], io: IO = { stdout:
     if (verb === 'list') return list(store, json, out, io);
     if (verb === 'log') return log(store, positionals[0], key, json, out, io);
     const pins = find(store, positionals[0]!);
+    // A pin file that is not the one last recorded is shown with a warning, never accepted (that would vouch for it).
+    const problem = store.problem(pins.id, key);
+    if (problem !== null && verb === 'accept') throw new Failure(`the pins of ${shown(identityLabel(pins.identity))} are refused: ${problem}; accepting would vouch for them. See mcpguard verify; mcpguard pins forget ${pins.id} starts them again`, 1);
+    if (problem !== null) io.stderr.write(`mcpguard pins ${verb}: warning: the pins of ${shown(identityLabel(pins.identity))} are refused by mcpguard sessions: ${problem}\n`);
     if (verb === 'show') return show(store, pins, json, out);
     if (verb === 'diff') return diff(pins, json, out);
     if (verb === 'accept') return accept(store, pins, positionals[1], key, json, out);
     const held = Object.keys(pins.pending).length + (pins.pending_instructions === null ? 0 : 1);
     decide(store.prepareDir(), key, [{ type: 'pins_forgotten', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command, tools: Object.keys(pins.tools).length, held }], () => {
-      if (!store.forget(pins.id)) throw new Error(`${pins.id}.json was already gone`);
+      if (!store.forget(pins.id, key, 'mcpguard pins forget')) throw new Error(`${pins.id}.json was already gone`);
     });
     out(json ? `${jsonLine({ id: pins.id, forgotten: true })}\n` : `forgot the pins of ${shown(identityLabel(pins.identity))} (${pins.id}); the next session pins what the server lists then\n`);
     return 0;
@@ -173,7 +177,7 @@ function accept(store: PinStore, pins: PinFile, tool: string | undefined, key: B
     type: 'pin_accepted', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command,
     tool: c.tool, change: c.kind, before_sha256: c.before_sha256, after_sha256: c.after_sha256,
   }));
-  decide(store.prepareDir(), key, decisions, () => store.write(pins));
+  decide(store.prepareDir(), key, decisions, () => store.write(pins, key, 'mcpguard pins accept'));
   for (const c of changes) {
     out(json ? `${jsonLine({ id: pins.id, tool: c.tool, kind: c.kind, accepted: true, sha256: c.after_sha256 })}\n` : `accepted: ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`} (${c.kind})\n`);
   }

@@ -113,7 +113,7 @@ describe('pins: first use, restarts, identities', () => {
     assert.deepEqual(names(first.result.listed), ['notes', 'read_file', 'search']);
     assert.equal(first.result.called.isError, undefined);
     const dir = join(h.records, 'pins');
-    const files = readdirSync(dir);
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
     assert.equal(files.length, 1);
     assert.match(files[0], /^[0-9a-f]{32}\.json$/);
     assert.equal(statSync(dir).mode & 0o777, 0o700);
@@ -335,7 +335,9 @@ describe('pin decisions are recorded', () => {
     assert.match(table.out, /pins-fixture +forgot 3 tools +- /);
     const verify = await runGuard(['verify', '--json', '--record-dir', h.records]).done;
     const rows = verify.stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_decisions').map((r) => [r.status, r.records]), [['ok', 3]]);
+    // The header, each pin file written (pin_file) and the two decisions.
+    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_decisions').map((r) => [r.status, r.records]), [['ok', readFileSync(chain, 'utf8').trim().split('\n').length]]);
+    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_file'), [], 'every pin file is the one last recorded');
     // An edit of a recorded decision (another user) breaks the chain: verify and pins log say so.
     writeFileSync(chain, readFileSync(chain, 'utf8').replace(`"user":${JSON.stringify(userInfo().username)}`, '"user":"somebody-else"'));
     const edited = await runGuard(['verify', '--json', '--record-dir', h.records]).done;
@@ -356,7 +358,7 @@ describe('paginated tools/list', () => {
     const guard = (input) => runGuard(['--record-dir', h.records, '--on-tool-change', 'block', '--', 'python3', fixture('gate-server.py')], { input, env: { PAGE_SIZE: '2' } }).done;
     const all = await guard(init + page(2) + page(3, '2') + page(4, '4'));
     assert.equal(all.code, 0, all.stderr);
-    const [file] = readdirSync(join(h.records, 'pins'));
+    const [file] = readdirSync(join(h.records, 'pins')).filter((f) => f.endsWith('.json'));
     const pinned = JSON.parse(readFileSync(join(h.records, 'pins', file), 'utf8'));
     assert.deepEqual(Object.keys(pinned.tools).sort(), ['change_list', 'confirm_more', 'count', 'delete_file', 'echo', 'exec']);
     assert.notEqual(pinned.listed_at, null, 'the listing was complete');
@@ -523,5 +525,46 @@ describe('nothing from a server reaches a terminal raw', () => {
     }
     const activity = (await runGuard(['activity', '--record-dir', h.records]).done).stdout.toString('utf8');
     assert.match(activity.split('\n')[0], /fixture\\x1b\]0;owned\\x07\\u202eevil/, "the title line names the server, written out");
+  });
+});
+
+describe('pin files are tied to the chain of pin decisions', () => {
+  test('a hand-edited pin (a malicious description re-pinned, its hash made to match) is refused at load and reported by verify with the audit key; pins accept will not vouch for it', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    const keyFile = join(h.dir, 'audit.key');
+    writeFileSync(keyFile, Buffer.from('0123456789abcdef0123456789abcdef'));
+    const args = ['--on-tool-change', 'block', '--audit-key-file', keyFile];
+    await run(h, { args, script: listAndCall('read_file') });
+    const clean = await runGuard(['verify', '--json', '--audit-key-file', keyFile, '--record-dir', h.records]).done;
+    assert.equal(clean.code, 0, clean.stdout.toString('utf8'));
+    // Someone who can write the pin file re-pins read_file as the server now describes it (the malicious description).
+    h.setVariant('description');
+    const [name] = readdirSync(join(h.records, 'pins')).filter((f) => f.endsWith('.json'));
+    const path = join(h.records, 'pins', name);
+    const pin = JSON.parse(readFileSync(path, 'utf8'));
+    const listed = await run(h, { args: ['--on-tool-change', 'off', '--audit-key-file', keyFile], script: async (client) => client.listTools() });
+    const definition = listed.result.tools.find((t) => t.name === 'read_file');
+    const { digest, pinnedPart } = await import('../../dist/pins/definition.js');
+    pin.tools.read_file = { sha256: digest(pinnedPart(definition)), definition: pinnedPart(definition), pinned_at: pin.tools.read_file.pinned_at };
+    writeFileSync(path, `${JSON.stringify(pin, null, 1)}\n`);
+    const r = await run(h, { args, script: listAndCall('read_file', { path: '/repinned-marker' }) });
+    assert.match(r.stderr, /pins: the pins of "pins-fixture" \(\S+\.json\) are refused: the pin file does not match its last recorded write \(recorded [0-9a-f]{16}, the file is [0-9a-f]{16}\): it was edited outside mcpguard/);
+    assert.ok(!names(r.result.listed).includes('read_file'), 'held as new: hidden');
+    assert.equal(r.result.called.isError, true);
+    assert.ok(!linesRead(h).includes('/repinned-marker'), 'zero bytes of the call at the server');
+    assert.equal(readFileSync(path, 'utf8'), `${JSON.stringify(pin, null, 1)}\n`, 'the file is left as it is');
+    const verify = await runGuard(['verify', '--json', '--audit-key-file', keyFile, '--record-dir', h.records]).done;
+    assert.notEqual(verify.code, 0);
+    const rows = verify.stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(rows.filter((row) => row.log_id === 'pin_file').map((row) => [row.file, row.status]), [[path, 'tampered']]);
+    assert.deepEqual(rows.filter((row) => row.log_id === 'pin_decisions').map((row) => row.status), ['ok']);
+    const accept = await pins(h, 'accept', 'pins-fixture', '--audit-key-file', keyFile);
+    assert.equal(accept.code, 1);
+    assert.match(accept.stderr, /are refused: the pin file does not match its last recorded write.*accepting would vouch for them/);
+    // Forgetting is recorded; the next session pins what the server lists then.
+    assert.equal((await pins(h, 'forget', 'pins-fixture', '--audit-key-file', keyFile)).code, 0);
+    const fresh = await run(h, { args, script: listAndCall('read_file') });
+    assert.doesNotMatch(fresh.stderr, /refused/);
+    assert.equal((await runGuard(['verify', '--json', '--audit-key-file', keyFile, '--record-dir', h.records]).done).code, 0);
   });
 });
