@@ -568,3 +568,19 @@ describe('pin files are tied to the chain of pin decisions', () => {
     assert.equal((await runGuard(['verify', '--json', '--audit-key-file', keyFile, '--record-dir', h.records]).done).code, 0);
   });
 });
+
+describe('sessions that pin at the same moment', () => {
+  test('eight sessions of eight servers pin at once: each pin file is recorded, the chain verifies', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    const init = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const input = init + frame({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    const runs = await Promise.all(Array.from({ length: 8 }, (_, i) => runGuard(['--record-dir', h.records, '--on-tool-change', 'block', '--', 'python3', SERVER], { input, env: { PINS_VARIANT_FILE: h.variant, SERVER_NAME: `server-${i}` } }).done));
+    for (const r of runs) assert.equal(r.code, 0, r.stderr.toString('utf8'));
+    assert.equal(readdirSync(join(h.records, 'pins')).filter((f) => f.endsWith('.json')).length, 8);
+    const verify = await runGuard(['verify', '--json', '--record-dir', h.records]).done;
+    const rows = verify.stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_decisions').map((r) => r.status), ['ok']);
+    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_file'), []);
+    assert.equal(verify.code, 0);
+  });
+});
