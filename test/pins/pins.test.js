@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { userInfo } from 'node:os';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client as V2Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport as V2Transport } from '@modelcontextprotocol/client/stdio';
 import { BIN, PLANTED_VARS, ROOT, assertNoPlanted, fixture, killStarted, runGuard, tempDir, frame } from '../helpers/run.js';
@@ -457,6 +457,38 @@ for (const kind of ['v1', 'v2']) {
     });
   });
 }
+
+describe('a card is valid only for the definition it showed: list_changed while it is open', () => {
+  test('the server says its tools changed (nothing lists them): at the answer mcpguard lists them itself, finds the change, and refuses the call', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    const askAll = policyFile(h, { default: 'ask' });
+    await run(h, { args: [askAll], script: listAndCall('read_file') });
+    let cards = 0;
+    const person = async (client) => {
+      if (cards++ === 0) {
+        // The server changes read_file and announces it; the person answers once the client has heard.
+        const heard = new Promise((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+        h.setVariant('description');
+        await heard;
+      }
+      return 'accept';
+    };
+    const r = await run(h, {
+      answer: person, args: [askAll], env: { WATCH_VARIANT: '1' },
+      script: async (client) => ({
+        listed: await client.listTools(),
+        old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
+        again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
+      }),
+    });
+    assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
+    assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed/);
+    assert.ok(!linesRead(h).includes('/stale-card-marker'), "zero bytes of the stale card's call at the server");
+    assert.match(linesRead(h), /"id": ?"mcpguard-tools-list-\d+"/, "mcpguard's own tools/list learned the tools again");
+    assert.match(r.handled[1], /What changed since the tool was pinned/);
+    assert.equal(r.result.again.isError, undefined);
+  });
+});
 
 describe('pins keep and show secrets masked', () => {
   test('definitions, instructions, tool names and the command line: masked in the pin file, the decision chain and every pins view; compared by the raw hash', { timeout: TIMEOUT }, async () => {
