@@ -7,28 +7,36 @@
  * The open is non-blocking, so a FIFO that nobody writes to cannot hang
  * mcpguard in open(): it reads as empty. A FIFO whose writer exists but is
  * slow (a process substitution, `--config <(make-config)`) is polled until
- * WAIT_MS have passed without a byte.
+ * WAIT_MS have passed without a byte, and the whole read has DEADLINE_MS: a
+ * writer that trickles a byte now and then (each one resetting the silence)
+ * cannot hold start-up for ever.
  */
 import { closeSync, constants, openSync, readSync } from 'node:fs';
 
 /** How long a silent writer (FIFO, terminal) may keep mcpguard waiting, ms. */
 export const WAIT_MS = 5000;
+/** The most a whole read may take, however often the writer speaks, ms. */
+export const DEADLINE_MS = 10000;
 const POLL_MS = 10;
 
 export type CappedRead = { bytes: Buffer; tooBig: false } | { bytes: null; tooBig: true };
 
 /**
  * Read all of `path` if it holds at most `cap` bytes. Errors of open/read are
- * thrown as they come (ENOENT, EACCES, EISDIR …); a writer silent for WAIT_MS
- * throws an Error without a code that says so.
+ * thrown as they come (ENOENT, EACCES, EISDIR …); a writer silent for WAIT_MS,
+ * or a read not done within DEADLINE_MS, throws an Error without a code that
+ * says so.
  */
 export function readCapped(path: string, cap: number): CappedRead {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const buf = Buffer.allocUnsafe(cap + 1);
     let got = 0;
-    let quietSince = Date.now();
+    const startedAt = Date.now();
+    let quietSince = startedAt;
     while (got <= cap) {
+      // Checked whether the last read brought bytes or not: each byte resets only the silence.
+      if (Date.now() - startedAt >= DEADLINE_MS) throw new Error(`not read to its end within ${DEADLINE_MS} ms (${got} bytes so far: a FIFO or terminal whose writer trickles)`);
       let n: number;
       try {
         n = readSync(fd, buf, got, buf.length - got, null);

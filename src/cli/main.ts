@@ -99,7 +99,8 @@ async function prepare(argv: readonly string[]): Promise<Prepared> {
   }
   // A policy is read and checked whole before anything runs (its schema engine only if a rule needs one).
   const policy = v.policy === null ? null : await (await import('../gate/load.js')).loadPolicy(v.policy);
-  if (typeof v['approve-cmd'] === 'string') (await import('../gate/approve-cmd.js')).checkApproveCmd(v['approve-cmd']);
+  // Resolved once, here: every approval runs this file, whatever PATH holds later.
+  const approveCmd = typeof v['approve-cmd'] === 'string' ? (await import('../gate/approve-cmd.js')).checkApproveCmd(v['approve-cmd']) : null;
   let records: Prepared['records'] = null;
   let recordsOff: string | null = v.records === 'off' ? '--records off' : null;
   if (v.records !== 'off') {
@@ -132,7 +133,7 @@ async function prepare(argv: readonly string[]): Promise<Prepared> {
   // The watchdog covers the child from its first moment, before the relay has loaded.
   const pid = started.child?.pid;
   const watchdog = pid === undefined ? undefined : armWatchdog(pid, v.grace as number, sessionId);
-  return { values: v, command, args, sessionId, started, startedAt, watchdog, records, recordsOff, signals, policy };
+  return { values: v, command, args, sessionId, started, startedAt, watchdog, records, recordsOff, signals, policy, approveCmd };
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import { constants as bufferConstants } from 'node:buffer';
 import { readCapped } from '../base/capped-read.js';
+import { parseFileJson } from '../wire/json-file.js';
 import { GuardError } from '../base/errors.js';
 import { parseRetain } from '../views/retain-rules.js';
 
@@ -237,12 +238,11 @@ export function applyConfigFile(parsed: ParsedArgs, table: Record<string, Option
   if (read.tooBig) throw new GuardError('bad_config', `--config '${path}' holds more than ${MAX_CONFIG_BYTES} bytes, the most a config file may hold`);
   const text = read.bytes.toString('utf8');
   if (text.trim() === '') throw new GuardError('bad_config', `--config '${path}' is empty (a FIFO with no writer reads as empty)`);
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch (error) {
-    throw new GuardError('bad_config', `--config '${path}' is not valid JSON: ${(error as Error).message}`);
-  }
+  const parsedJson = parseFileJson(text);
+  if (!parsedJson.ok && parsedJson.syntax) throw new GuardError('bad_config', `--config '${path}' is not valid JSON: ${parsedJson.reason}`);
+  // A key given twice anywhere (a policy inside included): which copy counts would depend on the reader.
+  if (!parsedJson.ok) throw new GuardError('bad_config', `--config '${path}': ${parsedJson.reason}`);
+  const data = parsedJson.value;
   if (data === null || typeof data !== 'object' || Array.isArray(data)) throw new GuardError('bad_config', `--config '${path}' must hold a JSON object of option names`);
   for (const [key, raw] of Object.entries(data)) {
     const spec = lookup(table, key);

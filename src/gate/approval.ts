@@ -6,16 +6,18 @@
  * is withdrawn at the client too.
  */
 import type { Call } from '../relay/calls.js';
+import { MAX_OPEN_LEGS } from '../mcp/legs.js';
 import { idJson, membersOf, memberString, type Request } from '../wire/jsonrpc.js';
 import type { JsonNode } from '../wire/json-scan.js';
 import { META_CLIENT_CAPABILITIES, type RequestMeta } from '../mcp/era.js';
-import { runApproveCmd } from './approve-cmd.js';
+import { approverAction, runApproveCmd } from './approve-cmd.js';
 import { elicitationParams, makeCard, type Card } from './card.js';
 import type { Decision, GateConfig, GateIO, Outcome } from './gate.js';
 import type { HeldCalls } from './held.js';
 import { applySplices, dropMembers, rebuildObject } from './rewrite.js';
 import { ApprovalSeal } from './seal.js';
 import { withdrawn } from './refusal.js';
+import { ownRequestId } from '../wire/own-id.js';
 
 /** The key under which mcpguard's own approval question travels in an input_required result. */
 export const APPROVAL_KEY = 'io.mcpguard/approval';
@@ -29,8 +31,13 @@ export class Approvals {
   private nextId = 1;
   /** The client declared `elicitation` in its initialize (legacy era); form mode is named from 2025-11-25. */
   private legacyElicitation: { form: boolean } | null = null;
-  /** Chains (first leg's call id) whose call a person approved, with the argument bytes approved. */
-  private readonly approvedChains = new Map<string, Buffer>();
+  /**
+   * Chains (first leg's call id) whose call a person approved: the tool and
+   * argument bytes approved, and the leg that may be continued without asking
+   * again (the approved leg, then each leg that used the approval). Cleared
+   * when the chain ends; bounded like the open legs it serves.
+   */
+  private readonly approvedChains = new Map<string, { tool: string; args: Buffer; leg: string }>();
   /** 2026-07-28: what each card sent as input_required was (rule, reason, card), by its sealed state, for the retry's record. */
   private readonly shownCards = new Map<string, Decision>();
 
@@ -83,10 +90,31 @@ export class Approvals {
     return this.seal.isOurs(state);
   }
 
-  /** A later leg of a call a person already approved, with the same argument bytes (the server asked for input of its own). */
+  /**
+   * The next leg of a call a person already approved (the server asked for
+   * input of its own): it continues the leg that holds the approval, and names
+   * the same tool with the same argument bytes. The approval passes to this
+   * leg: it covers each leg once, and never another tool.
+   */
   approvedEarlier(call: Call, argBytes: Buffer): boolean {
     const approved = call.chain === null ? undefined : this.approvedChains.get(call.chain);
-    return approved !== undefined && approved.equals(argBytes);
+    if (approved === undefined || approved.leg !== call.continues || approved.tool !== call.tool || !approved.args.equals(argBytes)) return false;
+    approved.leg = call.callId;
+    return true;
+  }
+
+  /** A person approved this call: its chain's next leg may go on without asking again. */
+  private granted(call: Call, argBytes: Buffer): void {
+    const chain = call.chain ?? call.callId;
+    this.approvedChains.delete(chain);
+    this.approvedChains.set(chain, { tool: call.tool!, args: Buffer.from(argBytes), leg: call.callId });
+    if (this.approvedChains.size > MAX_OPEN_LEGS) this.approvedChains.delete(this.approvedChains.keys().next().value!);
+  }
+
+  /** A call ended: anything but input_required ends its chain, and the approval with it. */
+  callEnded(call: Call): void {
+    if (this.approvedChains.size === 0 || call.state === 'input_required') return;
+    this.approvedChains.delete(call.chain ?? call.callId);
   }
 
   ask(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, why: string, rule: number | null, change?: readonly string[]): Outcome | Promise<Outcome> {
@@ -112,7 +140,7 @@ export class Approvals {
     }
     if (this.config.approveCmd !== null) {
       call.decision = shown('approve-cmd');
-      const action = { server: this.config.server, tool: call.tool, arguments: JSON.parse(argBytes.toString('utf8')) as unknown, reason: why, call_id: call.callId, expires_at: new Date(expiresAt).toISOString(), ...(change === undefined ? {} : { change }) };
+      const action = approverAction(card, { server: this.config.server, tool: call.tool!, reason: why, callId: call.callId, expiresAt, change });
       return this.held.waitFor(call, runApproveCmd(this.config.approveCmd, action, this.config.approvalTimeoutMs)).then((verdict) => {
         if (verdict === null) return withdrawn();
         answered(call, verdict.approved ? 'approved' : 'denied');
@@ -129,7 +157,8 @@ export class Approvals {
 
   /** Legacy era: ask through the client's own elicitation UI, with a wall-clock deadline nothing else moves. */
   private elicit(call: Call, card: Card, expiresAt: number, argBytes: Buffer, frame: Buffer): Promise<Outcome> {
-    const id = `mcpguard-approval-${this.nextId++}`;
+    // Unguessable, and not an id the server has open with the client: else the client's answer to the server's question would answer the card.
+    const id = ownRequestId('approval', this.nextId++, this.io.idTaken);
     const key = `s${id}`;
     return new Promise<Outcome>((resolve) => {
       const finish = (outcome: Outcome): void => {
@@ -155,7 +184,7 @@ export class Approvals {
         const action = result === null ? 'error' : memberString(answerFrame, result, 'action') ?? 'unknown';
         answered(call, action);
         if (action === 'accept') {
-          if (call.chain !== null) this.approvedChains.set(call.chain, argBytes);
+          this.granted(call, argBytes);
           finish({ kind: 'dispatch', frame });
         } else finish(this.refuse(call, 'denied', `not approved: the person answered ${action}`));
       });
@@ -183,7 +212,7 @@ export class Approvals {
     if (spent) answered(call, action ?? 'none');
     if (!unsealed.ok) return this.refuse(call, 'denied', `not approved: ${unsealed.reason}`);
     if (action !== 'accept') return this.refuse(call, 'denied', `not approved: the person answered ${action ?? 'nothing'}`);
-    if (call.chain !== null) this.approvedChains.set(call.chain, Buffer.from(argBytes));
+    this.granted(call, argBytes);
     // The server gets the call as it was before mcpguard asked: its own answer and state removed.
     const onlyMine = responses!.members!.size === 1;
     const params2 = rebuildObject(frame, params!, (key) => {

@@ -7,8 +7,10 @@
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { GuardError } from '../base/errors.js';
+import { processMasker } from '../mask/mask.js';
+import type { Card } from './card.js';
 
 export interface CommandVerdict {
   approved: boolean;
@@ -25,9 +27,12 @@ export function approveArgv(command: string): string[] {
 }
 
 /**
- * Check at start that `--approve-cmd` names a program that can run (an
- * approval that cannot be asked is a denial; a typo should not turn every
- * `ask` into one silently).
+ * Resolve `--approve-cmd` once, at start, to the absolute path of the file
+ * that will run: every approval runs that file, so a program of the same name
+ * placed later in an earlier PATH directory (or a changed PATH) decides
+ * nothing. A name that resolves to no executable file stops mcpguard at
+ * start (an approval that cannot be asked is a denial; a typo should not
+ * turn every `ask` into one silently).
  */
 export function checkApproveCmd(command: string, env: NodeJS.ProcessEnv = process.env): string[] {
   const argv = approveArgv(command);
@@ -38,7 +43,7 @@ export function checkApproveCmd(command: string, env: NodeJS.ProcessEnv = proces
     try {
       if (!statSync(path).isFile()) continue;
       accessSync(path, constants.X_OK);
-      return argv;
+      return [resolve(path), ...argv.slice(1)];
     } catch {
       // Not this one.
     }
@@ -46,6 +51,38 @@ export function checkApproveCmd(command: string, env: NodeJS.ProcessEnv = proces
   throw new GuardError('bad_option', `--approve-cmd: '${program}' is not an executable file${program.includes('/') ? '' : ' on PATH'} (got '${command}')`);
 }
 
+/** The call an approver is asked about (the card holds the arguments). */
+export interface ApproverFacts {
+  server: string;
+  tool: string;
+  reason: string;
+  callId: string;
+  expiresAt: number;
+  change?: readonly string[];
+}
+
+/**
+ * What the approver reads on its stdin: what a person would see on the card,
+ * no more. `arguments_text` is the arguments' own text, never a re-serialised
+ * value (`1e400`, `-0`, 2^53+1 stay as the server will get them), with the
+ * card's secrets masked; `masked` says what was masked, in the card's words;
+ * `card` is the card itself.
+ */
+export function approverAction(card: Card, facts: ApproverFacts): Record<string, unknown> {
+  return {
+    server: processMasker().text(facts.server),
+    tool: facts.tool,
+    arguments_text: card.argumentsText,
+    masked: card.masked,
+    card: card.text,
+    reason: facts.reason,
+    call_id: facts.callId,
+    expires_at: new Date(facts.expiresAt).toISOString(),
+    ...(facts.change === undefined ? {} : { change: facts.change }),
+  };
+}
+
+/** Run the resolved command (`checkApproveCmd`) once, for one action. */
 export function runApproveCmd(argv: readonly string[], action: Record<string, unknown>, deadlineMs: number): Promise<CommandVerdict> {
   return new Promise((resolve) => {
     let settled = false;

@@ -3,7 +3,10 @@
  * describes one concrete action at one moment: the server, the tool, and the
  * arguments exactly as they will be sent (their own bytes, secrets masked,
  * clipped to a budget that says what it left out), why it is asked, and the
- * wall-clock time the question expires. Characters that could hide or
+ * wall-clock time the question expires. Each masked secret is masked alone,
+ * never what follows it (the arguments are one line, where the stderr rules
+ * would mask a header or PEM block to the end of the line: the rest of the
+ * arguments), and the card says how many were masked and what they were. Characters that could hide or
  * reorder text on a screen (bidi controls, zero-width characters, C0/C1
  * controls) are written out as \uXXXX so the person sees what the server
  * will get.
@@ -32,24 +35,43 @@ export interface Card {
   text: string;
   sha256: string;
   bytes: number;
+  /** The arguments as the card shows them before clipping: their own text, secrets masked. */
+  argumentsText: string;
+  /** What was masked in them, in words, in order ("an Authorization header value"). */
+  masked: string[];
 }
 
 // Bidi controls, zero-width characters, the BOM, C0 (but \n and \t) and C1 controls, line and paragraph separators.
 const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
 
+/** Build the card for one call. */
 export function makeCard(facts: CardFacts): Card {
-  const args = clip(processMasker().text(facts.argumentsText), CARD_ARGUMENT_BYTES);
+  const { text: argumentsText, masked } = processMasker().oneLine(facts.argumentsText);
+  const args = clip(argumentsText, CARD_ARGUMENT_BYTES);
   const text = [
     'mcpguard: allow this tool call?',
     `Server: ${visible(processMasker().text(facts.server))}`,
     `Tool: ${visible(facts.tool)}`,
-    `Arguments (exactly as they will be sent): ${visible(args)}`,
+    `Arguments (exactly as they will be sent${masked.length === 0 ? '' : ', but for the secrets masked'}): ${visible(args)}`,
+    ...(masked.length === 0 ? [] : [visible(maskedNote(masked))]),
     `Asked because: ${visible(facts.why)}`,
     ...(facts.change === undefined ? [] : ['What changed since the tool was pinned (accepting updates the pin):', ...facts.change.map((line) => `  ${visible(clip(line, CARD_CHANGE_LINE_BYTES))}`)]),
     `Expires: ${new Date(facts.expiresAt).toISOString()}`,
   ].join('\n');
   const bytes = Buffer.byteLength(text);
-  return { text, sha256: createHash('sha256').update(text).digest('hex'), bytes };
+  return { text, sha256: createHash('sha256').update(text).digest('hex'), bytes, argumentsText, masked };
+}
+
+/**
+ * `2 secrets masked: an Authorization header value, a PEM private key`: mcpguard's
+ * own words, from what it masked (a `[REDACTED]` the arguments carried
+ * themselves is not counted).
+ */
+export function maskedNote(masked: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const kind of masked) counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  const kinds = [...counts].map(([kind, n]) => (n === 1 ? kind : `${kind} (${n} times)`));
+  return `${masked.length} secret${masked.length === 1 ? '' : 's'} masked: ${kinds.join(', ')}`;
 }
 
 /** The `elicitation/create` params that show a card: form mode, nothing to fill in but the answer itself. */

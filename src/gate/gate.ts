@@ -21,6 +21,7 @@ import type { RequestMeta } from '../mcp/era.js';
 import { Approvals } from './approval.js';
 import { CardBound } from './card-bound.js';
 import { HeldCalls } from './held.js';
+import { ownRequestId } from '../wire/own-id.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from './rewrite.js';
@@ -56,6 +57,8 @@ export interface GateIO {
   modern(): boolean;
   /** The session's protocol version, when known. */
   version(): string | null;
+  /** An id key in flight on either side (a client's request, a server's request, or mcpguard's own): no id of mcpguard's may have it. */
+  idTaken(key: string): boolean;
 }
 
 /** What decided a call, for its records. */
@@ -82,7 +85,7 @@ export class Gate {
   private readonly bound: CardBound;
 
   constructor(private readonly config: GateConfig, private readonly io: GateIO, schemas: Schemas) {
-    this.tools = new ToolBook(schemas, io, (id) => `mcpguard-tools-list-${id}`, () => io.version(),
+    this.tools = new ToolBook(schemas, io, (n) => ownRequestId('tools-list', n, io.idTaken), () => io.version(),
       config.hooks ? (list, first, last) => config.hooks!.pins.listed(list, first, last) : undefined);
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
     this.bound = new CardBound(this.tools, this.held, (call, reason) => this.refuse(call, 'denied', reason));
@@ -197,6 +200,11 @@ export class Gate {
   /** Stop holding a call (cancelled, timed out, session ending): true if the gate was holding it. */
   withdraw(call: Call): boolean {
     return this.held.withdraw(call);
+  }
+
+  /** A call ended (any state): an approval its chain held ends with the chain. */
+  callEnded(call: Call): void {
+    this.approvals.callEnded(call);
   }
 
   /** Every call still held (the session is ending). */

@@ -8,6 +8,7 @@
  */
 import { readCapped } from '../base/capped-read.js';
 import { GuardError } from '../base/errors.js';
+import { parseFileJson } from '../wire/json-file.js';
 import { buildPolicy, type Policy } from './policy.js';
 
 /** Most bytes read from a policy file. */
@@ -26,11 +27,11 @@ export async function loadPolicy(value: unknown): Promise<Policy | null> {
       throw new GuardError('bad_policy', `--policy cannot read '${value}': ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
     if (read.tooBig) throw new GuardError('bad_policy', `--policy '${value}' holds more than ${MAX_POLICY_BYTES} bytes`);
-    try {
-      raw = JSON.parse(read.bytes.toString('utf8'));
-    } catch (error) {
-      throw new GuardError('bad_policy', `policy '${value}': not JSON: ${(error as Error).message}`);
-    }
+    const parsed = parseFileJson(read.bytes.toString('utf8'));
+    if (!parsed.ok && parsed.syntax) throw new GuardError('bad_policy', `policy '${value}': not JSON: ${parsed.reason}`);
+    // A key given twice (`"decision": "deny"`, then `"allow"`): refused, never last-wins.
+    if (!parsed.ok) throw new GuardError('bad_policy', `--policy '${value}': ${parsed.reason}`);
+    raw = parsed.value;
   } else {
     source = '(the "policy" key of --config)';
     raw = value;

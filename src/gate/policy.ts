@@ -16,6 +16,7 @@
  */
 import { GuardError, EXIT_USAGE } from '../base/errors.js';
 import type { ArgsValue } from './tools.js';
+import { parseFileJson } from '../wire/json-file.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
@@ -56,13 +57,9 @@ const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'decision', 'reason'])
 
 /** Parse and check a policy (`source` names it in messages: the file, or the config key). */
 export function parsePolicy(text: string, source: string, compileWhen: CompileWhen): Policy {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    throw bad(source, `not JSON: ${(error as Error).message}`);
-  }
-  return buildPolicy(raw, source, compileWhen);
+  const parsed = parseFileJson(text);
+  if (!parsed.ok) throw bad(source, parsed.syntax ? `not JSON: ${parsed.reason}` : parsed.reason);
+  return buildPolicy(parsed.value, source, compileWhen);
 }
 
 /** Check an already-parsed policy value (a `policy` key inside --config). */

@@ -31,25 +31,37 @@ export class ApprovalSeal {
     return `${PREFIX}${body}.${this.mac(body)}`;
   }
 
-  /** Whether `state` is a state mcpguard issued (well-formed and signed), whatever else is wrong with it. */
+  /**
+   * Whether `state` is a state this process issued: well-formed and signed
+   * with its key, whatever else is wrong with it (spent, expired, another
+   * call's). The prefix alone proves nothing: a server may choose any state,
+   * and one that does not verify is the server's, passed through unchanged.
+   */
   isOurs(state: string): boolean {
-    return state.startsWith(PREFIX);
+    return this.parse(state) !== null;
   }
 
   /** Check a retry's state against its tool and argument bytes; a good state can be used once. */
   unseal(state: string, tool: string, argumentBytes: Buffer, now = Date.now()): Unsealed {
-    const parts = state.slice(PREFIX.length).split('.');
-    if (!state.startsWith(PREFIX) || parts.length !== 4) return { ok: false, reason: 'the approval state is not one mcpguard issued' };
-    const [nonce, expires, hash, mac] = parts as [string, string, string, string];
-    const body = `${nonce}.${expires}.${hash}`;
-    const expected = Buffer.from(this.mac(body));
-    const given = Buffer.from(mac);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'the approval state was altered or comes from another mcpguard process' };
+    const parts = this.parse(state);
+    if (parts === null) return { ok: false, reason: 'the approval state is not one this mcpguard process issued' };
+    const [nonce, expires, hash] = parts;
     if (hash !== digest(tool, argumentBytes)) return { ok: false, reason: 'the retried call is not the one that was approved (tool or arguments changed)' };
     if (!this.open.has(nonce)) return { ok: false, reason: 'the approval state was already used' };
     this.open.delete(nonce);
     if (now > Number(expires)) return { ok: false, reason: 'the approval expired before the retry arrived', spent: true };
     return { ok: true, nonce };
+  }
+
+  /** A state's nonce, deadline and digest when its MAC verifies under this process's key; else null. */
+  private parse(state: string): [string, string, string] | null {
+    if (!state.startsWith(PREFIX)) return null;
+    const parts = state.slice(PREFIX.length).split('.');
+    if (parts.length !== 4) return null;
+    const [nonce, expires, hash, mac] = parts as [string, string, string, string];
+    const expected = Buffer.from(this.mac(`${nonce}.${expires}.${hash}`));
+    const given = Buffer.from(mac);
+    return given.length === expected.length && timingSafeEqual(given, expected) ? [nonce, expires, hash] : null;
   }
 
   private mac(body: string): string {

@@ -9,7 +9,6 @@ import type { OptionValues } from '../cli/options.js';
 import { resolveRecordDir } from '../records/location.js';
 import { PinGuard, type OnToolChange } from '../pins/guard.js';
 import { ToolHooks } from '../pins/hooks.js';
-import { approveArgv } from './approve-cmd.js';
 import { Gate, type GateIO } from './gate.js';
 import type { Policy } from './policy.js';
 import { ToolSchemas } from './schema/schema.js';
@@ -17,13 +16,13 @@ import { ToolSchemas } from './schema/schema.js';
 /** Where the pins' changes and hidden-character counts are recorded (the audit log), if anywhere. */
 export type GateRecord = (type: string, body: Record<string, unknown>) => void;
 
-export function gateFactory(v: OptionValues, policy: Policy | null, server: string, record: GateRecord = () => {}, key?: Buffer): ((io: GateIO) => Gate) | null {
+/** `approveCmd`: --approve-cmd as resolved at start (`checkApproveCmd`), or null; `key`: the audit key (the chain of pin decisions records each pin file with it). */
+export function gateFactory(v: OptionValues, policy: Policy | null, server: string, record: GateRecord = () => {}, approveCmd: string[] | null = null, key?: Buffer): ((io: GateIO) => Gate) | null {
   const validateArgs = v['validate-args'] === 'on';
   const onToolChange = (v['on-tool-change'] ?? 'off') as OnToolChange;
   const sanitize = { definitions: v.sanitize === 'on', results: v['sanitize-results'] === true };
   const hooksOn = onToolChange !== 'off' || sanitize.definitions || sanitize.results;
   if (!validateArgs && policy === null && !hooksOn) return null;
-  const approveCmd = typeof v['approve-cmd'] === 'string' ? approveArgv(v['approve-cmd']) : null;
   // --name, when the options have it: the pins' identity is then that name alone.
   const name = typeof v.name === 'string' && v.name !== '' ? v.name : null;
   const stateDir = resolveRecordDir(typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined);

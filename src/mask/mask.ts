@@ -47,6 +47,18 @@ export class Masker {
   }
 
   /**
+   * `input`, a single line (the JSON text of a tool call's arguments),
+   * masked so that each masked stretch ends where its secret ends
+   * (Redactor.oneLine), with what each masked stretch was, in words.
+   */
+  oneLine(input: string): { text: string; masked: string[] } {
+    if (!this.#redactor.mayMatch(input)) return { text: input, masked: [] };
+    const bytes = Buffer.from(input, 'utf8');
+    const out = this.#redactor.oneLine(bytes);
+    return { text: out.bytes === bytes ? input : out.bytes.toString('utf8'), masked: out.kinds };
+  }
+
+  /**
    * The first `max` bytes of `bytes`, masked, then quoted and escaped
    * (escape.ts). Masking comes first, over enough bytes past `max` to decide
    * every secret that starts before it: a secret cut in half could pass for

@@ -22,12 +22,14 @@
  * masked too, and masking masked text changes nothing.
  *
  * The same class masks mcpguard's own diagnostics and records one string at a
- * time (mask.ts): `reset`, `push`, `flush`.
+ * time (mask.ts): `reset`, `push`, `flush`; and one whole one-line text (an
+ * approval card's arguments) with `oneLine`, where nothing runs to the end of
+ * the line.
  */
 import { EnvAutomaton, type EnvNode } from './env-automaton.js';
 import { ENV_COMMIT_BYTES, envSecrets, type EnvSecret } from './env-secrets.js';
 import { MAX_ESCAPE_BYTES, MAX_RAW_PER_BYTE, UNDO_BACKSLASH, UNDO_QUOTE, rawIndex, undoFor, unescapeJson, type Unescaped } from './json-escapes.js';
-import { findPemEnd, matchPemBegin, matchWordStart, ALNUM, MAX_WINDOW, NEED, NO, PEM_FIRST, STATIC_FLAGS, STATIC_PAIRS, WORD_START_FLAG, type Match, type MatchResult } from './secret-shapes.js';
+import { findPemEnd, matchPemBegin, matchWordStart, pemBodyEnd, ALNUM, MAX_WINDOW, NEED, NO, PEM_FIRST, STATIC_FLAGS, STATIC_PAIRS, WORD_START_FLAG, type Match, type MatchResult } from './secret-shapes.js';
 
 /** Most (unescaped) bytes any match needs to see before it decides. */
 const MAX_DECIDE_BYTES = Math.max(MAX_WINDOW, ENV_COMMIT_BYTES);
@@ -130,6 +132,8 @@ export class Redactor {
   #prev = 0x0a;
   #state = SCAN;
   #cls: Uint8Array = ALNUM;
+  /** Inside `oneLine`: what each masked stretch was, in order; null otherwise. */
+  #kinds: string[] | null = null;
 
   /** The environment is read once per environment object; later changes to it are not seen. */
   constructor(options: RedactorOptions = {}) {
@@ -208,6 +212,26 @@ export class Redactor {
     return this.#run(EMPTY, true);
   }
 
+  /**
+   * Mask one whole text that is a single line (the JSON text of a tool
+   * call's arguments): a header's value is one credential and a PEM block is
+   * its base64 body, so what follows a secret is never masked with it (the
+   * streaming rules run to the end of the line: here, the end of the text).
+   * Returns the bytes (`input` itself when nothing was masked) and, in
+   * order, what each masked stretch was. Forgets any stream in progress.
+   */
+  oneLine(input: Buffer): { bytes: Buffer; kinds: string[] } {
+    this.reset();
+    const kinds: string[] = [];
+    this.#kinds = kinds;
+    try {
+      return { bytes: this.#run(input, true), kinds };
+    } finally {
+      this.#kinds = null;
+      this.reset();
+    }
+  }
+
   #run(chunk: Buffer, eof: boolean): Buffer {
     const held = this.#held;
     const raw = held.length === 0 ? chunk : chunk.length === 0 ? held : Buffer.concat([held, chunk]);
@@ -220,12 +244,14 @@ export class Redactor {
     const cls = this.#cls;
     const envNode = this.#envNode;
     const count = this.count;
+    const kinds = this.#kinds?.length ?? 0;
     let result = this.#scan(raw, null, eof, true);
     if (result === null) {
       this.#state = state;
       this.#cls = cls;
       this.#envNode = envNode;
       this.count = count;
+      if (this.#kinds !== null) this.#kinds.length = kinds;
       result = this.#scan(raw, unescapeJson(raw, eof, this.#rules.undo), eof, false);
     }
     this.bytesOut += result!.length;
@@ -272,6 +298,7 @@ export class Redactor {
         if (m.keep > emitFrom) pushSlice(out, raw, spans, emitFrom, m.keep);
         out.push(m.replacement);
         this.count++;
+        this.#kinds?.push(m.kind);
         pos = emitFrom = m.end;
         // The match set the state (TypeScript still believes it is SCAN).
         const state = this.#state as number;
@@ -367,11 +394,13 @@ export class Redactor {
       }
       if (b === PEM_FIRST) {
         const r = matchPemBegin(buf, i, end, eof);
+        // One line: the block ends with its body, not at the end of the text.
+        if (r !== NO && this.#kinds !== null && typeof r !== 'number') return { ...r, end: pemBodyEnd(buf, r.end, end), then: 'none' };
         if (r !== NO) return this.#enter(r);
       }
     }
     if (f & WORD_START_FLAG && ALNUM[prev] !== 1) {
-      return this.#enter(matchWordStart(buf, i, end, eof));
+      return this.#enter(matchWordStart(buf, i, end, eof, this.#kinds !== null));
     }
     return NO;
   }
@@ -384,7 +413,7 @@ export class Redactor {
     // Past the confirmed prefix the automaton decides what else to drop.
     this.#state = ENV;
     this.#envNode = this.#rules.automaton.prefix(v, secret.commit);
-    return { keep: i, replacement: secret.replacement, end: i + secret.commit, then: 'none', cls: null };
+    return { keep: i, replacement: secret.replacement, end: i + secret.commit, then: 'none', cls: null, kind: secret.kind };
   }
 
   /** Switch to the swallowing state a shape match asks for. */

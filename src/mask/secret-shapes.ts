@@ -10,6 +10,11 @@
  *
  * Shapes with a prefix must start a word (the byte before is not [A-Za-z0-9]),
  * which keeps `task-…` from looking like `sk-…` and keeps the scan cheap.
+ *
+ * `oneLine` is for one whole text known to be a single line (the JSON of a
+ * tool call's arguments on an approval card): there a header's value and a
+ * PEM block end where the secret ends (a credential token, a base64 body),
+ * never at the end of the line, which would be the end of the arguments.
  */
 
 export const NO = -1;
@@ -27,6 +32,8 @@ export interface Match {
   then: Swallow;
   /** For `then: 'class'`: bytes that still belong to the secret. */
   cls: Uint8Array | null;
+  /** What was masked, in words ("an Authorization header value"), for a note next to the masked text. */
+  kind: string;
 }
 
 export type MatchResult = Match | typeof NO | typeof NEED;
@@ -58,9 +65,24 @@ const SLACK = cls('a~zA~Z0~9-');
 const BEARER = cls('a~zA~Z0~9._+/=-');
 const JWT = cls('a~zA~Z0~9_.=-');
 const PEM_LABEL = cls('A~Z0~9 ');
+/**
+ * A credential's bytes in one-line text: printable ASCII but for spaces,
+ * quotes, backslashes, brackets, separators and shell metacharacters, so a
+ * masked value never runs into `; rm -rf ~`, `&cmd=…` or the next JSON member.
+ */
+const CREDENTIAL = cls('a~zA~Z0~9!#%*+-./:=?@^_~');
+/** A cookie's name: a credential byte but `=`. */
+const COOKIE_NAME = cls('a~zA~Z0~9!#%*+-.^_~');
+/**
+ * A PEM body in one-line text: base64 and the line breaks between its lines,
+ * as bytes or escaped (`\n`, `\\n` in JSON inside JSON). No spaces: text
+ * hidden inside a body can be no more than space-free base64-looking words.
+ */
+const PEM_BODY = cls('a~zA~Z0~9+/=\\\n\r');
 
 interface TokenRule {
   prefix: Buffer;
+  kind?: string;
   body: Uint8Array;
   /** Body bytes needed to call it a token; fewer is ordinary text. */
   min: number;
@@ -84,6 +106,11 @@ const TOKEN_RULES: TokenRule[] = [
 
 /** Header-like names whose value (to the end of the line) is masked; matched case-insensitively. */
 const HEADER_NAMES = ['authorization', 'cookie', 'api-key', 'auth-token'].map((n) => Buffer.from(n));
+const HEADER_KINDS: Record<string, string> = {
+  authorization: 'an Authorization header value', cookie: 'a Cookie header value', 'api-key': 'an API key header value', 'auth-token': 'an auth token header value',
+};
+/** Authorization schemes: in one-line text the word stays shown and the credential after it is masked. */
+const SCHEMES = new Set(['basic', 'bearer', 'digest', 'token', 'negotiate', 'ntlm', 'bot', 'dpop', 'mac', 'hawk']);
 const BEARER_WORD = Buffer.from('bearer');
 const JWT_START = Buffer.from('eyJ');
 const PEM_BEGIN = Buffer.from('-----BEGIN ');
@@ -98,7 +125,8 @@ const JWT_REDACTED = Buffer.from('[REDACTED:JWT]');
 const PEM_REDACTED = Buffer.from('[REDACTED:PRIVATE KEY]');
 
 /** Matchers that need a word start, by first byte (both cases for case-insensitive ones). */
-const WORD_START: ((buf: Buffer, i: number, end: number, eof: boolean) => MatchResult)[][] = Array.from({ length: 256 }, () => []);
+type Matcher = (buf: Buffer, i: number, end: number, eof: boolean, oneLine: boolean) => MatchResult;
+const WORD_START: Matcher[][] = Array.from({ length: 256 }, () => []);
 
 /**
  * Indexed by (byte << 8 | next byte): 1 if some shape starts with those two
@@ -108,7 +136,7 @@ const WORD_START: ((buf: Buffer, i: number, end: number, eof: boolean) => MatchR
 export const STATIC_PAIRS = new Uint8Array(65536);
 
 /** Register a matcher under the first two bytes of its literal start (both cases if `fold`). */
-function register(lit: Buffer, fold: boolean, m: (buf: Buffer, i: number, end: number, eof: boolean) => MatchResult): void {
+function register(lit: Buffer, fold: boolean, m: Matcher): void {
   const firsts = fold ? [lit[0]!, upper(lit[0]!)] : [lit[0]!];
   const seconds = fold ? [lit[1]!, upper(lit[1]!)] : [lit[1]!];
   for (const a of new Set(firsts)) {
@@ -117,8 +145,11 @@ function register(lit: Buffer, fold: boolean, m: (buf: Buffer, i: number, end: n
   }
 }
 
-for (const rule of TOKEN_RULES) register(rule.prefix, false, (b, i, e, eof) => matchToken(rule, b, i, e, eof));
-for (const name of HEADER_NAMES) register(name, true, (b, i, e, eof) => matchHeader(name, b, i, e, eof));
+for (const rule of TOKEN_RULES) {
+  rule.kind = `a token (${rule.prefix.toString()}…)`;
+  register(rule.prefix, false, (b, i, e, eof) => matchToken(rule, b, i, e, eof));
+}
+for (const name of HEADER_NAMES) register(name, true, (b, i, e, eof, oneLine) => matchHeader(name, b, i, e, eof, oneLine));
 register(BEARER_WORD, true, matchBearer);
 register(JWT_START, false, matchJwt);
 STATIC_PAIRS[(PEM_BEGIN[0]! << 8) | PEM_BEGIN[1]!] = 1;
@@ -130,9 +161,9 @@ export const STATIC_FLAGS = new Uint8Array(256).map((_, b) => (WORD_START[b]!.le
 export const PEM_FIRST = 0x2d;
 
 /** Run the word-start matchers for `buf[i]`, first decisive answer wins. */
-export function matchWordStart(buf: Buffer, i: number, end: number, eof: boolean): MatchResult {
+export function matchWordStart(buf: Buffer, i: number, end: number, eof: boolean, oneLine = false): MatchResult {
   for (const m of WORD_START[buf[i]!]!) {
-    const r = m(buf, i, end, eof);
+    const r = m(buf, i, end, eof, oneLine);
     if (r !== NO) return r;
   }
   return NO;
@@ -155,12 +186,12 @@ function matchToken(rule: TokenRule, buf: Buffer, i: number, end: number, eof: b
   const stop = keep + rule.min;
   let j = keep;
   while (j < stop && j < end && rule.body[buf[j]!] === 1) j++;
-  if (j === stop) return { keep, replacement: REDACTED, end: j, then: 'class', cls: rule.body };
+  if (j === stop) return { keep, replacement: REDACTED, end: j, then: 'class', cls: rule.body, kind: rule.kind! };
   return j === end && !eof ? NEED : NO;
 }
 
 /** `Authorization: …`, `"cookie": …`, `api-key=…`: everything after the separator to the end of the line. */
-function matchHeader(name: Buffer, buf: Buffer, i: number, end: number, eof: boolean): MatchResult {
+function matchHeader(name: Buffer, buf: Buffer, i: number, end: number, eof: boolean, oneLine: boolean): MatchResult {
   const lit = literalAt(buf, i, end, name, true);
   if (lit !== 1) return lit === NEED && !eof ? NEED : NO;
   let j = i + name.length;
@@ -182,7 +213,43 @@ function matchHeader(name: Buffer, buf: Buffer, i: number, end: number, eof: boo
   const masked = k >= end ? NEED : literalAt(buf, k, end, REDACTED_OPEN);
   if (masked === 1) return NO;
   if (masked === NEED && !eof) return NEED;
-  return { keep: j + 1, replacement: HEADER_REDACTED, end: j + 1, then: 'line', cls: null };
+  const kind = HEADER_KINDS[name.toString()]!;
+  if (oneLine) return headerValue(name, buf, j + 1, end, kind);
+  return { keep: j + 1, replacement: HEADER_REDACTED, end: j + 1, then: 'line', cls: null, kind };
+}
+
+/**
+ * One-line text (eof known): a header's value from `at` (just past its `:`
+ * or `=`) is one credential, after an opening quote and a scheme word that
+ * stay shown; a cookie's is `name=value` pairs joined by `;`. What follows
+ * the value is shown, whatever it is.
+ */
+function headerValue(name: Buffer, buf: Buffer, at: number, end: number, kind: string): MatchResult {
+  let j = at;
+  while (j < end && (buf[j] === 0x20 || buf[j] === 0x09)) j++;
+  if (j < end && (buf[j] === 0x22 || buf[j] === 0x27)) j++;
+  else if (j + 1 < end && buf[j] === 0x5c && buf[j + 1] === 0x22) j += 2;
+  let word = j;
+  while (word < end && ALNUM[buf[word]!] === 1) word++;
+  if (word < end && buf[word] === 0x20 && SCHEMES.has(buf.subarray(j, word).toString('latin1').toLowerCase())) {
+    for (j = word; j < end && buf[j] === 0x20; j++);
+  }
+  const keep = j;
+  while (j < end && CREDENTIAL[buf[j]!] === 1) j++;
+  if (name[0] === 0x63) {
+    // Cookie: `a=b; c=d`: a further pair counts only if a name and `=` follow the `;`.
+    for (;;) {
+      let k = j;
+      if (k >= end || buf[k] !== 0x3b) break;
+      for (k++; k < end && buf[k] === 0x20; k++);
+      const nameAt = k;
+      while (k < end && COOKIE_NAME[buf[k]!] === 1) k++;
+      if (k === nameAt || k >= end || buf[k] !== 0x3d) break;
+      for (j = k + 1; j < end && CREDENTIAL[buf[j]!] === 1; j++);
+    }
+  }
+  if (j === keep) return NO;
+  return { keep, replacement: REDACTED, end: j, then: 'none', cls: null, kind };
 }
 
 function matchBearer(buf: Buffer, i: number, end: number, eof: boolean): MatchResult {
@@ -196,7 +263,7 @@ function matchBearer(buf: Buffer, i: number, end: number, eof: boolean): MatchRe
   const keep = j;
   const stop = keep + 16;
   while (j < stop && j < end && BEARER[buf[j]!] === 1) j++;
-  if (j === stop) return { keep, replacement: REDACTED, end: j, then: 'class', cls: BEARER };
+  if (j === stop) return { keep, replacement: REDACTED, end: j, then: 'class', cls: BEARER, kind: 'a bearer token' };
   return j === end && !eof ? NEED : NO;
 }
 
@@ -211,7 +278,7 @@ function matchJwt(buf: Buffer, i: number, end: number, eof: boolean): MatchResul
   if (buf[j] !== 0x2e) return NO;
   const second = literalAt(buf, j + 1, end, JWT_START);
   if (second !== 1) return second === NEED && !eof ? NEED : NO;
-  return { keep: i, replacement: JWT_REDACTED, end: j + 1 + JWT_START.length, then: 'class', cls: JWT };
+  return { keep: i, replacement: JWT_REDACTED, end: j + 1 + JWT_START.length, then: 'class', cls: JWT, kind: 'a JSON Web Token' };
 }
 
 /** `-----BEGIN <label>-----` where the label names a private key. */
@@ -221,7 +288,20 @@ export function matchPemBegin(buf: Buffer, i: number, end: number, eof: boolean)
   const after = pemLabel(buf, i + PEM_BEGIN.length, end);
   if (after === NEED) return eof ? NO : NEED;
   if (after === NO) return NO;
-  return { keep: i, replacement: PEM_REDACTED, end: after, then: 'pem', cls: null };
+  return { keep: i, replacement: PEM_REDACTED, end: after, then: 'pem', cls: null, kind: 'a PEM private key' };
+}
+
+/**
+ * One-line text (eof known): where a PEM block whose BEGIN line ends at
+ * `from` ends: past its base64 body and the END line right after it, if
+ * there is one. Whatever else follows the body is shown.
+ */
+export function pemBodyEnd(buf: Buffer, from: number, end: number): number {
+  let j = from;
+  while (j < end && PEM_BODY[buf[j]!] === 1) j++;
+  if (literalAt(buf, j, end, PEM_END) !== 1) return j;
+  const after = pemLabel(buf, j + PEM_END.length, end);
+  return after >= 0 ? after : j;
 }
 
 /**

@@ -8,8 +8,10 @@
  *
  * The link is the `requestState` when the server sent one (kept as a hash,
  * never as text: it is the server's opaque state). Without it, a retry is
- * linked to the latest open leg of the same method and target. The table is
- * bounded: a client that never retries cannot grow it.
+ * linked to the latest open leg of the same method and target. Either way a
+ * retry must name the same target as its leg: a state echoed on a request
+ * for another tool links nothing. The table is bounded: a client that never
+ * retries cannot grow it.
  */
 import { createHash } from 'node:crypto';
 import type { Call } from '../relay/calls.js';
@@ -59,7 +61,8 @@ export class LegLinker {
       if (state.type !== 'string') return;
       const key = hashState(stringValue(frame, state));
       const leg = this.byState.get(key);
-      if (leg === undefined) return;
+      // A state answers one leg, of one tool, prompt or resource: a request naming another is not its retry (the leg stays open).
+      if (leg === undefined || leg.target !== (call.target ?? '')) return;
       this.byState.delete(key);
       return link(call, leg, 'request_state');
     }

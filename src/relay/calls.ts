@@ -112,6 +112,16 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
  */
 const KEEP_KEY = '';
 
+/**
+ * Most client requests open at once: waiting for the server's answer, held
+ * by the gate, or ended with their id reserved (a few hundred bytes each, so
+ * a few MB at most). A server that never answers would otherwise grow the
+ * table for as long as the client keeps asking.
+ */
+export const MAX_OPEN_CALLS = 4096;
+/** Most of the server's requests waiting for the client's answer (a client that never answers would grow the table the same way). */
+export const MAX_SERVER_REQUESTS = 4096;
+
 export class CallTable {
   /** Client requests the child has not answered, by id key (ended calls with a reserved id included, and one ended placeholder). */
   readonly inFlight = new Map<string, Call>([[KEEP_KEY, { ...newCall(null, null, null, null), state: 'completed' }]]);
@@ -133,6 +143,22 @@ export class CallTable {
     call.timer = null;
     if (!reserveId && call.idKey !== null && this.inFlight.get(call.idKey) === call) this.inFlight.delete(call.idKey);
     return true;
+  }
+
+  /**
+   * Whether `n` more client requests fit within MAX_OPEN_CALLS. Ids reserved
+   * by ended calls (kept only to drop a late answer) give way, oldest first;
+   * calls still waiting never do.
+   */
+  roomFor(n: number): boolean {
+    // The placeholder entry does not count.
+    if (this.inFlight.size - 1 + n <= MAX_OPEN_CALLS) return true;
+    for (const [key, call] of this.inFlight) {
+      if (call.state === null || key === KEEP_KEY) continue;
+      this.inFlight.delete(key);
+      if (this.inFlight.size - 1 + n <= MAX_OPEN_CALLS) return true;
+    }
+    return false;
   }
 
   /** Calls still waiting for the child, oldest first. */

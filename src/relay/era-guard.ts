@@ -6,13 +6,14 @@
  */
 import type { Call, CallState } from './calls.js';
 import { escapeBytes, type Diagnostics } from '../mask/diagnostics.js';
-import { idKey, memberId, memberString, type Message, type Notification, type Request, type Response } from '../wire/jsonrpc.js';
+import { idKey, memberId, membersOf, memberString, type Message, type Notification, type Request, type RequestId, type Response } from '../wire/jsonrpc.js';
 import type { Rejection } from './observer.js';
 import {
-  EraTracker, STREAM_METHODS, checkServerResult, readMeta, resultType,
+  EraTracker, META_SUBSCRIPTION_ID, STREAM_METHODS, checkServerResult, readMeta, resultType,
   type EraRules, type RequestMeta, type RuleKind, type Violation,
 } from '../mcp/era.js';
 import { LegLinker } from '../mcp/legs.js';
+import { stringValue } from '../wire/json-scan.js';
 
 const NO_META: RequestMeta = { version: null, claimsModern: false, capabilities: false, capabilitiesNode: null, traceparent: null };
 
@@ -130,6 +131,31 @@ export class EraGuard {
     return { rule: 'stray_server_cancel', reason: 'a 2026-07-28 server may send notifications/cancelled only to end an open subscriptions/listen', severity: 'refuse' };
   }
 
+  /**
+   * A modern server's notification tagged with a subscription id: why it may
+   * not reach the client, else null. It belongs to the subscriptions/listen
+   * with that request id, and only while that listen is open; for one that
+   * ended, or never was, no client is listening and its SDK could take it for
+   * another stream. `late`: the client closed that listen and the server has
+   * not answered the cancel yet, so it may have written this before it read
+   * the cancel (a race, like a late response, not the server's fault).
+   */
+  strayNotification(item: Notification): { reason: string; late: boolean } | null {
+    if (!this.modern || item.params?.members?.has('_meta') !== true) return null;
+    const meta = membersOf(item.frame, item.params.members.get('_meta'));
+    const tag = meta?.members?.get(META_SUBSCRIPTION_ID);
+    if (tag === undefined) return null;
+    const id = memberId(item.frame, meta!, META_SUBSCRIPTION_ID);
+    const call = id === undefined ? undefined : this.inFlight(idKey(id));
+    const listen = call !== undefined && STREAM_METHODS.has(call.method!) ? call : undefined;
+    if (listen?.state === null) return null;
+    // A string id shown quoted and escaped, a number as written: "7" and 7 are different ids.
+    const shown = tag.type === 'string' ? escapeBytes(Buffer.from(stringValue(item.frame, tag)))
+      : tag.type === 'number' && tag.end - tag.start <= 32 ? item.frame.toString('latin1', tag.start, tag.end) : `(a ${tag.type})`;
+    if (listen?.cancelRequested === true) return { late: true, reason: `a notification for subscription id ${shown}, which the client closed before the server read its cancel` };
+    return { late: false, reason: `notification for subscription id ${shown}, which no open subscriptions/listen has (it ended, or never was)` };
+  }
+
   /** The listen a modern server's notifications/cancelled ends (no response follows it), if any. */
   endedListen(item: Notification): Call | undefined {
     return this.modern && item.method === 'notifications/cancelled' ? this.openListen(item) : undefined;
@@ -178,7 +204,12 @@ export class EraGuard {
 
   private openListen(item: Notification): Call | undefined {
     const requestId = memberId(item.frame, item.params, 'requestId');
-    const call = requestId === undefined ? undefined : this.inFlight(idKey(requestId));
+    return requestId === undefined ? undefined : this.listen(requestId);
+  }
+
+  /** The open subscriptions/listen with this request id (known, not yet ended), if any. */
+  private listen(id: RequestId): Call | undefined {
+    const call = this.inFlight(idKey(id));
     return call !== undefined && call.state === null && STREAM_METHODS.has(call.method!) ? call : undefined;
   }
 }

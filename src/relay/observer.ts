@@ -13,7 +13,7 @@ export interface Rejection {
   direction: Direction;
   /** Line number within that direction's stream (1-based). */
   line: number;
-  /** JSON-RPC code answered to the client (client direction), null for child noise. */
+  /** JSON-RPC code answered (to the client; to the server for its requests refused over the cap), null for child noise. */
   code: number | null;
   reason: string;
   /** The frame's bytes when they were kept (never for oversize lines). */

@@ -5,7 +5,7 @@
  * answers owed when the session ends. The relay (relay.ts) reads the lines
  * and calls in here.
  */
-import { CallTable, newCall, type Call, type CallState } from './calls.js';
+import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS, newCall, type Call, type CallState } from './calls.js';
 import type { Diagnostics } from '../mask/diagnostics.js';
 import {
   cancellation, errorResponse, idKey, memberId, memberString,
@@ -73,7 +73,17 @@ export abstract class CallKeeper {
       diag: (line) => this.diag.line(line),
       modern: () => this.eras.modern,
       version: () => this.eras.tracker.version,
+      idTaken: (key) => this.idTaken(key),
     });
+  }
+
+  /**
+   * An id key in flight on either side: a client request's (the server has
+   * it, or will), a server request's (the client has it; a restarted
+   * server's too, whose answers are still dropped), or one of mcpguard's own.
+   */
+  idTaken(key: string): boolean {
+    return this.calls.inFlight.has(key) || this.calls.childRequests.has(key) || this.retiredChildRequests.has(key) || (this.gate?.ownsId(key) ?? false);
   }
 
   /** A request's call, with what its era and its metadata say about it. */
@@ -84,6 +94,46 @@ export abstract class CallKeeper {
     this.eras.callStarted(call, item, meta);
     if (item.method === 'tools/list') call.cursor = item.params?.members?.has('cursor') === true;
     return call;
+  }
+
+  /**
+   * Room in the call table for a client line's requests (MAX_OPEN_CALLS). A
+   * line that does not fit never reaches the server: it is answered (with the
+   * request's id; null for a batch) and recorded, and the session goes on (the
+   * line was well-formed; the server's silence filled the table).
+   */
+  protected roomForCalls(line: number, frame: Buffer, items: readonly Message[]): boolean {
+    const n = requestsIn(items);
+    if (n === 0 || this.calls.roomFor(n)) return true;
+    const reason = `${MAX_OPEN_CALLS} requests already wait for an answer, the most mcpguard keeps open`;
+    const single = items.length === 1 && items[0]!.kind === 'request' ? items[0] : null;
+    this.counters.rejectedClient++;
+    this.toClient.write(errorResponse(single?.id ?? null, INTERNAL_ERROR, `mcpguard: ${reason}; request not forwarded`, { state: 'rejected' }));
+    this.diag.line(`refused client line ${line}: ${reason}`);
+    if (single !== null) this.end(newCall(single.id, null, single.method, null), 'rejected', reason);
+    this.notify({ direction: 'client', line, code: INTERNAL_ERROR, reason, frame: frame.subarray(0, -1), bytes: frame.length - 1 });
+    return false;
+  }
+
+  /**
+   * Room for a server line's requests among those waiting for the client
+   * (MAX_SERVER_REQUESTS). A line that does not fit is not forwarded: each of
+   * its requests is answered to the server with an error, so it waits for
+   * nothing, and the line is reported and recorded.
+   */
+  protected roomForServerRequests(line: number, frame: Buffer, items: readonly Message[]): boolean {
+    const n = requestsIn(items);
+    if (n === 0 || this.calls.childRequests.size + n <= MAX_SERVER_REQUESTS) return true;
+    const reason = `${MAX_SERVER_REQUESTS} requests of the server already wait for the client's answer, the most mcpguard keeps open`;
+    for (const item of items) {
+      if (item.kind === 'request') this.toChild.write(errorResponse(item.id, INTERNAL_ERROR, `mcpguard: ${reason}; request not forwarded to the client`, { state: 'rejected' }));
+    }
+    // Counted with the server's other refused lines (the summary's rejected.child).
+    this.counters.noiseLines++;
+    this.counters.noiseBytes += frame.length - 1;
+    this.diag.line(`refused server line ${line}: ${reason}`);
+    this.notify({ direction: 'child', line, code: INTERNAL_ERROR, reason, frame: frame.subarray(0, -1), bytes: frame.length - 1 });
+    return false;
   }
 
   /** A tools/call goes through the gate; other lines keep flowing while it is decided. */
@@ -253,6 +303,11 @@ export abstract class CallKeeper {
   /** A new generation of the server runs: forget what only the last one knew. */
   serverRestarted(): void {
     for (const key of this.calls.childRequests.keys()) this.retiredChildRequests.add(key);
+    // Bounded like the table they come from: the oldest are forgotten first (a late answer to one is then refused as unasked).
+    for (const key of this.retiredChildRequests) {
+      if (this.retiredChildRequests.size <= MAX_SERVER_REQUESTS) break;
+      this.retiredChildRequests.delete(key);
+    }
     this.calls.childRequests.clear();
     // Its tools are learned again (from the next tools/list, or mcpguard's own).
     this.gate?.tools.restarted();
@@ -268,6 +323,7 @@ export abstract class CallKeeper {
   protected end(call: Call, state: CallState, detail: string | null, reserveId = false): void {
     if (!this.calls.finish(call, state, detail, reserveId)) return;
     this.counters.states[state] = (this.counters.states[state] ?? 0) + 1;
+    this.gate?.callEnded(call);
     for (const o of this.observers) o.callEnded?.(call);
   }
 
@@ -280,6 +336,12 @@ export abstract class CallKeeper {
   protected notify(rejection: Rejection): void {
     for (const o of this.observers) o.rejected?.(rejection);
   }
+}
+
+function requestsIn(items: readonly Message[]): number {
+  let n = 0;
+  for (const item of items) if (item.kind === 'request') n++;
+  return n;
 }
 
 /** The refusal of a call the gate could not check. */

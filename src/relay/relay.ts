@@ -88,6 +88,7 @@ export class Relay extends CallKeeper {
     const metas = this.checkClientEra(event.line, message.frame, items);
     if (metas === null) return;
     if (!this.checkShapes(event.line, message.frame, items, metas)) return;
+    if (!this.roomForCalls(event.line, message.frame, items)) return;
     this.counters.clientFrames++;
     this.forwardToChild(message.frame, items, metas);
   }
@@ -275,9 +276,11 @@ export class Relay extends CallKeeper {
       if (item.kind === 'request' && this.gate?.ownsId(item.idKey)) {
         return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is the id of a request mcpguard itself has open with the client`, event.frame, event.frame.length - 1);
       }
-      if (item.kind === 'response' && !this.calls.inFlight.has(item.idKey)) {
-        return this.noise(event.line, `response to id ${JSON.stringify(item.id)}, which no client request in flight has`, event.frame, event.frame.length - 1);
-      }
+      const unasked = item.kind === 'response' ? this.unasked(item) : null;
+      if (unasked !== null) return this.noise(event.line, `response to id ${unasked}`, event.frame, event.frame.length - 1);
+      const stray = item.kind === 'notification' ? this.eras.strayNotification(item) : null;
+      if (stray?.late === true) return this.diag.line(`dropped child line ${event.line}: ${stray.reason}`);
+      if (stray !== null) return this.noise(event.line, stray.reason, event.frame, event.frame.length - 1);
       const violation = item.kind === 'response' ? null : this.eras.serverMessage(item);
       if (violation !== null) {
         // Diverted, not forwarded: a server request's id never enters the table.
@@ -288,6 +291,7 @@ export class Relay extends CallKeeper {
         return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is already in flight`, event.frame, event.frame.length - 1);
       }
     }
+    if (!this.roomForServerRequests(event.line, message.frame, items)) return;
     let late = 0;
     let frame = message.frame;
     // The calls this line answers, ended once the answer is out: the first in locals (a single response needs no array).
@@ -349,6 +353,19 @@ export class Relay extends CallKeeper {
     this.toClient.write(frame);
     if (first !== null) this.end(first, firstState, firstDetail);
     if (more !== null) for (const [call, state, detail] of more) this.end(call, state, detail);
+  }
+
+  /**
+   * Why a server response answers nothing (null: it answers a request the
+   * server was sent). A call the gate holds (for a person, or for mcpguard's
+   * own tools/list) or that still waits inside mcpguard is in the table but
+   * never reached the server: an answer to it can only be a guess, and
+   * delivering it would end a call that never ran.
+   */
+  private unasked(response: Response): string | null {
+    const call = this.calls.inFlight.get(response.idKey);
+    if (call === undefined) return `${JSON.stringify(response.id)}, which no client request in flight has`;
+    return call.dispatchedAt === null ? `${JSON.stringify(response.id)}, a request mcpguard has not sent to the server (the gate holds it, or it waits to be written)` : null;
   }
 
   /** Whether the server has named itself yet (only the first name counts). */

@@ -16,6 +16,7 @@ import type { Call } from '../relay/calls.js';
 import type { LineEvent } from '../wire/framing.js';
 import { idKey, peekId } from '../wire/jsonrpc.js';
 import { canonical } from '../records/canonical.js';
+import { ownRequestId } from '../wire/own-id.js';
 import type { SessionObserver } from '../relay/observer.js';
 
 type Json = Record<string, unknown>;
@@ -106,6 +107,8 @@ export interface ReplayIO {
   waitMs: number;
   /** The new generation's number (in mcpguard's own request ids). */
   generation: number;
+  /** An id key in flight on either side (the relay's calls, the server's requests, mcpguard's own): not for mcpguard's ids. */
+  taken: (key: string) => boolean;
 }
 
 /** Replay the kept handshake to a new generation and check its answer. */
@@ -159,7 +162,7 @@ class OwnRequests {
   }
 
   ask(method: string, params: string): Promise<Json | null> {
-    const id = `mcpguard-restart-${this.io.generation}-${this.next++}`;
+    const id = ownRequestId(`restart-${this.io.generation}`, this.next++, (key) => this.waiting.has(key) || this.io.taken(key));
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.waiting.delete(idKey(id));

@@ -44,6 +44,8 @@ export interface Prepared {
   signals: { pending: NodeJS.Signals[]; handler: ((signal: NodeJS.Signals) => void) | null };
   /** The policy, loaded and checked before the child started; null without --policy. */
   policy: Policy | null;
+  /** --approve-cmd resolved to an absolute file before the child started; null without it. */
+  approveCmd: string[] | null;
   /** Why this session keeps no records (--records off, or best-effort with an unusable directory); null when it does. */
   recordsOff: string | null;
 }
@@ -111,7 +113,7 @@ export async function runRelay(p: Prepared): Promise<number> {
       observers: audit === null ? [stderr, probe] : [stderr, audit, probe],
       stderr,
       decorate,
-      gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' '), (type, body) => audit?.gateRecord(type, body), p.records?.key),
+      gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' '), (type, body) => audit?.gateRecord(type, body), p.approveCmd, p.records?.key),
       watchdog: p.watchdog,
       onSpawn: (pid) => {
         audit?.childSpawned(pid);

@@ -278,7 +278,7 @@ export class Session {
     // A modern-era server has no handshake: every request carries what it needs.
     if (relay.eras.modern || this.watch === null) return { ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false };
     return await Promise.race([
-      replayHandshake(this.watch, { send: (frame) => gen.toChild.write(frame), intercept: (take) => (this.intercept = take), waitMs, generation: gen.number }),
+      replayHandshake(this.watch, { send: (frame) => gen.toChild.write(frame), intercept: (take) => (this.intercept = take), waitMs, generation: gen.number, taken: (key) => relay.idTaken(key) }),
       this.endRequested.then((): ReplayOutcome => ({ ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false })),
     ]);
   }

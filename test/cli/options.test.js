@@ -115,6 +115,21 @@ test('byte counts that become a Buffer or a string are capped at what Node can h
   assert.throws(() => parseArgv(['--max-frame-bytes', '1constructor'], RUN_OPTIONS), /got '1constructor'/);
 });
 
+test('config files: a key given twice anywhere is refused, naming the file, the key and where (never last-wins)', () => {
+  const cases = [
+    ['dup-top.json', '{"grace": "1s",\n  "grace": "9s"}', 'duplicate key "grace" at line 2, column 3'],
+    // Escapes do not hide a duplicate: the keys are compared decoded.
+    ['dup-escaped.json', '{"grace": "1s", "gr\\u0061ce": "9s"}', 'duplicate key "grace" at line 1, column 17'],
+    // Inside the policy object a config may hold: the deny would have become an allow.
+    ['dup-policy.json', '{"policy": {"rules": [\n  {"tool": "exec", "decision": "deny", "decision": "allow"}]}}', 'duplicate key "decision" at line 2, column 40'],
+  ];
+  for (const [name, text, where] of cases) {
+    const file = join(dir, name);
+    writeFileSync(file, text);
+    assert.throws(() => applyConfigFile(parseArgv(['x'], RUN_OPTIONS), RUN_OPTIONS, file), (e) => e.code === 'bad_config' && e.message === `--config '${file}': ${where}; a key may appear only once`, name);
+  }
+});
+
 test('config files: too big, empty, or a directory are refused naming the file', () => {
   const big = join(dir, 'big.json');
   writeFileSync(big, `{"grace": 1${' '.repeat(1024 * 1024)}}`);

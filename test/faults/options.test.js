@@ -34,6 +34,17 @@ function oneLine(stderr) {
   return stderr.trimEnd();
 }
 
+describe('files that decide what is allowed', () => {
+  test('a policy file with a duplicate key ("deny" then "allow") is refused at start, naming the file, the key and where; nothing starts', { timeout: 20000 }, async () => {
+    const policy = file('dup-policy.json', '{"default": "allow", "rules": [\n  {"tool": "exec", "decision": "deny", "decision": "allow"}\n]}');
+    const { marker, command } = markerCommand();
+    const r = await runGuard([`--policy=${policy}`, '--', ...command], { timeout: 15000 }).done;
+    assert.equal(r.code, 125);
+    assert.equal(oneLine(r.stderr), `mcpguard: --policy '${policy}': duplicate key "decision" at line 2, column 40; a key may appear only once`);
+    assert.equal(existsSync(marker), false);
+  });
+});
+
 describe('prototype names are no options', () => {
   test('--toString python3 -c pass: an unknown option, not one that eats "python3"', { timeout: 20000 }, async () => {
     const r = await runGuard(['--toString', 'python3', '-c', 'pass']).done;
@@ -210,6 +221,23 @@ describe('files that never end', () => {
     assert.equal(k.code, 125);
     assert.match(oneLine(k.stderr), /--audit-key-file '.*fifo' holds 0 bytes/);
     assert.equal(existsSync(marker), false);
+  });
+
+  test('a --config FIFO whose writer trickles a byte now and then: refused at the overall deadline, naming the option and the file', { timeout: 45000 }, async () => {
+    const fifo = join(dir, 'trickle-fifo');
+    if (!existsSync(fifo)) assert.equal((await runCommand('mkfifo', [fifo]).done).code, 0);
+    // Opened read-write, the FIFO has a writer before mcpguard opens it; a byte a second keeps the silence timer from firing.
+    const trickle = 'import os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR)\nos.write(fd, b"{")\nprint("ready", flush=True)\nfor _ in range(40):\n    time.sleep(1)\n    os.write(fd, b" ")\n';
+    const writer = runCommand('python3', ['-c', trickle, fifo], { timeout: 44000 });
+    writer.done.catch(() => {});
+    try {
+      await new Promise((resolve) => writer.child.stdout.once('data', resolve));
+      const { marker, command } = markerCommand();
+      const c = await runGuard(['--config', fifo, '--', ...command], { timeout: 30000 }).done;
+      assert.equal(c.code, 125);
+      assert.match(oneLine(c.stderr), new RegExp(`^mcpguard: --config cannot read '${fifo}': not read to its end within 10000 ms \\(\\d+ bytes so far: a FIFO or terminal whose writer trickles\\)$`));
+      assert.equal(existsSync(marker), false, 'nothing started');
+    } finally { writer.child.kill('SIGKILL'); }
   });
 
   test('a config and a key from process substitution (a FIFO with a slow writer) still work', { timeout: 20000 }, async () => {

@@ -8,7 +8,7 @@
 // bench/ (`node bench/run.js --rows=consent`).
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { fixture, killStarted, tempDir } from '../helpers/run.js';
@@ -124,8 +124,11 @@ describe('approval under a stderr flood (seed 004)', () => {
       assert.equal(end.decision.by, 'approval');
       assert.equal(end.decision.channel, 'elicitation');
       assert.equal(end.decision.card.answer, 'timed_out');
+      // The deadline runs from the call's arrival, not from the card's showing (which a loaded machine may delay).
       const open = Date.parse(end.decision.card.answered_at) - Date.parse(end.decision.card.shown_at);
-      assert.ok(open >= 500 - CLOCK_MS && open <= 500 + LATE_MS, `the records say the card was open ${open} ms`);
+      const waited = Date.parse(end.decision.card.answered_at) - Date.parse(end.started_at);
+      assert.ok(waited >= 500 - CLOCK_MS && waited <= 500 + LATE_MS, `the records say the call waited ${waited} ms for its card's answer`);
+      assert.ok(open <= waited, `the records say the card was open ${open} ms, longer than the call waited (${waited} ms)`);
       // The flood ran before the call (mirrored before it was written), while the card was open, and after.
       assert.ok(end.stderr_bytes_seen >= 1024 * 1024, `only ${end.stderr_bytes_seen} bytes of stderr while the card was open: no flood?`);
       assert.ok(endOf(r.records, 'after').stderr_bytes_seen > 0, 'the server still flooded after the denial');
@@ -166,3 +169,83 @@ describe('approval under a stderr flood (seed 004)', () => {
     } finally { c.cleanup(); }
   });
 });
+
+/** A quiet legacy session (no flood) with the ASK policy; `capabilities` as the client declares them. */
+async function quietSession(args, capabilities, env = {}) {
+  const scratch = tempDir();
+  const policy = join(scratch.dir, 'policy.json');
+  writeFileSync(policy, JSON.stringify({ default: 'allow', rules: [{ tool: 'exec', decision: 'ask', reason: 'commands need a person' }] }));
+  const c = conversation(SERVER, ['--validate-args=on', `--policy=${policy}`, ...args], env, TIMEOUT);
+  const cleanup = c.cleanup;
+  c.cleanup = () => { cleanup(); scratch.cleanup(); };
+  c.scratch = scratch.dir;
+  c.send({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 'card-test', version: '1' } } });
+  await c.waitFor((m) => m.id === 'init', 'initialize answer');
+  c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  return c;
+}
+
+// A PEM block, then a header, then the part a person must see (`; rm -rf ~`, and a member after it).
+const PEM_SECRET = 'b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ';
+const HEADER_SECRET = 'Zt0kenQ8rW2vX5yL';
+const HOSTILE_ARGS = `{"key":"-----BEGIN OPENSSH PRIVATE KEY-----\\n${PEM_SECRET}\\n-----END OPENSSH PRIVATE KEY-----","command":"curl -H 'Authorization: Bearer ${HEADER_SECRET}' https://example.com/x; rm -rf ~","cwd":"/home/me"}`;
+const rawCall = (id, name, argsText) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${argsText}}}\n`;
+
+describe('what a card and an approver are shown', () => {
+  test('a card masks each secret alone, shows what follows it (a command after an Authorization header, the members after a PEM key), and says what it masked', { timeout: TIMEOUT }, async () => {
+    const c = await quietSession([], { elicitation: {} });
+    try {
+      c.child.stdin.write(rawCall(1, 'exec', HOSTILE_ARGS));
+      const question = await c.waitFor(isCard, 'the card');
+      const text = question.params.message;
+      const shown = text.split('\n').find((l) => l.startsWith('Arguments'));
+      assert.equal(shown, `Arguments (exactly as they will be sent, but for the secrets masked): {"key":"[REDACTED:PRIVATE KEY]","command":"curl -H 'Authorization: Bearer [REDACTED]' https://example.com/x; rm -rf ~","cwd":"/home/me"}`);
+      assert.ok(text.split('\n').includes('2 secrets masked: a PEM private key, an Authorization header value'), text);
+      assert.ok(!text.includes(PEM_SECRET) && !text.includes(HEADER_SECRET), 'no secret on the card');
+      assert.deepEqual(calledAtServer(c), [], 'nothing reaches the server while the card is open');
+      c.send({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: {} } });
+      await c.waitFor((m) => m.id === 1, 'answer to 1');
+      await c.finish();
+      assert.equal(readFileSync(join(c.dir, 'server-lines'), 'utf8').split('\n').filter((l) => l.includes('"tools/call"')).length, 1);
+      assert.ok(readFileSync(join(c.dir, 'server-lines'), 'utf8').includes(HOSTILE_ARGS), 'the server got the arguments byte for byte, secrets and all');
+    } finally { c.cleanup(); }
+  });
+
+  test('a card with nothing to mask says nothing about masking', { timeout: TIMEOUT }, async () => {
+    const c = await quietSession([], { elicitation: {} });
+    try {
+      c.child.stdin.write(rawCall(1, 'exec', '{"command":"ls -l"}'));
+      const question = await c.waitFor(isCard, 'the card');
+      assert.match(question.params.message, /^Arguments \(exactly as they will be sent\): \{"command":"ls -l"\}$/m);
+      assert.doesNotMatch(question.params.message, /masked/);
+      c.send({ jsonrpc: '2.0', id: question.id, result: { action: 'decline' } });
+      await c.waitFor((m) => m.id === 1, 'answer to 1');
+    } finally { c.cleanup(); }
+  });
+
+  test('--approve-cmd reads what the card shows: the arguments\' own text (1e400, -0, 2^53+1 as sent), secrets masked, what was masked, and the card', { timeout: TIMEOUT }, async () => {
+    const scratch = tempDir();
+    const stdinFile = join(scratch.dir, 'approver-stdin');
+    const c = await quietSession([`--approve-cmd=python3 ${fixture('approve.py')}`], {}, { APPROVE_STDIN_TO: stdinFile, APPROVE_ALL: '1' });
+    try {
+      const args = `{"command":"curl -H 'X-Api-Key: ${HEADER_SECRET}' x; rm -rf ~","n":1e400,"z":-0,"big":9007199254740993}`;
+      c.child.stdin.write(rawCall(1, 'exec', args));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.result.isError, undefined, JSON.stringify(one));
+      await c.finish();
+      const raw = readFileSync(stdinFile, 'utf8');
+      assert.ok(!raw.includes(HEADER_SECRET), `the approver never gets the secret: ${raw}`);
+      const action = JSON.parse(raw);
+      assert.equal(action.arguments, undefined, 'no re-serialised value');
+      assert.equal(action.arguments_text, `{"command":"curl -H 'X-Api-Key: [REDACTED]' x; rm -rf ~","n":1e400,"z":-0,"big":9007199254740993}`);
+      assert.deepEqual(action.masked, ['an API key header value']);
+      assert.match(action.card, /^Tool: exec$/m);
+      assert.ok(action.card.includes(`Arguments (exactly as they will be sent, but for the secrets masked): ${action.arguments_text}`));
+      assert.ok(action.card.includes('1 secret masked: an API key header value'));
+      assert.equal(action.tool, 'exec');
+      assert.equal(action.reason, 'policy rule 0 (commands need a person)');
+      assert.ok(readFileSync(join(c.dir, 'server-lines'), 'utf8').includes(args), 'the server got the arguments byte for byte');
+    } finally { c.cleanup(); scratch.cleanup(); }
+  });
+});
+

@@ -4,7 +4,7 @@
 // refusal can be shown to leave zero bytes there; the client is this file.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
 import { callEnds, conversation, endOf } from '../helpers/conversation.js';
@@ -208,6 +208,27 @@ describe('approval, legacy era (elicitation through the client)', () => {
     } finally { c.cleanup(); }
   });
 
+  test('--approve-cmd is resolved once at start: an approver placed later in an earlier PATH directory decides nothing', { timeout: TIMEOUT }, async () => {
+    const scratch = tempDir();
+    const early = join(scratch.dir, 'early');
+    const late = join(scratch.dir, 'late');
+    mkdirSync(early);
+    mkdirSync(late);
+    // The approver found at start approves (and says so); the one planted after start would deny.
+    writeFileSync(join(late, 'approver'), `#!/bin/sh\ntouch '${join(scratch.dir, 'ran-late')}'\nexit 0\n`, { mode: 0o755 });
+    const c = await legacy(['--approve-cmd=approver'], { policy: ask, env: { PATH: `${early}:${late}:${process.env.PATH}` } });
+    try {
+      writeFileSync(join(early, 'approver'), `#!/bin/sh\ntouch '${join(scratch.dir, 'ran-planted')}'\nexit 1\n`, { mode: 0o755 });
+      c.send(call(1, 'delete_file', { path: '/tmp/x' }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.result.isError, undefined, JSON.stringify(one));
+      await c.finish();
+      assert.deepEqual(calledAtServer(c), [1], 'the approver resolved at start approved');
+      assert.equal(existsSync(join(scratch.dir, 'ran-planted')), false, 'the planted approver never ran');
+      assert.equal(existsSync(join(scratch.dir, 'ran-late')), true);
+    } finally { c.cleanup(); scratch.cleanup(); }
+  });
+
   test('a client cancel of a waiting call ends it before dispatch and withdraws the card; nothing reaches the server', { timeout: TIMEOUT }, async () => {
     const c = await legacy([], { policy: ask, capabilities: { elicitation: {} } });
     try {
@@ -279,7 +300,7 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
     } finally { c.cleanup(); }
   });
 
-  test('a forged or altered retry is refused: changed arguments, a replayed state, a state from another call, a decline', { timeout: TIMEOUT }, async () => {
+  test('a forged or altered retry is refused: changed arguments, a replayed state, a state from another call, a decline; an altered state is asked about afresh', { timeout: TIMEOUT }, async () => {
     const c = await modern();
     try {
       c.send(mcall(1, 'delete_file', { path: '/tmp/a' }), mcall(2, 'delete_file', { path: '/tmp/b' }));
@@ -302,12 +323,16 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
       c.send(mcall(8, 'delete_file', { path: '/tmp/c' }, { inputResponses: { 'io.mcpguard/approval': { action: 'decline' } }, requestState: cc.result.requestState }));
       const declined = await c.waitFor((m) => m.id === 8, 'answer to 8');
       assert.match(declined.result.content[0].text, /answered decline/);
+      // A state that does not verify is not mcpguard's (it would be the server's): the call is asked about afresh.
       c.send(mcall(9, 'delete_file', { path: '/tmp/c' }, { inputResponses: accept, requestState: `${cc.result.requestState.slice(0, -2)}xx` }));
       const altered = await c.waitFor((m) => m.id === 9, 'answer to 9');
-      assert.match(altered.result.content[0].text, /altered/);
+      assert.equal(altered.result.resultType, 'input_required');
+      assert.notEqual(altered.result.requestState, cc.result.requestState, 'a card of its own');
+      assert.ok(altered.result.inputRequests['io.mcpguard/approval']);
       const r = await c.finish();
       assert.deepEqual(calledAtServer(c), [5], 'only the one good retry reached the server');
-      for (const id of [3, 4, 6, 8, 9]) assert.equal(endOf(r.records, id).state, 'denied', `call ${id}`);
+      for (const id of [3, 4, 6, 8]) assert.equal(endOf(r.records, id).state, 'denied', `call ${id}`);
+      assert.equal(endOf(r.records, 9).state, 'input_required');
     } finally { c.cleanup(); }
   });
 

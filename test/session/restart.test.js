@@ -81,7 +81,7 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     const lines = wire.lines();
     const gen2 = lines.filter((e) => e.gen === 2).map((e) => e.message.method ?? 'response');
     assert.deepEqual(gen2, ['initialize', 'notifications/initialized', 'tools/call', 'ping', 'tools/call']);
-    assert.equal(lines.find((e) => e.gen === 2).message.id, 'mcpguard-restart-2-1');
+    assert.match(lines.find((e) => e.gen === 2).message.id, /^mcpguard-restart-2-1-[0-9a-f]{24}$/);
     assert.deepEqual(clientRequests(lines), [[1, 1, 'initialize'], [1, 2, 'tools/call'], [2, 3, 'tools/call'], [2, 4, 'ping'], [2, 5, 'tools/call']]);
     // The replayed initialize's answer is mcpguard's own: the client got exactly one initialize answer.
     assert.equal(wire.messages.filter((m) => m.result?.serverInfo !== undefined).length, 1);

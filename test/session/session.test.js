@@ -217,7 +217,7 @@ describe('cancellation and deadlines', () => {
     const out = messages(r.stdout);
     assert.equal(out.find((m) => m.id === 6).error.code, -32001, 'the call is still bounded');
     const note = out.find((m) => m.method === 'notifications/tools/list_changed');
-    assert.equal(note.params._meta['io.modelcontextprotocol/subscriptionId'], '5');
+    assert.equal(note.params._meta['io.modelcontextprotocol/subscriptionId'], 5);
     const five = out.filter((m) => m.id === 5);
     assert.equal(five.length, 1, JSON.stringify(five));
     assert.notEqual(five[0].error?.code, -32001, 'no made-up timeout for the stream');
