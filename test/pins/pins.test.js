@@ -484,7 +484,7 @@ describe('a card is valid only for the definition it showed: list_changed while 
     assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
     assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed/);
     assert.ok(!linesRead(h).includes('/stale-card-marker'), "zero bytes of the stale card's call at the server");
-    assert.match(linesRead(h), /"id": ?"mcpguard-tools-list-\d+"/, "mcpguard's own tools/list learned the tools again");
+    assert.match(linesRead(h), /"id": ?"mcpguard-tools-list-[^"]+"/, "mcpguard's own tools/list learned the tools again");
     assert.match(r.handled[1], /What changed since the tool was pinned/);
     assert.equal(r.result.again.isError, undefined);
   });
