@@ -19,6 +19,7 @@ import { processMasker } from '../mask/mask.js';
 import { nodeText, stringValue, type JsonNode } from '../wire/json-scan.js';
 import type { RequestMeta } from '../mcp/era.js';
 import { Approvals } from './approval.js';
+import { CardBound } from './card-bound.js';
 import { HeldCalls } from './held.js';
 import { ownRequestId } from '../wire/own-id.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
@@ -82,11 +83,14 @@ export class Gate {
   /** Calls the gate holds, and how to stop waiting for each. */
   private readonly held = new HeldCalls();
   private readonly approvals: Approvals;
+  /** Each card bound to the definition of the tool it showed. */
+  private readonly bound: CardBound;
 
   constructor(private readonly config: GateConfig, private readonly io: GateIO, schemas: Schemas) {
     this.tools = new ToolBook(schemas, io, (n) => ownRequestId('tools-list', n, io.idTaken), () => io.version(),
       config.hooks ? (list, first, last) => config.hooks!.pins.listed(list, first, last) : undefined);
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
+    this.bound = new CardBound(this.tools, this.held, (call, reason) => this.refuse(call, 'denied', reason));
   }
 
   /** The client's initialize: whether a card can be shown by elicitation in this (legacy) session. */
@@ -106,7 +110,9 @@ export class Gate {
     const args = new CallArgs(frame, params!.members!.get('arguments'));
     const state = params!.members!.get('requestState');
     if (this.io.modern() && state?.type === 'string' && this.approvals.isOurs(stringValue(frame, state))) {
-      return this.pinRetried(stringValue(frame, state), this.approvals.retried(call, request, stringValue(frame, state), args.bytes));
+      const sealed = stringValue(frame, state);
+      const retried = this.bound.retried(call, request, meta, sealed, this.approvals.retried(call, request, sealed, args.bytes));
+      return retried instanceof Promise ? retried.then((o) => this.pinRetried(sealed, o)) : this.pinRetried(sealed, retried);
     }
     if (!this.config.validateArgs) return this.afterSchema(call, request, meta, args);
     const now = this.tools.checkNow(name, args);
@@ -134,7 +140,8 @@ export class Gate {
       return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
     }
     const why = verdict.rule === null ? `the policy's default is ${verdict.decision}` : `policy rule ${verdict.rule}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
-    if (verdict.decision === 'allow') return { kind: 'dispatch', frame };
+    // A held change holds whatever the policy says: the policy may add a question, never remove one.
+    if (verdict.decision === 'allow') return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
     if (verdict.decision === 'deny') {
       call.decision = { by: 'policy', rule: verdict.rule, channel: null, card: null, reason: why };
       return this.refuse(call, 'denied', `denied by ${why}`);
@@ -145,7 +152,7 @@ export class Gate {
       call.decision = { by: 'approval', rule: verdict.rule, channel: null, card: null, reason: 'approved on an earlier leg of this call' };
       return { kind: 'dispatch', frame };
     }
-    return this.approvals.ask(call, request, meta, args.bytes, why, verdict.rule);
+    return this.bound.asked(call, request, meta, this.approvals.ask(call, request, meta, args.bytes, why, verdict.rule));
   }
 
   /**
@@ -164,7 +171,7 @@ export class Gate {
       if (outcome.kind === 'dispatch') this.config.hooks!.pins.accept(held.tool, held.sha256, `approved by ${call.decision?.channel ?? 'a person'}`);
       return outcome;
     };
-    const outcome = this.approvals.ask(call, request, meta, argBytes, why, rule, held.lines);
+    const outcome = this.bound.asked(call, request, meta, this.approvals.ask(call, request, meta, argBytes, why, rule, held.lines), held.sha256);
     if (outcome instanceof Promise) return outcome.then(settled);
     if (outcome.kind === 'card') {
       this.pinCards.set(outcome.state, held);

@@ -16,8 +16,8 @@ import { ToolSchemas } from './schema/schema.js';
 /** Where the pins' changes and hidden-character counts are recorded (the audit log), if anywhere. */
 export type GateRecord = (type: string, body: Record<string, unknown>) => void;
 
-/** `approveCmd`: --approve-cmd as resolved at start (`checkApproveCmd`), or null. */
-export function gateFactory(v: OptionValues, policy: Policy | null, server: string, record: GateRecord = () => {}, approveCmd: string[] | null = null): ((io: GateIO) => Gate) | null {
+/** `approveCmd`: --approve-cmd as resolved at start (`checkApproveCmd`), or null; `key`: the audit key (the chain of pin decisions records each pin file with it). */
+export function gateFactory(v: OptionValues, policy: Policy | null, server: string, record: GateRecord = () => {}, approveCmd: string[] | null = null, key?: Buffer): ((io: GateIO) => Gate) | null {
   const validateArgs = v['validate-args'] === 'on';
   const onToolChange = (v['on-tool-change'] ?? 'off') as OnToolChange;
   const sanitize = { definitions: v.sanitize === 'on', results: v['sanitize-results'] === true };
@@ -27,7 +27,7 @@ export function gateFactory(v: OptionValues, policy: Policy | null, server: stri
   const name = typeof v.name === 'string' && v.name !== '' ? v.name : null;
   const stateDir = resolveRecordDir(typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined);
   return (io) => {
-    const hooks = hooksOn ? new ToolHooks(new PinGuard({ mode: onToolChange, name, command: server, stateDir }, { diag: io.diag, record }), sanitize, io.diag, record) : null;
+    const hooks = hooksOn ? new ToolHooks(new PinGuard({ mode: onToolChange, name, command: server, stateDir, key }, { diag: io.diag, record }), sanitize, io.diag, record) : null;
     return new Gate(
       { validateArgs, validateOutput: v['validate-output'] as 'report' | 'enforce', policy, approveCmd, approvalTimeoutMs: v['approval-timeout'] as number, server, hooks, onToolChange },
       io,

@@ -11,7 +11,7 @@
  * the same.
  */
 import type { Writable } from 'node:stream';
-import { SHOWN_BYTES } from './escape.js';
+import { SHOWN_BYTES, writeOut } from './escape.js';
 import { processMasker, type Masker } from './mask.js';
 
 /** Bytes queued toward stderr before further diagnostics are dropped. */
@@ -44,7 +44,8 @@ export class Diagnostics {
 
   /** One diagnostic line, always starting on a line of its own, with secrets masked. */
   line(text: string): void {
-    this.writeLine(`mcpguard: ${this.masker.text(text)}`);
+    // Names and reasons quote either side (a schema's member names, a tool's name): written out, so a line stays one line and drives nothing.
+    this.writeLine(`mcpguard: ${writeOut(this.masker.text(text))}`);
   }
 
   /**

@@ -12,7 +12,7 @@
  * touched, and a string with no byte where a secret could start (the usual
  * method name or reason) is answered without encoding it.
  */
-import { escapeQuoted, SHOWN_BYTES } from './escape.js';
+import { escapeQuoted, SHOWN_BYTES, writeOut } from './escape.js';
 import { MAX_HOLD_BYTES, Redactor } from './redact.js';
 
 export class Masker {
@@ -87,7 +87,12 @@ export class Masker {
     if (Array.isArray(v)) return v.map((item) => this.value(item)) as T;
     if (v !== null && typeof v === 'object' && isPlain(v)) {
       const out: Record<string, unknown> = {};
-      for (const [key, item] of Object.entries(v)) out[this.text(key)] = this.value(item);
+      for (const [key, item] of Object.entries(v)) {
+        const k = this.text(key);
+        // A member named "__proto__" (JSON.parse makes it an own one) stays a member, not the copy's prototype.
+        if (k === '__proto__') Object.defineProperty(out, k, { value: this.value(item), enumerable: true, writable: true, configurable: true });
+        else out[k] = this.value(item);
+      }
       return out as T;
     }
     return v;
@@ -107,4 +112,13 @@ let shared: Masker | null = null;
  */
 export function processMasker(): Masker {
   return (shared ??= new Masker(process.env));
+}
+
+/**
+ * Text from either side (or a command line) on its way to a terminal: secrets
+ * masked, then every character that could drive the terminal or hide text
+ * written out (escape.ts `writeOut`).
+ */
+export function shownText(text: string): string {
+  return writeOut(processMasker().text(text));
 }

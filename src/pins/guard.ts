@@ -16,6 +16,7 @@
  */
 import { diffLines, diffTool, wordDiff } from './diff.js';
 import { reveal } from './sanitize.js';
+import { processMasker } from '../mask/mask.js';
 import { digest, pinnedPart, sha256, type ToolDefinition } from './definition.js';
 import { emptyPins, identityId, identityLabel, PinStore, type Identity, type PendingChange, type PinFile } from './store.js';
 
@@ -29,6 +30,8 @@ export interface PinConfig {
   command: string;
   /** The configured state (record) directory. */
   stateDir: string;
+  /** The audit key (--audit-key-file), for the chain of pin decisions that records each pin file. */
+  key?: Buffer;
 }
 
 export interface PinIO {
@@ -78,9 +81,11 @@ export class PinGuard {
     const pins = this.load();
     const sha = text === undefined ? null : sha256(text);
     const now = new Date().toISOString();
+    // The hash is of the server's own text; the text is kept (and shown) masked, as the records keep it.
+    const kept = text === undefined ? undefined : masked(text);
     if (pins.announced_at === null) {
       pins.announced_at = now;
-      pins.instructions = text === undefined ? null : { sha256: sha!, text };
+      pins.instructions = kept === undefined ? null : { sha256: sha!, text: kept };
       this.save('pin_instructions', { instructions_sha256: sha });
       return false;
     }
@@ -94,12 +99,12 @@ export class PinGuard {
     const seen = pins.pending_instructions !== null && pins.pending_instructions.sha256 === sha;
     if (!seen) {
       const before = pins.instructions?.sha256 ?? null;
-      const lines = visible([`instructions ${sha === null ? 'removed' : pins.instructions === null ? 'added' : 'changed'}: ${wordDiff(pins.instructions?.text ?? '', text ?? '')}`]);
+      const lines = visible([`instructions ${sha === null ? 'removed' : pins.instructions === null ? 'added' : 'changed'}: ${wordDiff(masked(pins.instructions?.text ?? ''), kept ?? '')}`]);
       this.report('instructions', lines);
       if (this.config.mode === 'warn') {
-        pins.instructions = text === undefined ? null : { sha256: sha!, text };
+        pins.instructions = kept === undefined ? null : { sha256: sha!, text: kept };
         pins.pending_instructions = null;
-      } else pins.pending_instructions = { sha256: sha, text: text ?? null, seen_at: now };
+      } else pins.pending_instructions = { sha256: sha, text: kept ?? null, seen_at: now };
       this.save('pin_change', { what: 'instructions', before_sha256: before, after_sha256: sha, action: this.action(), diff: lines });
     }
     return this.config.mode === 'block' && pins.pending_instructions !== null;
@@ -121,10 +126,11 @@ export class PinGuard {
     let dirty = false;
     tools.forEach((tool, i) => {
       if (tool === null || typeof tool !== 'object' || typeof tool.name !== 'string') return;
-      const name = tool.name;
+      // Compared by the hash of the server's own definition; kept, keyed and shown masked.
+      const name = masked(tool.name);
       this.listing.add(name);
-      const definition = pinnedPart(tool);
-      const sha = digest(definition);
+      const sha = digest(pinnedPart(tool));
+      const definition = masked(pinnedPart(tool));
       const pinned = Object.hasOwn(pins.tools, name) ? pins.tools[name] : undefined;
       const pending = Object.hasOwn(pins.pending, name) ? pins.pending[name] : undefined;
       if (pinned?.sha256 === sha) {
@@ -143,7 +149,7 @@ export class PinGuard {
       }
       const kind = pinned === undefined ? 'added' : 'changed';
       if (pending?.sha256 !== sha) {
-        const lines = visible(kind === 'added' ? [`new tool ${JSON.stringify(name)}`] : diffLines(diffTool(pinned!.definition, definition)));
+        const lines = visible(kind === 'added' ? [`new tool ${JSON.stringify(name)}`] : diffLines(diffTool(masked(pinned!.definition), definition)));
         this.report(`tool ${JSON.stringify(name)} ${kind === 'added' ? 'is new' : 'changed'}`, lines);
         if (this.config.mode === 'warn') {
           pins.tools[name] = { sha256: sha, definition, pinned_at: now };
@@ -184,24 +190,26 @@ export class PinGuard {
   }
 
   /** The change held for `tool` (ask, block), if any. */
-  held(tool: string): Held | null {
+  held(name: string): Held | null {
     if (!this.active || this.config.mode === 'warn' || this.pins === null) return null;
+    const tool = masked(name);
     const pending = Object.hasOwn(this.pins.pending, tool) ? this.pins.pending[tool]! : undefined;
     if (pending === undefined || pending.kind === 'removed') return null;
     const pinned = Object.hasOwn(this.pins.tools, tool) ? this.pins.tools[tool] : undefined;
-    const lines = visible(pending.kind === 'added' || pinned === undefined ? [`new tool ${JSON.stringify(tool)}, not in the pins of ${this.label()}`] : diffLines(diffTool(pinned.definition, pending.definition!)));
+    const lines = visible(pending.kind === 'added' || pinned === undefined ? [`new tool ${JSON.stringify(tool)}, not in the pins of ${this.label()}`] : diffLines(diffTool(masked(pinned.definition), masked(pending.definition!))));
     const summary = pending.kind === 'added' ? `tool ${JSON.stringify(tool)} is new since ${this.label()} was pinned` : `the definition of tool ${JSON.stringify(tool)} changed since it was pinned`;
-    return { tool, kind: pending.kind, sha256: pending.sha256, summary, pinsId: this.pins.id, lines };
+    return { tool: name, kind: pending.kind, sha256: pending.sha256, summary, pinsId: this.pins.id, lines };
   }
 
   /** A person accepted the held change of `tool` (its hash as shown): the pin takes it. */
-  accept(tool: string, sha: string | null, by: string): void {
+  accept(name: string, sha: string | null, by: string): void {
     if (this.pins === null) return;
+    const tool = masked(name);
     const pending = Object.hasOwn(this.pins.pending, tool) ? this.pins.pending[tool]! : undefined;
     if (pending === undefined || pending.sha256 !== sha) return;
     const before = this.pins.tools[tool]?.sha256 ?? null;
     if (pending.kind === 'removed') delete this.pins.tools[tool];
-    else this.pins.tools[tool] = { sha256: pending.sha256!, definition: pending.definition as ToolDefinition, pinned_at: new Date().toISOString() };
+    else this.pins.tools[tool] = { sha256: pending.sha256!, definition: masked(pending.definition as ToolDefinition), pinned_at: new Date().toISOString() };
     delete this.pins.pending[tool];
     this.io.diag(`the change of tool ${JSON.stringify(tool)} of ${this.label()} was accepted (${by}); the pin is updated`);
     this.save('pin_accepted', { tool, kind: pending.kind, before_sha256: before, after_sha256: sha, by });
@@ -228,12 +236,30 @@ export class PinGuard {
     const identity = this.identity();
     const id = identityId(identity);
     try {
+      const problem = this.store.problem(id, this.config.key);
+      if (problem !== null) return this.refused(identity, id, problem);
       this.pins = this.store.read(id);
     } catch (error) {
       this.persist = false;
       this.io.diag(`pins: cannot read the pins of ${JSON.stringify(identityLabel(identity))} (${(error as Error).message}); the file is left as it is, and this session pins in memory only`);
     }
-    this.pins ??= emptyPins(identity);
+    // The id is of the identity as given; the file keeps it masked.
+    this.pins ??= { ...emptyPins(identity), identity: masked(identity) };
+    return this.pins;
+  }
+
+  /**
+   * A pin file that is not the one last recorded in the chain of pin
+   * decisions: nothing in it is trusted, and it is left as it is. Every tool
+   * (and the instructions) is held as new, as if pinned as nothing: a person
+   * decides (ask), or nothing runs until one does (block).
+   */
+  private refused(identity: Identity, id: string, problem: string): PinFile {
+    this.persist = false;
+    const now = new Date().toISOString();
+    this.pins = { ...emptyPins(identity), identity: masked(identity), listed_at: now, announced_at: now };
+    this.io.diag(`pins: the pins of ${this.label()} (${this.store.dir}/${id}.json) are refused: ${problem}. Nothing in them is trusted: this session holds every tool and the instructions as new (--on-tool-change ${this.config.mode}) and pins in memory only. See mcpguard verify; \`mcpguard pins forget ${id}\` starts them again`);
+    this.io.record('pins_refused', { pins_id: id, server: identityLabel(this.pins.identity), reason: problem });
     return this.pins;
   }
 
@@ -246,12 +272,21 @@ export class PinGuard {
   private write(): void {
     try {
       this.pins!.updated_at = new Date().toISOString();
-      this.store.write(this.pins!);
+      this.store.write(this.pins!, this.config.key, 'session');
     } catch (error) {
       this.persist = false;
       this.io.diag(`pins: cannot write the pins of ${this.label()} (${(error as Error).message}); this session pins in memory only`);
     }
   }
+}
+
+/**
+ * A value from the server or the command line as the pins keep it: secrets
+ * masked (mask.ts), as the session records keep the same values. Masking is
+ * idempotent, so a pin file written before (raw) reads the same once masked.
+ */
+function masked<T>(value: T): T {
+  return processMasker().value(value);
 }
 
 /** Diff lines as a terminal, a card or a record can show them: hidden characters written out. */

@@ -17,6 +17,8 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { canonical } from '../records/canonical.js';
 import { ensureRecordDir, makePrivateDir, recordDirFor } from '../records/location.js';
+import { processMasker } from '../mask/mask.js';
+import { fileHash, pinFileProblem, readDecisions, recordPinFile } from './decisions.js';
 import { sha256, type ToolDefinition } from './definition.js';
 
 export interface Identity {
@@ -94,8 +96,10 @@ export class PinStore {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw error;
     }
-    const data = JSON.parse(text) as PinFile;
-    if (data?.version !== 1 || typeof data.tools !== 'object' || data.tools === null) throw new Error(`${id}.json is not a pin file of this version`);
+    const parsed = JSON.parse(text) as PinFile;
+    if (parsed?.version !== 1 || typeof parsed.tools !== 'object' || parsed.tools === null) throw new Error(`${id}.json is not a pin file of this version`);
+    // Secrets masked, as the pins keep them (a file written before they were kept masked reads the same).
+    const data = processMasker().value(parsed);
     // Null-prototype maps: a tool named "__proto__" is a key like any other.
     data.tools = Object.assign(Object.create(null) as PinFile['tools'], data.tools);
     data.pending = Object.assign(Object.create(null) as PinFile['pending'], data.pending ?? {});
@@ -134,25 +138,32 @@ export class PinStore {
     return dir;
   }
 
-  /** Replace the file of `pins.id` whole: a 0600 temporary file, synced, renamed over it. */
-  write(pins: PinFile): void {
+  /**
+   * Replace the file of `pins.id` whole: a 0600 temporary file, synced, its
+   * hash recorded in the chain of pin decisions (with `key`, by `by`), then
+   * renamed over it. A file that cannot be recorded is not written.
+   */
+  write(pins: PinFile, key: Buffer | undefined, by: string): void {
     const dir = this.prepareDir();
     const temp = join(dir, `.${pins.id}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
     const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const text = `${JSON.stringify(pins, null, 1)}\n`;
     try {
-      writeSync(fd, `${JSON.stringify(pins, null, 1)}\n`);
+      writeSync(fd, text);
       fsyncSync(fd);
-    } catch (error) {
       closeSync(fd);
+      recordPinFile(dir, key, pins.id, fileHash(text), by);
+    } catch (error) {
+      try { closeSync(fd); } catch { /* closed already */ }
       try { unlinkSync(temp); } catch { /* best effort */ }
       throw error;
     }
-    closeSync(fd);
     renameSync(temp, join(dir, `${pins.id}.json`));
   }
 
-  /** Remove the file of `id`: true if there was one. */
-  forget(id: string): boolean {
+  /** Remove the file of `id` (recorded first, as write records): true if there was one. */
+  forget(id: string, key: Buffer | undefined, by: string): boolean {
+    recordPinFile(this.prepareDir(), key, id, null, by);
     try {
       unlinkSync(join(this.dir, `${id}.json`));
       return true;
@@ -160,6 +171,18 @@ export class PinStore {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw error;
     }
+  }
+
+  /** Why the file of `id` cannot be trusted (decisions.ts `pinFileProblem`), or null. */
+  problem(id: string, key: Buffer | undefined): string | null {
+    let file: Buffer | null;
+    try {
+      file = readFileSync(join(this.dir, `${id}.json`));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      file = null;
+    }
+    return pinFileProblem(readDecisions(this.dir), key, id, file);
   }
 }
 

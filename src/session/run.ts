@@ -11,6 +11,7 @@ import { ignoredSignalText, reportDebugSignals } from '../process/debug-signals.
 import { Diagnostics } from '../mask/diagnostics.js';
 import { EXIT_RECORD_FAILURE } from '../base/errors.js';
 import { processMasker } from '../mask/mask.js';
+import { jsonLine } from '../mask/escape.js';
 import { withMetaEntry, type Response } from '../wire/jsonrpc.js';
 import { gateFactory } from '../gate/setup.js';
 import type { Policy } from '../gate/policy.js';
@@ -112,7 +113,7 @@ export async function runRelay(p: Prepared): Promise<number> {
       observers: audit === null ? [stderr, probe] : [stderr, audit, probe],
       stderr,
       decorate,
-      gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' '), (type, body) => audit?.gateRecord(type, body), p.approveCmd),
+      gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' '), (type, body) => audit?.gateRecord(type, body), p.approveCmd, p.records?.key),
       watchdog: p.watchdog,
       onSpawn: (pid) => {
         audit?.childSpawned(pid);
@@ -151,7 +152,7 @@ export async function runRelay(p: Prepared): Promise<number> {
     diag.line(`${audit.droppedAfterSeal} event(s) after the probe session's log was sealed are not in it (see the session summary)`);
   }
   const summaryAs = summaryFormat(v['session-summary'] as SummaryMode);
-  if (summaryAs === 'json') diag.writeLine(JSON.stringify({ mcpguard: 'session_end', session_id: p.sessionId, ...record }));
+  if (summaryAs === 'json') diag.writeLine(jsonLine({ mcpguard: 'session_end', session_id: p.sessionId, ...record }));
   if (summaryAs === 'human') {
     const place = { sessionId: p.sessionId, command: p.command, args: p.args, logPath: audit?.log.path ?? null, recordsOff: p.recordsOff };
     for (const line of humanSummary(record, place)) diag.line(line);

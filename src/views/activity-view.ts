@@ -8,6 +8,7 @@ import { activityRows, type ActivityRow, type Plan } from './activity.js';
 import { activityRowsNewestFirst } from './activity-newest.js';
 import { liveness } from '../records/live.js';
 import { FAILED_STATES, passes, type Predicate } from './filters.js';
+import { jsonLine } from '../mask/escape.js';
 import { formatDuration, StreamingTable, type Colour, type Column } from './format.js';
 import { emit, notFound, pickSession, titleLine, warnUnreadable, type ViewContext } from './view-kit.js';
 import { logEnds, sessionRow } from './views.js';
@@ -65,7 +66,7 @@ export async function activityView(ctx: ViewContext, q: ActivityQuery): Promise<
     ctx.output.write(titleLine(`session ${ref.sessionId}  ${start.name}${start.probe ? ' (probe)' : ''}  ${ctx.clock.full(start.started_at)}`, ref.file, ctx.style.width));
   }
   const table = (): StreamingTable => grid ?? (grid = new StreamingTable(columns(ctx.clock.zone, restarted), ctx.style));
-  const line = (row: ActivityRow, at: number | null): string => ctx.json ? `${JSON.stringify(withAge(row, at))}\n` : table().add(...activityCells(row, ctx, at, restarted));
+  const line = (row: ActivityRow, at: number | null): string => ctx.json ? `${jsonLine(withAge(row, at))}\n` : table().add(...activityCells(row, ctx, at, restarted));
   let shown = 0;
   try {
     for (const row of rows) {

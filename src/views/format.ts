@@ -3,6 +3,7 @@
  * from a child process and a client, so control characters are escaped before
  * they reach a terminal (an argument holding ESC sequences must not repaint it).
  */
+import { writeOut } from '../mask/escape.js';
 
 /** Columns padded to their widest cell, two spaces apart, one row per line. */
 export function table(headers: string[], rows: string[][]): string {
@@ -169,9 +170,9 @@ export class StreamingTable {
   }
 }
 
-/** Control characters (C0, DEL, C1) as visible `\xNN` escapes. */
+/** Control characters (C0, DEL, C1) as visible `\xNN` escapes, bidi and zero-width characters as `\uXXXX` (escape.ts). */
 export function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return writeOut(text);
 }
 
 /** `12ms`, `3.40s`, `2m05s`, `1h02m`; `-` when unknown. */

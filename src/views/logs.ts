@@ -28,6 +28,7 @@ import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { EXIT_USAGE } from '../base/errors.js';
 import { processMasker } from '../mask/mask.js';
+import { jsonLine, writeOut } from '../mask/escape.js';
 import { CAPTURED_LABEL } from '../stderr/excerpt.js';
 import { Clock } from './when.js';
 import { describe as describeError, recordDirFor, resolveRecordDir } from '../records/location.js';
@@ -109,7 +110,7 @@ export async function runLogsCommand(argv: string[], io: CommandIO, output: Outp
     // Records were masked when written; masking again costs little and covers logs written by anything else.
     if (b.text !== null) b.text = masker.text(b.text);
     // A call's own text needs no header, as `docker logs` prints one container's output bare.
-    return output.write(values.json === true ? `${JSON.stringify(b)}\n` : render(b, !source.oneCall, clock));
+    return output.write(values.json === true ? `${jsonLine(b)}\n` : render(b, !source.oneCall, clock));
   };
   // With --tail, the first pass keeps only the last N lines it has seen; later (followed) blocks print as they come.
   let kept: Block[] | null = tail === null ? null : [];
@@ -334,9 +335,9 @@ function render(b: Block, header: boolean, clock: Clock): string {
   return terminalSafe(out);
 }
 
-/** The child's bytes must not drive the terminal: control characters other than newline and tab are shown escaped. */
+/** The child's bytes must not drive the terminal: control characters other than newline and tab, bidi and zero-width ones are shown escaped. */
 function terminalSafe(text: string): string {
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return writeOut(text, true);
 }
 
 function exists(dir: string): boolean {

@@ -20,7 +20,8 @@ import { resolveRecordDir } from '../records/location.js';
 import { decide, decisionRecords, readDecisions, verifyDecisions } from '../pins/decisions.js';
 import { clip, formatDate, table } from './format.js';
 import { diffLines, diffTool, wordDiff } from '../pins/diff.js';
-import { reveal } from '../pins/sanitize.js';
+import { jsonLine } from '../mask/escape.js';
+import { processMasker, shownText } from '../mask/mask.js';
 import { identityLabel, PinStore, type PinFile } from '../pins/store.js';
 
 const VERBS = ['list', 'show', 'diff', 'accept', 'forget', 'log'] as const;
@@ -73,14 +74,18 @@ export async function runPinsCommand(argv: readonly string[], io: IO = { stdout:
     if (verb === 'list') return list(store, json, out, io);
     if (verb === 'log') return log(store, positionals[0], key, json, out, io);
     const pins = find(store, positionals[0]!);
+    // A pin file that is not the one last recorded is shown with a warning, never accepted (that would vouch for it).
+    const problem = store.problem(pins.id, key);
+    if (problem !== null && verb === 'accept') throw new Failure(`the pins of ${shown(identityLabel(pins.identity))} are refused: ${problem}; accepting would vouch for them. See mcpguard verify; mcpguard pins forget ${pins.id} starts them again`, 1);
+    if (problem !== null) io.stderr.write(`mcpguard pins ${verb}: warning: the pins of ${shown(identityLabel(pins.identity))} are refused by mcpguard sessions: ${problem}\n`);
     if (verb === 'show') return show(store, pins, json, out);
     if (verb === 'diff') return diff(pins, json, out);
     if (verb === 'accept') return accept(store, pins, positionals[1], key, json, out);
     const held = Object.keys(pins.pending).length + (pins.pending_instructions === null ? 0 : 1);
     decide(store.prepareDir(), key, [{ type: 'pins_forgotten', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command, tools: Object.keys(pins.tools).length, held }], () => {
-      if (!store.forget(pins.id)) throw new Error(`${pins.id}.json was already gone`);
+      if (!store.forget(pins.id, key, 'mcpguard pins forget')) throw new Error(`${pins.id}.json was already gone`);
     });
-    out(json ? `${JSON.stringify({ id: pins.id, forgotten: true })}\n` : `forgot the pins of ${identityLabel(pins.identity)} (${pins.id}); the next session pins what the server lists then\n`);
+    out(json ? `${jsonLine({ id: pins.id, forgotten: true })}\n` : `forgot the pins of ${shown(identityLabel(pins.identity))} (${pins.id}); the next session pins what the server lists then\n`);
     return 0;
   } catch (error) {
     if (error instanceof Failure) return fail(error.message, error.code);
@@ -96,7 +101,7 @@ function list(store: PinStore, json: boolean, out: (text: string) => void, io: I
     tools: Object.keys(p.tools).length, held: Object.keys(p.pending).length + (p.pending_instructions === null ? 0 : 1),
     created_at: p.created_at, updated_at: p.updated_at, file: join(store.dir, `${p.id}.json`),
   }));
-  if (json) for (const r of rows) out(`${JSON.stringify(r)}\n`);
+  if (json) for (const r of rows) out(`${jsonLine(r)}\n`);
   else {
     out(table(['ID', 'NAME', 'COMMAND', 'TOOLS', 'HELD', 'UPDATED'], rows.map((r) => [
       r.id.slice(0, 12), r.name ?? r.server_name ?? '-', clip(r.command, 48), String(r.tools), String(r.held), formatDate(r.updated_at),
@@ -111,16 +116,16 @@ function find(store: PinStore, name: string): PinFile {
   const byId = /^[0-9a-f]{4,32}$/.test(name) ? pins.filter((p) => p.id.startsWith(name)) : [];
   const matches = byId.length > 0 ? byId : pins.filter((p) => p.identity.name === name || (p.identity.name === null && p.identity.server_name === name));
   if (matches.length === 1) return matches[0]!;
-  if (matches.length === 0) throw new Failure(`no pins named '${name}' (see mcpguard pins list)`, 1);
-  throw new Failure(`'${name}' names ${matches.length} pin files; use the id: ${matches.map((p) => `${p.id.slice(0, 12)} (${p.identity.command})`).join(', ')}`, 1);
+  if (matches.length === 0) throw new Failure(`no pins named '${shown(name)}' (see mcpguard pins list)`, 1);
+  throw new Failure(`'${shown(name)}' names ${matches.length} pin files; use the id: ${matches.map((p) => `${p.id.slice(0, 12)} (${shown(p.identity.command)})`).join(', ')}`, 1);
 }
 
 function show(store: PinStore, pins: PinFile, json: boolean, out: (text: string) => void): number {
   const file = join(store.dir, `${pins.id}.json`);
   if (json) {
-    out(`${JSON.stringify({ kind: 'server', id: pins.id, ...pins.identity, file, created_at: pins.created_at, updated_at: pins.updated_at, instructions_sha256: pins.instructions?.sha256 ?? null, instructions_held: pins.pending_instructions !== null })}\n`);
-    for (const [tool, t] of Object.entries(pins.tools)) out(`${JSON.stringify({ kind: 'tool', tool, sha256: t.sha256, pinned_at: t.pinned_at, held: pins.pending[tool]?.kind ?? null })}\n`);
-    for (const [tool, p] of Object.entries(pins.pending)) if (!Object.hasOwn(pins.tools, tool)) out(`${JSON.stringify({ kind: 'tool', tool, sha256: null, pinned_at: null, held: p.kind })}\n`);
+    out(`${jsonLine({ kind: 'server', id: pins.id, ...pins.identity, file, created_at: pins.created_at, updated_at: pins.updated_at, instructions_sha256: pins.instructions?.sha256 ?? null, instructions_held: pins.pending_instructions !== null })}\n`);
+    for (const [tool, t] of Object.entries(pins.tools)) out(`${jsonLine({ kind: 'tool', tool, sha256: t.sha256, pinned_at: t.pinned_at, held: pins.pending[tool]?.kind ?? null })}\n`);
+    for (const [tool, p] of Object.entries(pins.pending)) if (!Object.hasOwn(pins.tools, tool)) out(`${jsonLine({ kind: 'tool', tool, sha256: null, pinned_at: null, held: p.kind })}\n`);
     return 0;
   }
   out(`Pins ${pins.id}\n  server:  ${shown(identityLabel(pins.identity))}${pins.identity.name === null ? '' : ' (--name)'}\n  command: ${shown(pins.identity.command)}\n  file:    ${file}\n  pinned:  ${formatDate(pins.created_at)}, updated ${formatDate(pins.updated_at)}\n  instructions: ${pins.instructions === null ? 'none' : pins.instructions.sha256.slice(0, 16)}${pins.pending_instructions === null ? '' : ' (a change is held)'}\n\n`);
@@ -133,9 +138,9 @@ function show(store: PinStore, pins: PinFile, json: boolean, out: (text: string)
 /** Each held change, with its diff. */
 function diff(pins: PinFile, json: boolean, out: (text: string) => void): number {
   const changes = heldChanges(pins);
-  if (json) for (const c of changes) out(`${JSON.stringify(c)}\n`);
+  if (json) for (const c of changes) out(`${jsonLine(c)}\n`);
   else if (changes.length === 0) out(`nothing held for ${shown(identityLabel(pins.identity))}: what it lists matches its pins\n`);
-  else for (const c of changes) out(`== ${c.tool === null ? 'instructions' : `tool ${c.tool}`}: ${c.kind} (seen ${formatDate(c.seen_at)})\n${c.diff.map((l) => `  ${l}\n`).join('')}`);
+  else for (const c of changes) out(`== ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`}: ${c.kind} (seen ${formatDate(c.seen_at)})\n${c.diff.map((l) => `  ${l}\n`).join('')}`);
   return 0;
 }
 
@@ -154,7 +159,7 @@ function heldChanges(pins: PinFile): HeldChange[] {
 
 function accept(store: PinStore, pins: PinFile, tool: string | undefined, key: Buffer | undefined, json: boolean, out: (text: string) => void): number {
   const changes = heldChanges(pins).filter((c) => tool === undefined || c.tool === tool);
-  if (changes.length === 0) throw new Failure(tool === undefined ? `nothing held for ${identityLabel(pins.identity)}` : `no change of tool '${tool}' is held for ${identityLabel(pins.identity)}`, 1);
+  if (changes.length === 0) throw new Failure(tool === undefined ? `nothing held for ${shown(identityLabel(pins.identity))}` : `no change of tool '${shown(tool)}' is held for ${shown(identityLabel(pins.identity))}`, 1);
   const now = new Date().toISOString();
   for (const c of changes) {
     if (c.tool === null) {
@@ -172,9 +177,9 @@ function accept(store: PinStore, pins: PinFile, tool: string | undefined, key: B
     type: 'pin_accepted', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command,
     tool: c.tool, change: c.kind, before_sha256: c.before_sha256, after_sha256: c.after_sha256,
   }));
-  decide(store.prepareDir(), key, decisions, () => store.write(pins));
+  decide(store.prepareDir(), key, decisions, () => store.write(pins, key, 'mcpguard pins accept'));
   for (const c of changes) {
-    out(json ? `${JSON.stringify({ id: pins.id, tool: c.tool, kind: c.kind, accepted: true, sha256: c.after_sha256 })}\n` : `accepted: ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`} (${c.kind})\n`);
+    out(json ? `${jsonLine({ id: pins.id, tool: c.tool, kind: c.kind, accepted: true, sha256: c.after_sha256 })}\n` : `accepted: ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`} (${c.kind})\n`);
   }
   return 0;
 }
@@ -189,7 +194,7 @@ function log(store: PinStore, name: string | undefined, key: Buffer | undefined,
   const wanted = (r: Record<string, unknown>): boolean => name === undefined
     || (/^[0-9a-f]{4,32}$/.test(name) && typeof r.pin_id === 'string' && r.pin_id.startsWith(name)) || r.server === name;
   const records = decisionRecords(bytes).filter(wanted);
-  if (json) for (const r of records) out(`${JSON.stringify(r)}\n`);
+  if (json) for (const r of records) out(`${jsonLine(processMasker().value(r))}\n`);
   else {
     out(table(['TIME', 'PIN', 'SERVER', 'DECISION', 'TOOL', 'USER'], records.map((r) => [
       formatDate(typeof r.ts === 'string' ? r.ts : null), String(r.pin_id ?? '-').slice(0, 12), shown(String(r.server ?? '-')),
@@ -201,7 +206,7 @@ function log(store: PinStore, name: string | undefined, key: Buffer | undefined,
   return intact && records.length > 0 ? 0 : 1;
 }
 
-/** Text from a server, as a terminal can show it: hidden characters written out. */
+/** Text from a server or a command line, as a terminal can show it: secrets masked, hidden characters written out. */
 function shown(text: string): string {
-  return reveal(text).text;
+  return shownText(text);
 }

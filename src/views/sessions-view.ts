@@ -2,6 +2,7 @@
  * `mcpguard sessions`: one row per session log, newest first, read from each
  * log's two ends (views.ts), filtered as `git log -n --since` filters.
  */
+import { jsonLine } from '../mask/escape.js';
 import { formatDuration, StreamingTable, type Colour, type Column } from './format.js';
 import { liveness, type Liveness } from '../records/live.js';
 import { describe } from '../records/location.js';
@@ -54,7 +55,7 @@ export async function sessionsView(
     if (runningOnly && live !== 'running') continue;
     if (!passes(r, filters)) continue;
     shown++;
-    if (!await emit(ctx.output, ctx.json ? `${JSON.stringify(r)}\n` : sessionLine(grid, r, live, ctx))) return 0;
+    if (!await emit(ctx.output, ctx.json ? `${jsonLine(r)}\n` : sessionLine(grid, r, live, ctx))) return 0;
   }
   if (!ctx.json) ctx.output.write(grid.end());
   return 0;

@@ -5,6 +5,7 @@
  * `c_`), so a prefix names sessions first.
  */
 import type { LogRecord } from '../records/chain.js';
+import { jsonLine } from '../mask/escape.js';
 import { fieldLine, printable } from './format.js';
 import { liveness } from '../records/live.js';
 import { showSession } from './show.js';
@@ -28,7 +29,7 @@ export async function showView(ctx: ViewContext, wanted: string): Promise<number
     return notFound(io, `'${printable(wanted)}' matches ${found.ambiguous.length >= 20 ? 'many' : found.ambiguous.length} calls (${found.ambiguous.slice(0, 3).join(', ')}${found.ambiguous.length > 3 ? ', ...' : ''}); give more of the id`);
   }
   if (json) {
-    for (const r of found.records) if (!await emit(output, `${JSON.stringify(r)}\n`)) return 0;
+    for (const r of found.records) if (!await emit(output, `${jsonLine(r)}\n`)) return 0;
     return 0;
   }
   output.write(titleLine(`call ${printable(found.callId)} in session ${found.log.sessionId}`, found.log.file, ctx.style.width));

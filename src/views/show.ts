@@ -5,6 +5,7 @@
  */
 import type { LogRecord } from '../records/chain.js';
 import { fieldLine, formatDuration, printable } from './format.js';
+import { jsonLine } from '../mask/escape.js';
 import type { Liveness } from '../records/live.js';
 import { commandOf, sessionRow, str, type LogSummary } from './views.js';
 import { titleLine } from './view-kit.js';
@@ -15,7 +16,7 @@ import { bytes } from '../session/summary.js';
 export function showSession(
   log: LogSummary, json: boolean, clock = new Clock(false), columns: number | null = null, live: Liveness | null = null,
 ): string {
-  if (json) return [log.start, log.end].filter((r) => r !== undefined).map((r) => `${JSON.stringify(r)}\n`).join('');
+  if (json) return [log.start, log.end].filter((r) => r !== undefined).map((r) => `${jsonLine(r)}\n`).join('');
   const row = sessionRow(log);
   const start = log.start ?? {};
   const end = log.end;

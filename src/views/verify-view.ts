@@ -8,6 +8,7 @@
  * `--allow-unsealed` makes that 0).
  */
 import { StreamingTable, type Column } from './format.js';
+import { jsonLine } from '../mask/escape.js';
 import { loadAuditKey } from '../records/key.js';
 import type { CommandIO } from './view-kit.js';
 import type { TableStyle } from './format.js';
@@ -34,7 +35,7 @@ export function verifyView(q: VerifyQuery, out: (text: string) => void, io: Comm
   const results = q.exists ? verifyDir(q.dir, key) : [];
   if (results.length === 0) io.stderr.write(`mcpguard verify: no session logs in '${q.dir}'\n`);
   const crashOnly = (r: VerifyResult): boolean => r.status === 'unsealed' || r.status === 'torn';
-  if (q.json) results.forEach((r) => out(`${JSON.stringify(r)}\n`));
+  if (q.json) results.forEach((r) => out(`${jsonLine(r)}\n`));
   else {
     const grid = new StreamingTable(COLUMNS, q.style);
     for (const r of results) {

@@ -32,6 +32,7 @@
  * kept it and no tombstone says it went; one created after the last prune and
  * deleted by hand cannot be detected from the files left.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { canonical } from '../records/canonical.js';
 import { RECORD_VERSION, ZERO_HASH, keyId, lineHash, recordHash, type ChainAlg, type LogRecord } from '../records/chain.js';
@@ -39,7 +40,7 @@ import { describe } from '../records/location.js';
 import { liveness } from '../records/live.js';
 import { keptSet } from './prune.js';
 import { LineReader, listLogFiles, parseRecord, readLogEdges, splitLines } from '../records/read.js';
-import { DECISIONS, DECISIONS_FILE, readDecisions, verifyDecisions } from '../pins/decisions.js';
+import { DECISIONS, DECISIONS_FILE, lastPinFiles, pinFileProblem, readDecisions, verifyDecisions } from '../pins/decisions.js';
 import { TOMBSTONE_FILE, TOMBSTONE_LOG_ID, indexTombstones, readTombstoneFile, verifyTombstoneBytes } from './tombstones.js';
 
 /** How a file fared; see the module comment for what each status means. */
@@ -225,7 +226,12 @@ export function verifyDir(dir: string, key?: Buffer): VerifyResult[] {
   return [...results, ...verifyTombstones(dir, files, results, key), ...verifyPinDecisions(dir, key)];
 }
 
-/** The chain of decisions about pinned tools (`pins/decisions.log`), when there is one: one row. */
+/**
+ * The chain of decisions about pinned tools (`pins/decisions.log`), when
+ * there is one: one row; then a `tampered` row for each pin file that is not
+ * the one its last `pin_file` record names (edited, written outside
+ * mcpguard, deleted without a recorded forget), as a session would refuse it.
+ */
 function verifyPinDecisions(dir: string, key: Buffer | undefined): VerifyResult[] {
   const pinsDir = join(dir, 'pins');
   const file = join(pinsDir, DECISIONS_FILE);
@@ -235,7 +241,27 @@ function verifyPinDecisions(dir: string, key: Buffer | undefined): VerifyResult[
   } catch (error) {
     return [{ file, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null }];
   }
-  return bytes === null ? [] : [{ file, ...verifyDecisions(bytes, key), log_id: DECISIONS.logId }];
+  const chain: VerifyResult[] = bytes === null ? [] : [{ file, ...verifyDecisions(bytes, key), log_id: DECISIONS.logId }];
+  // A chain that does not verify is its own row; the files are checked against what it says only when it does.
+  if (chain[0] !== undefined && chain[0].status !== 'ok') return chain;
+  let names: string[];
+  try {
+    names = readdirSync(pinsDir).filter((n) => /^[0-9a-f]{32}\.json$/.test(n));
+  } catch {
+    names = [];
+  }
+  const ids = new Set([...names.map((n) => n.slice(0, -5)), ...(bytes === null ? [] : [...lastPinFiles(bytes)].filter(([, sha]) => sha !== null).map(([id]) => id))]);
+  const files: VerifyResult[] = [];
+  for (const id of [...ids].sort()) {
+    let problem: string | null;
+    try {
+      problem = pinFileProblem(bytes, key, id, names.includes(`${id}.json`) ? readFileSync(join(pinsDir, `${id}.json`)) : null);
+    } catch (error) {
+      problem = describe(error);
+    }
+    if (problem !== null) files.push({ file: join(pinsDir, `${id}.json`), status: 'tampered', records: 0, line: null, reason: problem, log_id: 'pin_file', alg: null });
+  }
+  return [...chain, ...files];
 }
 
 /**

@@ -101,7 +101,9 @@ export function pickSession(logs: LogRef[], wanted: string | undefined, dir: str
  * even that is too long: the end names the session).
  */
 export function titleLine(text: string, file: string, width: number | null): string {
-  const one = `${text}  ${file}`;
+  // The text names a server and a session as their records say: written out, as every cell is.
+  const title = printable(text);
+  const one = `${title}  ${file}`;
   if (width === null || one.length <= width) return `${one}\n`;
-  return `${text}\n  ${clipMiddle(file, width - 2)}\n`;
+  return `${title}\n  ${clipMiddle(file, width - 2)}\n`;
 }

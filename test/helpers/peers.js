@@ -48,10 +48,12 @@ export function assertSameWire(guarded, direct) {
   });
 }
 
-/** `mcpguard verify --json` over `dir`, and every record of every log there (logs in the order their sessions began). */
+/** `mcpguard verify --json` over `dir`, and every record of every session log there (logs in the order their sessions began). */
 export async function recordsOf(dir) {
   const { code, stdout, stderr } = await runGuard(['verify', '--record-dir', dir, '--json']).done;
-  const results = stdout.toString('utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line));
+  const rows = stdout.toString('utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line));
+  // Session logs only: the side chains verify shows too (pins/decisions.log, written whenever a session pins) count in `code`.
+  const results = rows.filter((r) => r.file.endsWith('.jsonl'));
   const logs = results.map((r) => ({
     file: r.file,
     status: r.status,

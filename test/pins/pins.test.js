@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { userInfo } from 'node:os';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client as V2Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport as V2Transport } from '@modelcontextprotocol/client/stdio';
 import { BIN, PLANTED_VARS, ROOT, assertNoPlanted, fixture, killStarted, runGuard, tempDir, frame } from '../helpers/run.js';
@@ -42,9 +42,11 @@ const clients = {
     const client = new V1Client({ name: 'pins-v1', version: '1.0.0' }, { capabilities: answer === null ? {} : { elicitation: {} } });
     const handled = [];
     if (answer !== null) {
-      client.setRequestHandler(ElicitRequestSchema, (request) => {
+      client.setRequestHandler(ElicitRequestSchema, async (request) => {
         handled.push(request.params.message);
-        return answer === 'accept' ? { action: 'accept', content: {} } : { action: 'decline' };
+        // A function answers as a person who does something else first (it gets the client).
+        const action = typeof answer === 'function' ? await answer(client) : answer;
+        return action === 'accept' ? { action: 'accept', content: {} } : { action: 'decline' };
       });
     }
     return { client, transport: new V1Transport(params), handled };
@@ -55,7 +57,9 @@ const clients = {
     if (answer !== null) {
       client.setRequestHandler('elicitation/create', async (request) => {
         handled.push(request.params.message);
-        return answer === 'accept' ? { action: 'accept', content: {} } : { action: 'decline' };
+        // A function answers as a person who does something else first (it gets the client).
+        const action = typeof answer === 'function' ? await answer(client) : answer;
+        return action === 'accept' ? { action: 'accept', content: {} } : { action: 'decline' };
       });
     }
     return { client, transport: new V2Transport(params), handled };
@@ -109,7 +113,7 @@ describe('pins: first use, restarts, identities', () => {
     assert.deepEqual(names(first.result.listed), ['notes', 'read_file', 'search']);
     assert.equal(first.result.called.isError, undefined);
     const dir = join(h.records, 'pins');
-    const files = readdirSync(dir);
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
     assert.equal(files.length, 1);
     assert.match(files[0], /^[0-9a-f]{32}\.json$/);
     assert.equal(statSync(dir).mode & 0o777, 0o700);
@@ -331,7 +335,9 @@ describe('pin decisions are recorded', () => {
     assert.match(table.out, /pins-fixture +forgot 3 tools +- /);
     const verify = await runGuard(['verify', '--json', '--record-dir', h.records]).done;
     const rows = verify.stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_decisions').map((r) => [r.status, r.records]), [['ok', 3]]);
+    // The header, each pin file written (pin_file) and the two decisions.
+    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_decisions').map((r) => [r.status, r.records]), [['ok', readFileSync(chain, 'utf8').trim().split('\n').length]]);
+    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_file'), [], 'every pin file is the one last recorded');
     // An edit of a recorded decision (another user) breaks the chain: verify and pins log say so.
     writeFileSync(chain, readFileSync(chain, 'utf8').replace(`"user":${JSON.stringify(userInfo().username)}`, '"user":"somebody-else"'));
     const edited = await runGuard(['verify', '--json', '--record-dir', h.records]).done;
@@ -352,7 +358,7 @@ describe('paginated tools/list', () => {
     const guard = (input) => runGuard(['--record-dir', h.records, '--on-tool-change', 'block', '--', 'python3', fixture('gate-server.py')], { input, env: { PAGE_SIZE: '2' } }).done;
     const all = await guard(init + page(2) + page(3, '2') + page(4, '4'));
     assert.equal(all.code, 0, all.stderr);
-    const [file] = readdirSync(join(h.records, 'pins'));
+    const [file] = readdirSync(join(h.records, 'pins')).filter((f) => f.endsWith('.json'));
     const pinned = JSON.parse(readFileSync(join(h.records, 'pins', file), 'utf8'));
     assert.deepEqual(Object.keys(pinned.tools).sort(), ['change_list', 'confirm_more', 'count', 'delete_file', 'echo', 'exec']);
     assert.notEqual(pinned.listed_at, null, 'the listing was complete');
@@ -374,5 +380,239 @@ describe('a call without a listing first', () => {
     assert.match(r.result.content[0].text, /the definition of tool "read_file" changed since it was pinned/);
     assert.ok(!linesRead(h).includes('/unlisted-marker'));
     assert.match(linesRead(h), /"id": ?"mcpguard-tools-list-1-[0-9a-f]{24}"/, "mcpguard's own tools/list asked the server");
+  });
+});
+
+/** A policy file in `h`'s directory; returns the --policy option. */
+function policyFile(h, policy) {
+  const path = join(h.dir, 'policy.json');
+  writeFileSync(path, JSON.stringify(policy));
+  return `--policy=${path}`;
+}
+
+describe('a held change holds whatever the policy says', () => {
+  // A policy that only asks about delete_*: its verdict for every other tool is allow.
+  const onlyDeletes = { default: 'allow', rules: [{ tool: 'delete_*', decision: 'ask' }] };
+  // Asks about destructive tools; a flip of destructiveHint to false makes the policy's verdict allow.
+  const destructive = { default: 'allow', rules: [{ annotations: { destructiveHint: true }, decision: 'ask' }] };
+
+  test('block: a changed tool hidden from tools/list is refused on a direct call though the policy allows it (description, annotations flip)', { timeout: TIMEOUT }, async () => {
+    for (const [variant, tool, policy, args] of [['description', 'read_file', onlyDeletes, { path: '/allow-marker' }], ['calm', 'search', destructive, { query: 'calm-marker' }]]) {
+      const h = home();
+      await run(h, { args: ['--on-tool-change', 'block', policyFile(h, policy)], script: async (client) => client.listTools() });
+      h.setVariant(variant);
+      const r = await run(h, { args: ['--on-tool-change', 'block', policyFile(h, policy)], script: listAndCall(tool, args) });
+      assert.ok(!names(r.result.listed).includes(tool), `${tool} is hidden`);
+      assert.equal(r.result.called.isError, true, `${variant}: refused`);
+      assert.match(r.result.called.content[0].text, new RegExp(`the definition of tool "${tool}" changed since it was pinned \\(--on-tool-change block\\)`));
+      assert.equal(callsAtServer(h, tool).length, 0, `${variant}: zero bytes of the call at the server`);
+    }
+  });
+
+  test('ask: the policy allows, the held change still asks a person (description, annotations flip)', { timeout: TIMEOUT }, async () => {
+    for (const [variant, tool, policy, args, line] of [['description', 'read_file', onlyDeletes, { path: '/ask-marker' }, /description: .*id_rsa/], ['calm', 'search', destructive, { query: 'calm-marker' }, /annotations\.destructiveHint: true -> false/]]) {
+      const h = home();
+      await run(h, { args: [policyFile(h, policy)], script: async (client) => client.listTools() });
+      h.setVariant(variant);
+      const declined = await run(h, { answer: 'decline', args: [policyFile(h, policy)], script: listAndCall(tool, args) });
+      assert.equal(declined.handled.length, 1, `${variant}: one card`);
+      assert.match(declined.handled[0], line);
+      assert.equal(declined.result.called.isError, true);
+      assert.equal(callsAtServer(h, tool).length, 0, `${variant}: zero bytes of the declined call at the server`);
+    }
+  });
+});
+
+for (const kind of ['v1', 'v2']) {
+  describe(`a card is valid only for the definition it showed (SDK ${kind} client)`, () => {
+    test('the tool changes while its card is open; the person accepts the old card: refused, zero bytes at the server; the next call asks with the diff', { timeout: TIMEOUT }, async () => {
+      const h = home();
+      const askAll = policyFile(h, { default: 'ask' });
+      await run(h, { kind, answer: 'accept', args: [askAll], script: listAndCall('read_file') });
+      let cards = 0;
+      // While the first card is open the server changes read_file and the client lists again (as after list_changed).
+      const person = async (client) => {
+        if (cards++ === 0) {
+          h.setVariant('description');
+          await client.listTools();
+        }
+        return 'accept';
+      };
+      const r = await run(h, {
+        kind, answer: person, args: [askAll],
+        script: async (client) => ({
+          old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
+          again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
+        }),
+      });
+      assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
+      assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed \(it showed definition [0-9a-f]{16}; its definition is now [0-9a-f]{16}\)/);
+      assert.ok(!linesRead(h).includes('/stale-card-marker'), 'zero bytes of the stale card\'s call at the server');
+      assert.match(r.stderr, /tool "read_file" changed/, 'the change was reported and held');
+      assert.equal(r.handled.length, 2);
+      assert.doesNotMatch(r.handled[0], /What changed/);
+      assert.match(r.handled[1], /What changed since the tool was pinned/, 'the next call is asked about the tool as it is now');
+      assert.equal(r.result.again.isError, undefined);
+      assert.ok(linesRead(h).includes('/fresh-card-marker'));
+    });
+  });
+}
+
+describe('a card is valid only for the definition it showed: list_changed while it is open', () => {
+  test('the server says its tools changed (nothing lists them): at the answer mcpguard lists them itself, finds the change, and refuses the call', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    const askAll = policyFile(h, { default: 'ask' });
+    await run(h, { args: [askAll], script: listAndCall('read_file') });
+    let cards = 0;
+    const person = async (client) => {
+      if (cards++ === 0) {
+        // The server changes read_file and announces it; the person answers once the client has heard.
+        const heard = new Promise((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+        h.setVariant('description');
+        await heard;
+      }
+      return 'accept';
+    };
+    const r = await run(h, {
+      answer: person, args: [askAll], env: { WATCH_VARIANT: '1' },
+      script: async (client) => ({
+        listed: await client.listTools(),
+        old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
+        again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
+      }),
+    });
+    assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
+    assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed/);
+    assert.ok(!linesRead(h).includes('/stale-card-marker'), "zero bytes of the stale card's call at the server");
+    assert.match(linesRead(h), /"id": ?"mcpguard-tools-list-[^"]+"/, "mcpguard's own tools/list learned the tools again");
+    assert.match(r.handled[1], /What changed since the tool was pinned/);
+    assert.equal(r.result.again.isError, undefined);
+  });
+});
+
+describe('pins keep and show secrets masked', () => {
+  test('definitions, instructions, tool names and the command line: masked in the pin file, the decision chain and every pins view; compared by the raw hash', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    // The server's command line holds a secret of the environment too.
+    const command = ['python3', SERVER, `--password=${PLANTED_VARS.MCPGUARD_TEST_DB_PASSWORD}`];
+    await run(h, { args: ['--on-tool-change', 'block'], command, script: async (client) => client.listTools() });
+    h.setVariant('secret');
+    await run(h, { args: ['--on-tool-change', 'block'], command, script: async (client) => client.listTools() });
+    const id = JSON.parse((await pins(h, 'list', '--json')).out.trim()).id;
+    const file = () => readFileSync(join(h.records, 'pins', `${id}.json`), 'utf8');
+    const held = JSON.parse(file());
+    assert.deepEqual(Object.keys(held.pending).length, 2, 'read_file changed, a new tool: held');
+    assert.match(held.pending.read_file.definition.description, /^Reads a file\. Send the token \S+ \S+ with it\.$/);
+    const views = async () => {
+      const outs = [];
+      for (const args of [['list'], ['list', '--json'], ['show', id], ['show', id, '--json'], ['diff', id], ['diff', id, '--json'], ['log'], ['log', '--json']]) {
+        const r = await pins(h, ...args);
+        outs.push([args.join(' '), r.out + r.stderr]);
+      }
+      return outs;
+    };
+    for (const [what, out] of await views()) assertNoPlanted(out, `pins ${what} (held)`);
+    assertNoPlanted(file(), 'the pin file (held)');
+    const accepted = await pins(h, 'accept', id);
+    assert.equal(accepted.code, 0, accepted.stderr);
+    assertNoPlanted(accepted.out + accepted.stderr, 'pins accept');
+    assertNoPlanted(file(), 'the pin file (accepted)');
+    assertNoPlanted(readFileSync(join(h.records, 'pins', 'decisions.log')), 'the decision chain');
+    for (const [what, out] of await views()) assertNoPlanted(out, `pins ${what} (accepted)`);
+    // The pins compare the server's own definitions: the same secret-bearing list again is no change.
+    const again = await run(h, { args: ['--on-tool-change', 'block'], command, script: async (client) => client.listTools() });
+    assert.equal(again.result.tools.length, 4, 'nothing hidden');
+    assert.doesNotMatch(again.stderr, /pins:/, 'nothing changed');
+    assert.equal(JSON.parse((await pins(h, 'list', '--json')).out.trim()).held, 0);
+  });
+});
+
+describe('nothing from a server reaches a terminal raw', () => {
+  // ESC (a sequence, an OSC title), BEL, CR, a bidi override and a zero-width space.
+  const RAW = /[\u0007\u001b\r\u202e\u200b]/;
+  test("a server's name, a tool's name and schema member names: written out in mcpguard's stderr, pins diff/show and every record view", { timeout: TIMEOUT }, async () => {
+    const h = home();
+    const env = { SERVER_NAME: 'fixture\u001b]0;owned\u0007\u202eevil' };
+    const first = await run(h, { args: ['--on-tool-change', 'block'], env, script: async (client) => client.listTools() });
+    h.setVariant('hostile');
+    const second = await run(h, {
+      args: ['--on-tool-change', 'block'], env,
+      script: async (client) => ({ listed: await client.listTools(), called: await client.callTool({ name: 'search', arguments: { query: 'x' } }) }),
+    });
+    assert.equal(second.result.called.isError, true, 'the unusable schema refuses the call');
+    assert.match(second.stderr, /the inputSchema of tool "search" cannot be used \(\/properties\/q\\x1b\[2J\\x0d\\u202e\/type/);
+    for (const [what, text] of [['first session', first.stderr], ['second session', second.stderr]]) assert.doesNotMatch(text, RAW, `mcpguard's stderr (${what})`);
+    const id = JSON.parse((await pins(h, 'list', '--json')).out.trim()).id;
+    const diff = await pins(h, 'diff', id);
+    assert.match(diff.out, /== tool evil\\x1b\[31m\\u202e\\u200b: added/);
+    const sessions = (await runGuard(['sessions', '--json', '--record-dir', h.records]).done).stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const sid = sessions.map((r) => r.session_id).sort().at(-1);
+    const views = [['pins', 'diff', id], ['pins', 'diff', id, '--json'], ['pins', 'show', id], ['pins', 'list'], ['pins', 'list', '--json'],
+      ['sessions'], ['sessions', '--json'], ['activity'], ['activity', '--json'], ['show', sid], ['show', sid, '--json']];
+    for (const args of views) {
+      const r = await runGuard([...args, '--record-dir', h.records]).done;
+      const out = r.stdout.toString('utf8');
+      assert.ok(out.length > 0, `${args.join(' ')} says something: ${r.stderr}`);
+      assert.doesNotMatch(out + r.stderr.toString('utf8'), RAW, `mcpguard ${args.join(' ')}`);
+    }
+    const activity = (await runGuard(['activity', '--record-dir', h.records]).done).stdout.toString('utf8');
+    assert.match(activity.split('\n')[0], /fixture\\x1b\]0;owned\\x07\\u202eevil/, "the title line names the server, written out");
+  });
+});
+
+describe('pin files are tied to the chain of pin decisions', () => {
+  test('a hand-edited pin (a malicious description re-pinned, its hash made to match) is refused at load and reported by verify with the audit key; pins accept will not vouch for it', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    const keyFile = join(h.dir, 'audit.key');
+    writeFileSync(keyFile, Buffer.from('0123456789abcdef0123456789abcdef'));
+    const args = ['--on-tool-change', 'block', '--audit-key-file', keyFile];
+    await run(h, { args, script: listAndCall('read_file') });
+    const clean = await runGuard(['verify', '--json', '--audit-key-file', keyFile, '--record-dir', h.records]).done;
+    assert.equal(clean.code, 0, clean.stdout.toString('utf8'));
+    // Someone who can write the pin file re-pins read_file as the server now describes it (the malicious description).
+    h.setVariant('description');
+    const [name] = readdirSync(join(h.records, 'pins')).filter((f) => f.endsWith('.json'));
+    const path = join(h.records, 'pins', name);
+    const pin = JSON.parse(readFileSync(path, 'utf8'));
+    const listed = await run(h, { args: ['--on-tool-change', 'off', '--audit-key-file', keyFile], script: async (client) => client.listTools() });
+    const definition = listed.result.tools.find((t) => t.name === 'read_file');
+    const { digest, pinnedPart } = await import('../../dist/pins/definition.js');
+    pin.tools.read_file = { sha256: digest(pinnedPart(definition)), definition: pinnedPart(definition), pinned_at: pin.tools.read_file.pinned_at };
+    writeFileSync(path, `${JSON.stringify(pin, null, 1)}\n`);
+    const r = await run(h, { args, script: listAndCall('read_file', { path: '/repinned-marker' }) });
+    assert.match(r.stderr, /pins: the pins of "pins-fixture" \(\S+\.json\) are refused: the pin file does not match its last recorded write \(recorded [0-9a-f]{16}, the file is [0-9a-f]{16}\): it was edited outside mcpguard/);
+    assert.ok(!names(r.result.listed).includes('read_file'), 'held as new: hidden');
+    assert.equal(r.result.called.isError, true);
+    assert.ok(!linesRead(h).includes('/repinned-marker'), 'zero bytes of the call at the server');
+    assert.equal(readFileSync(path, 'utf8'), `${JSON.stringify(pin, null, 1)}\n`, 'the file is left as it is');
+    const verify = await runGuard(['verify', '--json', '--audit-key-file', keyFile, '--record-dir', h.records]).done;
+    assert.notEqual(verify.code, 0);
+    const rows = verify.stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(rows.filter((row) => row.log_id === 'pin_file').map((row) => [row.file, row.status]), [[path, 'tampered']]);
+    assert.deepEqual(rows.filter((row) => row.log_id === 'pin_decisions').map((row) => row.status), ['ok']);
+    const accept = await pins(h, 'accept', 'pins-fixture', '--audit-key-file', keyFile);
+    assert.equal(accept.code, 1);
+    assert.match(accept.stderr, /are refused: the pin file does not match its last recorded write.*accepting would vouch for them/);
+    // Forgetting is recorded; the next session pins what the server lists then.
+    assert.equal((await pins(h, 'forget', 'pins-fixture', '--audit-key-file', keyFile)).code, 0);
+    const fresh = await run(h, { args, script: listAndCall('read_file') });
+    assert.doesNotMatch(fresh.stderr, /refused/);
+    assert.equal((await runGuard(['verify', '--json', '--audit-key-file', keyFile, '--record-dir', h.records]).done).code, 0);
+  });
+});
+
+describe('sessions that pin at the same moment', () => {
+  test('eight sessions of eight servers pin at once: each pin file is recorded, the chain verifies', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    const init = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const input = init + frame({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    const runs = await Promise.all(Array.from({ length: 8 }, (_, i) => runGuard(['--record-dir', h.records, '--on-tool-change', 'block', '--', 'python3', SERVER], { input, env: { PINS_VARIANT_FILE: h.variant, SERVER_NAME: `server-${i}` } }).done));
+    for (const r of runs) assert.equal(r.code, 0, r.stderr.toString('utf8'));
+    assert.equal(readdirSync(join(h.records, 'pins')).filter((f) => f.endsWith('.json')).length, 8);
+    const verify = await runGuard(['verify', '--json', '--record-dir', h.records]).done;
+    const rows = verify.stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_decisions').map((r) => r.status), ['ok']);
+    assert.deepEqual(rows.filter((r) => r.log_id === 'pin_file'), []);
+    assert.equal(verify.code, 0);
   });
 });
