@@ -16,7 +16,7 @@ import type { Rejection, SessionObserver } from './observer.js';
 import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from '../mcp/era.js';
 import { EraGuard } from './era-guard.js';
 import type { Gate, GateIO, Outcome } from '../gate/gate.js';
-import type { Delivery, FrameWriter } from '../wire/writer.js';
+import { QueueRefusal, type Delivery, type FrameWriter } from '../wire/writer.js';
 import type { ToChild } from './link.js';
 
 export interface RelayOptions {
@@ -163,7 +163,7 @@ export abstract class CallKeeper {
       if (call.state !== null) continue;
       this.counters.undelivered++;
       call.dispatchedAt = null;
-      const why = `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
+      const why = error instanceof QueueRefusal ? error.message : `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
       this.end(call, 'cancelled_before_dispatch', why);
       this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
     }
