@@ -68,7 +68,7 @@ export abstract class CallKeeper {
   ) {
     this.eras = new EraGuard(options.eraRules, this.counters.eraViolations, diag, (r) => this.notify(r), (key) => this.calls.inFlight.get(key));
     this.gate = gate === null ? null : gate({
-      toChild: (frame) => this.toChild.write(frame),
+      toChild: (frame, delivery) => this.toChild.write(frame, delivery),
       toClient: (frame) => this.toClient.write(frame),
       diag: (line) => this.diag.line(line),
       modern: () => this.eras.modern,
