@@ -37,6 +37,8 @@ export interface GenerationHooks {
   stderr(chunk: Buffer): void;
   /** The child's stdin is full (true) or took its queue again (false). */
   pressure(full: boolean): void;
+  /** The child took nothing from its stdin for STDIN_STALL_MS with the queue full: from now on what does not fit is refused. */
+  stdinStalled?(): void;
   /** The child closed stdin (unexpectedly) or stdout while running; `reason` is the session's end reason. */
   streamLost(what: string, reason: string): void;
 }
@@ -96,7 +98,11 @@ export class Generation {
       // With --restart, what this generation never took goes to the next one (session.ts requeues it).
       keepQueuedOnClose: options.restart !== null,
       // A server that stopped reading must not hide the client's later frames (its end of input above all) for ever.
-      stall: { ms: STDIN_STALL_MS, error: new QueueRefusal(`the server took nothing from its stdin for ${STDIN_STALL_MS} ms with mcpguard's queue to it full; not delivered`) },
+      stall: {
+        ms: STDIN_STALL_MS,
+        error: new QueueRefusal(`the server took nothing from its stdin for ${STDIN_STALL_MS} ms with mcpguard's queue to it full; not delivered`),
+        onStall: hooks.stdinStalled,
+      },
     });
 
     this.lines = new LineSplitter(options.maxFrameBytes, hooks.line, null, hooks.joins, new FramePrescan());

@@ -15,7 +15,7 @@ import { ReadBufferReclaimer } from '../process/reclaim.js';
 import { Relay } from '../relay/relay.js';
 import type { ShutdownReport } from '../process/shutdown.js';
 import { explainSpawnFailure } from '../process/spawn-failure.js';
-import { Generation, type StreamEnd } from './generation.js';
+import { Generation, STDIN_STALL_MS, type StreamEnd } from './generation.js';
 import { HandshakeWatch, replayHandshake, type ReplayOutcome } from './handshake.js';
 import { ChildLink } from '../relay/link.js';
 import { RestartPolicy } from './restart-policy.js';
@@ -252,6 +252,7 @@ export class Session {
         this.io.stderr.write(chunk, relay().calls.inFlightCallIds());
       },
       pressure: (full) => this.holdInput('byChild', full),
+      stdinStalled: () => this.io.diag.line(`the server (pid ${gen.pid}) took nothing from its stdin for ${STDIN_STALL_MS} ms with mcpguard's queue to it full; reading the client again, and refusing the requests that do not fit until it reads`),
       joins: this.joins,
       streamLost: (what, reason) => {
         if (this.reason !== null || gen.lostStream !== null) return;

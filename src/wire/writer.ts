@@ -64,7 +64,7 @@ export interface FrameWriterOptions {
    * (its cancellations, its end of input) behind bytes mcpguard cannot take.
    * The first byte the destination takes again brings the pause back.
    */
-  stall?: { ms: number; error: QueueRefusal };
+  stall?: { ms: number; error: QueueRefusal; onStall?: () => void };
 }
 
 export class FrameWriter {
@@ -153,6 +153,7 @@ export class FrameWriter {
       if (!this.pausedSource || this.closedError !== null) return;
       this.refusing = true;
       this.pausedSource = false;
+      stall.onStall?.();
       this.options.onPressure(false);
     }, stall.ms);
     this.stallTimer.unref();

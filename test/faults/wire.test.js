@@ -206,6 +206,7 @@ describe('a server that stops reading its stdin', () => {
       const refused = answers.filter((m) => /took nothing from its stdin for \d+ ms with mcpguard's queue to it full; not delivered/.test(m.error?.message ?? ''));
       assert.ok(refused.length > 0, 'some requests were refused while the server did not read');
       assert.ok(refused.every((m) => m.error.data.state === 'cancelled_before_dispatch'));
+      assert.equal((r.stderr.match(/took nothing from its stdin for \d+ ms with mcpguard's queue to it full; reading the client again/g) ?? []).length, 1, r.stderr);
       const verify = await runGuard(['verify', `--record-dir=${dir}`], { timeout: 30000 }).done;
       assert.equal(verify.code, 0, verify.stdout.toString() + verify.stderr);
       const file = readLines(join(dir, `${s.session_id}.jsonl`)).map((l) => JSON.parse(l));
