@@ -147,10 +147,13 @@ export class FrameWriter {
     const stall = this.options.stall;
     if (stall === undefined) return;
     if (this.stallTimer !== null) clearTimeout(this.stallTimer);
-    // Re-armed by every drain (flush): it fires only after `ms` in which the destination took nothing.
+    // Re-armed by every drain (flush), and by any frame the stream finished writing meanwhile:
+    // it acts only after `ms` in which the destination took nothing.
+    const pending = this.stream.writableLength;
     this.stallTimer = setTimeout(() => {
       this.stallTimer = null;
       if (!this.pausedSource || this.closedError !== null) return;
+      if (this.stream.writableLength < pending) return this.pauseSource();
       this.refusing = true;
       this.pausedSource = false;
       stall.onStall?.();
