@@ -214,3 +214,30 @@ describe('a server that stops reading its stdin', () => {
     } finally { cleanup(); }
   });
 });
+
+describe('a server that stops reading its stdin, then reads again', () => {
+  test('the requests refused meanwhile are answered once; once it reads, backpressure is back and nothing more is refused', { timeout: 90000 }, async () => {
+    const N = 8000;
+    const g = start(['--grace=300', '--records=off', '--', 'python3', fixture('lifecycle.py')], { timeout: 80000 });
+    g.child.stdin.write(init + tool(2, 'pause', { ms: 7000 })); // past mcpguard's 5 s stall clock
+    assert.ok(await g.lines(1));
+    let first = '';
+    for (let id = 3; id < N; id++) first += frame({ jsonrpc: '2.0', id, method: 'ping' });
+    g.child.stdin.write(first);
+    assert.ok(await g.lines(N - 1, 60000), 'every request of the first burst answered');
+    // The server reads again: a second burst, as large, goes through backpressure alone.
+    let second = '';
+    for (let id = N; id < 2 * N; id++) second += frame({ jsonrpc: '2.0', id, method: 'ping' });
+    g.child.stdin.end(second);
+    const r = await g.done;
+    const answers = parseLines(r.stdout);
+    const byId = new Map();
+    for (const m of answers) byId.set(m.id, (byId.get(m.id) ?? 0) + 1);
+    assert.equal(byId.size, 2 * N - 1);
+    assert.ok([...byId.values()].every((n) => n === 1), 'one answer per request');
+    const refused = answers.filter((m) => m.error?.data?.state === 'cancelled_before_dispatch');
+    assert.ok(refused.length > 0, 'some of the first burst were refused while the server did not read');
+    assert.ok(refused.every((m) => m.id < N), 'none of the second burst was refused');
+    assert.ok(answers.filter((m) => m.id >= N).every((m) => m.result !== undefined));
+  });
+});
