@@ -331,7 +331,8 @@ describe('generations that die or dawdle before they take over', { timeout: TIME
   test('a crash loop before the handshake (the client initialized, then every generation dies at start) ends at --max-restarts with the server\'s status', async () => {
     const wire = open(['--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '50ms'], { CRASH_ON_START: '7' });
     const init = await wire.initialize();
-    assert.equal(init.error.data.state, 'unknown_after_dispatch');
+    // Generation 1 may die before or after its stdin took the initialize: never a result, one answer either way.
+    assert.ok(['unknown_after_dispatch', 'cancelled_before_dispatch'].includes(init.error?.data?.state), JSON.stringify(init));
     // The client stays connected: only the loop can end the session.
     const { code, stderr } = await wire.run.done;
     assert.equal(code, 7, stderr);
