@@ -219,7 +219,9 @@ ${optionLines(relayOptions)}  -h, --help
   -V, --version
       print mcpguard's version
 
-Exit status: the server's exit code, or 128+N if it died of signal N;
+Exit status: the server's exit code, or 128+N if it died of signal N
+(--restart: a session ended restart_failed or restart_incompatible exits
+with the status of the crash it could not recover from, 1 if that was 0);
 74 the audit log could not be written (the session was ended there; the
 server's own status is in the session summary); 125 bad usage or an
 unusable record directory; 126 command found but not executable

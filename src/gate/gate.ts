@@ -15,6 +15,7 @@
  */
 import type { Call } from '../relay/calls.js';
 import { idJson, memberType, type Request, type Response } from '../wire/jsonrpc.js';
+import type { Delivery } from '../wire/writer.js';
 import { processMasker } from '../mask/mask.js';
 import { nodeText, stringValue, type JsonNode } from '../wire/json-scan.js';
 import type { RequestMeta } from '../mcp/era.js';
@@ -48,8 +49,8 @@ export interface GateConfig {
 }
 
 export interface GateIO {
-  /** A frame of mcpguard's own to the server (its tools/list). */
-  toChild(frame: Buffer): void;
+  /** A frame of mcpguard's own to the server (its tools/list); `delivery` hears when it reaches the server's stdin. */
+  toChild(frame: Buffer, delivery?: Delivery): void;
   /** A frame of mcpguard's own to the client (an elicitation, or its cancellation). */
   toClient(frame: Buffer): void;
   diag(line: string): void;

@@ -7,6 +7,7 @@
  * Schema engine (schema.ts), behind the `Schemas` interface.
  */
 import type { Response } from '../wire/jsonrpc.js';
+import type { Delivery } from '../wire/writer.js';
 import { verdictText, type ArgumentSource, type ToolSchemas, type Verdict } from './schema/schema.js';
 import { nodeText, scanJson, stringValue, type JsonNode } from '../wire/json-scan.js';
 import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type RequestMeta } from '../mcp/era.js';
@@ -26,7 +27,7 @@ const MAX_PAGES = 100;
 
 interface Own {
   write(frame: Buffer): void;
-  toChild(frame: Buffer): void;
+  toChild(frame: Buffer, delivery?: Delivery): void;
   diag(line: string): void;
 }
 
@@ -154,18 +155,31 @@ export class ToolBook {
   private ask(envelope: string | null, cursor: string | null): Promise<Response | null | typeof RESTARTED> {
     const id = this.ownId(this.nextId++);
     const params = [envelope === null ? null : `"_meta":${envelope}`, cursor === null ? null : `"cursor":${JSON.stringify(cursor)}`].filter((p) => p !== null);
+    const key = `s${id}`;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(`s${id}`);
-        this.late.add(`s${id}`);
-        resolve(null);
-      }, OWN_LIST_TIMEOUT_MS);
-      timer.unref();
-      this.pending.set(`s${id}`, (response) => {
+      let timer: NodeJS.Timeout | undefined;
+      this.pending.set(key, (response) => {
         clearTimeout(timer);
         resolve(response);
       });
-      this.io.toChild(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/list"${params.length === 0 ? '' : `,"params":{${params.join(',')}}`}}\n`));
+      // The clock starts when the request reaches the server's stdin: while a restarted server comes
+      // up (--restart), the request waits in mcpguard like the calls do, and the call waiting for it too.
+      const delivery: Delivery = {
+        dispatched: () => {
+          if (!this.pending.has(key)) return;
+          timer = setTimeout(() => {
+            this.pending.delete(key);
+            this.late.add(key);
+            resolve(null);
+          }, OWN_LIST_TIMEOUT_MS);
+          timer.unref();
+        },
+        undelivered: () => {
+          clearTimeout(timer);
+          if (this.pending.delete(key)) resolve(null);
+        },
+      };
+      this.io.toChild(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/list"${params.length === 0 ? '' : `,"params":{${params.join(',')}}`}}\n`), delivery);
     });
   }
 }

@@ -202,6 +202,8 @@ export function stillAlive(info: ProcInfo): boolean {
 export class DescendantTracker {
   private readonly known = new Map<number, ProcInfo>();
   private readonly markerOnly = new Map<number, ProcInfo>();
+  /** Group members only the marker found (orphans no walk reaches): named once they leave the group. */
+  private readonly markedInGroup = new Set<number>();
   private swept = false;
 
   constructor(private readonly root: number, private readonly findMarked: (() => ProcInfo[] | null) | null = null) {}
@@ -216,7 +218,7 @@ export class DescendantTracker {
   }
 
   /**
-   * Add the marked processes outside root's group that no walk has seen (each
+   * Add the marked processes that no walk has seen (each
    * costs a read of every same-user process's environ: milliseconds, so only
    * at shutdown, never on a timer).
    */
@@ -225,11 +227,14 @@ export class DescendantTracker {
     if (marked === null) return;
     this.swept = true;
     for (const info of marked) {
-      if (info.pid === this.root || info.pgid === this.root) continue;
+      if (info.pid === this.root) continue;
       const seen = this.known.get(info.pid);
       if (seen !== undefined && seen.start === info.start) continue;
       this.known.set(info.pid, info);
-      this.markerOnly.set(info.pid, info);
+      // A group member is reached by the group's signals, unless it leaves the group (setsid) after
+      // this sweep, on SIGTERM say: known, it is followed there like any descendant that left.
+      if (info.pgid === this.root) this.markedInGroup.add(info.pid);
+      else this.markerOnly.set(info.pid, info);
     }
   }
 
@@ -243,7 +248,9 @@ export class DescendantTracker {
     const out: ProcInfo[] = [];
     for (const info of this.known.values()) {
       const now = readProc(info.pid);
-      if (now !== null && now.start === info.start && now.pgid !== pgid) out.push(now);
+      if (now === null || now.start !== info.start || now.pgid === pgid) continue;
+      out.push(now);
+      if (this.markedInGroup.has(now.pid)) this.markerOnly.set(now.pid, now);
     }
     return out;
   }

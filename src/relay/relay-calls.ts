@@ -17,7 +17,7 @@ import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from '
 import { EraGuard } from './era-guard.js';
 import type { Gate, GateIO, Outcome } from '../gate/gate.js';
 import { refusal } from '../gate/refusal.js';
-import type { Delivery, FrameWriter } from '../wire/writer.js';
+import { QueueRefusal, type Delivery, type FrameWriter } from '../wire/writer.js';
 import type { ToChild } from './link.js';
 
 export interface RelayOptions {
@@ -75,7 +75,7 @@ export abstract class CallKeeper {
   ) {
     this.eras = new EraGuard(options.eraRules, this.counters.eraViolations, diag, (r) => this.notify(r), (key) => this.calls.inFlight.get(key));
     this.gate = gate === null ? null : gate({
-      toChild: (frame) => this.toChild.write(frame),
+      toChild: (frame, delivery) => this.toChild.write(frame, delivery),
       toClient: (frame) => this.toClient.write(frame),
       diag: (line) => this.diag.line(line),
       modern: () => this.eras.modern,
@@ -217,7 +217,7 @@ export abstract class CallKeeper {
       if (call.state !== null) continue;
       this.counters.undelivered++;
       call.dispatchedAt = null;
-      const why = `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
+      const why = error instanceof QueueRefusal ? error.message : `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
       this.end(call, 'cancelled_before_dispatch', why);
       this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
     }

@@ -15,7 +15,7 @@ import { DescendantTracker } from '../process/proctree.js';
 import type { ReadBufferReclaimer } from '../process/reclaim.js';
 import { shutdownTree, type ShutdownReport } from '../process/shutdown.js';
 import { armWatchdog, type Watchdog } from '../process/watchdog.js';
-import { FrameWriter } from '../wire/writer.js';
+import { FrameWriter, QueueRefusal } from '../wire/writer.js';
 
 export type StreamEnd = 'eof' | 'cut_after_drain_timeout' | 'not_started';
 
@@ -37,6 +37,8 @@ export interface GenerationHooks {
   stderr(chunk: Buffer): void;
   /** The child's stdin is full (true) or took its queue again (false). */
   pressure(full: boolean): void;
+  /** The child took nothing from its stdin for STDIN_STALL_MS with the queue full: from now on what does not fit is refused. */
+  stdinStalled?(): void;
   /** The child closed stdin (unexpectedly) or stdout while running; `reason` is the session's end reason. */
   streamLost(what: string, reason: string): void;
 }
@@ -95,6 +97,12 @@ export class Generation {
       joins: hooks.joins,
       // With --restart, what this generation never took goes to the next one (session.ts requeues it).
       keepQueuedOnClose: options.restart !== null,
+      // A server that stopped reading must not hide the client's later frames (its end of input above all) for ever.
+      stall: {
+        ms: STDIN_STALL_MS,
+        error: new QueueRefusal(`the server took nothing from its stdin for ${STDIN_STALL_MS} ms with mcpguard's queue to it full; not delivered`),
+        onStall: hooks.stdinStalled,
+      },
     });
 
     this.lines = new LineSplitter(options.maxFrameBytes, hooks.line, null, hooks.joins, new FramePrescan());
@@ -201,6 +209,13 @@ export class Generation {
 
 /** Most bytes of a generation's stderr kept for its record. */
 export const TAIL_BYTES = 2048;
+
+/**
+ * How long a server may take nothing from its stdin, with mcpguard's queue to
+ * it full, before mcpguard reads the client again and refuses what does not
+ * fit (see FrameWriterOptions.stall).
+ */
+export const STDIN_STALL_MS = 5000;
 
 /** How long a closed child pipe waits for the child's exit before it counts as a pipe closed by a live server. */
 export const EXIT_RACE_MS = 500;

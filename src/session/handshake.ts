@@ -95,8 +95,8 @@ export class HandshakeWatch implements SessionObserver {
 
 export type ReplayOutcome =
   | { ok: true; replayed: boolean; toolsChanged: boolean | null; listChanged: boolean; logging: boolean }
-  /** `failed`: no usable answer; `incompatible`: an answer that changes the contract. */
-  | { ok: false; reason: string; kind: 'failed' | 'incompatible' };
+  /** `failed`: no usable answer; `incompatible`: an answer that changes the contract; `exited`: the new generation died first. */
+  | { ok: false; reason: string; kind: 'failed' | 'incompatible' | 'exited' };
 
 export interface ReplayIO {
   /** Write a frame to the new generation. */
@@ -109,14 +109,18 @@ export interface ReplayIO {
   generation: number;
   /** An id key in flight on either side (the relay's calls, the server's requests, mcpguard's own): not for mcpguard's ids. */
   taken: (key: string) => boolean;
+  /** Resolves when the new generation exits: a request still unanswered then is given up at once. */
+  exited: Promise<unknown>;
 }
 
 /** Replay the kept handshake to a new generation and check its answer. */
 export async function replayHandshake(watch: HandshakeWatch, io: ReplayIO): Promise<ReplayOutcome> {
   if (watch.initParams === null) return { ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false };
   const asker = new OwnRequests(io);
+  const died: ReplayOutcome = { ok: false, kind: 'exited', reason: `the restarted server (generation ${io.generation}) exited during the replayed handshake` };
   try {
     const answer = await asker.ask('initialize', watch.initParams);
+    if (asker.exited) return died;
     if (answer === null) return { ok: false, kind: 'failed', reason: `the restarted server did not answer initialize within ${io.waitMs} ms` };
     if (!isObject(answer.result)) return { ok: false, kind: 'failed', reason: `the restarted server refused initialize: ${JSON.stringify(answer.error ?? null).slice(0, 200)}` };
     const hello = helloOf(answer.result);
@@ -135,6 +139,7 @@ export async function replayHandshake(watch: HandshakeWatch, io: ReplayIO): Prom
     let toolsChanged: boolean | null = null;
     if (watch.tools !== null) {
       const now = await listTools(asker);
+      if (asker.exited) return died;
       toolsChanged = now === null ? null : sameTools(watch.tools, now) ? false : true;
       if (now !== null) watch.tools = now;
     }
@@ -147,9 +152,16 @@ export async function replayHandshake(watch: HandshakeWatch, io: ReplayIO): Prom
 /** mcpguard's own requests to a new generation, answered by id and never forwarded. */
 class OwnRequests {
   private next = 1;
-  private readonly waiting = new Map<string, (message: Json) => void>();
+  private readonly waiting = new Map<string, (message: Json | null) => void>();
+  /** The generation exited: every open and later request gets null at once. */
+  exited = false;
 
   constructor(private readonly io: ReplayIO) {
+    void io.exited.then(() => {
+      this.exited = true;
+      for (const resolve of [...this.waiting.values()]) resolve(null);
+      this.waiting.clear();
+    });
     io.intercept((event) => {
       if (event.kind !== 'line' || this.waiting.size === 0) return false;
       const id = peekId(event.frame);
@@ -163,6 +175,7 @@ class OwnRequests {
 
   ask(method: string, params: string): Promise<Json | null> {
     const id = ownRequestId(`restart-${this.io.generation}`, this.next++, (key) => this.waiting.has(key) || this.io.taken(key));
+    if (this.exited) return Promise.resolve(null);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.waiting.delete(idKey(id));

@@ -15,7 +15,7 @@ import { ReadBufferReclaimer } from '../process/reclaim.js';
 import { Relay } from '../relay/relay.js';
 import type { ShutdownReport } from '../process/shutdown.js';
 import { explainSpawnFailure } from '../process/spawn-failure.js';
-import { Generation, type StreamEnd } from './generation.js';
+import { Generation, STDIN_STALL_MS, type StreamEnd } from './generation.js';
 import { HandshakeWatch, replayHandshake, type ReplayOutcome } from './handshake.js';
 import { ChildLink } from '../relay/link.js';
 import { RestartPolicy } from './restart-policy.js';
@@ -151,6 +151,8 @@ export class Session {
 
     // Each generation runs until it exits or the session ends; a restart replaces it.
     let restarts = 0;
+    /** The exit of the generation whose crash started the last restart: what a restart that fails leaves mcpguard with. */
+    let crashed: ExitInfo | null = null;
     let stoppedBy: string | null = null;
     for (;;) {
       const exitedFirst = await Promise.race([this.endRequested.then(() => false), gen.exited.then(() => true)]);
@@ -162,6 +164,7 @@ export class Session {
         this.end(decision !== null && decision.why === 'limit' ? 'restart_limit' : 'child_exit');
         break;
       }
+      crashed = gen.exit;
       // The server crashed with the client still connected: a new generation takes over, and
       // gets what this one never took (frames still in mcpguard's queue, not in its stdin).
       link.goDown();
@@ -187,6 +190,12 @@ export class Session {
       // A server may take a while to start: its handshake gets --restart-wait, and never less than HANDSHAKE_MIN_MS.
       const outcome = await this.replay(gen, Math.max(options.restart!.waitMs, HANDSHAKE_MIN_MS));
       if (this.reason !== null) break;
+      if (!outcome.ok && outcome.kind === 'exited') {
+        // It died before it could take over: a crash like any other, counted against --max-restarts.
+        // What its stdin never took is mcpguard's own replay, nobody's to pass on.
+        gen.toChild.takeQueued();
+        continue;
+      }
       if (!outcome.ok) {
         stoppedBy = outcome.reason;
         io.diag.line(`${outcome.reason}; ending the session`);
@@ -223,7 +232,7 @@ export class Session {
       pid: gen.pid,
       exitCode: exit.code,
       signal: exit.signal,
-      status: exitCodeOf(exit.code, exit.signal, constants.signals as unknown as Record<string, number>),
+      status: sessionStatus(this.reason, exit, crashed),
       spawnError: null,
       forcedKill: shutdown.forced,
       unkillable: shutdown.unkillable,
@@ -259,6 +268,7 @@ export class Session {
         this.io.stderr.write(chunk, relay().calls.inFlightCallIds());
       },
       pressure: (full) => this.holdInput('byChild', full),
+      stdinStalled: () => this.io.diag.line(`the server (pid ${gen.pid}) took nothing from its stdin for ${STDIN_STALL_MS} ms with mcpguard's queue to it full; reading the client again, and refusing the requests that do not fit until it reads`),
       joins: this.joins,
       streamLost: (what, reason) => {
         if (this.reason !== null || gen.lostStream !== null) return;
@@ -294,7 +304,7 @@ export class Session {
     // A modern-era server has no handshake: every request carries what it needs.
     if (relay.eras.modern || this.watch === null) return { ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false };
     return await Promise.race([
-      replayHandshake(this.watch, { send: (frame) => gen.toChild.write(frame), intercept: (take) => (this.intercept = take), waitMs, generation: gen.number, taken: (key) => relay.idTaken(key) }),
+      replayHandshake(this.watch, { send: (frame) => gen.toChild.write(frame), intercept: (take) => (this.intercept = take), waitMs, generation: gen.number, taken: (key) => relay.idTaken(key), exited: gen.exited }),
       this.endRequested.then((): ReplayOutcome => ({ ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false })),
     ]);
   }
@@ -346,6 +356,18 @@ export class Session {
       outputDropped: 0, outputUnflushedBytes: 0, startedAt, endedAt: Date.now(),
     };
   }
+}
+
+/**
+ * What mcpguard exits with: the last generation's status; but when a restart
+ * could not bring a usable server back (restart_failed, restart_incompatible),
+ * the status of the crash it could not recover from, never 0 (1 if that
+ * generation exited 0: --restart always, or a server stopped for closing a pipe).
+ */
+function sessionStatus(reason: string | null, exit: ExitInfo, crashed: ExitInfo | null): number {
+  const signals = constants.signals as unknown as Record<string, number>;
+  if (crashed === null || (reason !== 'restart_failed' && reason !== 'restart_incompatible')) return exitCodeOf(exit.code, exit.signal, signals);
+  return exitCodeOf(crashed.code, crashed.signal, signals) || 1;
 }
 
 function describeExit(code: number | null, signal: NodeJS.Signals | null): string {

@@ -28,6 +28,13 @@ export interface Delivery {
 /** What a queued frame counts toward the limit besides its bytes: the queue entry and the Buffer object. */
 export const ENTRY_COST = 16 * 1024;
 
+/**
+ * Why a frame was refused instead of queued: the destination took nothing for
+ * the stall time while the queue was full (see FrameWriterOptions.stall). Its
+ * message is the whole reason, said to whoever sent the frame.
+ */
+export class QueueRefusal extends Error {}
+
 interface Queued {
   frame: Buffer;
   delivery: Delivery | undefined;
@@ -49,6 +56,15 @@ export interface FrameWriterOptions {
    * a restarted server can take them instead (--restart).
    */
   keepQueuedOnClose?: boolean;
+  /**
+   * A destination that takes nothing for `ms` while the queue is full has
+   * stopped reading: the source is resumed, and while the queue stays full
+   * each further frame is refused (its Delivery hears `error`) instead of
+   * queued. Pausing the source for ever would hide everything it sends after
+   * (its cancellations, its end of input) behind bytes mcpguard cannot take.
+   * The first byte the destination takes again brings the pause back.
+   */
+  stall?: { ms: number; error: QueueRefusal; onStall?: () => void };
 }
 
 export class FrameWriter {
@@ -60,6 +76,11 @@ export class FrameWriter {
   private ending = false;
   /** Frames dropped because the destination was closed or ended. */
   dropped = 0;
+  /** Frames refused because the destination had stopped reading with the queue full (see `stall`). */
+  refused = 0;
+  /** The destination stalled with the queue full: frames are refused, the source is not paused. */
+  private refusing = false;
+  private stallTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly stream: Writable, private readonly options: FrameWriterOptions) {
     stream.on('drain', () => this.flush());
@@ -108,12 +129,37 @@ export class FrameWriter {
       this.dispatch(frame, delivery);
       return;
     }
+    if (this.refusing && this.overLimit()) {
+      this.refused++;
+      delivery?.undelivered(this.options.stall!.error);
+      return;
+    }
     this.queue.push({ frame, delivery, tag });
     this.queuedBytes += frame.length;
-    if (!this.pausedSource && this.overLimit()) {
+    if (!this.pausedSource && !this.refusing && this.overLimit()) this.pauseSource();
+  }
+
+  private pauseSource(): void {
+    if (!this.pausedSource) {
       this.pausedSource = true;
       this.options.onPressure(true);
     }
+    const stall = this.options.stall;
+    if (stall === undefined) return;
+    if (this.stallTimer !== null) clearTimeout(this.stallTimer);
+    // Re-armed by every drain (flush), and by any frame the stream finished writing meanwhile:
+    // it acts only after `ms` in which the destination took nothing.
+    const pending = this.stream.writableLength;
+    this.stallTimer = setTimeout(() => {
+      this.stallTimer = null;
+      if (!this.pausedSource || this.closedError !== null) return;
+      if (this.stream.writableLength < pending) return this.pauseSource();
+      this.refusing = true;
+      this.pausedSource = false;
+      stall.onStall?.();
+      this.options.onPressure(false);
+    }, stall.ms);
+    this.stallTimer.unref();
   }
 
   private overLimit(): boolean {
@@ -159,16 +205,26 @@ export class FrameWriter {
       this.queuedBytes -= next.frame.length;
       this.dispatch(next.frame, next.delivery);
     }
-    if (this.pausedSource && !this.overLimit()) {
+    // The destination took bytes: it reads again, so the source waits for it again (a fresh stall clock).
+    this.refusing = false;
+    if (this.overLimit() && this.closedError === null) this.pauseSource();
+    else if (this.pausedSource) {
       this.pausedSource = false;
+      this.clearStall();
       this.options.onPressure(false);
     }
     if (!this.waitingForDrain && this.ending && this.closedError === null) this.stream.end();
   }
 
+  private clearStall(): void {
+    if (this.stallTimer !== null) clearTimeout(this.stallTimer);
+    this.stallTimer = null;
+  }
+
   private close(error: Error, expected: boolean): void {
     if (this.closedError !== null) return;
     this.closedError = error;
+    this.clearStall();
     if (this.options.keepQueuedOnClose === true) return this.options.onClosed(error, expected);
     this.dropped += this.queue.length;
     const queued = this.queue.splice(0);

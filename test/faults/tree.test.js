@@ -208,3 +208,26 @@ describe('the session marker', () => {
     }
   });
 });
+
+describe('a descendant that leaves the group during the shutdown', { skip: !linux && 'needs /proc' }, () => {
+  test('an orphan that calls setsid when the group is signalled is still followed, killed and named', { timeout: 30000 }, async () => {
+    const dir = workDir();
+    const pidfile = join(dir, 'pids');
+    const call = frame({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'leaver', arguments: {} } });
+    const g = runGuard(['--grace=500', '--records=off', '--', 'python3', fixture('lifecycle.py')], { keepOpen: true, timeout: 25000, env: { PIDFILE: pidfile } });
+    let out = '';
+    g.child.stdout.on('data', (chunk) => { out += chunk; });
+    g.child.stdin.write(init + call);
+    assert.ok(await eventually(() => /"id": 2/.test(out), 15000), 'no answer to the call');
+    g.child.stdin.end(); // at once: no periodic sample could have seen it either (its parent shell is long gone)
+    const s = sessionEnd((await g.done).stderr);
+    const leaver = readPid(`${pidfile}.leaver`);
+    dirs.push(dir);
+    assert.ok(leaver > 0);
+    const dead = await eventually(() => !alive(leaver), 3000);
+    if (!dead) kill(leaver);
+    assert.ok(dead || s.survivors.some((p) => p.pid === leaver), `process ${leaver} left the group on SIGTERM, survived, and is not named`);
+    assert.ok(dead, 'it was killed (SIGKILL: it outlived SIGTERM)');
+    assert.deepEqual(s.found_by_marker.map((p) => p.pid), [leaver], 'only the marker found it');
+  });
+});

@@ -182,3 +182,62 @@ describe('ids come back as the client wrote them', () => {
     } finally { cleanup(); }
   });
 });
+
+describe('a server that stops reading its stdin', () => {
+  test('10,000 requests queued, then the client\'s EOF: the session ends, each request is answered once, the log is sealed', { timeout: 90000 }, async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const N = 10000; // ~400 KB: far more than the server's pipe and mcpguard's queue (16 MiB at 16 KiB a frame) hold
+      const g = start(['--grace=300', `--record-dir=${dir}`, '--', 'python3', fixture('lifecycle.py')], { timeout: 80000 });
+      g.child.stdin.write(init + tool(2, 'hang')); // the server answers initialize, then never reads again
+      assert.ok(await g.lines(1));
+      await sleep(300);
+      let pings = '';
+      for (let id = 3; id < N; id++) pings += frame({ jsonrpc: '2.0', id, method: 'ping' });
+      g.child.stdin.end(pings);
+      const r = await g.done;
+      const answers = parseLines(r.stdout);
+      const ids = answers.map((m) => m.id).sort((a, b) => a - b);
+      assert.equal(ids.length, N - 1, 'one answer per request');
+      assert.deepEqual(ids, Array.from({ length: N - 1 }, (_, i) => i + 1));
+      const s = sessionEnd(r.stderr);
+      assert.equal(s.end_reason, 'client_eof');
+      // The ones mcpguard could not queue were refused as it read them; the queued ones when the server was stopped.
+      const refused = answers.filter((m) => /took nothing from its stdin for \d+ ms with mcpguard's queue to it full; not delivered/.test(m.error?.message ?? ''));
+      assert.ok(refused.length > 0, 'some requests were refused while the server did not read');
+      assert.ok(refused.every((m) => m.error.data.state === 'cancelled_before_dispatch'));
+      assert.equal((r.stderr.match(/took nothing from its stdin for \d+ ms with mcpguard's queue to it full; reading the client again/g) ?? []).length, 1, r.stderr);
+      const verify = await runGuard(['verify', `--record-dir=${dir}`], { timeout: 30000 }).done;
+      assert.equal(verify.code, 0, verify.stdout.toString() + verify.stderr);
+      const file = readLines(join(dir, `${s.session_id}.jsonl`)).map((l) => JSON.parse(l));
+      assert.deepEqual(file.slice(-2).map((x) => x.type), ['session_end', 'seal']);
+    } finally { cleanup(); }
+  });
+});
+
+describe('a server that stops reading its stdin, then reads again', () => {
+  test('the requests refused meanwhile are answered once; once it reads, backpressure is back and nothing more is refused', { timeout: 90000 }, async () => {
+    const N = 8000;
+    const g = start(['--grace=300', '--records=off', '--', 'python3', fixture('lifecycle.py')], { timeout: 80000 });
+    g.child.stdin.write(init + tool(2, 'pause', { ms: 7000 })); // past mcpguard's 5 s stall clock
+    assert.ok(await g.lines(1));
+    let first = '';
+    for (let id = 3; id < N; id++) first += frame({ jsonrpc: '2.0', id, method: 'ping' });
+    g.child.stdin.write(first);
+    assert.ok(await g.lines(N - 1, 60000), 'every request of the first burst answered');
+    // The server reads again: a second burst, as large, goes through backpressure alone.
+    let second = '';
+    for (let id = N; id < 2 * N; id++) second += frame({ jsonrpc: '2.0', id, method: 'ping' });
+    g.child.stdin.end(second);
+    const r = await g.done;
+    const answers = parseLines(r.stdout);
+    const byId = new Map();
+    for (const m of answers) byId.set(m.id, (byId.get(m.id) ?? 0) + 1);
+    assert.equal(byId.size, 2 * N - 1);
+    assert.ok([...byId.values()].every((n) => n === 1), 'one answer per request');
+    const refused = answers.filter((m) => m.error?.data?.state === 'cancelled_before_dispatch');
+    assert.ok(refused.length > 0, 'some of the first burst were refused while the server did not read');
+    assert.ok(refused.every((m) => m.id < N), 'none of the second burst was refused');
+    assert.ok(answers.filter((m) => m.id >= N).every((m) => m.result !== undefined));
+  });
+});

@@ -326,3 +326,58 @@ describe('crash loops', { timeout: TIMEOUT }, () => {
     }
   });
 });
+
+describe('generations that die or dawdle before they take over', { timeout: TIMEOUT }, () => {
+  test('a crash loop before the handshake (the client initialized, then every generation dies at start) ends at --max-restarts with the server\'s status', async () => {
+    const wire = open(['--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '50ms'], { CRASH_ON_START: '7' });
+    const init = await wire.initialize();
+    // Generation 1 may die before or after its stdin took the initialize: never a result, one answer either way.
+    assert.ok(['unknown_after_dispatch', 'cancelled_before_dispatch'].includes(init.error?.data?.state), JSON.stringify(init));
+    // The client stays connected: only the loop can end the session.
+    const { code, stderr } = await wire.run.done;
+    assert.equal(code, 7, stderr);
+    const end = sessionEnd(stderr);
+    assert.deepEqual([end.end_reason, end.restarts, end.generations], ['restart_limit', 3, 4], stderr);
+    assert.equal(wire.starts().length, 4);
+    assert.deepEqual(wire.alive(), []);
+    const [log] = await assertAllVerify(wire.records, 1);
+    assert.deepEqual(ofType(log, 'generation_end').map((r) => r.exit_code), [7, 7, 7, 7]);
+  });
+
+  test('a generation that exits on the replayed initialize counts as a crash: every restart is used, none waits out --restart-wait', async () => {
+    const wire = open(['--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '50ms', '--restart-wait', '60000'], { CRASH_ON_INIT_GEN: '2,3,4' });
+    await wire.initialize();
+    await wire.tool('crash', { code: 5 });
+    const { code, stderr } = await wire.run.done; // within the test's timeout, far below the 60 s wait
+    const end = sessionEnd(stderr);
+    assert.deepEqual([end.end_reason, end.restarts, end.generations], ['restart_limit', 3, 4], stderr);
+    assert.equal(code, 3, 'the last generation\'s status');
+    assert.equal(wire.starts().length, 4);
+    // Each new generation read mcpguard's replayed initialize and nothing of the client's.
+    const inits = wire.lines().filter((e) => e.message?.method === 'initialize').map((e) => [e.gen, String(e.message.id).startsWith('mcpguard-restart-')]);
+    assert.deepEqual(inits, [[1, false], [2, true], [3, true], [4, true]]);
+  });
+
+  test('a call to a known tool while the new generation takes 12 s to start waits for it (not refused at the own tools/list\'s 10 s)', async () => {
+    const wire = open(['--validate-args=on', '--restart', 'on-failure', '--restart-delay', '0'], { SLOW_START_GEN: '2:12000' });
+    await wire.initialize();
+    const listed = await wire.call('tools/list', {});
+    assert.ok(listed.result.tools.some((t) => t.name === 'echo'));
+    await wire.tool('crash', { code: 3 });
+    const echo = await wire.tool('echo', { text: 'waited' });
+    assert.match(echo.result?.content[0].text ?? '', /^gen 2 .*waited$/, JSON.stringify(echo));
+    const { code } = await wire.close();
+    assert.equal(code, 0);
+  });
+
+  test('a session that ends restart_incompatible exits with the status of the crash it could not recover from', async () => {
+    const wire = open(['--restart', 'on-failure', '--restart-delay', '0'], { PROTO_BY_GEN: '2:2025-03-26' });
+    await wire.initialize('2025-06-18');
+    await wire.tool('crash', { code: 6 });
+    const { code, stderr } = await wire.run.done;
+    const end = sessionEnd(stderr);
+    assert.equal(end.end_reason, 'restart_incompatible');
+    assert.equal(code, 6, stderr);
+    assert.equal(end.status, 6);
+  });
+});
