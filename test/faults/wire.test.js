@@ -6,7 +6,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, frame, killStarted, readLines, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
+import { fixture, frame, killStarted, readLines, runGuard, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
 
 after(killStarted);
 

@@ -223,12 +223,12 @@ describe('what a card and an approver are shown', () => {
     } finally { c.cleanup(); }
   });
 
-  test('--approve-cmd reads what the card shows: the arguments\' own text (1e400, -0, 2^53+1 as sent), secrets masked, what was masked, and the card', { timeout: TIMEOUT }, async () => {
+  test('--approve-cmd reads what the card shows: the arguments\' own text (1E2, -0, 2^53+1 as sent), secrets masked, what was masked, and the card', { timeout: TIMEOUT }, async () => {
     const scratch = tempDir();
     const stdinFile = join(scratch.dir, 'approver-stdin');
     const c = await quietSession([`--approve-cmd=python3 ${fixture('approve.py')}`], {}, { APPROVE_STDIN_TO: stdinFile, APPROVE_ALL: '1' });
     try {
-      const args = `{"command":"curl -H 'X-Api-Key: ${HEADER_SECRET}' x; rm -rf ~","n":1e400,"z":-0,"big":9007199254740993}`;
+      const args = `{"command":"curl -H 'X-Api-Key: ${HEADER_SECRET}' x; rm -rf ~","n":1E2,"z":-0,"big":9007199254740993}`;
       c.child.stdin.write(rawCall(1, 'exec', args));
       const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
       assert.equal(one.result.isError, undefined, JSON.stringify(one));
@@ -237,7 +237,7 @@ describe('what a card and an approver are shown', () => {
       assert.ok(!raw.includes(HEADER_SECRET), `the approver never gets the secret: ${raw}`);
       const action = JSON.parse(raw);
       assert.equal(action.arguments, undefined, 'no re-serialised value');
-      assert.equal(action.arguments_text, `{"command":"curl -H 'X-Api-Key: [REDACTED]' x; rm -rf ~","n":1e400,"z":-0,"big":9007199254740993}`);
+      assert.equal(action.arguments_text, `{"command":"curl -H 'X-Api-Key: [REDACTED]' x; rm -rf ~","n":1E2,"z":-0,"big":9007199254740993}`);
       assert.deepEqual(action.masked, ['an API key header value']);
       assert.match(action.card, /^Tool: exec$/m);
       assert.ok(action.card.includes(`Arguments (exactly as they will be sent, but for the secrets masked): ${action.arguments_text}`));
