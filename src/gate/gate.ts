@@ -131,7 +131,7 @@ export class Gate {
       call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
       return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
     }
-    const why = verdict.rule === null ? `the policy's default is ${verdict.decision}` : `policy rule ${verdict.rule}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
+    const why = verdict.rule === null ? `the policy's default is ${verdict.decision}` : `policy rule ${verdict.rule + 1}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
     if (verdict.decision === 'allow') return { kind: 'dispatch', frame };
     if (verdict.decision === 'deny') {
       call.decision = { by: 'policy', rule: verdict.rule, channel: null, card: null, reason: why };
@@ -162,7 +162,7 @@ export class Gate {
       if (outcome.kind === 'dispatch') this.config.hooks!.pins.accept(held.tool, held.sha256, `approved by ${call.decision?.channel ?? 'a person'}`);
       return outcome;
     };
-    const outcome = this.approvals.ask(call, request, meta, argBytes, why, rule, held.lines);
+    const outcome = this.approvals.ask(call, request, meta, argBytes, why, rule, held.lines, accept);
     if (outcome instanceof Promise) return outcome.then(settled);
     if (outcome.kind === 'card') {
       this.pinCards.set(outcome.state, held);
