@@ -113,6 +113,8 @@ test('sessions --running shows the protocol a running session negotiated', { tim
   assert.equal(row.protocol_version, '2025-06-18');
   const table = await runGuard(['sessions', '--running', '--record-dir', dir], { env: { COLUMNS: '200' }, timeout: TIMEOUT }).done;
   assert.match(table.stdout.toString().split('\n')[1], /\s2025-06-18\s+running\s/);
+  const shown = await runGuard(['show', 'last', '--record-dir', dir], { timeout: TIMEOUT }).done;
+  assert.match(shown.stdout.toString(), /\n {2}ended +not yet: running .*\n {2}protocol +2025-06-18\n/);
   run.child.stdin.end();
   assert.equal((await run.done).code, 0);
 });
