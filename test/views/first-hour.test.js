@@ -9,7 +9,7 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { BIN, ROOT, fixture, frame, killStarted, runGuard, tempDir } from '../helpers/run.js';
+import { BIN, ROOT, fixture, frame, killStarted, runCommand, runGuard, tempDir } from '../helpers/run.js';
 
 const TIMEOUT = 60000;
 const SERVER = ['python3', fixture('stdlib_server.py')];
@@ -29,10 +29,24 @@ const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVe
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 const add = (id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } });
 
+/** The relay with mcpguard's defaults (runGuard would add --validate-args=off to a relay run). */
+const relay = (args, options) => runCommand(process.execPath, [BIN, ...args], options);
+
 /** One whole session into `dir`: initialize, then an add call; resolves once mcpguard has exited. */
 async function oneSession(dir, name) {
-  const r = await runGuard(['--record-dir', dir, '--name', name, '--', ...SERVER], { input: [init, initialized, add(2)].map(frame).join(''), timeout: TIMEOUT }).done;
+  const run = relay(['--record-dir', dir, '--name', name, '--', ...SERVER], { input: [init, initialized, add(2)].map(frame).join(''), keepOpen: true, timeout: TIMEOUT });
+  await answered(run.child, 2); // the gate learns the tools first: the call is answered before stdin closes
+  run.child.stdin.end();
+  const r = await run.done;
   assert.equal(r.code, 0, r.stderr);
+}
+
+/** Resolves once mcpguard's stdout has carried the answer with this id. */
+function answered(child, id) {
+  return new Promise((resolve) => {
+    let seen = '';
+    child.stdout.on('data', (c) => { seen += c; if (seen.includes(`"id":${id},`)) resolve(); });
+  });
 }
 
 const sessionIds = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl')).map((f) => f.slice(0, -6)).sort();
@@ -96,12 +110,8 @@ test('`last` names the newest session for show, activity and logs', { timeout: T
 
 test('sessions --running shows the protocol a running session negotiated', { timeout: TIMEOUT }, async () => {
   const dir = scratch();
-  const run = runGuard(['--record-dir', dir, '--', ...SERVER], { input: [init, initialized].map(frame).join(''), keepOpen: true, timeout: TIMEOUT });
-  const answered = new Promise((resolve) => {
-    let seen = '';
-    run.child.stdout.on('data', (c) => { seen += c; if (seen.includes('"id":1')) resolve(); });
-  });
-  await answered;
+  const run = relay(['--record-dir', dir, '--', ...SERVER], { input: [init, initialized].map(frame).join(''), keepOpen: true, timeout: TIMEOUT });
+  await answered(run.child, 1);
   // The initialize call's final record is written at the end of the turn that answered it.
   let row;
   for (let i = 0; i < 100 && row?.protocol_version == null; i++) {
