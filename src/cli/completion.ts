@@ -34,6 +34,11 @@ interface Context {
   words: readonly string[];
 }
 
+/** `mcpguard pins ACTION` (views/pins-command.ts), completed right after `pins`. */
+const PINS_ACTIONS = ['list', 'show', 'diff', 'accept', 'forget', 'log'];
+/** Subcommands whose first word is one of their context's words (a subcommand, a shell, an action). */
+const WORD_FIRST = ['help', 'completion', 'pins'];
+
 const DIR_OPTIONS = new Set(['record-dir', 'cwd']);
 const FILE_OPTIONS = new Set(['audit-key-file', 'config', 'policy']);
 
@@ -56,7 +61,7 @@ async function contexts(): Promise<Context[]> {
   return [
     toContext('', [...tableOptions(RUN_OPTIONS), { name: 'version', help: '' }], subcommands),
     ...subcommands.map((name) => name === 'check' ? toContext(name, tableOptions(CHECK_OPTIONS))
-      : toContext(name, SUBCOMMANDS[name]!.options, name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : name === 'pins' ? ['list', 'show', 'diff', 'accept', 'forget'] : [])),
+      : toContext(name, SUBCOMMANDS[name]!.options, name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : name === 'pins' ? PINS_ACTIONS : [])),
   ];
 }
 
@@ -90,7 +95,7 @@ ${valueCases}  esac
   case "$sub" in
 ${optionsCase}  esac
   if [[ $cur == -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur"); return; fi
-  if [[ -z $sub && $COMP_CWORD -eq 1 ]] || { [[ $sub == help || $sub == completion ]] && ((COMP_CWORD == 2)); }; then
+  if [[ -z $sub && $COMP_CWORD -eq 1 ]] || { [[ " ${WORD_FIRST.join(' ')} " == *" $sub "* ]] && ((COMP_CWORD == 2)); }; then
     mapfile -t COMPREPLY < <(compgen -W "$extra" -- "$cur")
   fi
 }
@@ -125,7 +130,7 @@ ${valueCases}  esac
   case "$sub" in
 ${optionsCase}  esac
   if [[ $cur == -* ]]; then compadd -- $opts; return; fi
-  if [[ -z $sub && $CURRENT -eq 2 ]] || { [[ $sub == help || $sub == completion ]] && ((CURRENT == 3)); }; then
+  if [[ -z $sub && $CURRENT -eq 2 ]] || { [[ " ${WORD_FIRST.join(' ')} " == *" $sub "* ]] && ((CURRENT == 3)); }; then
     compadd -- $extra
   fi
 }

@@ -81,7 +81,7 @@ the call went to, - if it never reached one), METHOD, TOOL, STATE, STDERR SEEN/K
 DURATION; --json rows carry "generation" (null: never dispatched). Why a call was
 refused or failed goes on an indented line under its row. A call without a final record
 is open (the session runs; DURATION is then its age so far, e.g. 12.00s+) or no_final_record
-(the session ended or its mcpguard crashed).
+(the session ended or its mcpguard crashed). SESSION last is the latest session too.
 ${TIMES}`,
     options: [
       { name: 'state', arg: 'S', values: STATES, help: 'calls in state S (several: S1,S2): completed, error, tool_error, rejected, denied, cancelled_before_dispatch, cancelled_after_dispatch, timed_out_after_dispatch, unknown_after_dispatch, input_required, stream_ended, open, no_final_record' },
@@ -98,14 +98,14 @@ ${TIMES}`,
   show: {
     summary: 'one session (how it started and ended) or one call (every record it left)',
     usage: 'mcpguard show SESSION|CALL [--utc] [--color WHEN] [--record-dir DIR] [--json]',
-    about: 'SESSION and CALL may be any unique prefix of an id (s_..., c_...), and SESSION may be\nthe log file path that activity prints. A session: name, command, era, start and end, how it\nended, exit, signals sent, forced kill, survivors, stderr counts and tail, calls per\nstate. A call: each record it left (attempt, dispatch, final, decisions), field by field.\nTimes are local, with the zone (UTC with --utc).',
+    about: 'SESSION and CALL may be any unique prefix of an id (s_..., c_...: take them from\nmcpguard sessions and mcpguard activity), SESSION may be the log file path that activity\nprints, or last (the newest session). A session: name, command, era, start and end, how it\nended, exit, signals sent, forced kill, survivors, stderr counts and tail, calls per\nstate. A call: each record it left (attempt, dispatch, final, decisions), field by field,\nleaving out fields without a value. Times are local, with the zone (UTC with --utc).',
     options: [UTC, COLOR, RECORD_DIR, JSON_OUT],
     exit: VIEW_EXIT,
   },
   logs: {
     summary: 'what the server printed on stderr, for one call or one session',
     usage: 'mcpguard logs SESSION|CALL [--tail N] [--follow] [--utc] [--json] [--record-dir DIR]',
-    about: 'Prints the stderr text the records kept (masked, at most --stderr-call-bytes per call).\nCALL prints that call\'s text; SESSION prints each call that wrote stderr under a\n"==> call ID  METHOD TOOL  STATE  TIME <==" header in the order the calls ended, then\nthe stderr that came while no call was in flight. Either may be any unique prefix of\nan id; SESSION may be a log file path. TIME is when the call ended, in local time with\nthe zone (e.g. 2026-11-30 02:00:01 -05:00; UTC with --utc). Lost bytes are marked, e.g.\n  [stderr truncated: kept last 16384 of 184320 bytes]\nControl characters other than newline and tab are shown as \\xNN.',
+    about: 'Prints the stderr text the records kept (masked, at most --stderr-call-bytes per call).\nCALL prints that call\'s text; SESSION prints each call that wrote stderr under a\n"==> call ID  METHOD TOOL  STATE  TIME <==" header in the order the calls ended, then\nthe stderr that came while no call was in flight. Either may be any unique prefix of\nan id; SESSION may be a log file path, or last (the newest session). TIME is when the\ncall ended, in local time with the zone (e.g. 2026-11-30 02:00:01 -05:00; UTC with\n--utc). Lost bytes are marked, e.g.\n  [stderr truncated: kept last 16384 of 184320 bytes]\nControl characters other than newline and tab are shown as \\xNN.',
     options: [
       { name: 'tail', arg: 'N', help: 'only the last N lines over all blocks (-n N); a block keeps its header and marker' },
       { name: 'follow', help: 'keep printing as the session writes (-f); ends when the session record is written, or when the session\'s mcpguard is found gone without one (crashed)' },
@@ -176,7 +176,7 @@ export function isSubcommand(word: string): boolean {
 export function tableOptions(table: Record<string, OptionSpec>): HelpOption[] {
   return Object.entries(table).map(([name, spec]) => {
     const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES'
-      : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : spec.kind === 'label' ? 'NAME' : spec.kind === 'retain' ? 'AGE,SIZE' : 'VALUE';
+      : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : spec.kind === 'label' ? 'NAME' : spec.kind === 'retain' ? 'AGE,SIZE' : spec.arg ?? 'VALUE';
     const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
     return { name, arg, values: spec.kind === 'enum' ? spec.values : undefined, help: `${spec.help}${def}` };
   });

@@ -25,6 +25,8 @@ export interface OptionSpec {
   maxWhy?: string;
   /** May be given more than once; the values are collected in order (default []). */
   repeatable?: boolean;
+  /** What help calls the value of a `string` option (DIR, FILE, CMD); VALUE when absent. */
+  arg?: string;
   help: string;
 }
 
@@ -71,14 +73,14 @@ export const RUN_OPTIONS = {
   'stderr-passthrough-bytes': { kind: 'bytes', default: 1024 * 1024, min: 0, help: 'most child stderr mirrored; the rest is counted and reported in one line' },
   'stderr-excerpt-on-error': { kind: 'flag', default: false, help: "attach a failed tools/call's stderr excerpt to its answer under _meta \"io.mcpguard/stderr\"" },
   records: { kind: 'enum', default: 'on', values: ['on', 'best-effort', 'off'], help: "keep the hash-chained audit log of this session; on: a record directory that cannot be used is an error (exit 125) before the server starts; best-effort: the server runs anyway, without records, and mcpguard says why" },
-  'record-dir': { kind: 'string', default: null, help: 'where records go (default: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)' },
+  'record-dir': { kind: 'string', default: null, arg: 'DIR', help: 'where records go (default: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)' },
   fsync: { kind: 'flag', default: false, help: 'each record reaches the disk before the frame it describes is forwarded' },
   retain: { kind: 'retain', default: null, help: 'on start, prune the record directory in the background as mcpguard prune does: remove sealed (and crashed) session logs that ended more than AGE ago, then the oldest until the logs take at most SIZE (e.g. 30d, 1G, or 30d,1G); never a running session\'s log; a failure is a line on stderr, never the session\'s' },
-  'audit-key-file': { kind: 'string', default: null, help: 'HMAC key (at least 16 bytes, kept outside the record directory): an HMAC chain instead of a plain hash chain' },
+  'audit-key-file': { kind: 'string', default: null, arg: 'FILE', help: 'HMAC key (at least 16 bytes, kept outside the record directory): an HMAC chain instead of a plain hash chain' },
   'validate-args': { kind: 'enum', default: 'on', values: ['on', 'off'], help: "check each tools/call's arguments against the tool's inputSchema from the server's tools/list, before it reaches the server" },
   'validate-output': { kind: 'enum', default: 'report', values: ['report', 'enforce'], help: "with --validate-args on: a tools/call result whose structuredContent does not match the tool's outputSchema is reported, or (enforce) turned into a tool error" },
   policy: { kind: 'policy', default: null, help: 'a JSON policy file: which tool calls are allowed, denied, or asked about (in --config: a path, or the policy object itself)' },
-  'approve-cmd': { kind: 'string', default: null, help: 'when the client cannot show an approval card: run this command (no shell; words split on spaces) with the action as JSON on stdin; exit 0 approves' },
+  'approve-cmd': { kind: 'string', default: null, arg: 'CMD', help: 'when the client cannot show an approval card: run this command (no shell; words split on spaces) with the action as JSON on stdin; exit 0 approves' },
   'approval-timeout': { kind: 'ms', default: 120000, min: 1, help: 'an approval not answered within this wall-clock time is denied' },
   restart: { kind: 'enum', default: 'never', values: ['never', 'on-failure', 'always'], help: 'when the server exits while the client is still connected: end the session (never), start it again if it failed (on-failure: exit code other than 0 or a signal), or start it again whatever its exit (always)' },
   'max-restarts': { kind: 'count', default: 5, min: 0, max: 1000000, help: 'with --restart: most restarts within --restart-window; one more crash ends the session with that exit status' },
@@ -88,7 +90,7 @@ export const RUN_OPTIONS = {
   'on-tool-change': { kind: 'enum', default: 'ask', values: ['warn', 'ask', 'block', 'off'], help: "a tool that is new, removed or changed since the server's tools were pinned (first tools/list of this server): warn (pass, record, the pin takes it), ask (the first call shows the change on an approval card), block (hidden and refused until `mcpguard pins accept`), or off (no pins)" },
   sanitize: { kind: 'enum', default: 'on', values: ['on', 'off'], help: "write out hidden characters (controls, ANSI/OSC escapes, zero-width and bidi characters) in tool names, titles, descriptions and the server's instructions as \\uXXXX before the client sees them" },
   'sanitize-results': { kind: 'flag', default: false, help: 'also write out hidden characters in the text content of tools/call results' },
-  config: { kind: 'string', default: null, help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
+  config: { kind: 'string', default: null, arg: 'FILE', help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
   name: { kind: 'label', default: null, max: MAX_NAME_CHARS, help: `the session's name in the records and in mcpguard sessions (1 to ${MAX_NAME_CHARS} printable characters; default: the server's serverInfo.name, else the command's basename)` },
 } as const satisfies Record<string, OptionSpec>;
 

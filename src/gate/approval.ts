@@ -117,7 +117,13 @@ export class Approvals {
     this.approvedChains.delete(call.chain ?? call.callId);
   }
 
-  ask(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, why: string, rule: number | null, change?: readonly string[]): Outcome | Promise<Outcome> {
+  /**
+   * Ask a person about a call, on whatever channel this session has. `change`
+   * and `accept` (the `mcpguard pins accept` command) are given for a pinned
+   * tool's held change: the card shows the change, and a session that cannot
+   * ask says what changed and how a person accepts it.
+   */
+  ask(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, why: string, rule: number | null, change?: readonly string[], accept?: string): Outcome | Promise<Outcome> {
     const expiresAt = Date.now() + this.config.approvalTimeoutMs;
     const card = makeCard({ server: this.config.server, tool: call.tool!, argumentsText: argBytes.toString('utf8'), why, expiresAt, change });
     const shown = (channel: Decision['channel']): Decision => ({
@@ -128,7 +134,7 @@ export class Approvals {
     if (this.io.clientClosed()) {
       if (this.config.approveCmd === null) return this.clientGone(call, rule, why);
     } else if (this.io.modern()) {
-      if (!modernElicitation(request.frame, meta, request.params!)) return this.cannotAsk(call, rule, why);
+      if (!modernElicitation(request.frame, meta, request.params!)) return this.cannotAsk(call, rule, why, change, accept);
       call.decision = shown('input_required');
       const state = this.seal.seal(call.tool!, argBytes, expiresAt);
       this.shownCards.set(state, call.decision);
@@ -150,7 +156,7 @@ export class Approvals {
         return verdict.approved ? { kind: 'dispatch', frame: request.frame } : this.refuse(call, 'denied', `not approved: ${verdict.detail}`);
       });
     }
-    return this.cannotAsk(call, rule, why);
+    return this.cannotAsk(call, rule, why, change, accept);
   }
 
   private clientGone(call: Call, rule: number | null, why: string): Outcome {
@@ -158,9 +164,16 @@ export class Approvals {
     return this.refuse(call, 'denied', `not approved: ${why} asks for a person's approval, and the client closed its input before a card could be answered`);
   }
 
-  private cannotAsk(call: Call, rule: number | null, why: string): Outcome {
+  private cannotAsk(call: Call, rule: number | null, why: string, change?: readonly string[], accept?: string): Outcome {
+    const noWay = 'there is no way to ask: the client declared no elicitation capability and no --approve-cmd is set';
+    if (accept !== undefined) {
+      // A held pin change: the pins held it, not the policy; the person needs what changed and the command that accepts it.
+      call.decision = { by: 'pins', rule, channel: null, card: null, reason: why };
+      const what = change === undefined || change.length === 0 ? '' : `: ${change.join('; ')}`;
+      return this.refuse(call, 'denied', `${why}${what}. A person must approve the change before the first call, and ${noWay}. A person can accept it with: ${accept}`);
+    }
     call.decision = { by: 'policy', rule, channel: null, card: null, reason: why };
-    return this.refuse(call, 'denied', `${why} asks for a person's approval, and there is no way to ask: the client declared no elicitation capability and no --approve-cmd is set`);
+    return this.refuse(call, 'denied', `${why} asks for a person's approval, and ${noWay}`);
   }
 
   /** Legacy era: ask through the client's own elicitation UI, with a wall-clock deadline nothing else moves. */

@@ -140,7 +140,7 @@ export class Gate {
       call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
       return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
     }
-    const why = verdict.rule === null ? `the policy's default is ${verdict.decision}` : `policy rule ${verdict.rule}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
+    const why = verdict.rule === null ? `the policy's default is ${verdict.decision}` : `policy rule ${verdict.rule + 1}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
     // A held change holds whatever the policy says: the policy may add a question, never remove one.
     if (verdict.decision === 'allow') return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
     if (verdict.decision === 'deny') {
@@ -172,7 +172,7 @@ export class Gate {
       if (outcome.kind === 'dispatch') this.config.hooks!.pins.accept(held.tool, held.sha256, `approved by ${call.decision?.channel ?? 'a person'}`);
       return outcome;
     };
-    const outcome = this.bound.asked(call, request, meta, this.approvals.ask(call, request, meta, argBytes, why, rule, held.lines), held.sha256);
+    const outcome = this.bound.asked(call, request, meta, this.approvals.ask(call, request, meta, argBytes, why, rule, held.lines, accept), held.sha256);
     if (outcome instanceof Promise) return outcome.then(settled);
     if (outcome.kind === 'card') {
       this.pinCards.set(outcome.state, held);

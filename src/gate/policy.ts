@@ -27,7 +27,7 @@ export type Predicate = (value: unknown, args?: ArgsValue) => boolean;
 export type CompileWhen = (schema: object) => Predicate;
 
 export interface Rule {
-  /** 0-based position in the file, for records and messages. */
+  /** 0-based position in the file, as records keep it (`decision.rule`); messages for people say index + 1. */
   index: number;
   tool: RegExp | null;
   toolText: string | null;
@@ -77,7 +77,7 @@ export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWh
 }
 
 function buildRule(raw: unknown, index: number, source: string, compileWhen: CompileWhen): Rule {
-  const where = `rule ${index}`;
+  const where = `rule ${index + 1}`; // people count from 1; the record's `decision.rule` is the 0-based index
   if (!isObject(raw)) throw bad(source, `${where} must be an object`);
   for (const key of Object.keys(raw)) if (!RULE_KEYS.has(key)) throw bad(source, `${where}: unknown key ${JSON.stringify(key)} (known: ${[...RULE_KEYS].join(', ')})`);
   if (!isDecision(raw.decision)) throw bad(source, `${where}: "decision" must be one of ${DECISIONS.join(', ')}, got ${JSON.stringify(raw.decision)}`);

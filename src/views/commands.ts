@@ -19,6 +19,7 @@ import { EXIT_USAGE, GuardError } from '../base/errors.js';
 import { activityView } from './activity-view.js';
 import { callFilters, sessionFilters } from './filters.js';
 import { describe, recordDirFor, resolveRecordDir } from '../records/location.js';
+import { nothingHereNote } from './elsewhere.js';
 import { Output, settle } from './output.js';
 import { sessionsView } from './sessions-view.js';
 import { showView } from './show-view.js';
@@ -152,9 +153,14 @@ async function runCommand(name: RecordsCommandName, argv: string[], io: CommandI
     }
     const logs = kind === 'dir' ? listLogs(dir, (file, reason) => skipped(io, file, reason)) : [];
     const ctx: ViewContext = { output, io, dir, logs, json, clock: new Clock(utc, now), style };
-    if (name === 'sessions') return await sessionsView(ctx, filters.sessions, limit, values.running === true);
-    if (name === 'activity') return await activityView(ctx, { session: positionals[0], filters: filters.calls, limit, since: filters.since, follow: values.follow === true });
-    return await showView(ctx, positionals[0]!);
+    // No session here: say why this directory, and where this user's sessions are instead (a client that drops XDG_STATE_HOME).
+    const elsewhere = (code: number): number => {
+      if (logs.length === 0) io.stderr.write(nothingHereNote(name, dir, values['record-dir'], name !== 'sessions', positionals));
+      return code;
+    };
+    if (name === 'sessions') return elsewhere(await sessionsView(ctx, filters.sessions, limit, values.running === true));
+    if (name === 'activity') return elsewhere(await activityView(ctx, { session: positionals[0], filters: filters.calls, limit, since: filters.since, follow: values.follow === true }));
+    return elsewhere(await showView(ctx, positionals[0]!));
   } catch (error) {
     if (error instanceof GuardError) return fail(error.message, error.exitCode);
     return fail((error as Error).message, 1);

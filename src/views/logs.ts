@@ -8,8 +8,9 @@
  * only what they kept but say so.
  *
  * SESSION and CALL are ids or unique prefixes of them (`s_…`, `c_…`); a
- * session may also be named by its log file's path. Logs are read a chunk at
- * a time, never whole, so a large directory costs time, not memory.
+ * session may also be named by its log file's path, or `last` (the newest).
+ * Logs are read a chunk at a time, never whole, so a large directory costs
+ * time, not memory.
  *
  * With --follow it goes on printing what the session writes (or waits for
  * the call's final record) until the session record is written, as
@@ -35,7 +36,9 @@ import { describe as describeError, recordDirFor, resolveRecordDir } from '../re
 import type { LogRecord } from '../records/chain.js';
 import { liveness } from '../records/live.js';
 import { FOLLOW_POLL_MS, LineReader, forEachLine, listLogFiles, parseRecord } from '../records/read.js';
-import { logEnds } from './views.js';
+import { listLogs, logEnds } from './views.js';
+import { NEWEST } from './view-kit.js';
+import { nothingHereNote } from './elsewhere.js';
 import type { CommandIO } from './commands.js';
 import type { Output } from './output.js';
 
@@ -97,7 +100,12 @@ export async function runLogsCommand(argv: string[], io: CommandIO, output: Outp
   let source: Source;
   try {
     const found = find(dir, wanted);
-    if (typeof found === 'string') return fail(found, 1);
+    if (typeof found === 'string') {
+      fail(found, 1);
+      // An empty record directory: say why this one, and where this user's sessions are instead.
+      if (!exists(dir) || listLogFiles(dir).length === 0) io.stderr.write(nothingHereNote('logs', dir, values['record-dir'], true, [wanted]));
+      return 1;
+    }
     source = found;
   } catch (error) {
     return fail(describeError(error), 1);
@@ -185,6 +193,10 @@ interface Source {
 /** The session or call a name means, or why there is none. */
 function find(dir: string, wanted: string): Source | string {
   if (wanted.endsWith('.jsonl') || wanted.includes('/')) return sessionSource(wanted);
+  if (wanted === NEWEST) {
+    const newest = exists(dir) ? listLogs(dir).at(-1) : undefined; // by header time, as `sessions` orders them
+    return newest === undefined ? `no sessions in '${dir}'` : sessionSource(newest.file);
+  }
   const files = exists(dir) ? listLogFiles(dir) : [];
   const sessions = wanted.startsWith('c_') ? [] : files.filter((f) => basename(f, '.jsonl').startsWith(wanted));
   const calls = wanted.startsWith('s_') ? new Map<string, string>() : findCalls(files, wanted);

@@ -2,20 +2,20 @@
  * `mcpguard show SESSION|CALL`: a session (any unique prefix of its id, or
  * its log file's path) as show.ts describes it, or every record a call left,
  * field by field. Session ids and call ids have different prefixes (`s_`,
- * `c_`), so a prefix names sessions first.
+ * `c_`), so a prefix names sessions first. `last` is the newest session.
  */
 import type { LogRecord } from '../records/chain.js';
 import { jsonLine } from '../mask/escape.js';
 import { fieldLine, printable } from './format.js';
 import { liveness } from '../records/live.js';
 import { showSession } from './show.js';
-import { emit, looksLikePath, notFound, pickSession, titleLine, warnUnreadable, type ViewContext } from './view-kit.js';
+import { emit, looksLikePath, NEWEST, notFound, pickSession, titleLine, warnUnreadable, type ViewContext } from './view-kit.js';
 import { findCall, summarizeLog } from './views.js';
 import type { Clock } from './when.js';
 
 export async function showView(ctx: ViewContext, wanted: string): Promise<number> {
   const { logs, output, io, dir, json } = ctx;
-  if (looksLikePath(wanted) || wanted.startsWith('s_') || (!wanted.startsWith('c_') && logs.some((l) => l.sessionId.startsWith(wanted)))) {
+  if (looksLikePath(wanted) || wanted === NEWEST || wanted.startsWith('s_') || (!wanted.startsWith('c_') && logs.some((l) => l.sessionId.startsWith(wanted)))) {
     const ref = pickSession(logs, wanted, dir);
     if (typeof ref === 'string') return notFound(io, ref);
     const log = summarizeLog(ref.file);
@@ -34,7 +34,7 @@ export async function showView(ctx: ViewContext, wanted: string): Promise<number
   }
   output.write(titleLine(`call ${printable(found.callId)} in session ${found.log.sessionId}`, found.log.file, ctx.style.width));
   for (const record of found.records) {
-    output.write(`\n#${String(record.seq)}  ${ctx.clock.full(typeof record.ts === 'string' ? record.ts : null)}  ${printable(String(record.type))}\n`);
+    output.write(`\n#${String(record.seq)}  ${ctx.clock.fullMs(typeof record.ts === 'string' ? record.ts : null)}  ${printable(String(record.type))}\n`);
     if (!await emit(output, fields(record, ctx.clock, ctx.style.width))) return 0;
   }
   return 0;
@@ -43,17 +43,32 @@ export async function showView(ctx: ViewContext, wanted: string): Promise<number
 const CHAIN_ONLY = new Set(['seq', 'ts', 'type', 'prev', 'hash', 'call_id']);
 
 /**
- * One line per field, names aligned; times (`*_at`) in the view's zone. A
- * value too long for the terminal goes on its own lines below its name,
- * wrapped, rather than past the right edge.
+ * One line per field, names aligned; times (`*_at`) in the view's zone, to
+ * the millisecond (a call's times are often within one second). Fields
+ * without a value (null, '', [] or {}) are left out: --json has them all.
+ * The decision is spread into its own fields, its policy rule counted from 1
+ * as the refusal text counts it (the record keeps the 0-based index). A value
+ * too long for the terminal goes on its own lines below its name, wrapped,
+ * rather than past the right edge.
  */
 function fields(record: LogRecord, clock: Clock, width: number | null): string {
-  const keys = Object.keys(record).filter((k) => !CHAIN_ONLY.has(k)).sort();
-  const pad = Math.max(0, ...keys.map((k) => k.length));
-  return keys.map((k) => {
+  const shown: Array<[string, unknown]> = [];
+  for (const k of Object.keys(record).filter((key) => !CHAIN_ONLY.has(key)).sort()) {
     const v = record[k];
-    return fieldLine(k, pad, k.endsWith('_at') && typeof v === 'string' && !Number.isNaN(Date.parse(v)) ? clock.full(v)
-      : typeof v === 'string' ? v : JSON.stringify(v), width);
-  }).join('');
+    if (k === 'decision' && isObject(v)) {
+      for (const [dk, dv] of Object.entries(v)) shown.push([`decision.${dk}`, dk === 'rule' && typeof dv === 'number' ? `policy rule ${dv + 1}` : dv]);
+    } else shown.push([k, v]);
+  }
+  const kept = shown.filter(([, v]) => !empty(v));
+  const pad = Math.max(0, ...kept.map(([k]) => k.length));
+  return kept.map(([k, v]) => fieldLine(k, pad, k.endsWith('_at') && typeof v === 'string' && !Number.isNaN(Date.parse(v)) ? clock.fullMs(v)
+    : typeof v === 'string' ? v : JSON.stringify(v), width)).join('');
 }
 
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function empty(v: unknown): boolean {
+  return v === null || v === undefined || v === '' || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0);
+}

@@ -29,6 +29,8 @@ export function showSession(
   ];
   if (end === undefined) {
     lines.push(['ended', log.sealed ? 'sealed without a session record' : endless(live, start.mcpguard_pid)]);
+    // Before the session record, the version its calls' final records carry (views.ts), once one has ended.
+    if (row.protocol_version !== null) lines.push(['protocol', row.protocol_version]);
   } else {
     lines.push(
       ['ended', `${clock.full(str(end.ended_at))}  (after ${formatDuration(row.duration_ms)})`],

@@ -75,9 +75,12 @@ export function looksLikePath(wanted: string): boolean {
   return wanted.includes('/') || wanted.endsWith('.jsonl');
 }
 
-/** The session a name means: a log file's path, an exact id, else a unique prefix; the latest when none is named. */
+/** The word that names the newest session wherever a SESSION is asked for (no id starts with it: ids start `s_` or `c_`). */
+export const NEWEST = 'last';
+
+/** The session a name means: a log file's path, an exact id, else a unique prefix; the latest when none is named, or `last`. */
 export function pickSession(logs: LogRef[], wanted: string | undefined, dir: string): LogRef | string {
-  if (wanted === undefined) return logs.at(-1) ?? `no sessions in '${dir}'`;
+  if (wanted === undefined || wanted === NEWEST) return logs.at(-1) ?? `no sessions in '${dir}'`;
   if (looksLikePath(wanted)) {
     const file = resolve(wanted);
     const listed = logs.find((l) => l.file === file);

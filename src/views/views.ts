@@ -29,6 +29,8 @@ export interface LogSummary extends LogEnds {
   rejected: number;
   /** `restart` records counted, when the log was read through (an unsealed log always is). */
   restartsSeen?: number;
+  /** The protocol version of the first call that ended with one (initialize's, when it has one), when the log was read through. */
+  protocolSeen?: string | null;
 }
 
 // A header, session_start and child_started come first; the session record and the seal last.
@@ -143,6 +145,8 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
   let records = 0;
   let rejects = 0;
   let restarts = 0;
+  let protocol: string | null = null;
+  let negotiated = false;
   let number = 0;
   for (const line of lines) {
     number++;
@@ -158,6 +162,11 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
       if (!inFlight.has(r.call_id)) callCount++;
       if (r.type === 'call_end') inFlight.delete(r.call_id);
       else inFlight.add(r.call_id);
+      // A running session has no session record yet: the protocol it negotiated is on its calls' final records.
+      if (r.type === 'call_end' && typeof r.protocol_version === 'string' && !negotiated) {
+        protocol = r.protocol_version;
+        negotiated = r.method === 'initialize'; // initialize's answer settles it; any other call's only stands in until then
+      }
     }
     else if (r.type === 'reject') rejects++;
     else if (r.type === 'restart') restarts++;
@@ -169,7 +178,7 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
   return {
     ...refOf(file, header), start, end, serverInfo, seal: last?.type === 'seal' ? last : undefined, unreadable,
     torn: typeof torn === 'function' ? torn() : torn, sealed: last?.type === 'seal', records,
-    calls: counts?.calls ?? callCount, rejected: counts?.rejected ?? rejects, restartsSeen: restarts,
+    calls: counts?.calls ?? callCount, rejected: counts?.rejected ?? rejects, restartsSeen: restarts, protocolSeen: protocol,
   };
 }
 
@@ -191,7 +200,11 @@ export interface SessionRow {
   /** From the session record's per-state counts when it has them (calls with a final record), else the calls seen (each once). */
   calls: number;
   rejected: number;
-  /** `legacy`, `modern` or `unknown`, and the protocol version, from the session record; null before it ends. */
+  /**
+   * `legacy`, `modern` or `unknown`, and the protocol version, from the session
+   * record; before it (running, crashed) the era is null and the version the
+   * one its calls' final records carry, if any has ended yet.
+   */
   era: string | null;
   protocol_version: string | null;
   sealed: boolean;
@@ -229,7 +242,7 @@ export function sessionRow(log: LogSummary): SessionRow {
     calls: log.calls,
     rejected: log.rejected,
     era: str(end?.era),
-    protocol_version: str(end?.protocol_version),
+    protocol_version: end === undefined ? log.protocolSeen ?? null : str(end.protocol_version),
     sealed: log.sealed,
     torn: log.torn,
     records: log.records,

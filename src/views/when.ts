@@ -90,6 +90,12 @@ export class Clock {
     return p === null ? '-' : `${p.date} ${p.time} ${this.utc ? 'UTC' : offsetText(p.offset)}`;
   }
 
+  /** `2026-11-30 18:47:07.123 -05:00`: `full` to the millisecond, as one record's times are compared; `-` when unknown. */
+  fullMs(iso: string | null): string {
+    const p = this.parts(iso);
+    return p === null ? '-' : `${p.date} ${p.time}.${String(p.ms).padStart(3, '0')} ${this.utc ? 'UTC' : offsetText(p.offset)}`;
+  }
+
   /** `18:47:07.123` (and the offset if it is not the table's); `-` when unknown. */
   clock(iso: string | null): string {
     const p = this.parts(iso);

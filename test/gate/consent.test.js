@@ -243,7 +243,7 @@ describe('what a card and an approver are shown', () => {
       assert.ok(action.card.includes(`Arguments (exactly as they will be sent, but for the secrets masked): ${action.arguments_text}`));
       assert.ok(action.card.includes('1 secret masked: an API key header value'));
       assert.equal(action.tool, 'exec');
-      assert.equal(action.reason, 'policy rule 0 (commands need a person)');
+      assert.equal(action.reason, 'policy rule 1 (commands need a person)');
       assert.ok(readFileSync(join(c.dir, 'server-lines'), 'utf8').includes(args), 'the server got the arguments byte for byte');
     } finally { c.cleanup(); scratch.cleanup(); }
   });

@@ -98,15 +98,15 @@ describe('policy', () => {
       const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
       await c.waitFor((m) => m.id === 2, 'answer to 2');
       assert.equal(one.result.isError, true);
-      assert.match(one.result.content[0].text, /denied by policy rule 1 \(no rm from agents\)/);
+      assert.match(one.result.content[0].text, /denied by policy rule 2 \(no rm from agents\)/, 'people count rules from 1');
       const r = await c.finish();
       assert.deepEqual(calledAtServer(c), [2]);
       const end = endOf(r.records, 1);
       assert.equal(end.state, 'denied');
       assert.equal(end.decision.by, 'policy');
-      assert.equal(end.decision.rule, 1);
+      assert.equal(end.decision.rule, 1, "the record keeps the rule's 0-based index");
       const activity = (await runGuard(['activity', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
-      assert.match(activity, / denied .*\n {4}denied by policy rule 1 \(no rm from agents\)/, 'activity shows the refusal, and its reason on the line below');
+      assert.match(activity, / denied .*\n {4}denied by policy rule 2 \(no rm from agents\)/, 'activity shows the refusal, and its reason on the line below');
     } finally { c.cleanup(); }
   });
 
@@ -128,14 +128,14 @@ describe('policy', () => {
       c.send(call(1, 'delete_file', { path: '/tmp/x' }));
       const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
       assert.equal(one.result.isError, true);
-      assert.match(one.result.content[0].text, /denied by policy rule 0 \(no destructive tools; the tool's annotations are unknown/);
+      assert.match(one.result.content[0].text, /denied by policy rule 1 \(no destructive tools; the tool's annotations are unknown/);
       c.send({ jsonrpc: '2.0', id: 'l', method: 'tools/list' });
       await c.waitFor((m) => m.id === 'l', 'tools/list');
       c.send(call(2, 'exec', { command: 'ls' }), call(3, 'delete_file', { path: '/tmp/x' }));
       const two = await c.waitFor((m) => m.id === 2, 'answer to 2');
       const three = await c.waitFor((m) => m.id === 3, 'answer to 3');
       assert.equal(two.result.isError, undefined, 'exec is listed without annotations: no rule applies');
-      assert.match(three.result.content[0].text, /denied by policy rule 0 \(no destructive tools\)$/);
+      assert.match(three.result.content[0].text, /denied by policy rule 1 \(no destructive tools\)$/);
       const r = await c.finish();
       assert.deepEqual(calledAtServer(c), [2], 'the unlisted destructive tool never reached the server');
       assert.equal(endOf(r.records, 1).decision.rule, 0);
@@ -460,10 +460,10 @@ describe('the tools mcpguard knows', () => {
 
 describe('options checked at start (exit 125, nothing started)', () => {
   const cases = [
-    [{ rules: [{ tool: 'x', decision: 'maybe' }] }, /rule 0: "decision" must be one of allow, ask, deny, got "maybe"/],
-    [{ rules: [{ tool: 'x', decision: 'deny' }, { tool: 'y', when: { type: 'strin' }, decision: 'deny' }] }, /rule 1: "when" is not a usable JSON Schema/],
-    [{ rules: [{ tool: 'x', decision: 'deny', extra: 1 }] }, /rule 0: unknown key "extra"/],
-    [{ rules: [{ annotations: { readOnlyHint: true }, decision: 'allow' }] }, /rule 0: a rule that matches "annotations" may only ask or deny/],
+    [{ rules: [{ tool: 'x', decision: 'maybe' }] }, /rule 1: "decision" must be one of allow, ask, deny, got "maybe"/],
+    [{ rules: [{ tool: 'x', decision: 'deny' }, { tool: 'y', when: { type: 'strin' }, decision: 'deny' }] }, /rule 2: "when" is not a usable JSON Schema/],
+    [{ rules: [{ tool: 'x', decision: 'deny', extra: 1 }] }, /rule 1: unknown key "extra"/],
+    [{ rules: [{ annotations: { readOnlyHint: true }, decision: 'allow' }] }, /rule 1: a rule that matches "annotations" may only ask or deny/],
     [{ default: 'allow', hide: true }, /unknown key "hide"/],
     ['{not json', /not JSON/],
   ];
@@ -491,7 +491,7 @@ describe('options checked at start (exit 125, nothing started)', () => {
       const input = [init(), initialized, call(1, 'exec', { command: 'ls' })].map((m) => `${JSON.stringify(m)}\n`).join('');
       const r = await runGuard([`--config=${config}`, '--', ...SERVER], { input, timeout: TIMEOUT }).done;
       const one = r.stdout.toString().trim().split('\n').map((l) => JSON.parse(l)).find((m) => m.id === 1);
-      assert.match(one.result.content[0].text, /denied by policy rule 0 \(from config\)/);
+      assert.match(one.result.content[0].text, /denied by policy rule 1 \(from config\)/);
     } finally { cleanup(); }
   });
 

@@ -67,7 +67,7 @@ test('a call that needs a card, decided after the client closed its input: denie
   assert.equal(card, undefined, 'no card: the call was decided after the EOF, when no card could be answered any more');
   const one = r.out.find((m) => m.id === 1);
   assert.equal(one.result.isError, true);
-  assert.match(one.result.content[0].text, /not approved: policy rule 0 asks for a person's approval, and the client closed its input before a card could be answered/);
+  assert.match(one.result.content[0].text, /not approved: policy rule 1 asks for a person's approval, and the client closed its input before a card could be answered/);
   assert.ok(r.out.find((m) => m.id === 2)?.result?.content, 'the other call was answered by the server');
   assert.deepEqual(r.atServer.filter((m) => m.method === 'tools/call').map((m) => m.id), [2]);
   const end = endOf(r.records, 1);
