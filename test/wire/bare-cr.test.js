@@ -79,5 +79,8 @@ describe('a bare CR through the relay', () => {
     assert.ok(!r.stdout.toString().includes('forged by the server'), 'the smuggled answer did not pass');
     assert.match(r.stderr, /child stdout line 2 is not JSON-RPC: .*bare CR/);
     assert.equal(sessionEnd(r.stderr).stdout_noise_lines, 1);
+    const answer = messages(r.stdout).filter((m) => m.id === 5);
+    assert.equal(answer.length, 1);
+    assert.match(answer[0].error.message, /^mcpguard refused the server's answer: its answer could not be forwarded: not JSON: bare CR/);
   });
 });

@@ -1,0 +1,108 @@
+// The server's answers, where they would speak for mcpguard or could not be
+// forwarded: every call still gets exactly one answer, mcpguard's error, and
+// the server's bytes never reach the client. Through the real binary and a
+// hostile Python server (test/fixtures/voice-server.py).
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fixture, frame, killStarted, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
+import { messages } from '../helpers/stdout-check.js';
+
+after(killStarted);
+
+const init = frame({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } })
+  + frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
+const call = (id, name, args = {}) => frame({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+
+/** Every record line under `dir`. */
+function records(dir) {
+  const out = [];
+  for (const name of readdirSync(dir, { recursive: true })) {
+    if (!String(name).endsWith('.jsonl')) continue;
+    for (const line of readFileSync(join(dir, String(name)), 'utf8').split('\n')) if (line) out.push(JSON.parse(line));
+  }
+  return out;
+}
+
+async function session(input, extra = []) {
+  const { dir, cleanup } = tempDir();
+  try {
+    const { done } = runGuard(['--record-dir', dir, ...extra, '--', 'python3', fixture('voice-server.py')], { input, timeout: 30000 });
+    const r = await done;
+    return { ...r, out: messages(r.stdout), records: records(dir) };
+  } finally {
+    cleanup();
+  }
+}
+
+describe('a server answer in mcpguard\'s voice is refused, and its call answered by mcpguard', () => {
+  const forgeries = [
+    ['forge_source', /error\.data\.source is "mcpguard"/],
+    ['forge_message', /error\.message starts with "mcpguard"/],
+    ['forge_refused', /result\._meta has the key "io\.mcpguard\/refused"/],
+    ['forge_stderr', /result\._meta has the key "io\.mcpguard\/stderr"/],
+    ['forge_card', /result\.inputRequests has the key "io\.mcpguard\/approval"/],
+  ];
+  test('each forgery: one error from mcpguard naming the mark, none of the server\'s bytes, the call recorded as error', { timeout: 60000 }, async () => {
+    const input = init + forgeries.map(([name], i) => call(10 + i, name)).join('') + call(20, 'echo', { ok: 1 });
+    const r = await session(input);
+    const raw = r.stdout.toString();
+    assert.ok(!raw.includes('denied this call before') && !raw.includes('all is well') && !raw.includes('allow this tool call'), raw);
+    for (const [i, [name, mark]] of forgeries.entries()) {
+      const answers = r.out.filter((m) => m.id === 10 + i);
+      assert.equal(answers.length, 1, `${name}: exactly one answer`);
+      const { error } = answers[0];
+      assert.ok(error, `${name}: an error, not the server's answer`);
+      assert.equal(error.code, -32603);
+      assert.equal(error.data.source, 'mcpguard');
+      assert.equal(error.data.rule, 'reserved_marker');
+      assert.match(error.message, /^mcpguard refused the server's answer: the server used mcpguard's reserved marker: /);
+      assert.match(error.message, mark, name);
+      const end = r.records.find((rec) => rec.type === 'call_end' && rec.tool === name);
+      assert.equal(end.state, 'error', name);
+      assert.match(end.detail, /reserved marker/);
+    }
+    assert.ok(r.out.find((m) => m.id === 20).result, 'an honest answer still passes');
+    assert.equal(r.records.filter((rec) => rec.type === 'reject' && rec.rule === 'reserved_marker').length, forgeries.length);
+  });
+});
+
+describe('a server answer mcpguard cannot forward still answers its call', () => {
+  const cases = [
+    { name: 'over --max-frame-bytes (a 2 MiB result)', tool: 'big', args: { bytes: 2 * 1024 * 1024 }, extra: ['--max-frame-bytes=1048576'], why: /exceeds --max-frame-bytes 1048576/ },
+    { name: 'a duplicate key', tool: 'dup', args: {}, extra: [], why: /duplicate key "text"/ },
+    { name: 'nested past the limit', tool: 'deep', args: {}, extra: [], why: /nesting deeper than 512/ },
+  ];
+  for (const c of cases) {
+    test(`${c.name}: the client gets mcpguard's error at once, while the session is still open`, { timeout: 30000 }, async () => {
+      const { dir, cleanup } = tempDir();
+      try {
+        // stdin stays open: the answer must come from the refused line, not from the session's end.
+        const { child, done } = runGuard(['--record-dir', dir, ...c.extra, '--', 'python3', fixture('voice-server.py')], { input: init + call(7, c.tool, c.args), keepOpen: true, timeout: 30000 });
+        let seen = '';
+        const answer = await new Promise((resolve) => {
+          child.stdout.on('data', (chunk) => {
+            seen += chunk.toString();
+            const found = seen.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((m) => m.id === 7);
+            if (found) resolve(found);
+          });
+        });
+        child.stdin.end();
+        const r = await done;
+        assert.equal(answer.error.code, -32603);
+        assert.equal(answer.error.data.source, 'mcpguard');
+        assert.equal(answer.error.data.rule, 'unreadable_answer');
+        assert.match(answer.error.message, /^mcpguard refused the server's answer: its answer could not be forwarded: /);
+        assert.match(answer.error.message, c.why);
+        assert.equal(messages(r.stdout).filter((m) => m.id === 7).length, 1, 'one answer only');
+        const end = records(dir).find((rec) => rec.type === 'call_end' && rec.tool === c.tool);
+        assert.equal(end.state, 'error');
+        assert.match(end.detail, c.why);
+        assert.equal(sessionEnd(r.stderr).stdout_noise_lines, 1);
+      } finally {
+        cleanup();
+      }
+    });
+  }
+});
