@@ -265,7 +265,8 @@ export class Relay extends CallKeeper {
 
   private childEvent(event: LineEvent, slot: Message[] | null): void {
     if (event.kind === 'oversize') return this.unreadable(event.line, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, event.head, event.bytes, peekAnswerId(event.head));
-    if (event.kind === 'partial') return this.unreadable(event.line, 'incomplete line at end of output (no newline)', event.bytes, event.bytes.length, peekAnswerId(event.bytes));
+    // Cut off by the end of the server's output: the session is ending, and its end answers the call with how the server went.
+    if (event.kind === 'partial') return this.noise(event.line, 'incomplete line at end of output (no newline)', event.bytes, event.bytes.length);
     const message: Classified = classifyFrame(event.frame, this.classifyOptions());
     if (message.kind === 'invalid') {
       // A line that names a method is a request or notification: its id is not an answer's.
