@@ -8,6 +8,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fixture, frame, killStarted, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
 import { messages } from '../helpers/stdout-check.js';
+import { classifyFrame, peekAnswerId, peekId } from '../../dist/wire/jsonrpc.js';
+import { reservedMarker } from '../../dist/mcp/reserved.js';
 
 after(killStarted);
 
@@ -105,4 +107,29 @@ describe('a server answer mcpguard cannot forward still answers its call', () =>
       }
     });
   }
+});
+
+describe('reading an answer\'s id and marks', () => {
+  test('peekAnswerId: an id only when no readable member is "method"', () => {
+    const head = (text) => Buffer.from(text);
+    assert.equal(peekAnswerId(head('{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"xxxx')), 7);
+    assert.equal(peekAnswerId(head('{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"x":"xxxx')), null);
+    assert.equal(peekAnswerId(head('{"method":"x","jsonrpc":"2.0","id":7,"params":{')), null);
+    assert.equal(peekId(head('{"jsonrpc":"2.0","id":7,"method":"x","params":{')), 7, 'a client line keeps its id');
+    assert.equal(peekAnswerId(head('{"jsonrpc":"2.0","id":7,"id":8,"result":{}}')), null, 'two ids: none');
+  });
+
+  test('reservedMarker: mcpguard\'s marks, however spelled; other answers pass', () => {
+    const mark = (value) => {
+      const r = classifyFrame(Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id: 1, ...value })}\n`), { allowBatch: false });
+      assert.equal(r.kind, 'response');
+      return reservedMarker(r);
+    };
+    assert.match(mark({ error: { code: 1, message: '\u200b MCPGuard: denied' } }), /error\.message/);
+    assert.match(mark({ error: { code: 1, message: 'x', data: { source: 'MCPGUARD' } } }), /error\.data\.source/);
+    assert.match(mark({ error: { code: 1, message: 'x', data: { _meta: { 'io.mcpguard/stderr': 'x' } } } }), /error\.data\._meta/);
+    assert.match(mark({ result: { content: [], _meta: { 'IO.MCPGUARD/refused': {} } } }), /result\._meta/);
+    assert.equal(mark({ result: { content: [{ type: 'text', text: 'mcpguard: fine' }], _meta: { 'io.example/x': 1 } } }), null);
+    assert.equal(mark({ error: { code: 1, message: 'the mcpguard proxy said no', data: { source: 'server' } } }), null);
+  });
 });
