@@ -40,7 +40,8 @@ function reservedKeyIn(frame: Buffer, node: JsonNode | undefined, where: string)
   const object = membersOf(frame, node);
   if (object === null || object === undefined) return null;
   for (const key of object.members!.keys()) {
-    if (folded(key).startsWith(RESERVED_KEY_PREFIX)) return `${where} has the key ${JSON.stringify(key)}`;
+    // The key is the server's: shown cut, and quoted (JSON escapes its control characters).
+    if (folded(key).startsWith(RESERVED_KEY_PREFIX)) return `${where} has the key ${JSON.stringify(key.length > 64 ? `${key.slice(0, 64)}…` : key)}`;
   }
   return null;
 }
@@ -55,6 +56,7 @@ export function speaksAsMcpguard(text: string): boolean {
 
 const UNSEEN_START = /^[\p{White_Space}\p{Cc}\p{Cf}]+/u;
 
+/** The start of a text as a reader sees it: what cannot be seen before it dropped, case folded. */
 function folded(text: string): string {
-  return text.slice(0, 64).replace(UNSEEN_START, '').toLowerCase();
+  return text.slice(0, 256).replace(UNSEEN_START, '').toLowerCase();
 }

@@ -372,14 +372,15 @@ export class Relay extends CallKeeper {
    * `error`, and the client gets mcpguard's error saying why in its place.
    */
   private refuseAnswer(call: Call, reason: string, rule: string): void {
-    const why = `mcpguard refused the server's answer: ${reason}`;
+    // The reason may quote the server (a key, a member name): masked like every quote of it.
+    const why = `mcpguard refused the server's answer: ${processMasker().text(reason)}`;
     this.end(call, 'error', why);
     this.toClient.write(errorResponse(call.requestId, INTERNAL_ERROR, why, { state: 'error', rule }));
   }
 
   /**
-   * A server line that cannot be forwarded (too long, cut off, not valid
-   * JSON-RPC): noise. If its first bytes name a call in flight as the one it
+   * A server line that cannot be forwarded (too long, not valid JSON-RPC):
+   * noise. If its first bytes name a call in flight as the one it
    * answers, that call gets its one answer now, mcpguard's error, instead of
    * waiting until the session ends for an answer that will never pass.
    */
