@@ -319,13 +319,17 @@ class Scanner {
     const { buf, end } = this;
     while (pos < end) {
       const c = buf[pos]!;
-      if (c !== 0x20 && c !== 0x09 && c !== 0x0a) {
-        if (c !== 0x0d) break;
-        if (this.crOnlyAt >= 0 && pos !== this.crOnlyAt) this.fail('bare CR (0x0d) before the end of the line: a reader with universal newlines would end the line here', pos);
-      }
+      if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) break;
+      // Only whitespace pays for this test; the refusal is out of line so that this loop stays small.
+      if (c === 0x0d && this.crOnlyAt !== -1 && pos !== this.crOnlyAt) this.bareCr(pos);
       pos++;
     }
     return pos;
+  }
+
+  /** A CR a line scan does not allow (see scanRootInto). */
+  private bareCr(pos: number): never {
+    this.fail('bare CR (0x0d) before the end of the line: a reader with universal newlines would end the line here', pos);
   }
 
   fail(reason: string, offset: number): never {
