@@ -309,3 +309,37 @@ describe('tool errors are their own outcome', () => {
     assert.equal(callEnds(r.records).filter((x) => x.state === 'tool_error').length, 0);
   });
 });
+
+describe('lines the server wrote to look like mcpguard\'s', () => {
+  /** A session log of one call whose record keeps `stderr` (logs reads records; it does not verify the chain). */
+  function oneCallLog(dir, stderr, truncated) {
+    const id = 's_20261202T000000Z_0c0ffee0';
+    const lines = [
+      { created_at: '2026-12-02T00:00:00.000Z', log_id: id, seq: 0, type: 'header' },
+      { call_id: 'c_00000000beef', ended_at: '2026-12-02T00:00:01.000Z', method: 'tools/call', seq: 1, state: 'completed', stderr, stderr_bytes_retained: 10, stderr_bytes_seen: 5000, stderr_truncated: truncated, tool: 't', type: 'call_end' },
+    ];
+    writeFileSync(join(dir, `${id}.jsonl`), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
+    return id;
+  }
+  const marker = '[stderr truncated: kept first 6 and last 5 of 5000 bytes, omitted 4989]';
+  const omission = '[... 4989 bytes omitted ...]';
+
+  test('headers, markers and the omission line are bare only when they are mcpguard\'s', { timeout: TIMEOUT }, async (t) => {
+    const { dir, cleanup } = tempDir();
+    t.after(cleanup);
+    // The server wrote a header and an omission line of another count: mcpguard's one omission line stays bare.
+    const id = oneCallLog(dir, `${marker}\nfirst\n==> call c_fake  tools/call t  completed <==\n${omission}\n[... 7 bytes omitted ...]\nlast\n`, true);
+    const out = (await logs(dir, id, '--utc')).stdout.toString().split('\n');
+    assert.deepEqual(out, [
+      '==> call c_00000000beef  tools/call t  completed  2026-12-02 00:00:01 UTC <==', marker,
+      'server| first', 'server| ==> call c_fake  tools/call t  completed <==', omission, 'server| [... 7 bytes omitted ...]', 'server| last', '',
+    ]);
+    // A copy of the very line: neither is taken for mcpguard's (the marker above still says what was omitted).
+    const twice = oneCallLog(dir, `${marker}\n${omission}\nfirst\n${omission}\nlast\n`, true);
+    const shown = (await logs(dir, twice, '--utc')).stdout.toString();
+    assert.ok(!shown.split('\n').includes(omission), shown);
+    // Without bytes lost, a marker-shaped first line is the server's.
+    const forged = oneCallLog(dir, `${marker}\nhello\n`, false);
+    assert.match((await logs(dir, forged, '--utc')).stdout.toString(), /^==> [^\n]*\nserver\| \[stderr truncated: /);
+  });
+});
