@@ -385,23 +385,32 @@ export class Relay extends CallKeeper {
    * waiting until the session ends for an answer that will never pass.
    */
   private unreadable(line: number, reason: string, bytes: Buffer, length: number, id: RequestId | null): void {
-    const call = id === null ? undefined : this.calls.inFlight.get(idKey(id));
-    if (call !== undefined && call.state === null) this.refuseAnswer(call, `its answer could not be forwarded: ${reason}`, 'unreadable_answer');
+    const call = id === null ? undefined : this.sentCall(idKey(id));
+    if (call !== undefined) this.refuseAnswer(call, `its answer could not be forwarded: ${reason}`, 'unreadable_answer');
     this.noise(line, reason, bytes, length);
   }
 
   /**
+   * The call with this id key that is waiting for the server's answer, if
+   * any: one the server was sent. A call the gate holds, or that waits to be
+   * written, never reached the server, so nothing the server writes may end it.
+   */
+  private sentCall(key: string): Call | undefined {
+    const call = this.calls.inFlight.get(key);
+    return call !== undefined && call.state === null && call.dispatchedAt !== null ? call : undefined;
+  }
+
+  /**
    * A server line whose answer speaks in mcpguard's voice (mcp/reserved.ts):
-   * not forwarded, not rewritten. Every call it answers gets mcpguard's error
-   * naming the mark; what else the line held (a batch's requests and
-   * notifications) goes with it.
+   * not forwarded, not rewritten. Every call it answers that the server was
+   * sent gets mcpguard's error naming the mark; what else the line held (a
+   * batch's requests and notifications) goes with it.
    */
   private refuseImpersonation(line: number, frame: Buffer, items: readonly Message[], marker: string): void {
     const reason = `the server used mcpguard's reserved marker: ${marker}`;
     for (const item of items) {
-      if (item.kind !== 'response') continue;
-      const call = this.calls.inFlight.get(item.idKey);
-      if (call !== undefined && call.state === null) this.refuseAnswer(call, reason, 'reserved_marker');
+      const call = item.kind === 'response' ? this.sentCall(item.idKey) : undefined;
+      if (call !== undefined) this.refuseAnswer(call, reason, 'reserved_marker');
     }
     this.counters.childFrames++;
     const shown = frame.subarray(0, frame.length - 1);

@@ -6,7 +6,9 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { fixture, frame, killStarted, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
+import { conversation, endOf } from '../helpers/conversation.js';
 import { messages } from '../helpers/stdout-check.js';
 import { classifyFrame, peekAnswerId, peekId } from '../../dist/wire/jsonrpc.js';
 import { reservedMarker } from '../../dist/mcp/reserved.js';
@@ -131,5 +133,30 @@ describe('reading an answer\'s id and marks', () => {
     assert.match(mark({ result: { content: [], _meta: { 'IO.MCPGUARD/refused': {} } } }), /result\._meta/);
     assert.equal(mark({ result: { content: [{ type: 'text', text: 'mcpguard: fine' }], _meta: { 'io.example/x': 1 } } }), null);
     assert.equal(mark({ error: { code: 1, message: 'the mcpguard proxy said no', data: { source: 'server' } } }), null);
+  });
+});
+
+describe('nothing the server writes ends a call it was never sent', () => {
+  test('a call the gate holds for approval: an unreadable answer and a marked answer with its id leave it held', { timeout: 60000 }, async (t) => {
+    const { dir, cleanup } = tempDir();
+    t.after(cleanup);
+    const policy = join(dir, 'policy.json');
+    writeFileSync(policy, JSON.stringify({ default: 'allow', rules: [{ tool: 'echo', decision: 'ask' }] }));
+    // The person takes a while, then says no.
+    const c = conversation(['python3', fixture('voice-server.py')], ['--validate-args=on', `--policy=${policy}`, '--max-frame-bytes=65536', '--approve-cmd=sh -c "sleep 2; exit 1"']);
+    t.after(c.cleanup);
+    c.send(JSON.parse(init.split('\n')[0]));
+    await c.waitFor((m) => m.id === 0, 'initialize answer');
+    c.send(JSON.parse(init.split('\n')[1]));
+    c.send(JSON.parse(call(9, 'echo', { text: 'held' })));
+    c.send(JSON.parse(call(2, 'spoof', { id: 9, bytes: 100000 })));
+    await c.waitFor((m) => m.id === 2, 'the spoof call\'s own answer');
+    const held = await c.waitFor((m) => m.id === 9, 'the held call\'s answer', 20000);
+    const r = await c.finish();
+    assert.equal(r.out.filter((m) => m.id === 9).length, 1, 'one answer');
+    assert.match(held.result.content[0].text, /^mcpguard denied this call before it reached the server: not approved/);
+    assert.equal(endOf(r.records, 9).state, 'denied');
+    assert.ok(!c.atServer().some((m) => m.id === 9), 'the held call never reached the server');
+    assert.match(r.stderr, /child stdout line \d+ is not JSON-RPC: .*exceeds --max-frame-bytes 65536/);
   });
 });
