@@ -142,8 +142,8 @@ describe('nothing the server writes ends a call it was never sent', () => {
     t.after(cleanup);
     const policy = join(dir, 'policy.json');
     writeFileSync(policy, JSON.stringify({ default: 'allow', rules: [{ tool: 'echo', decision: 'ask' }] }));
-    // The person takes a while, then says no.
-    const c = conversation(['python3', fixture('voice-server.py')], ['--validate-args=on', `--policy=${policy}`, '--max-frame-bytes=65536', '--approve-cmd=sh -c "sleep 2; exit 1"']);
+    // The approver takes two seconds, then says yes (`sleep` exits 0): meanwhile the server writes its two answers for the held call.
+    const c = conversation(['python3', fixture('voice-server.py')], ['--validate-args=on', `--policy=${policy}`, '--max-frame-bytes=65536', '--approve-cmd=sleep 2']);
     t.after(c.cleanup);
     c.send(JSON.parse(init.split('\n')[0]));
     await c.waitFor((m) => m.id === 0, 'initialize answer');
@@ -154,9 +154,10 @@ describe('nothing the server writes ends a call it was never sent', () => {
     const held = await c.waitFor((m) => m.id === 9, 'the held call\'s answer', 20000);
     const r = await c.finish();
     assert.equal(r.out.filter((m) => m.id === 9).length, 1, 'one answer');
-    assert.match(held.result.content[0].text, /^mcpguard denied this call before it reached the server: not approved/);
-    assert.equal(endOf(r.records, 9).state, 'denied');
-    assert.ok(!c.atServer().some((m) => m.id === 9), 'the held call never reached the server');
+    assert.deepEqual(held.result?.content, [{ type: 'text', text: '{"text": "held"}' }], `the server's own answer, after the approval: ${JSON.stringify(held)}`);
+    assert.equal(endOf(r.records, 9).state, 'completed');
+    assert.equal(endOf(r.records, 9).decision.by, 'approve-cmd');
     assert.match(r.stderr, /child stdout line \d+ is not JSON-RPC: .*exceeds --max-frame-bytes 65536/);
+    assert.match(r.stderr, /diverted child line \d+: reserved_marker: /);
   });
 });
