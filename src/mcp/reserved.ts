@@ -31,11 +31,11 @@ export function reservedMarker(response: Response): string | null {
   const data = membersOf(frame, members.get('data'));
   if (data === null || data === undefined) return null;
   const source = memberString(frame, data, 'source');
-  if (source !== undefined && folded(source) === 'mcpguard') return 'error.data.source is "mcpguard"';
+  if (source !== undefined && folded(source).trimEnd() === 'mcpguard') return 'error.data.source is "mcpguard"';
   return reservedKeyIn(frame, data.members!.get('_meta'), 'error.data._meta');
 }
 
-/** The first key of an object under mcpguard's namespace (case folded), as `where["key"]`, or null. */
+/** The first key of an object under mcpguard's namespace (case folded), in words naming `where`, or null. */
 function reservedKeyIn(frame: Buffer, node: JsonNode | undefined, where: string): string | null {
   const object = membersOf(frame, node);
   if (object === null || object === undefined) return null;
