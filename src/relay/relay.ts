@@ -8,7 +8,7 @@ import { escapeBytes, type Diagnostics } from '../mask/diagnostics.js';
 import { processMasker } from '../mask/mask.js';
 import type { LineEvent } from '../wire/framing.js';
 import {
-  classifyFrame, errorResponse, idKey, memberId, memberType, peekId,
+  classifyFrame, errorResponse, idKey, memberId, memberType, peekAnswerId, peekId,
   CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
   type Classified, type Message, type RequestId, type Response,
 } from '../wire/jsonrpc.js';
@@ -16,6 +16,7 @@ import type { SessionObserver } from './observer.js';
 import type { RequestMeta, RuleKind } from '../mcp/era.js';
 import { checkShape } from '../mcp/shapes.js';
 import { serverInfoOf } from '../mcp/server-info.js';
+import { reservedMarker } from '../mcp/reserved.js';
 import type { Gate, GateIO } from '../gate/gate.js';
 import type { FrameWriter } from '../wire/writer.js';
 import type { ToChild } from './link.js';
@@ -264,15 +265,22 @@ export class Relay extends CallKeeper {
   }
 
   private childEvent(event: LineEvent, slot: Message[] | null): void {
-    if (event.kind === 'oversize') return this.noise(event.line, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, event.head, event.bytes);
+    if (event.kind === 'oversize') return this.unreadable(event.line, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, event.head, event.bytes, peekAnswerId(event.head));
+    // Cut off by the end of the server's output: the session is ending, and its end answers the call with how the server went.
     if (event.kind === 'partial') return this.noise(event.line, 'incomplete line at end of output (no newline)', event.bytes, event.bytes.length);
     const message: Classified = classifyFrame(event.frame, this.classifyOptions());
-    if (message.kind === 'invalid') return this.noise(event.line, message.reason, event.frame, event.frame.length - 1);
+    if (message.kind === 'invalid') {
+      // A line that names a method is a request or notification: its id is not an answer's.
+      const id = message.method !== null ? null : message.id ?? (message.code === PARSE_ERROR ? peekAnswerId(event.frame) : null);
+      return this.unreadable(event.line, message.reason, event.frame, event.frame.length - 1, id);
+    }
     const items = message.kind === 'batch' ? message.items : one(slot, message);
     // The answer to one of mcpguard's own requests (its tools/list) is for mcpguard alone.
     if (message.kind === 'response' && this.gate?.tools.serverAnswered(message)) return;
     // Validate the whole line against the call table and the era before acting on any of it.
     for (const item of items) {
+      const marker = item.kind === 'response' && this.calls.inFlight.has(item.idKey) ? reservedMarker(item) : null;
+      if (marker !== null) return this.refuseImpersonation(event.line, event.frame, items, marker);
       if (item.kind === 'request' && this.gate?.ownsId(item.idKey)) {
         return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is the id of a request mcpguard itself has open with the client`, event.frame, event.frame.length - 1);
       }
@@ -316,9 +324,7 @@ export class Relay extends CallKeeper {
         const outcome = this.eras.outcome(event.line, call, item);
         if ('refused' in outcome) {
           // A single response (the era with these rules has no batches): the client gets mcpguard's error instead.
-          const why = `mcpguard refused the server's answer: ${outcome.refused.reason}`;
-          this.end(call, 'error', why);
-          this.toClient.write(errorResponse(call.requestId, INTERNAL_ERROR, why, { state: 'error', rule: outcome.refused.rule }));
+          this.refuseAnswer(call, outcome.refused.reason, outcome.refused.rule);
           this.counters.childFrames++;
           return;
         }
@@ -377,6 +383,57 @@ export class Relay extends CallKeeper {
     if (info === null) return;
     this.serverNamed = true;
     for (const o of this.observers) o.serverInfo?.(info);
+  }
+
+  /**
+   * A server answer the client must not get: the call it answers ends
+   * `error`, and the client gets mcpguard's error saying why in its place.
+   */
+  private refuseAnswer(call: Call, reason: string, rule: string): void {
+    // The reason may quote the server (a key, a member name): masked like every quote of it.
+    const why = `mcpguard refused the server's answer: ${processMasker().text(reason)}`;
+    this.end(call, 'error', why);
+    this.toClient.write(errorResponse(call.requestId, INTERNAL_ERROR, why, { state: 'error', rule }));
+  }
+
+  /**
+   * A server line that cannot be forwarded (too long, not valid JSON-RPC):
+   * noise. If its first bytes name a call in flight as the one it
+   * answers, that call gets its one answer now, mcpguard's error, instead of
+   * waiting until the session ends for an answer that will never pass.
+   */
+  private unreadable(line: number, reason: string, bytes: Buffer, length: number, id: RequestId | null): void {
+    const call = id === null ? undefined : this.sentCall(idKey(id));
+    if (call !== undefined) this.refuseAnswer(call, `its answer could not be forwarded: ${reason}`, 'unreadable_answer');
+    this.noise(line, reason, bytes, length);
+  }
+
+  /**
+   * The call with this id key that is waiting for the server's answer, if
+   * any: one the server was sent. A call the gate holds, or that waits to be
+   * written, never reached the server, so nothing the server writes may end it.
+   */
+  private sentCall(key: string): Call | undefined {
+    const call = this.calls.inFlight.get(key);
+    return call !== undefined && call.state === null && call.dispatchedAt !== null ? call : undefined;
+  }
+
+  /**
+   * A server line whose answer speaks in mcpguard's voice (mcp/reserved.ts):
+   * not forwarded, not rewritten. Every call it answers that the server was
+   * sent gets mcpguard's error naming the mark; what else the line held (a
+   * batch's requests and notifications) goes with it.
+   */
+  private refuseImpersonation(line: number, frame: Buffer, items: readonly Message[], marker: string): void {
+    const reason = `the server used mcpguard's reserved marker: ${marker}`;
+    for (const item of items) {
+      const call = item.kind === 'response' ? this.sentCall(item.idKey) : undefined;
+      if (call !== undefined) this.refuseAnswer(call, reason, 'reserved_marker');
+    }
+    this.counters.childFrames++;
+    const shown = frame.subarray(0, frame.length - 1);
+    this.diag.line(`diverted child line ${line}: reserved_marker: ${reason}: ${escapeBytes(shown)}`);
+    this.notify({ direction: 'child', line, code: null, reason, frame: shown, bytes: shown.length, rule: 'reserved_marker', action: 'refused' });
   }
 
   private noise(line: number, reason: string, bytes: Buffer, length: number): void {

@@ -69,7 +69,7 @@ export async function runRelay(p: Prepared): Promise<number> {
       passthroughBytes: v['stderr-passthrough'] === 'on' ? (v['stderr-passthrough-bytes'] as number) : null,
     },
     process.env,
-    (bytes) => diag.writeRaw(bytes),
+    (bytes) => diag.mirror(bytes),
     (limit) => diag.line(mirrorCapText(limit)),
   );
   diagStream.on('drain', () => stderr.resumeMirror());

@@ -5,7 +5,9 @@
  * each call's text in order under a header, then the session tail (what came
  * while no call was in flight). A block that lost bytes keeps mcpguard's
  * truncation marker as its first line, as docker logs and journalctl show
- * only what they kept but say so.
+ * only what they kept but say so. Every line of the server's text comes after
+ * `server| ` (SERVER_PREFIX), so that headers and markers are told apart from
+ * lines the server wrote to look like them; --json keeps the text as recorded.
  *
  * SESSION and CALL are ids or unique prefixes of them (`s_…`, `c_…`); a
  * session may also be named by its log file's path, or `last` (the newest).
@@ -30,6 +32,7 @@ import { parseArgs } from 'node:util';
 import { EXIT_USAGE } from '../base/errors.js';
 import { processMasker } from '../mask/mask.js';
 import { jsonLine, writeOut } from '../mask/escape.js';
+import { serverText } from '../mask/diagnostics.js';
 import { CAPTURED_LABEL } from '../stderr/excerpt.js';
 import { Clock } from './when.js';
 import { describe as describeError, recordDirFor, resolveRecordDir } from '../records/location.js';
@@ -342,9 +345,36 @@ function render(b: Block, header: boolean, clock: Clock): string {
   }
   if (b.marker !== null) out += `${b.marker}\n`;
   if (b.text === null) return `${out}[stderr text not in the record: ${b.bytes_seen} bytes seen; the record predates stderr text]\n`;
-  out += b.text;
+  // The server's lines behind a prefix: a header or marker of its own making cannot pass for mcpguard's.
+  out += shownText(b.text, b.marker);
   if (b.text.length > 0 && !b.text.endsWith('\n')) out += '\n';
   return terminalSafe(out);
+}
+
+const OMITTED = /, omitted (\d+)/;
+
+/**
+ * A block's text with each of the server's lines behind SERVER_PREFIX. In
+ * head+tail retention mcpguard's omission line stands inside the text: it is
+ * the line that reads as the marker's count says, shown bare only when exactly
+ * one line does (a second one is the server's, and then neither is taken for
+ * mcpguard's: the marker above still states what was omitted).
+ */
+function shownText(text: string, marker: string | null): string {
+  const omitted = marker === null ? null : OMITTED.exec(marker);
+  if (omitted !== null) {
+    const line = `[... ${omitted[1]} bytes omitted ...]\n`;
+    const at = lineAt(text, line, 0);
+    if (at !== -1 && lineAt(text, line, at + line.length) === -1) return serverText(text.slice(0, at)) + line + serverText(text.slice(at + line.length));
+  }
+  return serverText(text);
+}
+
+/** Where `line` stands as a whole line of `text`, at or after `from` (a line start), or -1. */
+function lineAt(text: string, line: string, from: number): number {
+  if (text.startsWith(line, from)) return from;
+  const at = text.indexOf(`\n${line}`, from);
+  return at === -1 ? -1 : at + 1;
 }
 
 /** The child's bytes must not drive the terminal: control characters other than newline and tab, bidi and zero-width ones are shown escaped. */

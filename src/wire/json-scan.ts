@@ -91,6 +91,12 @@ export function scanValue(buf: Buffer, start = 0, end = buf.length): JsonNode | 
  * (the JSON-RPC classifier: a message keeps its params or result, never the
  * root): the root's type, span, members and items are written into `root`,
  * the caller's own node with all five fields, and `root` is returned.
+ *
+ * `buf[start, end)` is a whole line without its `\n`, so a CR is whitespace
+ * only as the line's last byte (its CRLF). Anywhere else it is refused: a
+ * reader with universal newlines (the Python SDK's text stdin) ends the line
+ * at a bare CR, and what follows it would be a second message that mcpguard
+ * never checked. Inside strings a raw CR is already a control character.
  */
 export function scanRootInto(buf: Buffer, start: number, end: number, root: JsonNode): JsonNode | ScanFailure {
   return scanLent(buf, start, end, root);
@@ -100,6 +106,7 @@ function scanLent(buf: Buffer, start: number, end: number, root: JsonNode | unde
   const scanner = idleScanner ?? new Scanner(EMPTY_BUFFER, 0, undefined);
   idleScanner = undefined;
   scanner.reset(buf, end, end - start >= HINTED_MIN_BYTES ? HINTS.get(buf) : undefined);
+  if (root !== undefined) scanner.crOnlyAt = end - 1;
   try {
     return scanWith(scanner, buf, start, end, root);
   } finally {
@@ -260,6 +267,8 @@ class Scanner {
 
   /** Next hint to look at (the scan only moves forward). */
   private hint = 0;
+  /** A line scan (scanRootInto): the one offset where a CR may stand. -1: a CR is whitespace anywhere (plain JSON). */
+  crOnlyAt = -1;
 
   constructor(private buf: Buffer, private end: number, private hints: ScanHints | undefined) {}
 
@@ -275,6 +284,7 @@ class Scanner {
     this.backslashAt = -1;
     this.words = undefined;
     this.hint = 0;
+    this.crOnlyAt = -1;
   }
 
   /** Lets go of the scanned frame (and of stacks a huge frame grew), so that an idle scanner holds nothing big. */
@@ -310,9 +320,16 @@ class Scanner {
     while (pos < end) {
       const c = buf[pos]!;
       if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) break;
+      // Only whitespace pays for this test; the refusal is out of line so that this loop stays small.
+      if (c === 0x0d && this.crOnlyAt !== -1 && pos !== this.crOnlyAt) this.bareCr(pos);
       pos++;
     }
     return pos;
+  }
+
+  /** A CR a line scan does not allow (see scanRootInto). */
+  private bareCr(pos: number): never {
+    this.fail('bare CR (0x0d) before the end of the line: a reader with universal newlines would end the line here', pos);
   }
 
   fail(reason: string, offset: number): never {

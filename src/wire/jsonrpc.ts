@@ -11,7 +11,7 @@ import { isUtf8 } from 'node:buffer';
 import { isScanError, knownUtf8, readMember, scanRootInto, scanValue, stringValue, type JsonNode } from './json-scan.js';
 import { IdError, idKey, idJson, isIntegerText, readId, type RequestId } from './request-id.js';
 
-export { RawId, idJson, idKey, peekId, type RequestId } from './request-id.js';
+export { RawId, idJson, idKey, peekAnswerId, peekId, type RequestId } from './request-id.js';
 
 export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;

@@ -109,6 +109,22 @@ export function idJson(id: RequestId | null): string {
  * is not a string or number, or if a second `id` follows it.
  */
 export function peekId(bytes: Buffer): RequestId | null {
+  return peek(bytes, false);
+}
+
+/**
+ * `peekId` for a line from the server: the id only if none of the members
+ * read before the line's readable start ran out was `"method"` (a request or
+ * notification, whose id is not an answer's). Whatever comes after that point
+ * is unknown, so a request that puts its method last reads as an answer:
+ * the relay then ends the client's call with that id with an error, which
+ * the server could have done anyway by answering it.
+ */
+export function peekAnswerId(bytes: Buffer): RequestId | null {
+  return peek(bytes, true);
+}
+
+function peek(bytes: Buffer, answersOnly: boolean): RequestId | null {
   const end = bytes.length;
   let found: RequestId | null = null;
   let i = skipWs(bytes, 0, end);
@@ -121,7 +137,9 @@ export function peekId(bytes: Buffer): RequestId | null {
     if (keyEnd < 0) return found;
     const scannedKey = scanJson(bytes, i, keyEnd);
     if (!scannedKey.ok || !isUtf8(bytes.subarray(i, keyEnd))) return found;
-    const isId = stringValue(bytes, scannedKey.value) === 'id';
+    const key = stringValue(bytes, scannedKey.value);
+    if (answersOnly && key === 'method') return null;
+    const isId = key === 'id';
     // A second "id" makes the line ambiguous: two parsers could pick different ones.
     if (isId && found !== null) return null;
     i = skipWs(bytes, keyEnd, end);

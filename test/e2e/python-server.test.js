@@ -142,8 +142,8 @@ describe('raw bytes → mcpguard → stdlib Python server', () => {
     assert.deepEqual(out.filter((m) => m.result).map((m) => m.id), [1, 10]);
     assert.deepEqual(out.find((m) => m.id === 10).result.structuredContent, { sum: 3 });
     // The server's own log: it saw initialize and id 10, nothing else.
-    const served = r.stderr.split('\n').filter((l) => l.startsWith('stdlib_server: request'));
-    assert.deepEqual(served, ['stdlib_server: request initialize id=1', 'stdlib_server: request tools/call id=10']);
+    const served = r.stderr.split('\n').filter((l) => l.startsWith('server| stdlib_server: request'));
+    assert.deepEqual(served, ['server| stdlib_server: request initialize id=1', 'server| stdlib_server: request tools/call id=10']);
     assert.doesNotMatch(r.stderr, /stdlib_server: parse error/);
   });
 });

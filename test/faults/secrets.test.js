@@ -103,7 +103,7 @@ describe('child stdout noise', () => {
     assert.match(noise[0], /"debug: token=\[REDACTED:MCPGUARD_TEST_API_TOKEN\]"/);
     // Masked first, then cut at 120 bytes: the cut falls inside the replacement.
     assert.match(noise[1], /p \[REDACTED:MCPGUA"…\(\+\d+ bytes\)/);
-    assert.match(r.stderr, /^debug: token=\[REDACTED:MCPGUARD_TEST_API_TOKEN\]$/m, 'the mirrored child stderr');
+    assert.match(r.stderr, /^server\| debug: token=\[REDACTED:MCPGUARD_TEST_API_TOKEN\]$/m, 'the mirrored child stderr');
     const summary = sessionEnd(r.stderr);
     assert.ok(summary.redactions >= 1);
   });
@@ -124,9 +124,9 @@ describe('env secrets longer than 64 bytes', () => {
     });
     assertClean(r);
     for (const text of [r.stderr, r.recordText]) assert.ok(!text.includes('9f3Kd81LxQpT0wVb'), 'the periodic value\'s tail');
-    assert.match(r.stderr, /^plain \[REDACTED:(MCPGUARD_TEST_LONG_SECRET|TWIN_SECRET)\] end$/m);
-    assert.match(r.stderr, /^json \{"v":"\[REDACTED:\w+\]"\} end$/m);
-    assert.match(r.stderr, /^periodic \[REDACTED:PERIODIC_SECRET\] end$/m);
+    assert.match(r.stderr, /^server\| plain \[REDACTED:(MCPGUARD_TEST_LONG_SECRET|TWIN_SECRET)\] end$/m);
+    assert.match(r.stderr, /^server\| json \{"v":"\[REDACTED:\w+\]"\} end$/m);
+    assert.match(r.stderr, /^server\| periodic \[REDACTED:PERIODIC_SECRET\] end$/m);
   });
 });
 
@@ -142,8 +142,8 @@ describe('JSON-escaped secrets', () => {
     const r = await guarded([], { env: { STDERR_LINES: JSON.stringify(lines), STDOUT_LINES: JSON.stringify(lines) } });
     assertClean(r);
     assert.equal(diagLines(r.stderr).filter((l) => l.includes('is not JSON-RPC')).length, lines.length, r.stderr);
-    assert.match(r.stderr, /^\{"token":"\[REDACTED:MCPGUARD_TEST_API_TOKEN\]"\}$/m);
-    assert.match(r.stderr, /^\{"key":"\\u0073k-\[REDACTED\]"\}$/m);
+    assert.match(r.stderr, /^server\| \{"token":"\[REDACTED:MCPGUARD_TEST_API_TOKEN\]"\}$/m);
+    assert.match(r.stderr, /^server\| \{"key":"\\u0073k-\[REDACTED\]"\}$/m);
     assert.ok(sessionEnd(r.stderr).redactions >= lines.length);
   });
 });

@@ -74,7 +74,7 @@ describe('session summary', { skip: hasScript ? false : 'no util-linux script(1)
 test('on a pipe the default is the one JSON line; human gives the lines there too', { timeout: 30000 }, async () => {
   const auto = await runGuard(['--', 'python3', fixture('stdlib_server.py')], { input: init }).done;
   // Only the server's own lines (mirrored) and the one JSON line.
-  const ours = auto.stderr.split('\n').filter((l) => !l.startsWith('stdlib_server: ') && l !== '');
+  const ours = auto.stderr.split('\n').filter((l) => !l.startsWith('server| ') && l !== '');
   assert.equal(ours.length, 1, auto.stderr);
   assert.ok(ours[0].startsWith('{"mcpguard":"session_end"'), auto.stderr);
   assert.equal(sessionEnd(auto.stderr).end_reason, 'client_eof');

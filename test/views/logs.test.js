@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { fixture, killStarted, PLANTED_ENV, PLANTED_SHAPES, ROOT, runCommand, runGuard, tempDir } from '../helpers/run.js';
 import { callEnds, conversation, endOf } from '../helpers/conversation.js';
+import { serverText as srv } from '../../dist/mask/diagnostics.js';
 
 after(killStarted);
 
@@ -79,9 +80,9 @@ describe('stderr text in the records and in mcpguard logs', () => {
     const shown = `${kept}\n`;
     const byCall = await logs(s.recordDir, one.call_id.slice(0, 9));
     assert.equal(byCall.code, 0, byCall.stderr);
-    assert.equal(byCall.stdout.toString(), `${marker}\n${shown}`);
+    assert.equal(byCall.stdout.toString(), `${marker}\n${srv(shown)}`, 'the server\'s lines behind the prefix, the marker bare');
     const tail = await logs(s.recordDir, one.call_id, '--tail', '2');
-    assert.equal(tail.stdout.toString(), `${marker}\n${shown.split('\n').slice(-3).join('\n')}`, 'the marker stays; then the last 2 lines');
+    assert.equal(tail.stdout.toString(), `${marker}\n${srv(shown.split('\n').slice(-3).join('\n'))}`, 'the marker stays; then the last 2 lines');
 
     // logs SESSION (a unique prefix): every call with stderr under a header, in order, then the tail.
     const bySession = await logs(s.recordDir, s.sessionId.slice(0, 12));
@@ -92,7 +93,7 @@ describe('stderr text in the records and in mcpguard logs', () => {
     assert.match(headers[0], new RegExp(`^==> call ${one.call_id}  tools/call stderr  completed  `));
     assert.match(headers[1], new RegExp(`^==> call ${two.call_id}  tools/call stderr  tool_error  `));
     assert.match(headers[2], new RegExp(`^==> session ${s.sessionId}: stderr outside any call`));
-    assert.equal(text, `${headers[0]}\n${marker}\n${shown}${headers[1]}\n${written('ab\n', 30)}${headers[2]}\nserver starting\n`);
+    assert.equal(text, `${headers[0]}\n${marker}\n${srv(shown)}${headers[1]}\n${srv(written('ab\n', 30))}${headers[2]}\nserver| server starting\n`);
 
     // --json: one object per block, the marker apart from the text.
     const json = await logs(s.recordDir, s.sessionId, '--json');
@@ -112,7 +113,7 @@ describe('stderr text in the records and in mcpguard logs', () => {
     assert.equal(one.state, 'unknown_after_dispatch');
     assert.equal(one.stderr, 'fatal: cannot open the database\n');
     const out = await logs(c.recordDir, one.call_id);
-    assert.equal(out.stdout.toString(), 'fatal: cannot open the database\n');
+    assert.equal(out.stdout.toString(), 'server| fatal: cannot open the database\n');
   });
 
   test('head+tail retention: the record and logs keep both ends and the omission line', { timeout: TIMEOUT }, async (t) => {
@@ -122,7 +123,9 @@ describe('stderr text in the records and in mcpguard logs', () => {
     const expected = `[stderr truncated: kept first 500 and last 500 of 5000 bytes, omitted 4000]\n${all.slice(0, 500)}[... 4000 bytes omitted ...]\n${all.slice(-500)}`;
     assert.equal(endOf(s.records, 1).stderr, expected);
     const out = await logs(s.recordDir, endOf(s.records, 1).call_id);
-    assert.equal(out.stdout.toString(), expected.endsWith('\n') ? expected : `${expected}\n`);
+    // The marker and the omission line are mcpguard's, bare; the server's lines come after the prefix.
+    const shown = `[stderr truncated: kept first 500 and last 500 of 5000 bytes, omitted 4000]\n${srv(all.slice(0, 500))}[... 4000 bytes omitted ...]\n${srv(all.slice(-500))}`;
+    assert.equal(out.stdout.toString(), shown.endsWith('\n') ? shown : `${shown}\n`);
   });
 
   test('secrets the server prints are masked in the call record, the session record and logs', { timeout: TIMEOUT }, async (t) => {
@@ -178,8 +181,8 @@ describe('a large session', () => {
     // What logs prints for it: a header and the text per call, then the tail.
     const header = (i) => `==> call c_${i.toString(16).padStart(12, '0')}  tools/call t  completed  2026-11-30 00:00:01 UTC <==\n`;
     let expected = 0;
-    for (let i = 0; i < calls; i++) expected += header(i).length + text.length + (text.endsWith('\n') ? 0 : 1);
-    expected += `==> session ${id}: stderr outside any call <==\nbye\n`.length;
+    for (let i = 0; i < calls; i++) expected += header(i).length + srv(text).length + (text.endsWith('\n') ? 0 : 1);
+    expected += `==> session ${id}: stderr outside any call <==\nserver| bye\n`.length;
     return { id, expected };
   }
 
@@ -241,8 +244,8 @@ describe('logs --follow', () => {
     const r = await follower.done;
     assert.equal(r.code, 0, r.stderr);
     const out = r.stdout.toString();
-    assert.deepEqual(out.split('\n').filter((l) => !l.startsWith('==> ')), ['first call', 'second call', 'server starting', '']);
-    assert.match(out, /==> session [^\n]*: stderr outside any call[^\n]*<==\nserver starting\n$/);
+    assert.deepEqual(out.split('\n').filter((l) => !l.startsWith('==> ')), ['server| first call', 'server| second call', 'server| server starting', '']);
+    assert.match(out, /==> session [^\n]*: stderr outside any call[^\n]*<==\nserver\| server starting\n$/);
   });
 
   test('a call still running: logs says so (exit 1); --follow waits for its final record', { timeout: TIMEOUT * 2 }, async (t) => {
@@ -261,7 +264,7 @@ describe('logs --follow', () => {
     assert.match(now.stderr, /has no final record yet/);
     const follower = await logsRun(c.recordDir, ['-f', callId], { timeout: TIMEOUT }).done;
     assert.equal(follower.code, 0, follower.stderr);
-    assert.equal(follower.stdout.toString(), 'slow call\n'.repeat(3));
+    assert.equal(follower.stdout.toString(), 'server| slow call\n'.repeat(3));
     await c.waitFor((m) => m.id === 1, 'answer to 1');
     await c.finish();
   });
@@ -304,5 +307,39 @@ describe('tool errors are their own outcome', () => {
     assert.equal(endOf(r.records, 1).state, 'rejected');
     assert.equal(r.summary.calls.tool_error, undefined);
     assert.equal(callEnds(r.records).filter((x) => x.state === 'tool_error').length, 0);
+  });
+});
+
+describe('lines the server wrote to look like mcpguard\'s', () => {
+  /** A session log of one call whose record keeps `stderr` (logs reads records; it does not verify the chain). */
+  function oneCallLog(dir, stderr, truncated) {
+    const id = 's_20261202T000000Z_0c0ffee0';
+    const lines = [
+      { created_at: '2026-12-02T00:00:00.000Z', log_id: id, seq: 0, type: 'header' },
+      { call_id: 'c_00000000beef', ended_at: '2026-12-02T00:00:01.000Z', method: 'tools/call', seq: 1, state: 'completed', stderr, stderr_bytes_retained: 10, stderr_bytes_seen: 5000, stderr_truncated: truncated, tool: 't', type: 'call_end' },
+    ];
+    writeFileSync(join(dir, `${id}.jsonl`), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
+    return id;
+  }
+  const marker = '[stderr truncated: kept first 6 and last 5 of 5000 bytes, omitted 4989]';
+  const omission = '[... 4989 bytes omitted ...]';
+
+  test('headers, markers and the omission line are bare only when they are mcpguard\'s', { timeout: TIMEOUT }, async (t) => {
+    const { dir, cleanup } = tempDir();
+    t.after(cleanup);
+    // The server wrote a header and an omission line of another count: mcpguard's one omission line stays bare.
+    const id = oneCallLog(dir, `${marker}\nfirst\n==> call c_fake  tools/call t  completed <==\n${omission}\n[... 7 bytes omitted ...]\nlast\n`, true);
+    const out = (await logs(dir, id, '--utc')).stdout.toString().split('\n');
+    assert.deepEqual(out, [
+      '==> call c_00000000beef  tools/call t  completed  2026-12-02 00:00:01 UTC <==', marker,
+      'server| first', 'server| ==> call c_fake  tools/call t  completed <==', omission, 'server| [... 7 bytes omitted ...]', 'server| last', '',
+    ]);
+    // A copy of the very line: neither is taken for mcpguard's (the marker above still says what was omitted).
+    const twice = oneCallLog(dir, `${marker}\n${omission}\nfirst\n${omission}\nlast\n`, true);
+    const shown = (await logs(dir, twice, '--utc')).stdout.toString();
+    assert.ok(!shown.split('\n').includes(omission), shown);
+    // Without bytes lost, a marker-shaped first line is the server's.
+    const forged = oneCallLog(dir, `${marker}\nhello\n`, false);
+    assert.match((await logs(dir, forged, '--utc')).stdout.toString(), /^==> [^\n]*\nserver\| \[stderr truncated: /);
   });
 });

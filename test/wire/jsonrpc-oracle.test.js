@@ -322,8 +322,9 @@ function classifyBoth(body) {
 
 /**
  * The scanner against JSON.parse on any valid UTF-8: what JSON.parse rejects is
- * a -32700; what the scanner rejects but JSON.parse takes is a duplicate key or
- * nesting beyond MAX_DEPTH, the scanner's two deliberate extras.
+ * a -32700; what the scanner rejects but JSON.parse takes is a duplicate key,
+ * nesting beyond MAX_DEPTH or a bare CR (a CR that is not the line's CRLF),
+ * the scanner's deliberate extras.
  */
 function agreeWithJsonParse(body, got) {
   if (!isUtf8(body)) {
@@ -334,7 +335,7 @@ function agreeWithJsonParse(body, got) {
   try { JSON.parse(body.toString('utf8')); } catch { parses = false; }
   const parseError = got.kind === 'invalid' && got.code === -32700;
   if (!parses) assert.ok(parseError, `JSON.parse rejects, mcpguard says ${got.kind} ${got.reason ?? ''}: ${JSON.stringify(body.toString('utf8'))}`);
-  else if (parseError) assert.match(got.reason, /duplicate key|nesting deeper/, JSON.stringify(body.toString('utf8')));
+  else if (parseError) assert.match(got.reason, /duplicate key|nesting deeper|bare CR/, JSON.stringify(body.toString('utf8')));
 }
 
 describe('classifyFrame never throws', () => {

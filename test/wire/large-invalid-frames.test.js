@@ -37,6 +37,9 @@ const SPOILED = {
   'over --max-frame-bytes': { spoil: (buf) => Buffer.concat([buf.subarray(0, buf.lastIndexOf('"}}}')), Buffer.from('x'.repeat(MAX)), Buffer.from('"}}}')]), code: -32600, pad: MAX },
 };
 
+/** Spoiled answers whose id cannot be read with certainty: they answer no call. */
+const UNPAIRED = new Set(['a batch', 'a duplicate key after the long string']);
+
 function client(child) {
   const waiting = new Map();
   const lines = [];
@@ -108,11 +111,18 @@ test('server → client: a large frame invalid at its end is diverted, and the c
     const padAt = bad.lastIndexOf('"}}}');
     const before = peer.lines.length;
     const answer = await peer.send(callId, 'tools/call', { name: 'emit', arguments: { frame: bad.toString('base64'), pad: pad ?? 0, padAt } });
-    assert.deepEqual(answer.result, {}, `${what}: ${JSON.stringify(answer).slice(0, 300)}`);
+    if (UNPAIRED.has(what)) {
+      // No id can be read with certainty (a batch, two ids): the line is only noise, and the real answer follows.
+      assert.deepEqual(answer.result, {}, `${what}: ${JSON.stringify(answer).slice(0, 300)}`);
+    } else {
+      // The spoiled answer names its call: the call is answered by mcpguard at once, and the server's later answer is a second one, diverted.
+      assert.equal(answer.error?.data?.rule, 'unreadable_answer', `${what}: ${JSON.stringify(answer).slice(0, 300)}`);
+    }
     assert.equal(peer.lines.length, before + 1, `${what}: the client got more than the one answer`);
   }
   child.stdin.end();
   const { code, stderr } = await done;
   assert.equal(code, 0);
-  assert.equal(stderr.match(/is not JSON-RPC/g)?.length, Object.keys(SPOILED).length, stderr.slice(0, 2000));
+  const spoiled = Object.keys(SPOILED).length;
+  assert.equal(stderr.match(/is not JSON-RPC/g)?.length, spoiled + (spoiled - UNPAIRED.size), stderr.slice(0, 2000));
 });
