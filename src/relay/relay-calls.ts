@@ -5,7 +5,8 @@
  * answers owed when the session ends. The relay (relay.ts) reads the lines
  * and calls in here.
  */
-import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS, newCall, type Call, type CallState } from './calls.js';
+import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS } from './calls.js';
+import { newCall, type Call, type CallState } from '../mcp/call.js';
 import type { Diagnostics } from '../mask/diagnostics.js';
 import {
   cancellation, errorResponse, idKey, memberId, memberString,

@@ -5,7 +5,7 @@
  * session, runs it, and writes the session record and summary.
  */
 import type { StartedChild } from '../process/child.js';
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import { AuditLog } from './audit.js';
 import { ignoredSignalText, reportDebugSignals } from '../process/debug-signals.js';
 import { Diagnostics } from '../mask/diagnostics.js';
