@@ -23,7 +23,7 @@ import { ignoredSignalText, reportDebugSignals } from '../process/debug-signals.
 import { GuardError } from '../base/errors.js';
 import { Masker, processMasker } from '../mask/mask.js';
 import { openOutput } from '../base/output.js';
-import type { OptionSpec } from '../cli/options.js';
+import type { OptionSpec } from '../base/option-table.js';
 import { CHECK_OPTIONS, parseCheckArgv, type CheckPlan } from './options.js';
 import { jsonReport, resultOf, textReport } from './report.js';
 import { checkOnce, type Interrupt, type RunReport } from './run.js';

@@ -5,7 +5,7 @@
  */
 import { statSync } from 'node:fs';
 import { GuardError } from '../base/errors.js';
-import { MAX_FRAME_BYTES, MAX_FRAME_WHY, parseArgv, type OptionSpec } from '../cli/options.js';
+import { MAX_FRAME_BYTES, MAX_FRAME_WHY, parseArgv, type OptionSpec } from '../base/option-table.js';
 
 /** Released MCP revisions of the legacy era: the `initialize` handshake, which this check speaks for them. */
 export const PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;
@@ -72,7 +72,7 @@ export interface CheckPlan {
 export function parseCheckArgv(argv: readonly string[]): CheckPlan | null {
   if (wantsHelp(argv)) return null;
   const parsed = parseArgv(argv, CHECK_OPTIONS, 'mcpguard check --help');
-  const addedEnv = (parsed.values.env as string[]).map(checkEnvPair);
+  const addedEnv = parsed.values.env.map(checkEnvPair);
   const v = parsed.values;
   if (parsed.command.length === 0) throw new GuardError('no_command', 'no command to check: mcpguard check [options] -- <command> [args...]');
   const [command, ...args] = parsed.command as [string, ...string[]];
@@ -82,17 +82,17 @@ export function parseCheckArgv(argv: readonly string[]): CheckPlan | null {
   return {
     command,
     args,
-    cwd: v.cwd === null ? undefined : checkDirectory(v.cwd as string),
+    cwd: v.cwd === null ? undefined : checkDirectory(v.cwd),
     env,
     addedEnv,
-    protocolVersion: v['protocol-version'] as string,
-    call: toolCall(v.call as string | null, v.args as string | null),
-    runs: v.runs as number,
-    startTimeoutMs: v['start-timeout'] as number,
-    timeoutMs: v.timeout as number,
-    graceMs: v.grace as number,
-    maxFrameBytes: v['max-frame-bytes'] as number,
-    json: v.json as boolean,
+    protocolVersion: v['protocol-version'],
+    call: toolCall(v.call, v.args),
+    runs: v.runs,
+    startTimeoutMs: v['start-timeout'],
+    timeoutMs: v.timeout,
+    graceMs: v.grace,
+    maxFrameBytes: v['max-frame-bytes'],
+    json: v.json,
   };
 }
 

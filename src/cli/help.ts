@@ -4,7 +4,7 @@
  * are listed once, here (the relay's and `check`'s options come from their
  * option tables), so `help`, `--help` and the completion scripts agree.
  */
-import type { OptionSpec } from './options.js';
+import type { OptionSpec } from '../base/option-table.js';
 
 /** One option of a subcommand, as help and completion show it. */
 export interface HelpOption {

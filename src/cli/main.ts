@@ -11,7 +11,9 @@ import { startChild } from '../process/child.js';
 import { GuardError } from '../base/errors.js';
 import { RECORD_VIEWS, closestSubcommand, helpRequested, isSubcommand, mainHelp, subcommandHelp, tableOptions, viewOptionTakesValue } from './help.js';
 import { markedEnv } from '../process/marker.js';
-import { RUN_OPTIONS, applyConfigFile, parseArgv } from './options.js';
+import { RUN_OPTIONS, applyConfigFile } from './options.js';
+import { parseArgv } from '../base/option-table.js';
+import { runConfig } from './run-config.js';
 import { loadAuditKey } from '../records/key.js';
 import { ensureWritableRecordDir, resolveRecordDir } from '../records/location.js';
 import { newSessionId } from '../records/session-id.js';
@@ -42,8 +44,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       return await runRecordsCommand(first as (typeof RECORD_VIEWS)[number], argv.slice(1));
     }
     if (helpRequested(argv, takesValue)) return print(relayHelp());
-    const prepared = await prepare(argv);
-    retainInBackground(prepared);
+    const { prepared, retain } = await prepare(argv);
+    retainInBackground(prepared, retain);
     return await (await import('../session/run.js')).runRelay(prepared);
   } catch (error) {
     if (error instanceof GuardError) {
@@ -57,8 +59,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 /** `--retain`: prune the record directory while the session starts, never holding it up nor failing it. */
-function retainInBackground(p: Prepared): void {
-  const retain = p.values.retain;
+function retainInBackground(p: Prepared, retain: string | null): void {
   if (typeof retain !== 'string' || p.records === null) return;
   const { dir, key } = p.records;
   void import('../views/prune-command.js')
@@ -87,14 +88,14 @@ function takesValue(name: string): boolean {
   return spec !== undefined && spec.kind !== 'flag';
 }
 
-/** Validate everything up front, then start the server: a bad option never starts it. */
-async function prepare(argv: readonly string[]): Promise<Prepared> {
+/** Validate everything up front, then start the server: a bad option never starts it. `retain`: --retain, for the command line itself. */
+async function prepare(argv: readonly string[]): Promise<{ prepared: Prepared; retain: string | null }> {
   const parsed = parseArgv(argv, RUN_OPTIONS);
   if (typeof parsed.values.config === 'string') applyConfigFile(parsed, RUN_OPTIONS, parsed.values.config);
   if (parsed.command.length === 0) throw new GuardError('no_command', 'no command to run: mcpguard [options] -- <command> [args...]');
   refuseLookalike(argv, parsed.command);
   const v = parsed.values;
-  if ((v['stderr-call-bytes'] as number) > (v['stderr-process-bytes'] as number)) {
+  if (v['stderr-call-bytes'] > v['stderr-process-bytes']) {
     throw new GuardError('bad_option', `--stderr-call-bytes (${v['stderr-call-bytes']}) must not exceed --stderr-process-bytes (${v['stderr-process-bytes']})`);
   }
   // A policy is read and checked whole before anything runs (its schema engine only if a rule needs one).
@@ -132,8 +133,9 @@ async function prepare(argv: readonly string[]): Promise<Prepared> {
   const started = startChild(command, args, { env: markedEnv(process.env, sessionId) });
   // The watchdog covers the child from its first moment, before the relay has loaded.
   const pid = started.child?.pid;
-  const watchdog = pid === undefined ? undefined : armWatchdog(pid, v.grace as number, sessionId);
-  return { values: v, command, args, sessionId, started, startedAt, watchdog, records, recordsOff, signals, policy, approveCmd };
+  const watchdog = pid === undefined ? undefined : armWatchdog(pid, v.grace, sessionId);
+  const prepared = { config: runConfig(v), command, args, sessionId, started, startedAt, watchdog, records, recordsOff, signals, policy, approveCmd };
+  return { prepared, retain: v.retain };
 }
 
 /**

@@ -1,59 +1,25 @@
 /**
  * Every option of the relay, in one table: its type, default and check. The
  * command line and the config file (`--config FILE`, keys named after the
- * options) both go through `setOption`, so a bad value gets the same message
- * wherever it came from: it names the option and the value.
+ * options) both go through `parseOptionValue` (base/option-table.ts), so a
+ * bad value gets the same message wherever it came from: it names the option
+ * and the value.
  */
 import { constants as bufferConstants } from 'node:buffer';
 import { readCapped } from '../base/capped-read.js';
 import { parseFileJson } from '../wire/json-file.js';
 import { GuardError } from '../base/errors.js';
+import { MAX_FRAME_BYTES, MAX_FRAME_WHY, MAX_NAME_CHARS, lookup, parseOptionValue, type OptionSpec, type OptionValues, type ParsedArgs, type ValuesOf } from '../base/option-table.js';
 import { parseRetain } from '../views/retain-rules.js';
-
-export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string' | 'policy' | 'label' | 'retain';
-
-export interface OptionSpec {
-  kind: OptionKind;
-  /** Default value; null means "off" for optional numbers. */
-  default: boolean | number | string | null;
-  values?: readonly string[];
-  /** Smallest accepted number. */
-  min?: number;
-  /** Largest accepted number (durations: at most MAX_TIMER_MS; other kinds: MAX_SAFE_INTEGER). */
-  max?: number;
-  /** Why `max` is the limit, for the error message. */
-  maxWhy?: string;
-  /** May be given more than once; the values are collected in order (default []). */
-  repeatable?: boolean;
-  /** What help calls the value of a `string` option (DIR, FILE, CMD); VALUE when absent. */
-  arg?: string;
-  help: string;
-}
-
-/**
- * Node clamps a timer delay above 2^31-1 ms (about 24.8 days) to 1 ms: a
- * longer --grace would fire at once. Every duration is refused above it.
- */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
-const TIMER_WHY = 'about 24.8 days, the longest a Node timer can wait';
-
-/** The longest backoff between two restarts (--restart-delay may not exceed it). */
-export const RESTART_DELAY_CAP_MS = 30000;
+import { RESTART_DELAY_CAP_MS } from '../session/restart-policy.js';
 
 /** Most bytes one Buffer can hold (stderr budgets are buffers that grow up to their size). */
 export const MAX_BUFFER_BYTES = bufferConstants.MAX_LENGTH;
 const BUFFER_WHY = 'the most one Node Buffer can hold';
 
-/** Longest string Node can hold: any member of a frame may be read as text, so no frame may be longer. */
-export const MAX_FRAME_BYTES = bufferConstants.MAX_STRING_LENGTH;
-export const MAX_FRAME_WHY = 'the longest string Node can hold; any part of a frame may be read as text';
-
 /** The excerpt is JSON-escaped into an answer (up to 6 characters a byte) and must still fit in one string. */
 export const MAX_EXCERPT_BYTES = Math.floor(bufferConstants.MAX_STRING_LENGTH / 6);
 const EXCERPT_WHY = 'once JSON-escaped, the excerpt must fit in one Node string';
-
-/** Longest --name: a label for a table column, not a description. */
-export const MAX_NAME_CHARS = 64;
 
 export const RUN_OPTIONS = {
   'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, max: MAX_FRAME_BYTES, maxWhy: MAX_FRAME_WHY, help: 'longest accepted line in either direction, without its newline' },
@@ -75,7 +41,7 @@ export const RUN_OPTIONS = {
   records: { kind: 'enum', default: 'on', values: ['on', 'best-effort', 'off'], help: "keep the hash-chained audit log of this session; on: a record directory that cannot be used is an error (exit 125) before the server starts; best-effort: the server runs anyway, without records, and mcpguard says why" },
   'record-dir': { kind: 'string', default: null, arg: 'DIR', help: 'where records go (default: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)' },
   fsync: { kind: 'flag', default: false, help: 'each record reaches the disk before the frame it describes is forwarded' },
-  retain: { kind: 'retain', default: null, help: 'on start, prune the record directory in the background as mcpguard prune does: remove sealed (and crashed) session logs that ended more than AGE ago, then the oldest until the logs take at most SIZE (e.g. 30d, 1G, or 30d,1G); never a running session\'s log; a failure is a line on stderr, never the session\'s' },
+  retain: { kind: 'retain', default: null, check: retainProblem, help: 'on start, prune the record directory in the background as mcpguard prune does: remove sealed (and crashed) session logs that ended more than AGE ago, then the oldest until the logs take at most SIZE (e.g. 30d, 1G, or 30d,1G); never a running session\'s log; a failure is a line on stderr, never the session\'s' },
   'audit-key-file': { kind: 'string', default: null, arg: 'FILE', help: 'HMAC key (at least 16 bytes, kept outside the record directory): an HMAC chain instead of a plain hash chain' },
   'validate-args': { kind: 'enum', default: 'on', values: ['on', 'off'], help: "check each tools/call's arguments against the tool's inputSchema from the server's tools/list, before it reaches the server" },
   'validate-output': { kind: 'enum', default: 'report', values: ['report', 'enforce'], help: "with --validate-args on: a tools/call result whose structuredContent does not match the tool's outputSchema is reported, or (enforce) turned into a tool error" },
@@ -95,142 +61,23 @@ export const RUN_OPTIONS = {
 } as const satisfies Record<string, OptionSpec>;
 
 export type RunOptionName = keyof typeof RUN_OPTIONS;
-export type OptionValues = Record<string, boolean | number | string | string[] | null | Record<string, unknown>>;
+/** The relay's option values, typed from RUN_OPTIONS. */
+export type RunValues = ValuesOf<typeof RUN_OPTIONS>;
 
-/** Defaults of a table as a plain object. */
-export function defaultsOf(table: Record<string, OptionSpec>): OptionValues {
-  const values: OptionValues = {};
-  for (const [name, spec] of Object.entries(table)) values[name] = spec.repeatable ? [] : spec.default;
-  return values;
+/** --retain's check: why AGE,SIZE is refused, or null. */
+function retainProblem(text: string): string | null {
+  const rules = parseRetain(text);
+  return typeof rules === 'string' ? rules : null;
 }
-
-// A Map: the suffix is user input, and a plain object would also "know" constructor or __proto__.
-const MULTIPLIERS = new Map([['', 1], ['k', 1024], ['kib', 1024], ['m', 1024 ** 2], ['mib', 1024 ** 2], ['g', 1024 ** 3], ['gib', 1024 ** 3]]);
-
-/** Parse and check one value; `raw` is a string from argv or any JSON value from a config file. */
-export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, source = `--${name}`): boolean | number | string | null | Record<string, unknown> {
-  const shown = typeof raw === 'string' ? `'${raw}'` : JSON.stringify(raw);
-  switch (spec.kind) {
-    case 'flag':
-      if (typeof raw === 'boolean') return raw;
-      if (raw === 'true' || raw === 'false') return raw === 'true';
-      throw new GuardError('bad_option', `${source} expects true or false, got ${shown}`);
-    case 'enum':
-      if (typeof raw === 'string' && spec.values!.includes(raw)) return raw;
-      throw new GuardError('bad_option', `${source} expects one of ${spec.values!.join(', ')}, got ${shown}`);
-    case 'string':
-      if (typeof raw === 'string' && raw.length > 0) return raw;
-      throw new GuardError('bad_option', `${source} expects a non-empty string, got ${shown}`);
-    case 'policy':
-      // A path; a config file may also hold the policy object itself.
-      if (typeof raw === 'string' && raw.length > 0) return raw;
-      if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && source !== `--${name}`) return raw as Record<string, unknown>;
-      throw new GuardError('bad_option', `${source} expects a policy file path${source === `--${name}` ? '' : ' or a policy object'}, got ${shown}`);
-    case 'label': {
-      // A name for people and tables: printable, one line, not blank, not a paragraph.
-      const max = spec.max ?? MAX_NAME_CHARS;
-      const text = typeof raw === 'string' ? raw : null;
-      const why = text === null || text.trim() === '' ? 'it is empty' : [...text].length > max ? `it is longer than ${max} characters`
-        : /[\u0000-\u001f\u007f-\u009f]/.test(text) ? 'it holds a control character' : null;
-      if (why === null) return text;
-      throw new GuardError('bad_option', `${source} expects a name of 1 to ${max} printable characters, got ${typeof raw === 'string' ? JSON.stringify(raw) : shown} (${why})`);
-    }
-    case 'retain': {
-      const rules = typeof raw === 'string' ? parseRetain(raw) : 'expects a string such as "30d,1G"';
-      if (typeof rules === 'string') throw new GuardError('bad_option', `${source} ${rules}, got ${shown}`);
-      return raw as string;
-    }
-    case 'ms': {
-      const ms = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseDuration(raw) : NaN;
-      if (raw === 'off' && spec.default === null) return null;
-      if (!Number.isSafeInteger(ms) || ms < (spec.min ?? 0)) throw new GuardError('bad_option', `${source} expects milliseconds (e.g. 5000, 250ms, 5s)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`);
-      const max = Math.min(spec.max ?? MAX_TIMER_MS, MAX_TIMER_MS);
-      if (ms > max) throw new GuardError('bad_option', `${source} expects at most ${max} ms (${spec.maxWhy ?? TIMER_WHY}), got ${shown}`);
-      return ms;
-    }
-    case 'count': {
-      const count = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
-      const min = spec.min ?? 0;
-      const max = spec.max ?? Number.MAX_SAFE_INTEGER;
-      if (!Number.isSafeInteger(count) || count < min || count > max) throw new GuardError('bad_option', `${source} expects a whole number from ${min} to ${max}, got ${shown}`);
-      return count;
-    }
-    case 'bytes': {
-      const bytes = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseBytes(raw) : NaN;
-      if (!Number.isSafeInteger(bytes) || bytes < (spec.min ?? 0)) throw new GuardError('bad_option', `${source} expects a byte count (e.g. 16384, 64KiB, 16MiB)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`);
-      if (spec.max !== undefined && bytes > spec.max) throw new GuardError('bad_option', `${source} expects at most ${spec.max} bytes${spec.maxWhy ? ` (${spec.maxWhy})` : ''}, got ${shown}`);
-      return bytes;
-    }
-  }
-}
-
-function parseDuration(text: string): number {
-  const match = /^(\d+)(ms|s)?$/.exec(text);
-  if (match === null) return NaN;
-  return Number(match[1]) * (match[2] === 's' ? 1000 : 1);
-}
-
-function parseBytes(text: string): number {
-  const match = /^(\d+)([a-zA-Z]*)$/.exec(text);
-  const multiplier = match === null ? undefined : MULTIPLIERS.get(match[2]!.toLowerCase());
-  return multiplier === undefined ? NaN : Number(match![1]) * multiplier;
-}
-
-/** The spec of option `name`: own entries only, so `toString` or `__proto__` is no option. */
-function lookup(table: Record<string, OptionSpec>, name: string): OptionSpec | undefined {
-  return Object.hasOwn(table, name) ? table[name] : undefined;
-}
-
 /** Most bytes read from a --config file; a config is a few hundred bytes. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
-
-export interface ParsedArgs {
-  values: OptionValues;
-  /** Names set on the command line (they override a config file). */
-  given: Set<string>;
-  command: string[];
-}
-
-/**
- * Parse `[options] [--] command [args...]`. Options end at `--` or at the
- * first word that is not an option; everything after belongs to the child,
- * untouched (no number coercion, no flag parsing).
- */
-export function parseArgv(argv: readonly string[], table: Record<string, OptionSpec>, help = 'mcpguard --help'): ParsedArgs {
-  const values = defaultsOf(table);
-  const given = new Set<string>();
-  let i = 0;
-  for (; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      i++;
-      break;
-    }
-    if (!arg.startsWith('--')) break;
-    const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq === -1 ? undefined : eq);
-    const spec = lookup(table, name);
-    if (spec === undefined) throw new GuardError('unknown_option', `unknown option --${name} (see ${help})`);
-    let raw: string;
-    if (eq !== -1) raw = arg.slice(eq + 1);
-    else if (spec.kind === 'flag') raw = 'true';
-    else {
-      if (i + 1 >= argv.length) throw new GuardError('bad_option', `--${name} expects a value`);
-      raw = argv[++i]!;
-    }
-    const value = parseOptionValue(name, spec, raw);
-    values[name] = spec.repeatable ? [...(values[name] as string[]), String(value)] : value;
-    given.add(name);
-  }
-  return { values, given, command: argv.slice(i) };
-}
 
 /**
  * Merge a JSON config file under the command line: keys are option names
  * (`"stderr-call-bytes": 65536` or `"65536"`); unknown keys and bad values are
  * errors naming the file, the key and the value. `config` itself is not a key.
  */
-export function applyConfigFile(parsed: ParsedArgs, table: Record<string, OptionSpec>, path: string): void {
+export function applyConfigFile(parsed: ParsedArgs<object>, table: Record<string, OptionSpec>, path: string): void {
   let read;
   try {
     read = readCapped(path, MAX_CONFIG_BYTES);
@@ -250,6 +97,6 @@ export function applyConfigFile(parsed: ParsedArgs, table: Record<string, Option
     const spec = lookup(table, key);
     if (spec === undefined || key === 'config') throw new GuardError('bad_config', `--config '${path}': unknown key "${key}"`);
     const value = parseOptionValue(key, spec, raw, `--config '${path}' key "${key}"`);
-    if (!parsed.given.has(key)) parsed.values[key] = value;
+    if (!parsed.given.has(key)) (parsed.values as OptionValues)[key] = value;
   }
 }

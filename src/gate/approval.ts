@@ -5,16 +5,16 @@
  * --approve-cmd. Every card has a wall-clock deadline, and a withdrawn card
  * is withdrawn at the client too.
  */
-import type { Call } from '../relay/calls.js';
+import type { Call, Decision } from '../mcp/call.js';
 import { MAX_OPEN_LEGS } from '../mcp/legs.js';
 import { idJson, membersOf, memberString, type Request } from '../wire/jsonrpc.js';
 import type { JsonNode } from '../wire/json-scan.js';
 import { META_CLIENT_CAPABILITIES, type RequestMeta } from '../mcp/era.js';
 import { approverAction, runApproveCmd } from './approve-cmd.js';
 import { elicitationParams, makeCard, type Card } from './card.js';
-import type { Decision, GateConfig, GateIO, Outcome } from './gate.js';
+import type { GateConfig, GateIO, Outcome } from './gate.js';
 import type { HeldCalls } from './held.js';
-import { applySplices, dropMembers, rebuildObject } from './rewrite.js';
+import { applySplices, dropMembers, rebuildObject } from '../wire/splice.js';
 import { ApprovalSeal } from './seal.js';
 import { withdrawn } from './refusal.js';
 import { ownRequestId } from '../wire/own-id.js';

@@ -14,7 +14,7 @@
  * said its tools changed, or was restarted, and nothing listed them since) is
  * learned again (mcpguard's own tools/list) before it is compared.
  */
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import type { Request } from '../wire/jsonrpc.js';
 import type { RequestMeta } from '../mcp/era.js';
 import { digest, pinnedPart } from '../pins/definition.js';

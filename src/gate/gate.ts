@@ -13,7 +13,7 @@
  * flowing, and a waiting call can be cancelled, time out, or be withdrawn at
  * the session's end, leaving nothing behind at the client or the server.
  */
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import { idJson, memberType, type Request, type Response } from '../wire/jsonrpc.js';
 import type { Delivery } from '../wire/writer.js';
 import { processMasker } from '../mask/mask.js';
@@ -25,7 +25,7 @@ import { HeldCalls } from './held.js';
 import { ownRequestId } from '../wire/own-id.js';
 import { alwaysDenied, decide, type Policy } from './policy.js';
 import { refusal, withdrawn } from './refusal.js';
-import { applySplices, type Splice } from './rewrite.js';
+import { applySplices, type Splice } from '../wire/splice.js';
 import { loadEngine, verdictText } from './schema/schema.js';
 import { CallArgs, ToolBook, type SchemaVerdict, type Schemas } from './tools.js';
 import type { ToolHooks } from '../pins/hooks.js';
@@ -62,15 +62,6 @@ export interface GateIO {
   clientClosed(): boolean;
   /** An id key in flight on either side (a client's request, a server's request, or mcpguard's own): no id of mcpguard's may have it. */
   idTaken(key: string): boolean;
-}
-
-/** What decided a call, for its records. */
-export interface Decision {
-  by: 'schema' | 'policy' | 'approval' | 'approve-cmd' | 'pins';
-  rule: number | null;
-  channel: 'elicitation' | 'input_required' | 'approve-cmd' | null;
-  card: { sha256: string; bytes: number; shown_at: string; answered_at: string | null; answer: string | null } | null;
-  reason: string | null;
 }
 
 export type Outcome =

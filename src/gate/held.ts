@@ -4,7 +4,7 @@
  * deadline or the session's end withdraws a call, and whatever it waited for
  * is then ignored.
  */
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 
 export class HeldCalls {
   private readonly stops = new Map<Call, () => void>();

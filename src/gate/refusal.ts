@@ -3,7 +3,7 @@
  * tool execution error (`isError: true`): the model reads it and can correct
  * itself or stop. Its `_meta` names mcpguard as the source.
  */
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import { idJson } from '../wire/jsonrpc.js';
 import { processMasker } from '../mask/mask.js';
 import type { Outcome } from './gate.js';

@@ -5,7 +5,6 @@
  * Schema engine is not loaded here: the tool book loads it the first time a
  * schema is compiled.
  */
-import type { OptionValues } from '../cli/options.js';
 import { resolveRecordDir } from '../records/location.js';
 import { PinGuard, type OnToolChange } from '../pins/guard.js';
 import { ToolHooks } from '../pins/hooks.js';
@@ -16,20 +15,33 @@ import { ToolSchemas } from './schema/schema.js';
 /** Where the pins' changes and hidden-character counts are recorded (the audit log), if anywhere. */
 export type GateRecord = (type: string, body: Record<string, unknown>) => void;
 
+/**
+ * The gate's options, typed: the command line builds them from
+ * --validate-args, --validate-output, --on-tool-change, --sanitize,
+ * --sanitize-results, --name, --record-dir and --approval-timeout.
+ */
+export interface GateOptions {
+  validateArgs: boolean;
+  validateOutput: 'report' | 'enforce';
+  onToolChange: OnToolChange;
+  sanitize: { definitions: boolean; results: boolean };
+  /** --name, or null: with a name, the pins' identity is that name alone. */
+  name: string | null;
+  /** --record-dir as given (undefined: the default place), where the pins are kept too. */
+  recordDir: string | undefined;
+  approvalTimeoutMs: number;
+}
+
 /** `approveCmd`: --approve-cmd as resolved at start (`checkApproveCmd`), or null; `key`: the audit key (the chain of pin decisions records each pin file with it). */
-export function gateFactory(v: OptionValues, policy: Policy | null, server: string, record: GateRecord = () => {}, approveCmd: string[] | null = null, key?: Buffer): ((io: GateIO) => Gate) | null {
-  const validateArgs = v['validate-args'] === 'on';
-  const onToolChange = (v['on-tool-change'] ?? 'off') as OnToolChange;
-  const sanitize = { definitions: v.sanitize === 'on', results: v['sanitize-results'] === true };
+export function gateFactory(o: GateOptions, policy: Policy | null, server: string, record: GateRecord = () => {}, approveCmd: string[] | null = null, key?: Buffer): ((io: GateIO) => Gate) | null {
+  const { validateArgs, onToolChange, sanitize, name } = o;
   const hooksOn = onToolChange !== 'off' || sanitize.definitions || sanitize.results;
   if (!validateArgs && policy === null && !hooksOn) return null;
-  // --name, when the options have it: the pins' identity is then that name alone.
-  const name = typeof v.name === 'string' && v.name !== '' ? v.name : null;
-  const stateDir = resolveRecordDir(typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined);
+  const stateDir = resolveRecordDir(o.recordDir);
   return (io) => {
     const hooks = hooksOn ? new ToolHooks(new PinGuard({ mode: onToolChange, name, command: server, stateDir, key }, { diag: io.diag, record }), sanitize, io.diag, record) : null;
     return new Gate(
-      { validateArgs, validateOutput: v['validate-output'] as 'report' | 'enforce', policy, approveCmd, approvalTimeoutMs: v['approval-timeout'] as number, server, hooks, onToolChange },
+      { validateArgs, validateOutput: o.validateOutput, policy, approveCmd, approvalTimeoutMs: o.approvalTimeoutMs, server, hooks, onToolChange },
       io,
       new ToolSchemas(),
     );

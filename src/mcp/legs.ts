@@ -14,7 +14,7 @@
  * retries cannot grow it.
  */
 import { createHash } from 'node:crypto';
-import type { Call } from '../relay/calls.js';
+import type { Call } from './call.js';
 import { stringValue, type JsonNode } from '../wire/json-scan.js';
 
 /** Open legs remembered at most (oldest forgotten first). */

@@ -11,7 +11,7 @@
  * --sanitize-results): the `text` of each content item of type `text`.
  */
 import { scanJson, stringValue, type JsonNode } from '../wire/json-scan.js';
-import type { Splice } from '../gate/rewrite.js';
+import type { Splice } from '../wire/splice.js';
 import { addCounts, noCounts, reveal, type HiddenCounts } from './sanitize.js';
 
 export interface Found {

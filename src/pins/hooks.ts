@@ -6,7 +6,7 @@
  */
 import { membersOf, memberString } from '../wire/jsonrpc.js';
 import { stringValue, type JsonNode } from '../wire/json-scan.js';
-import type { Splice } from '../gate/rewrite.js';
+import type { Splice } from '../wire/splice.js';
 import { emptyFound, mayHide, recorded, revealResult, revealString, revealTool, type Found } from './frames.js';
 import type { PinGuard } from './guard.js';
 import { addCounts, noCounts, totalOf } from './sanitize.js';

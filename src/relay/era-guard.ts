@@ -4,7 +4,7 @@
  * and then acts (forwards, answers, diverts); this module keeps the era, the
  * links between the legs of multi-round calls, and the counts.
  */
-import type { Call, CallState } from './calls.js';
+import type { Call, CallState } from '../mcp/call.js';
 import { escapeBytes, type Diagnostics } from '../mask/diagnostics.js';
 import { idKey, memberId, membersOf, memberString, type Message, type Notification, type Request, type RequestId, type Response } from '../wire/jsonrpc.js';
 import type { Rejection } from './observer.js';

@@ -4,7 +4,7 @@
  * called synchronously at the moment it names: `callStarted` runs before the
  * frame is forwarded, which is what makes the audit log write-ahead.
  */
-import type { Call } from './calls.js';
+import type { Call } from '../mcp/call.js';
 import type { ServerInfo } from '../mcp/server-info.js';
 
 export type Direction = 'client' | 'child';

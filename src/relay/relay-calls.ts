@@ -5,7 +5,8 @@
  * answers owed when the session ends. The relay (relay.ts) reads the lines
  * and calls in here.
  */
-import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS, newCall, type Call, type CallState } from './calls.js';
+import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS } from './calls.js';
+import { newCall, type Call, type CallState } from '../mcp/call.js';
 import type { Diagnostics } from '../mask/diagnostics.js';
 import {
   cancellation, errorResponse, idKey, memberId, memberString,
@@ -114,7 +115,7 @@ export abstract class CallKeeper {
     const n = requestsIn(items);
     if (n === 0 || this.calls.roomFor(n)) return true;
     const reason = `${MAX_OPEN_CALLS} requests already wait for an answer, the most mcpguard keeps open`;
-    const single = items.length === 1 && items[0]!.kind === 'request' ? items[0] : null;
+    const single = items.length === 1 && items[0]!.kind === 'request' ? items[0]! : null;
     this.counters.rejectedClient++;
     this.toClient.write(errorResponse(single?.id ?? null, INTERNAL_ERROR, `mcpguard: ${reason}; request not forwarded`, { state: 'rejected' }));
     this.diag.line(`refused client line ${line}: ${reason}`);

@@ -3,7 +3,7 @@
  * original bytes, answer it with an error, or divert it as noise — and every
  * client request ends in exactly one state with exactly one answer.
  */
-import { newCall, type Call, type CallState } from './calls.js';
+import { newCall, type Call, type CallState } from '../mcp/call.js';
 import { escapeBytes, type Diagnostics } from '../mask/diagnostics.js';
 import { processMasker } from '../mask/mask.js';
 import type { LineEvent } from '../wire/framing.js';

@@ -16,7 +16,7 @@
  * reasons and details, a call's stderr text, the stderr tail) is masked like the child's stderr
  * (mask.ts). A `--api-key sk-…` argument is kept as `--api-key sk-[REDACTED]`.
  */
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import { processMasker, type Masker } from '../mask/mask.js';
 import type { Rejection, SessionObserver } from '../relay/observer.js';
 import { RawId, type RequestId } from '../wire/request-id.js';

@@ -12,7 +12,7 @@
  * mcpguard's own ids (its answers are never forwarded), compares the answer
  * with the first one, and lists the tools again to learn whether they changed.
  */
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import type { LineEvent } from '../wire/framing.js';
 import { idKey, peekId } from '../wire/jsonrpc.js';
 import { canonical } from '../records/canonical.js';

@@ -14,7 +14,7 @@
  * child is waited for (run.ts), and the watchdog still covers the child if
  * mcpguard is killed while shutting it down.
  */
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import type { Rejection, SessionObserver } from '../relay/observer.js';
 
 const DISCOVER = 'server/discover';

@@ -3,7 +3,8 @@
  * arithmetic over the exit and the times of earlier restarts; the session
  * does the waiting and the spawning.
  */
-import { RESTART_DELAY_CAP_MS } from '../cli/options.js';
+/** The longest backoff between two restarts (--restart-delay may not exceed it). */
+export const RESTART_DELAY_CAP_MS = 30000;
 
 export type RestartMode = 'never' | 'on-failure' | 'always';
 

@@ -5,7 +5,7 @@
  * session, runs it, and writes the session record and summary.
  */
 import type { StartedChild } from '../process/child.js';
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import { AuditLog } from './audit.js';
 import { ignoredSignalText, reportDebugSignals } from '../process/debug-signals.js';
 import { Diagnostics } from '../mask/diagnostics.js';
@@ -13,24 +13,41 @@ import { EXIT_RECORD_FAILURE } from '../base/errors.js';
 import { processMasker } from '../mask/mask.js';
 import { jsonLine } from '../mask/escape.js';
 import { withMetaEntry, type Response } from '../wire/jsonrpc.js';
-import { gateFactory } from '../gate/setup.js';
+import { gateFactory, type GateOptions } from '../gate/setup.js';
 import type { Policy } from '../gate/policy.js';
-import type { OptionValues } from '../cli/options.js';
 import { openOutput } from '../base/output.js';
 import { ProbeWatch } from './probe.js';
 import { ResourceMeter } from '../process/resources.js';
 import { markedProcesses } from '../process/marker.js';
 import type { RelayCounters } from '../relay/relay.js';
 import { Session, type SessionEnding, type SessionIO, type SessionSummary } from './session.js';
-import type { RestartMode, RestartOptions } from './restart-policy.js';
-import type { RetainMode } from '../stderr/ring.js';
-import { StderrTap, type StderrSummary } from '../stderr/tap.js';
+import type { SessionOptions } from './session-types.js';
+import { StderrTap, type StderrOptions, type StderrSummary } from '../stderr/tap.js';
 import { humanSummary, summaryFormat, type SummaryMode } from './summary.js';
 import type { Watchdog } from '../process/watchdog.js';
 
+/**
+ * The relay's options, typed: the command line builds this once from its
+ * option table (cli/run-config.ts), so nothing below it reads option names.
+ */
+export interface RunConfig {
+  /** Framing, era, timing and --restart for the session (its command and marker come from Prepared). */
+  session: Omit<SessionOptions, 'command' | 'args' | 'marker'>;
+  stderr: StderrOptions;
+  /** --stderr-excerpt-on-error. */
+  excerptOnError: boolean;
+  /** --fsync. */
+  fsync: boolean;
+  gate: GateOptions;
+  /** --session-summary. */
+  summary: SummaryMode;
+  /** The options worth keeping in the session record (no paths to keys). */
+  recorded: Record<string, unknown>;
+}
+
 /** What the command line prepared before the child started. */
 export interface Prepared {
-  values: OptionValues;
+  config: RunConfig;
   command: string;
   args: string[];
   /** The session's id: its record file, its summary, and MCPGUARD_SESSION_ID in the child's environment. */
@@ -55,31 +72,25 @@ export const OUTPUT_STALL_MS = 2000;
 
 /** Run the relay session; resolves to mcpguard's exit status (EXIT_RECORD_FAILURE when the audit log failed). */
 export async function runRelay(p: Prepared): Promise<number> {
-  const v = p.values;
+  const c = p.config;
   const diagStream = openOutput(2);
   const diag = new Diagnostics(diagStream);
   reportDebugSignals((what) => diag.line(ignoredSignalText(what)));
   const output = openOutput(1);
   const stderr = new StderrTap(
-    {
-      callBytes: v['stderr-call-bytes'] as number,
-      processBytes: v['stderr-process-bytes'] as number,
-      excerptBytes: v['stderr-excerpt-bytes'] as number,
-      retain: v['stderr-retain'] as RetainMode,
-      passthroughBytes: v['stderr-passthrough'] === 'on' ? (v['stderr-passthrough-bytes'] as number) : null,
-    },
+    c.stderr,
     process.env,
     (bytes) => diag.mirror(bytes),
     (limit) => diag.line(mirrorCapText(limit)),
   );
   diagStream.on('drain', () => stderr.resumeMirror());
-  const decorate = v['stderr-excerpt-on-error'] ? excerptDecorator(stderr) : undefined;
+  const decorate = c.excerptOnError ? excerptDecorator(stderr) : undefined;
   let session: Session | undefined;
-  const audit = p.records === null ? null : new AuditLog({ dir: p.records.dir, fsync: v.fsync as boolean, key: p.records.key }, p.sessionId, (error) => {
+  const audit = p.records === null ? null : new AuditLog({ dir: p.records.dir, fsync: c.fsync, key: p.records.key }, p.sessionId, (error) => {
     diag.line(`cannot write the audit log: ${error.message}; ending the session`);
     session?.end('record_failure');
   });
-  audit?.sessionStarted({ command: p.command, args: p.args, cwd: process.cwd(), options: recordedOptions(v) });
+  audit?.sessionStarted({ command: p.command, args: p.args, cwd: process.cwd(), options: c.recorded });
   const probe = new ProbeWatch();
   let isProbe = false;
   // CPU and memory of the server's tree: sampled while it runs, once more when the end is decided (before the tree is shut down), finished once it is reaped.
@@ -94,16 +105,8 @@ export async function runRelay(p: Prepared): Promise<number> {
     {
       command: p.command,
       args: p.args,
-      maxFrameBytes: v['max-frame-bytes'] as number,
-      onInvalid: v['on-invalid'] as 'close' | 'reject',
-      onChildNoise: v['on-child-noise'] as 'continue' | 'close',
-      allowBatch: v['allow-batch'] as boolean,
-      eraRules: v['era-rules'] as 'enforce' | 'warn',
-      callTimeout: v['call-timeout'] as number | null,
-      graceMs: v.grace as number,
-      drainMs: v['drain-ms'] as number,
+      ...c.session,
       marker: p.sessionId,
-      restart: restartOptions(v),
     },
     // The stderr tap observes first: a call's stderr counts are set before anyone records the call.
     {
@@ -113,14 +116,14 @@ export async function runRelay(p: Prepared): Promise<number> {
       observers: audit === null ? [stderr, probe] : [stderr, audit, probe],
       stderr,
       decorate,
-      gate: gateFactory(v, p.policy, [p.command, ...p.args].join(' '), (type, body) => audit?.gateRecord(type, body), p.approveCmd, p.records?.key),
+      gate: gateFactory(c.gate, p.policy, [p.command, ...p.args].join(' '), (type, body) => audit?.gateRecord(type, body), p.approveCmd, p.records?.key),
       watchdog: p.watchdog,
       onSpawn: (pid) => {
         audit?.childSpawned(pid);
         meter.start(pid);
       },
       onEnding: sealProbe,
-      ...(restartOptions(v) === null ? {} : supervisionRecords(audit)),
+      ...(c.session.restart === null ? {} : supervisionRecords(audit)),
     },
   );
   // The session's first records were written before the session existed to be ended.
@@ -151,7 +154,7 @@ export async function runRelay(p: Prepared): Promise<number> {
   if (audit !== null && audit.droppedAfterSeal > 0) {
     diag.line(`${audit.droppedAfterSeal} event(s) after the probe session's log was sealed are not in it (see the session summary)`);
   }
-  const summaryAs = summaryFormat(v['session-summary'] as SummaryMode);
+  const summaryAs = summaryFormat(c.summary);
   if (summaryAs === 'json') diag.writeLine(jsonLine({ mcpguard: 'session_end', session_id: p.sessionId, ...record }));
   if (summaryAs === 'human') {
     const place = { sessionId: p.sessionId, command: p.command, args: p.args, logPath: audit?.log.path ?? null, recordsOff: p.recordsOff };
@@ -192,18 +195,6 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
     output_unflushed_bytes: s.outputUnflushedBytes,
     duration_ms: s.endedAt - s.startedAt,
     ...(s.restarts == null ? {} : { restarts: s.restarts.count, generations: s.restarts.generations, restarts_stopped_by: s.restarts.stoppedBy }),
-  };
-}
-
-/** --restart and its bounds, or null with --restart never (then nothing of supervision runs). */
-function restartOptions(v: OptionValues): RestartOptions | null {
-  if (v.restart === 'never') return null;
-  return {
-    mode: v.restart as RestartMode,
-    maxRestarts: v['max-restarts'] as number,
-    windowMs: v['restart-window'] as number,
-    delayMs: v['restart-delay'] as number,
-    waitMs: v['restart-wait'] as number,
   };
 }
 
@@ -261,14 +252,6 @@ function trafficFields(c: RelayCounters, stderr: StderrSummary): Record<string, 
     era_violations: c.eraViolations,
     shape_rejections: c.shapeRejections,
   };
-}
-
-/** The options worth keeping in the session record (no paths to keys). */
-function recordedOptions(v: OptionValues): Record<string, unknown> {
-  const kept: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(v)) if (name !== 'audit-key-file' && name !== 'config') kept[name] = value;
-  kept['audit-key'] = typeof v['audit-key-file'] === 'string';
-  return kept;
 }
 
 /** The key under `_meta` that carries a failed call's stderr excerpt. */

@@ -6,7 +6,7 @@
  * audit, the summary printer) need not read the supervision code.
  */
 import type { Readable, Writable } from 'node:stream';
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import type { Diagnostics } from '../mask/diagnostics.js';
 import type { Gate, GateIO } from '../gate/gate.js';
 import type { Response } from '../wire/jsonrpc.js';

@@ -6,7 +6,7 @@
  */
 import { constants } from 'node:os';
 import { exitCodeOf, startChild, type ExitInfo, type StartedChild } from '../process/child.js';
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import { JoinPool, LineSplitter, type LineEvent } from '../wire/framing.js';
 import { FramePrescan } from '../wire/json-prescan.js';
 import { notification } from '../wire/jsonrpc.js';

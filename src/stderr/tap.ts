@@ -6,7 +6,7 @@
  * cost nothing here; the relay's observers tell it when calls end, so each
  * call's record carries its own counts and an error answer can carry its excerpt.
  */
-import type { Call } from '../relay/calls.js';
+import type { Call } from '../mcp/call.js';
 import type { SessionObserver } from '../relay/observer.js';
 import { StderrStore, type CallStderr } from './budget.js';
 import { CAPTURED_LABEL, renderExcerpt } from './excerpt.js';

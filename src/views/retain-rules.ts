@@ -14,7 +14,7 @@ export interface RetainRules {
 }
 
 const AGE_UNITS = new Map([['s', 1000], ['m', 60_000], ['h', 3_600_000], ['d', 86_400_000], ['w', 7 * 86_400_000]]);
-// A Map: the suffix is user input (see options.ts).
+// A Map: the suffix is user input (see base/option-table.ts).
 const SIZE_UNITS = new Map([
   ['', 1], ['b', 1], ['k', 1024], ['kb', 1024], ['kib', 1024], ['m', 1024 ** 2], ['mb', 1024 ** 2], ['mib', 1024 ** 2],
   ['g', 1024 ** 3], ['gb', 1024 ** 3], ['gib', 1024 ** 3], ['t', 1024 ** 4], ['tb', 1024 ** 4], ['tib', 1024 ** 4],

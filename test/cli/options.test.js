@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RUN_OPTIONS, applyConfigFile, parseArgv } from '../../dist/cli/options.js';
+import { RUN_OPTIONS, applyConfigFile } from '../../dist/cli/options.js';
+import { parseArgv } from '../../dist/base/option-table.js';
 import { CHECK_OPTIONS, parseCheckArgv } from '../../dist/check/options.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcpguard-options-'));

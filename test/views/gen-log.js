@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { AuditLog } from '../../dist/session/audit.js';
 import { canonical } from '../../dist/records/canonical.js';
 import { lineHash, recordHash } from '../../dist/records/chain.js';
-import { newCall } from '../../dist/relay/calls.js';
+import { newCall } from '../../dist/mcp/call.js';
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 

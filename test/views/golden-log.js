@@ -3,7 +3,7 @@
 // pids and the call ids fixed: the same bytes on every run. Run it as its own
 // process (it replaces the global Date): node test/views/golden-log.js DIR
 import { AuditLog } from '../../dist/session/audit.js';
-import { newCall } from '../../dist/relay/calls.js';
+import { newCall } from '../../dist/mcp/call.js';
 import { generationTagger } from '../../dist/session/tag.js';
 
 const [dir] = process.argv.slice(2);

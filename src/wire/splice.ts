@@ -5,7 +5,7 @@
  * it came: the object or array is rebuilt from the original text of the
  * members or items that stay, and the rest of the frame is untouched.
  */
-import type { JsonNode } from '../wire/json-scan.js';
+import type { JsonNode } from './json-scan.js';
 
 export interface Splice {
   start: number;

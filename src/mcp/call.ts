@@ -1,0 +1,113 @@
+/**
+ * The call record: one client request that reached mcpguard, from arrival to
+ * its one final state, and what decided it. Shared by every layer that
+ * touches a call (mcp legs, gate, relay, stderr, session); the table that
+ * holds the calls in flight is relay/calls.ts.
+ */
+import type { RequestId } from '../wire/jsonrpc.js';
+import { newCallId } from '../records/ids.js';
+
+/** What decided a call, for its records. */
+export interface Decision {
+  by: 'schema' | 'policy' | 'approval' | 'approve-cmd' | 'pins';
+  rule: number | null;
+  channel: 'elicitation' | 'input_required' | 'approve-cmd' | null;
+  card: { sha256: string; bytes: number; shown_at: string; answered_at: string | null; answer: string | null } | null;
+  reason: string | null;
+}
+
+/** A call's final state, named from what mcpguard observed (never guessed). */
+export type CallState =
+  | 'completed' // the child answered with a result
+  | 'error' // the child answered with a JSON-RPC error
+  | 'tool_error' // the child answered a tools/call with a result flagged isError: true (the tool ran and failed)
+  | 'rejected' // mcpguard refused the frame; nothing reached the child
+  | 'cancelled_before_dispatch' // cancelled while still queued inside mcpguard
+  | 'cancelled_after_dispatch' // cancelled (by the client or by mcpguard's shutdown) after the child got it
+  | 'timed_out_after_dispatch' // --call-timeout expired after the child got it
+  | 'unknown_after_dispatch' // the child exited with the call in flight: the action may have happened
+  | 'input_required' // the child answered that it needs input first (2026-07-28); the client's retry is a new call
+  | 'stream_ended' // a subscriptions/listen stream ended (by the server, the client, or the session's end)
+  | 'denied'; // the gate refused it before dispatch: a policy rule, a person's answer, an expired or impossible approval
+
+export interface Call {
+  /** mcpguard's own id for the call (stable across records). */
+  callId: string;
+  requestId: RequestId | null;
+  idKey: string | null;
+  method: string | null;
+  /** `params.name` of a tools/call. */
+  tool: string | null;
+  /** What a multi-round call is about (method and tool, prompt or resource), for linking its legs; else null. */
+  target: string | null;
+  /** The protocol version the call ran under (negotiated, or claimed in its `_meta`). */
+  protocolVersion: string | null;
+  /** W3C traceparent from the request's `_meta`, if any. */
+  traceparent: string | null;
+  /** For a retry after `input_required`: the call id of the leg before, and how the link was made. */
+  continues: string | null;
+  linkedBy: 'request_state' | 'same_target' | null;
+  /** The call id of the first leg of a multi-round call (set on every leg); else null. */
+  chain: string | null;
+  /** Hash of the `requestState` an `input_required` answer carried. */
+  requestStateHash: string | null;
+  /** A tools/list that asked for a later page (a cursor): the tools it returns add to the pages before. */
+  cursor: boolean;
+  /** The gate is deciding it: received, not yet dispatched, answered or withdrawn. (A flag, not a Set of calls: no table to grow and shrink per call.) */
+  gated: boolean;
+  /** What the gate decided, and who decided it (null: the gate did not look at it). */
+  decision: Decision | null;
+  /** Era rules this call's answer broke without being refused (e.g. a result without resultType). */
+  flags: string[] | null;
+  startedAt: number;
+  dispatchedAt: number | null;
+  /** The server generation the call was handed to (--restart; 1 without it); null while it has reached no server. */
+  generation: number | null;
+  /** Set once, when the call ends. */
+  state: CallState | null;
+  endedAt: number | null;
+  /** Why it ended, in words, for records and error answers. */
+  detail: string | null;
+  /** The client asked to cancel it (notifications/cancelled). */
+  cancelRequested: boolean;
+  /** Deadline timer, if --call-timeout is set. */
+  timer: NodeJS.Timeout | null;
+  /** The child's exit, when it was observed with the call in flight; else null. */
+  exitStatus: { code: number | null; signal: string | null } | null;
+  /** How the child's streams ended, for calls cut off by the child's end; else null (streams still open). */
+  streamEnd: { stdout: string; stderr: string } | null;
+  /** Stderr accounting for the call's window and its retained text (marked as excerpt.ts marks it; null: none seen), filled in when it ends. */
+  stderr: { seen: number; retained: number; truncated: boolean; shared: boolean; text: string | null } | null;
+}
+
+export function newCall(requestId: RequestId | null, idKey: string | null, method: string | null, tool: string | null): Call {
+  return {
+    callId: newCallId(),
+    requestId,
+    idKey,
+    method,
+    tool,
+    target: null,
+    protocolVersion: null,
+    traceparent: null,
+    continues: null,
+    linkedBy: null,
+    chain: null,
+    requestStateHash: null,
+    flags: null,
+    cursor: false,
+    gated: false,
+    decision: null,
+    startedAt: Date.now(),
+    dispatchedAt: null,
+    generation: null,
+    state: null,
+    endedAt: null,
+    detail: null,
+    cancelRequested: false,
+    timer: null,
+    exitStatus: null,
+    streamEnd: null,
+    stderr: null,
+  };
+}
