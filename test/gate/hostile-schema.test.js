@@ -130,7 +130,7 @@ describe('numbers a double cannot hold', () => {
       writeFileSync(bad, '{"rules":[{"tool":"ping","when":{"properties":{"id":{"const":12345678901234567890}}},"decision":"allow"}],"default":"deny"}');
       const r = await runGuard([`--policy=${bad}`, '--', 'true'], { timeout: TIMEOUT }).done;
       assert.equal(r.code, 125, r.stderr);
-      assert.match(r.stderr, /rule 0: "when" is not a usable JSON Schema: \/properties\/id\/const: holds an integer beyond/);
+      assert.match(r.stderr, /rule 1: "when" is not a usable JSON Schema: \/properties\/id\/const: holds an integer beyond/);
       const odd = join(scratch.dir, 'odd.json');
       writeFileSync(odd, '{"rules":[{"tool":"ping","when":{"properties":{"id":{"multipleOf":2}}},"decision":"allow"}],"default":"deny"}');
       const c = conversation(SERVER, ['--validate-args=on', `--policy=${odd}`]);

@@ -7,9 +7,21 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { MAX_PATTERN_LENGTH, PatternBudgetError, patternOf, resetPatternBudget } from '../../../dist/gate/schema/pattern.js';
 
+/**
+ * The same answer as V8, or a refusal: a pattern RE2 cannot match exactly runs
+ * on V8 under a shared time budget, and a busy machine may spend it on a
+ * backtracking-heavy random pattern (fail closed, never a different answer).
+ */
 const agree = (source, text) => {
   resetPatternBudget();
-  assert.equal(patternOf(source).test(text), new RegExp(source, 'u').test(text), `${JSON.stringify(source)} on ${JSON.stringify(text)}`);
+  let ours;
+  try {
+    ours = patternOf(source).test(text);
+  } catch (error) {
+    if (error instanceof PatternBudgetError && /V8's backtracking engine/.test(error.message)) return;
+    throw error;
+  }
+  assert.equal(ours, new RegExp(source, 'u').test(text), `${JSON.stringify(source)} on ${JSON.stringify(text)}`);
 };
 
 const REAL = [
