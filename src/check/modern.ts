@@ -14,7 +14,7 @@
 import { stringValue, type JsonNode } from '../wire/json-scan.js';
 import { membersOf } from '../wire/jsonrpc.js';
 import { DISCOVER_ID, isModernVersion, requestMeta, stringItems, supportedInError, UNSUPPORTED_PROTOCOL_VERSION } from './era.js';
-import { describeError, errorCode, Exchange, member, shortList, type Answer, type ConversationResult, type ServerInfo } from './exchange.js';
+import { describeError, errorCode, type Exchange, member, shortList, type Answer, type ConversationResult, type ServerInfo } from './exchange.js';
 import { MODERN_PROTOCOL_VERSION, type CheckPlan } from './options.js';
 import { checkCallResult, checkTools } from './tools.js';
 

@@ -78,7 +78,7 @@ export const MAX_CONFIG_BYTES = 1024 * 1024;
  * errors naming the file, the key and the value. `config` itself is not a key.
  */
 export function applyConfigFile(parsed: ParsedArgs<object>, table: Record<string, OptionSpec>, path: string): void {
-  let read;
+  let read: ReturnType<typeof readCapped>;
   try {
     read = readCapped(path, MAX_CONFIG_BYTES);
   } catch (error) {

@@ -23,7 +23,7 @@ import { Approvals } from './approval.js';
 import { CardBound } from './card-bound.js';
 import { HeldCalls } from './held.js';
 import { ownRequestId } from '../wire/own-id.js';
-import { alwaysDenied, decide, type Policy } from './policy.js';
+import { alwaysDenied, decide, type Policy, type PolicyVerdict } from './policy.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from '../wire/splice.js';
 import { loadEngine, verdictText } from './schema/schema.js';
@@ -123,7 +123,7 @@ export class Gate {
     const policy = this.config.policy;
     const held = this.config.hooks?.pins.held(name) ?? null;
     if (policy === null) return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
-    let verdict;
+    let verdict: PolicyVerdict;
     try {
       verdict = decide(policy, name, args, this.tools.annotations(name));
     } catch (error) {

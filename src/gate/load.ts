@@ -20,7 +20,7 @@ export async function loadPolicy(value: unknown): Promise<Policy | null> {
   let source: string;
   if (typeof value === 'string') {
     source = `'${value}'`;
-    let read;
+    let read: ReturnType<typeof readCapped>;
     try {
       read = readCapped(value, MAX_POLICY_BYTES);
     } catch (error) {

@@ -89,7 +89,7 @@ function pathDiff(before: unknown, after: unknown): PathDiff | null {
 /** Each leaf (scalar, empty object or array) by its JSON Pointer, as canonical text. */
 function leaves(value: unknown, path = '', out = new Map<string, string>()): Map<string, string> {
   if (value === undefined) return out;
-  if (Array.isArray(value) && value.length > 0) value.forEach((v, i) => leaves(v, `${path}/${i}`, out));
+  if (Array.isArray(value) && value.length > 0) for (const [i, v] of value.entries()) leaves(v, `${path}/${i}`, out);
   else if (isObject(value) && Object.keys(value).length > 0) {
     for (const [k, v] of Object.entries(value)) leaves(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, out);
   } else out.set(path === '' ? '/' : path, canonical(value));

@@ -69,7 +69,7 @@ function notFound(command: string, place: SpawnPlace): SpawnFailure {
     if (!isFile(path)) return { status: EXIT_CANNOT_EXECUTE, why: `its interpreter ${JSON.stringify(interpreter)} (from its #! line) was not found${crlf}` };
     return { status: EXIT_CANNOT_EXECUTE, why: `its interpreter ${JSON.stringify(interpreter)} (from its #! line) could not be started` };
   }
-  if (head !== null && head.subarray(0, 4).equals(ELF_MAGIC)) return { status: EXIT_CANNOT_EXECUTE, why: `${JSON.stringify(file)} is a program whose loader (ELF interpreter) is missing` };
+  if (head?.subarray(0, 4).equals(ELF_MAGIC)) return { status: EXIT_CANNOT_EXECUTE, why: `${JSON.stringify(file)} is a program whose loader (ELF interpreter) is missing` };
   return { status: EXIT_CANNOT_EXECUTE, why: `${JSON.stringify(file)} exists but could not be run (ENOENT)` };
 }
 
@@ -78,7 +78,7 @@ const ELF_MAGIC = Buffer.from([0x7f, 0x45, 0x4c, 0x46]);
 // EACCES from exec: the first candidate that exists is the one exec stumbled on.
 function denied(command: string, place: SpawnPlace): string {
   for (const path of candidates(command, place)) {
-    let stat;
+    let stat: ReturnType<typeof statSync>;
     try {
       stat = statSync(path);
     } catch {

@@ -27,7 +27,7 @@ export function loadAuditKey(keyFile: string, recordDir: string): Buffer {
   if (!outside) {
     throw new GuardError('ERR_RECORD_KEY', `--audit-key-file '${keyFile}' is inside the record directory '${recordDir}'; keep the key elsewhere`);
   }
-  let read;
+  let read: ReturnType<typeof readCapped>;
   try {
     // The path as given: a process substitution (/dev/fd/N) has no real path to reopen.
     read = readCapped(keyFile, MAX_KEY_BYTES);

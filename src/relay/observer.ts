@@ -28,6 +28,7 @@ export interface Rejection {
 
 export interface SessionObserver {
   /** Before the call's frame is forwarded. Returning false vetoes the dispatch (the record could not be written). */
+  // biome-ignore lint/suspicious/noConfusingVoidType: most observers return nothing; only one that could not record says false
   callStarted?(call: Call): boolean | void;
   callDispatched?(call: Call): void;
   callEnded?(call: Call): void;

@@ -140,7 +140,7 @@ export async function replayHandshake(watch: HandshakeWatch, io: ReplayIO): Prom
     if (watch.tools !== null) {
       const now = await listTools(asker);
       if (asker.exited) return died;
-      toolsChanged = now === null ? null : sameTools(watch.tools, now) ? false : true;
+      toolsChanged = now === null ? null : !sameTools(watch.tools, now);
       if (now !== null) watch.tools = now;
     }
     return { ok: true, replayed: true, toolsChanged, listChanged, logging: 'logging' in caps };

@@ -259,7 +259,7 @@ export class Session {
   private startGeneration(n: number, started: StartedChild, reclaimer: ReadBufferReclaimer, watchdog: Watchdog | undefined, relay: () => Relay): Generation {
     const gen: Generation = new Generation(n, started, this.options, {
       line: (event) => {
-        if (this.intercept !== null && this.intercept(event)) return;
+        if (this.intercept?.(event)) return;
         this.watch?.serverLine(event);
         relay().fromChild(event);
       },

@@ -35,7 +35,7 @@ export function verifyView(q: VerifyQuery, out: (text: string) => void, io: Comm
   const results = q.exists ? verifyDir(q.dir, key) : [];
   if (results.length === 0) io.stderr.write(`mcpguard verify: no session logs in '${q.dir}'\n`);
   const crashOnly = (r: VerifyResult): boolean => r.status === 'unsealed' || r.status === 'torn';
-  if (q.json) results.forEach((r) => out(`${jsonLine(r)}\n`));
+  if (q.json) for (const r of results) out(`${jsonLine(r)}\n`);
   else {
     const grid = new StreamingTable(COLUMNS, q.style);
     for (const r of results) {
@@ -47,7 +47,7 @@ export function verifyView(q: VerifyQuery, out: (text: string) => void, io: Comm
     }
     out(grid.end());
     const counts = new Map<string, number>();
-    results.forEach((r) => counts.set(r.status, (counts.get(r.status) ?? 0) + 1));
+    for (const r of results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
     out(`${results.length} log${results.length === 1 ? '' : 's'}: ${[...counts].map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}\n`);
   }
   if (results.some((r) => !isIntact(r.status) && !crashOnly(r))) return 1;

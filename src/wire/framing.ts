@@ -223,7 +223,7 @@ export class LineSplitter {
         this.onEvent({ kind: 'line', line: this.lineNo, frame });
       }
       start = nl + 1;
-      if (gate !== null && gate.held && start < chunk.length) {
+      if (gate?.held && start < chunk.length) {
         this.deferred = chunk.subarray(start);
         return;
       }

@@ -191,7 +191,7 @@ export class FrameWriter {
   private dispatch(frame: Buffer, delivery: Delivery | undefined): void {
     // A write's callback always runs later (next tick at the earliest), so `dispatched` comes first.
     const joins = this.options.joins;
-    const accepted = joins !== undefined && joins.owns(frame)
+    const accepted = joins?.owns(frame)
       ? this.stream.write(frame, (error) => (error ? delivery?.undelivered(error) : joins.release(frame)))
       : delivery === undefined ? this.stream.write(frame) : this.stream.write(frame, (error) => error && delivery.undelivered(error));
     delivery?.dispatched();

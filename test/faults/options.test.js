@@ -5,7 +5,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, fixture, frame, killStarted, readLines, runCommand, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
+import { fixture, frame, killStarted, readLines, runCommand, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
 import { messages } from '../helpers/stdout-check.js';
 
 after(killStarted);

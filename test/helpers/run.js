@@ -61,7 +61,7 @@ const NEEDLES = [
 
 /** One level of JSON escapes undone (`\u0073`, `\/`, `\"`, `\\`): a secret written escaped still counts. */
 function unescaped(text) {
-  return text.replace(/\\(u[0-9a-fA-F]{4}|[\/"\\])/g, (_, e) => (e[0] === 'u' ? String.fromCharCode(parseInt(e.slice(1), 16)) : e));
+  return text.replace(/\\(u[0-9a-fA-F]{4}|[/"\\])/g, (_, e) => (e[0] === 'u' ? String.fromCharCode(parseInt(e.slice(1), 16)) : e));
 }
 
 /**

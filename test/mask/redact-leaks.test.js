@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { Redactor, MAX_HOLD_BYTES } from '../../dist/mask/redact.js';
+import { Redactor } from '../../dist/mask/redact.js';
 import { redactPieces } from '../helpers/redact.js';
 import { UNDO_BACKSLASH, UNDO_QUOTE, rawIndex, unescapeJson } from '../../dist/mask/json-escapes.js';
 import { Masker } from '../../dist/mask/mask.js';
@@ -78,10 +78,10 @@ const BMP_OR_ASTRAL = fc.oneof(
 /** `text` JSON-escaped, each character chosen raw or as \u (the JSON-required escapes always). */
 function escapeEach(text, choices) {
   return [...text].map((c, i) => {
-    const escape = choices[i % choices.length];
-    if (c === '"' || c === '\\') return escape ? uEscaped(c) : `\\${c}`;
-    if (c === '/' && escape) return '\\/';
-    if (!escape) return c;
+    const escaped = choices[i % choices.length];
+    if (c === '"' || c === '\\') return escaped ? uEscaped(c) : `\\${c}`;
+    if (c === '/' && escaped) return '\\/';
+    if (!escaped) return c;
     return c.length === 2 ? uEscaped(c[0]) + uEscaped(c[1]) : uEscaped(c).replace(/[a-f]/g, (h) => (i % 2 ? h.toUpperCase() : h));
   }).join('');
 }

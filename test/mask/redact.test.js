@@ -177,7 +177,7 @@ test('a secret split across two writes reaches neither the store, the excerpt no
     const r = new Redactor({ env: ENV });
     const store = new StderrStore();
     const mirrored = [];
-    const mirror = new Passthrough({ write: (b) => (mirrored.push(Buffer.from(b)), true) });
+    const mirror = new Passthrough({ write: (b) => { mirrored.push(Buffer.from(b)); return true; } });
     const feed = (chunk) => {
       const safe = r.push(Buffer.from(chunk));
       store.write(safe, ['call']);

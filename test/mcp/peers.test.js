@@ -75,7 +75,9 @@ function v2Client(mode) {
     const waiting = [];
     client.setNotificationHandler('notifications/tools/list_changed', async (notification) => {
       changes.push({ at: Date.now(), notification });
-      waiting.splice(0).forEach((wake) => wake());
+      waiting.splice(0).forEach((wake) => {
+        wake();
+      });
     });
     // Gives up after CHANGE_WAIT_MS, so a stream cut short fails the test instead of hanging it.
     const nextChange = async () => {

@@ -20,7 +20,6 @@ import { recordsOf } from '../helpers/peers.js';
 
 const TIMEOUT = 60000;
 const SERVER = fixture('pins-server.py');
-const APPROVAL_KEY = 'io.mcpguard/approval';
 const cleanups = [];
 after(() => {
   for (const c of cleanups.splice(0)) c();

@@ -50,7 +50,7 @@ test('prints numbers and strings exactly as JSON.stringify does', () => {
 
 test('undefined members are left out and undefined elements and holes become null, like JSON.stringify', () => {
   assert.equal(canonical({ a: undefined, b: 1 }), '{"b":1}');
-  // eslint-disable-next-line no-sparse-arrays
+  // biome-ignore lint/suspicious/noSparseArray: a hole, on purpose
   assert.equal(canonical([undefined, , 1]), '[null,null,1]');
   assert.equal(canonical({ when: new Date(0) }), '{"when":"1970-01-01T00:00:00.000Z"}');
 });
@@ -125,7 +125,9 @@ test('property: a shaped record\'s line is canonical() of the same record and a 
       const ts = '2026-11-29T13:10:23.636Z';
       const shape = new RecordShape(type, names);
       const record = {};
-      names.forEach((n, i) => Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true }));
+      names.forEach((n, i) => {
+        Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true });
+      });
       Object.assign(record, { type, ts, seq, prev });
       assert.equal(shape.line(values, seq, prev, ts), `${canonical(record)}\n`);
     }), { numRuns: 500 });
@@ -151,7 +153,9 @@ test('property: a shaped record written into the line buffer is canonical() of t
     const prev = 'cd'.repeat(32);
     const ts = '2026-11-30T23:54:20.024Z';
     const record = {};
-    names.forEach((n, i) => Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true }));
+    names.forEach((n, i) => {
+      Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true });
+    });
     Object.assign(record, { type, ts, seq, prev });
     let expected;
     try {

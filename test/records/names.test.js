@@ -74,7 +74,7 @@ test('a bad --name is refused before the server starts: exit 125 naming the opti
     [['--name', 'x'.repeat(65)], /--name expects a name of 1 to 64 printable characters, got "x{65}" \(it is longer than 64 characters\)/],
     [['--name', 'evil\u001b[2Jname'], /--name expects a name of 1 to 64 printable characters, got "evil\\u001b\[2Jname" \(it holds a control character\)/],
     [['--name', 'two\nlines'], /got "two\\nlines" \(it holds a control character\)/],
-    [['--config', config], /--config '.*config.json' key "name" expects a name of 1 to 64 printable characters, got "   " \(it is empty\)/],
+    [['--config', config], /--config '.*config.json' key "name" expects a name of 1 to 64 printable characters, got " {3}" \(it is empty\)/],
   ]) {
     const run = await runGuard([`--record-dir=${join(scratch, 'refused')}`, ...args, '--', 'sh', '-c', `touch ${marker}`], { timeout: TIMEOUT }).done;
     assert.equal(run.code, 125, args.join(' '));

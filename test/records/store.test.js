@@ -242,7 +242,9 @@ test('20 writer processes sharing one directory: every chain verifies and no rec
     for (let i = 0; i < ${perWriter}; i++) log.append('call_attempt', { writer: ${w}, i, call_id: 'c_' + ${w} + '_' + i, pad: 'x'.repeat(i % 97) });
     log.seal();`;
   const results = await Promise.all(Array.from({ length: writers }, (_, w) => runNode(source(w))));
-  results.forEach((r) => assert.equal(r.code, 0, r.stderr));
+  results.forEach((r) => {
+    assert.equal(r.code, 0, r.stderr);
+  });
   const verdicts = verifyDir(dir);
   assert.equal(verdicts.length, writers);
   for (const verdict of verdicts) assert.deepEqual([verdict.status, verdict.records], ['ok', perWriter + 2], JSON.stringify(verdict));

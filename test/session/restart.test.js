@@ -318,7 +318,9 @@ describe('crash loops', { timeout: TIMEOUT }, () => {
     assert.deepEqual(ends.map((r) => r.exit_code), [7, 7, 7, 7]);
     // Each delay lies in its jitter band (half to all of 100 ms × 2^n), and the wait really happened.
     const delays = ends.slice(0, 3).map((r) => r.delay_ms);
-    delays.forEach((d, n) => assert.ok(d >= 50 * 2 ** n && d <= 100 * 2 ** n, `delay ${n}: ${d} ms`));
+    delays.forEach((d, n) => {
+      assert.ok(d >= 50 * 2 ** n && d <= 100 * 2 ** n, `delay ${n}: ${d} ms`);
+    });
     assert.ok(delays[2] > delays[0], `the backoff grows: ${delays}`);
     for (let n = 0; n < 3; n++) {
       const gap = Date.parse(starts[n + 1].started_at) - Date.parse(ends[n].ended_at);

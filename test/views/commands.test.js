@@ -78,7 +78,7 @@ test('activity: defaults to the latest session; one row per call and per rejecti
   const { code, stdout } = await run('activity', ['--record-dir', dir, 's_20261129T100000Z_aaaaaaaa']);
   assert.equal(code, 0);
   const lines = stdout.trimEnd().split('\n');
-  assert.match(lines[0], /^session s_20261129T100000Z_aaaaaaaa  python  2026-11-29 10:00:00 [+-]\d\d:\d\d  /);
+  assert.match(lines[0], /^session s_20261129T100000Z_aaaaaaaa {2}python {2}2026-11-29 10:00:00 [+-]\d\d:\d\d {2}/);
   assert.deepEqual(lines[1].split(/\s{2,}/), ['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'].map((h) => (h === 'TIME' ? `TIME ${/TIME (\S+)/.exec(lines[1])[1]}` : h)));
   // Newest first: the call first recorded last comes first; the rejection's reason on a line of its own.
   assert.match(lines[2], /^c_aaaaaaaaaaa2\s+\S+\s+tools\/list\s+-\s+no_final_record\s+-\s+-$/);

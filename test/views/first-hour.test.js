@@ -101,7 +101,7 @@ test('`last` names the newest session for show, activity and logs', { timeout: T
   assert.match(activity.stdout.toString(), new RegExp(`^session ${newest}  newer`));
   const logs = await runGuard(['logs', 'last', '--record-dir', dir], { timeout: TIMEOUT }).done;
   assert.equal(logs.code, 0, logs.stderr);
-  assert.match(logs.stdout.toString(), /==> call c_[0-9a-f]{12}  tools\/call add  completed /);
+  assert.match(logs.stdout.toString(), /==> call c_[0-9a-f]{12} {2}tools\/call add {2}completed /);
   const empty = scratch();
   const none = await runGuard(['logs', 'last', '--record-dir', empty], { timeout: TIMEOUT }).done;
   assert.equal(none.code, 1);
@@ -137,11 +137,11 @@ test('show CALL: times to the millisecond, fields without a value left out, the 
   const shown = await runGuard(['show', call.call_id, '--utc', '--record-dir', dir], { timeout: TIMEOUT }).done;
   assert.equal(shown.code, 0, shown.stderr);
   const text = shown.stdout.toString();
-  assert.match(text, /\n#\d+  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC  call_end\n/, 'each record\'s time to the millisecond');
-  assert.match(text, /\n  ended_at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC\n/);
+  assert.match(text, /\n#\d+ {2}\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC {2}call_end\n/, 'each record\'s time to the millisecond');
+  assert.match(text, /\n {2}ended_at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC\n/);
   assert.doesNotMatch(text, / null\n/, 'no field shown without a value');
-  assert.doesNotMatch(text, /\n  (decision|chain|traceparent|exit_status) /);
-  assert.match(text, /\n  state +completed\n/);
+  assert.doesNotMatch(text, /\n {2}(decision|chain|traceparent|exit_status) /);
+  assert.match(text, /\n {2}state +completed\n/);
 });
 
 test('the note names a place whose path holds a quote and an escape sequence written out, and quoted as one shell word', { timeout: TIMEOUT }, async () => {

@@ -29,7 +29,7 @@ const at = (iso) => { now = RealDate.parse(iso); };
 const later = (ms) => { now += ms; };
 
 let serial = 0;
-function call(audit, requestId, method, tool) {
+function call(_audit, requestId, method, tool) {
   const c = newCall(requestId, `n:${requestId}`, method, tool);
   c.callId = `c_${String(++serial).padStart(4, '0')}0000beef`;
   c.startedAt = now;

@@ -124,7 +124,7 @@ for (const simd of [true, false]) describe(`the pre-scan never changes a verdict
 
   test('escapes and bad bytes across the slices the string check copies, in one read', () => {
     // The check copies a string's bytes into its module in slices that start small and double up to 64 KiB.
-    const near = sliceEdges(1, 70_000).filter((edge, i, all) => i < 2 || i === all.length - 1).flatMap((edge) => Array.from({ length: 40 }, (_, d) => edge - 20 + d));
+    const near = sliceEdges(1, 70_000).filter((_edge, i, all) => i < 2 || i === all.length - 1).flatMap((edge) => Array.from({ length: 40 }, (_, d) => edge - 20 + d));
     for (const special of ['\\ud83d\\ude00', '\\u00e9', '\\n', '\\ud800\\u0041', '\\x', '\x01']) {
       for (const at of [...near, 65530, 65536]) {
         const inner = ascii(at) + special + ascii(70000 - at);

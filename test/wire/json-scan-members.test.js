@@ -25,7 +25,9 @@ function recordedPairs(node, ref, out = []) {
       if (child.type === 'object' || child.type === 'array') recordedPairs(node.members.get(key), child, out);
     }
   }
-  if (node.items !== undefined) node.items.forEach((item, i) => recordedPairs(item, ref.items[i], out));
+  if (node.items !== undefined) node.items.forEach((item, i) => {
+    recordedPairs(item, ref.items[i], out);
+  });
   return out;
 }
 

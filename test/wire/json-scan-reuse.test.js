@@ -46,8 +46,12 @@ describe('json-scan reuse', () => {
     const kept = frames.map((f) => scanJson(f));
     const snapshots = kept.map((r) => JSON.stringify(plain(r)));
     for (let round = 0; round < 3; round++) for (const f of [...frames].reverse()) scanJson(f);
-    kept.forEach((r, i) => assert.equal(JSON.stringify(plain(r)), snapshots[i], `frame ${i}`));
-    kept.forEach((r, i) => assert.deepEqual(plain(r), plain(referenceScan(frames[i])), `frame ${i}`));
+    kept.forEach((r, i) => {
+      assert.equal(JSON.stringify(plain(r)), snapshots[i], `frame ${i}`);
+    });
+    kept.forEach((r, i) => {
+      assert.deepEqual(plain(r), plain(referenceScan(frames[i])), `frame ${i}`);
+    });
   });
 
   test('members answer like a Map, for 0 to 40 keys and for special names', () => {

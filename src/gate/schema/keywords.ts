@@ -50,10 +50,10 @@ export function childrenOf(node: Record<string, unknown>, withDefinitions: boole
     if (SCHEMA_KEYWORDS.has(keyword)) {
       out.push({ keyword, segments: [keyword], schema: value });
     } else if (keyword === 'items') {
-      if (Array.isArray(value)) value.forEach((s, i) => out.push({ keyword, segments: [keyword, String(i)], schema: s }));
+      if (Array.isArray(value)) for (const [i, s] of value.entries()) out.push({ keyword, segments: [keyword, String(i)], schema: s });
       else out.push({ keyword, segments: [keyword], schema: value });
     } else if (SCHEMA_ARRAY_KEYWORDS.has(keyword)) {
-      if (Array.isArray(value)) value.forEach((s, i) => out.push({ keyword, segments: [keyword, String(i)], schema: s }));
+      if (Array.isArray(value)) for (const [i, s] of value.entries()) out.push({ keyword, segments: [keyword, String(i)], schema: s });
     } else if (SCHEMA_MAP_KEYWORDS.has(keyword) || keyword === 'dependencies') {
       if (!withDefinitions && DEFINITION_KEYWORDS.has(keyword)) continue;
       if (!isObject(value)) continue;

@@ -50,7 +50,7 @@ export function inexactNumber(buf: Buffer, start: number, end: number): InexactN
       do j = buf.indexOf(QUOTE, j + 1); while (j > 0 && escaped(buf, j));
       if (j < 0 || j >= end) break; // not JSON after all: nothing more to find
       const top = stack[stack.length - 1];
-      if (top !== undefined && top.object && top.expectKey) { top.key = [i, j + 1]; top.expectKey = false; }
+      if (top?.object && top.expectKey) { top.key = [i, j + 1]; top.expectKey = false; }
       i = j + 1;
       continue;
     }

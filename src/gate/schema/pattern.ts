@@ -138,7 +138,7 @@ export function translate(p: string): string {
   while (i < p.length) {
     const c = p[i]!;
     if (c === '\\') {
-      const [text, length] = escape(p, i, inClass);
+      const [text, length] = re2Escape(p, i, inClass);
       out += text;
       i += length;
       continue;
@@ -176,7 +176,7 @@ export function translate(p: string): string {
 }
 
 /** The escape at `p[i]` (a backslash) in RE2 syntax, and how many characters it took. */
-function escape(p: string, i: number, inClass: boolean): [string, number] {
+function re2Escape(p: string, i: number, inClass: boolean): [string, number] {
   const e = p[i + 1]!;
   switch (e) {
     case 'd': case 'D': case 'w': case 'W': case 't': case 'n': case 'f': case 'r':

@@ -255,10 +255,10 @@ function passes(value: unknown, rule: Rule): boolean {
 export function typeAllows(rule: Rule, bit: number, n: number): boolean {
   if (rule.looseInteger) {
     // validate.js: `instanceType !== 'number' || instance % 1 || instance !== instance` is an error.
-    return bit === NUMBER && !(n % 1) && n === n;
+    return bit === NUMBER && !(n % 1) && !Number.isNaN(n);
   }
   // validate.js, an array of types: `"integer"` matches a number with `instance % 1 === 0 && instance === instance`.
-  return (rule.types & bit) !== 0 || ((rule.types & INTEGER) !== 0 && bit === NUMBER && n % 1 === 0 && n === n);
+  return (rule.types & bit) !== 0 || ((rule.types & INTEGER) !== 0 && bit === NUMBER && n % 1 === 0 && !Number.isNaN(n));
 }
 
 /** The numeric bounds. */

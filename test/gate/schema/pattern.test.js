@@ -107,6 +107,7 @@ describe('subschemas reached only through a $ref (under a keyword of no meaning)
     await loadEngine();
     const tools = new ToolSchemas({ protocolVersion: '2025-06-18' });
     tools.learnPage([
+      // biome-ignore lint/correctness/noPrecisionLoss: an integer beyond 2^53 on purpose (the schema must be refused for it)
       { name: 'a', inputSchema: { $ref: '#/x', x: { properties: { n: { maximum: 9007199254740993 } } } } },
       { name: 'b', inputSchema: { $ref: '#/x', x: { properties: { s: { pattern: '^(a)\\1$' } } } } },
       { name: 'c', inputSchema: { $ref: '#/x', x: { properties: { t: { type: 'array', uniqueItems: true } } } } },

@@ -154,7 +154,7 @@ describe('dialects', () => {
 describe('what is never done', () => {
   test('a remote $ref is refused when the schema is compiled; nothing connects to it', async () => {
     let connections = 0;
-    const server = createServer((req, res) => { res.end('{"type":"string"}'); });
+    const server = createServer((_req, res) => { res.end('{"type":"string"}'); });
     server.on('connection', () => connections++);
     await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
