@@ -7,6 +7,10 @@
 import { GuardError } from '../base/errors.js';
 import { SUBCOMMANDS, tableOptions, type HelpOption } from './help.js';
 import { RUN_OPTIONS } from './options.js';
+import { CLIENT_NAMES } from '../install/clients.js';
+
+/** Subcommands whose words are client names, anywhere before `--`. */
+const INSTALLING = new Set(['install', 'uninstall', 'clients']);
 
 /** Run `mcpguard completion SHELL`; resolves to the exit code. */
 export async function runCompletion(args: readonly string[]): Promise<number> {
@@ -56,7 +60,7 @@ async function contexts(): Promise<Context[]> {
   return [
     toContext('', [...tableOptions(RUN_OPTIONS), { name: 'version', help: '' }], subcommands),
     ...subcommands.map((name) => name === 'check' ? toContext(name, tableOptions(CHECK_OPTIONS))
-      : toContext(name, SUBCOMMANDS[name]!.options, name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : name === 'pins' ? ['list', 'show', 'diff', 'accept', 'forget'] : [])),
+      : toContext(name, SUBCOMMANDS[name]!.options, name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : name === 'pins' ? ['list', 'show', 'diff', 'accept', 'forget'] : INSTALLING.has(name) ? CLIENT_NAMES : [])),
   ];
 }
 
@@ -90,7 +94,7 @@ ${valueCases}  esac
   case "$sub" in
 ${optionsCase}  esac
   if [[ $cur == -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur"); return; fi
-  if [[ -z $sub && $COMP_CWORD -eq 1 ]] || { [[ $sub == help || $sub == completion ]] && ((COMP_CWORD == 2)); }; then
+  if [[ -z $sub && $COMP_CWORD -eq 1 ]] || { [[ $sub == help || $sub == completion ]] && ((COMP_CWORD == 2)); } || [[ $sub == install || $sub == uninstall || $sub == clients ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$extra" -- "$cur")
   fi
 }
@@ -125,7 +129,7 @@ ${valueCases}  esac
   case "$sub" in
 ${optionsCase}  esac
   if [[ $cur == -* ]]; then compadd -- $opts; return; fi
-  if [[ -z $sub && $CURRENT -eq 2 ]] || { [[ $sub == help || $sub == completion ]] && ((CURRENT == 3)); }; then
+  if [[ -z $sub && $CURRENT -eq 2 ]] || { [[ $sub == help || $sub == completion ]] && ((CURRENT == 3)); } || [[ $sub == install || $sub == uninstall || $sub == clients ]]; then
     compadd -- $extra
   fi
 }
