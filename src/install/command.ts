@@ -88,7 +88,7 @@ export async function runInstallCommand(action: Action, argv: readonly string[],
     const chosen = entries.filter((e) => args.servers.length === 0 || args.servers.includes(e.name));
     chosen.forEach((e) => matched.add(e.name));
     if (action === 'clients') {
-      out(`${shown(head)}\n${entries.length === 0 ? '  no servers\n' : entries.map((e) => `  ${shown(label(e))}  ${describe(e)}  ${shown(commandLine(e).join(' '))}\n`).join('')}`);
+      out(`${shown(head)}\n${entries.length === 0 ? '  no servers\n' : entries.map((e) => `  ${shown(label(e))}  ${describe(e)}${e.remote === null ? `  ${shown(commandLine(e).join(' '))}` : ''}\n`).join('')}`);
       continue;
     }
     const edits: Edit[] = [];

@@ -44,17 +44,27 @@ export function unifiedDiff(path: string, text: string, edits: readonly Edit[]):
     const end = g.to + 1 < starts.length ? starts[g.to + 1]! : text.length;
     const before = lines(text.slice(start, end));
     const after = lines(applyEdits(text.slice(start, end), g.edits.map((e) => ({ ...e, offset: e.offset - start }))));
-    // Common lines at both ends are context; the middle is what changed.
-    let head = 0;
-    while (head < before.length && head < after.length && before[head] === after[head]) head++;
-    let tail = 0;
-    while (tail < before.length - head && tail < after.length - head && before[before.length - 1 - tail] === after[after.length - 1 - tail]) tail++;
-    out += `@@ -${g.from + 1},${before.length} +${g.from + 1 + shift},${after.length} @@\n`;
-    out += before.slice(0, head).map((l) => ` ${l}\n`).join('');
-    out += before.slice(head, before.length - tail).map((l) => `-${l}\n`).join('');
-    out += after.slice(head, after.length - tail).map((l) => `+${l}\n`).join('');
-    out += before.slice(before.length - tail).map((l) => ` ${l}\n`).join('');
+    out += `@@ -${g.from + 1},${before.length} +${g.from + 1 + shift},${after.length} @@\n${hunk(before, after)}`;
     shift += after.length - before.length;
+  }
+  return out;
+}
+
+/** The lines of one hunk: a longest common subsequence is context, the rest removed or added. */
+function hunk(before: string[], after: string[]): string {
+  const n = before.length;
+  const m = after.length;
+  // A hunk is a few lines around an edit; a huge one (a minified file is one line, so not that) is shown whole.
+  if (n * m > 4_000_000) return [...before.map((l) => `-${l}\n`), ...after.map((l) => `+${l}\n`)].join('');
+  const lcs: Uint32Array[] = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i]![j] = before[i] === after[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+  let out = '';
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && before[i] === after[j]) { out += ` ${before[i++]}\n`; j++; }
+    else if (i < n && (j >= m || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) out += `-${before[i++]}\n`;
+    else out += `+${after[j++]}\n`;
   }
   return out;
 }

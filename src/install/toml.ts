@@ -42,9 +42,10 @@ class Scanner {
     else if (this.peek() === '\n') this.i++;
     else if (this.i < this.text.length) this.fail('expected the end of the line');
   }
-  key(): { path: string[]; lastStart: number } {
+  key(): { path: string[]; lastStart: number; lastEnd: number } {
     const path: string[] = [];
     let lastStart = this.i;
+    let lastEnd = this.i;
     for (;;) {
       this.skip(false);
       lastStart = this.i;
@@ -56,8 +57,9 @@ class Scanner {
         path.push(m[0]);
         this.i += m[0].length;
       }
+      lastEnd = this.i;
       this.skip(false);
-      if (this.peek() !== '.') return { path, lastStart };
+      if (this.peek() !== '.') return { path, lastStart, lastEnd };
       this.i++;
     }
   }
@@ -147,8 +149,7 @@ class Scanner {
   }
   member(inline: boolean): Member {
     const keyStart = this.i;
-    const { path, lastStart } = this.key();
-    const keyEnd = this.i;
+    const { path, lastStart, lastEnd: keyEnd } = this.key();
     if (this.peek() !== '=') this.fail("expected '='");
     this.i++;
     this.skip(false);
