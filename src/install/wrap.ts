@@ -75,9 +75,13 @@ export function commandLine(entry: Entry): string[] {
  */
 export function installEdits(text: string, entry: Entry, command: string, guard: readonly string[]): Edit[] {
   const old = entry.command!;
-  const inserted = [...guard.map((s) => JSON.stringify(s)), text.slice(old.start, old.end)];
-  const edits: Edit[] = [{ offset: old.start, length: old.end - old.start, content: JSON.stringify(command) }];
   const args = entry.args;
+  // Args that install adds are marked by `--name=NAME` (one element): uninstall then knows to remove the
+  // member, not to leave `args: []` (an entry written as `"args": [], "command": ...` looks the same otherwise).
+  const at = guard.lastIndexOf('--name', guard.length - 3);
+  const own = args === null && at >= 0 ? [...guard.slice(0, at), `--name=${guard[at + 1]}`, ...guard.slice(at + 2)] : guard;
+  const inserted = [...own.map((s) => JSON.stringify(s)), text.slice(old.start, old.end)];
+  const edits: Edit[] = [{ offset: old.start, length: old.end - old.start, content: JSON.stringify(command) }];
   if (args === null) {
     edits.push(entry.addArgs(`[${inserted.join(', ')}]`));
   } else if (args.items.length === 0) {
@@ -114,7 +118,7 @@ export function uninstallEdits(text: string, entry: Entry): Edit[] | string {
     edits.push({ offset: items[0]!.start, length: rest.start - items[0]!.start, content: '' });
   } else {
     // No argument of its own: drop the args member install added, or empty the array it filled.
-    const added = entry.addedArgs();
+    const added = items.slice(0, dash).some((i) => typeof i.value === 'string' && i.value.startsWith('--name=')) ? entry.addedArgs() : null;
     edits.push(added !== null ? { offset: added.start, length: added.end - added.start, content: '' }
       : { offset: items[0]!.start, length: original.end - items[0]!.start, content: '' });
   }
