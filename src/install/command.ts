@@ -112,7 +112,9 @@ export async function runInstallCommand(action: Action, argv: readonly string[],
   return failed ? 1 : 0;
 }
 
-async function entriesOf(file: ConfigFile, text: string): Promise<Entry[]> {
+async function entriesOf(file: ConfigFile, raw: string): Promise<Entry[]> {
+  // A byte-order mark (Windows editors write one) is read as a space: one UTF-16 unit, so every offset still fits the file.
+  const text = raw.startsWith('\uFEFF') ? ` ${raw.slice(1)}` : raw;
   return file.format === 'toml' ? tomlEntries(text) : await jsonEntries(text, file.key, file.projects);
 }
 

@@ -126,6 +126,23 @@ describe('install on files that are not simple', () => {
     }
   });
 
+  test('a byte-order mark (as Windows editors write) is kept, and the file still comes back byte for byte', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      mkdirSync(join(dir, 'project'));
+      const path = join(dir, '.cursor', 'mcp.json');
+      const original = write(path, '\uFEFF{\r\n  "mcpServers": { "a": { "command": "x" } }\r\n}\r\n');
+      const r = await guard(dir, ['install', 'cursor']);
+      assert.equal(r.code, 0, r.stdout.toString());
+      const text = readFileSync(path, 'utf8');
+      assert.ok(text.startsWith(`\uFEFF{\r\n  "mcpServers": { "a": { "args": [`), text);
+      assert.equal((await guard(dir, ['uninstall', 'cursor'])).code, 0);
+      assert.deepEqual(readFileSync(path), original);
+    } finally {
+      cleanup();
+    }
+  });
+
   test('mcpguard under another path is recognised: install leaves it, uninstall restores the command after --', { timeout: 60000 }, async () => {
     const { dir, cleanup } = tempDir('mcpguard-install-');
     try {
