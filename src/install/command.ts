@@ -13,7 +13,7 @@ import { CLIENT_NAMES, clientTitle, envFrom, findFiles, type ConfigFile } from '
 import { unifiedDiff } from './diff.js';
 import { jsonEntries } from './jsonc.js';
 import { tomlEntries } from './toml.js';
-import { applyEdits, commandLine, installEdits, statusOf, uninstallEdits, type Edit, type Entry } from './wrap.js';
+import { applyEdits, commandLine, guardArgsAt, installEdits, statusOf, uninstallEdits, type Edit, type Entry } from './wrap.js';
 import { readConfig, writeConfig, type ReadFile } from './write.js';
 
 /** What cli/main.ts hands in: this layer may not read the relay's option table itself. */
@@ -88,7 +88,7 @@ export async function runInstallCommand(action: Action, argv: readonly string[],
     const chosen = entries.filter((e) => args.servers.length === 0 || args.servers.includes(e.name));
     chosen.forEach((e) => matched.add(e.name));
     if (action === 'clients') {
-      out(`${shown(head)}\n${entries.length === 0 ? '  no servers\n' : entries.map((e) => `  ${shown(label(e))}  ${describe(e)}${e.remote === null ? `  ${shown(commandLine(e).join(' '))}` : ''}\n`).join('')}`);
+      out(`${shown(head)}\n${entries.length === 0 ? '  no servers\n' : entries.map((e) => `  ${shown(label(e))}  ${shown(describe(e, ctx.bin))}${e.remote === null ? `  ${shown(commandLine(e).join(' '))}` : ''}\n`).join('')}`);
       continue;
     }
     const edits: Edit[] = [];
@@ -129,9 +129,12 @@ function plan(action: Action, text: string, e: Entry, ctx: InstallContext, optio
 
 const label = (e: Entry): string => (e.scope === null ? e.name : `${e.name} (project ${e.scope})`);
 
-function describe(e: Entry): string {
+/** A server's state for `clients`; "guarded" by a program of that name elsewhere says which (anything can be called mcpguard). */
+function describe(e: Entry, bin: string): string {
   const s = statusOf(e);
-  return s === 'remote' ? `not guardable: ${e.remote}` : s === 'unusual' ? 'not guardable: command or args are not strings' : s === 'guarded' ? 'guarded' : 'not guarded';
+  if (s !== 'guarded') return s === 'remote' ? `not guardable: ${e.remote}` : s === 'unusual' ? 'not guardable: command or args are not strings' : 'not guarded';
+  const guard = guardArgsAt(e) === 0 ? e.command!.value : e.args!.items[0]!.value;
+  return guard === bin ? 'guarded' : `guarded (by ${String(guard)})`;
 }
 
 function reason(error: unknown): string {

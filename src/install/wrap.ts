@@ -108,7 +108,8 @@ function separator(text: string, args: NonNullable<Entry['args']>): string {
 export function uninstallEdits(text: string, entry: Entry): Edit[] | string {
   const at = guardArgsAt(entry);
   const items = entry.args?.items ?? [];
-  const dash = items.findIndex((item, i) => i >= (at ?? 0) && item.value === '--');
+  // The first `--` that is not the value of --name (a server may be named "--").
+  const dash = items.findIndex((item, i) => i >= (at ?? 0) && item.value === '--' && items[i - 1]?.value !== '--name');
   if (at === null || dash < 0 || dash + 1 >= items.length) return 'its mcpguard command has no "-- <command>" to restore (not written by mcpguard install); left as it is';
   const old = entry.command!;
   const original = items[dash + 1]!;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, killStarted, tempDir } from '../helpers/run.js';
-import { guard, layOut, serversOf } from '../helpers/install.js';
+import { SERVER, guard, layOut, serversOf, startAsAgent } from '../helpers/install.js';
 
 after(killStarted);
 
@@ -143,6 +143,29 @@ describe('install on files that are not simple', () => {
     }
   });
 
+  test('hostile server names: "--" still round-trips and runs; control and bidi characters are written out, never sent to the terminal', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      mkdirSync(join(dir, 'project'));
+      const path = desktop(dir);
+      const text = `{"mcpServers": {"--": {"command": "python3", "args": [${JSON.stringify(SERVER)}]}, "evil\\u001b[2J\u202e": {"command": "python3", "args": []}}}`;
+      const original = write(path, text);
+      const r = await guard(dir, ['install']);
+      assert.equal(r.code, 0, r.stdout.toString());
+      const said = r.stdout.toString();
+      assert.doesNotMatch(said, /[\u001b\u202e]/);
+      assert.match(said, /evil\\x1b\[2J\\u202e: guarded/);
+      const [dashes] = serversOf({ path });
+      assert.deepEqual(dashes.args.slice(1, 5), ['--name', '--', '--', 'python3']);
+      const run = await startAsAgent(dashes, dir);
+      assert.equal(run.end?.name, '--', run.stderr);
+      assert.equal((await guard(dir, ['uninstall'])).code, 0);
+      assert.deepEqual(readFileSync(path), original);
+    } finally {
+      cleanup();
+    }
+  });
+
   test('mcpguard under another path is recognised: install leaves it, uninstall restores the command after --', { timeout: 60000 }, async () => {
     const { dir, cleanup } = tempDir('mcpguard-install-');
     try {
@@ -153,6 +176,8 @@ describe('install on files that are not simple', () => {
       const r = await guard(dir, ['install']);
       assert.match(r.stdout.toString(), /a: already guarded, left as it is\n {2}b: already guarded, left as it is/);
       assert.equal(readFileSync(path, 'utf8'), text);
+      // Anything can be called mcpguard: clients says which program it is.
+      assert.match((await guard(dir, ['clients'])).stdout.toString(), /^ {2}a {2}guarded \(by \/opt\/tools\/bin\/mcpguard\) {2}/m);
       assert.equal((await guard(dir, ['uninstall'])).code, 0);
       assert.equal(readFileSync(path, 'utf8'), '{\n  "mcpServers": {\n    "a": { "command": "python3", "args": ["s.py"] },\n    "b": { "command": "uvx", "args": [] }\n  }\n}\n');
     } finally {
