@@ -7,6 +7,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { GuardError } from '../base/errors.js';
+import { checkApproveCmd } from '../gate/approve-cmd.js';
 import { writeOut } from '../mask/escape.js';
 import { Masker } from '../mask/mask.js';
 import { CLIENT_NAMES, clientTitle, envFrom, findFiles, type ConfigFile } from './clients.js';
@@ -30,7 +31,7 @@ type Action = 'clients' | 'install' | 'uninstall';
 interface Args { clients: string[]; servers: string[]; dryRun: boolean; options: string[] }
 
 /** Relay options whose value is a path: made absolute, since the agent starts the server from its own directory. */
-const PATH_OPTIONS = new Set(['--policy', '--config', '--audit-key-file', '--record-dir', '--approve-cmd']);
+const PATH_OPTIONS = new Set(['--policy', '--config', '--audit-key-file', '--record-dir']);
 
 function parse(action: Action, argv: readonly string[]): Args {
   const a: Args = { clients: [], servers: [], dryRun: false, options: [] };
@@ -51,6 +52,9 @@ function parse(action: Action, argv: readonly string[]): Args {
 
 function absolute(option: string, previous: string | undefined): string {
   const eq = option.indexOf('=');
+  // --approve-cmd is a program (looked up on PATH, which the agent's may lack) and its words: its program made absolute now.
+  if (previous === '--approve-cmd') return checkApproveCmd(option).join(' ');
+  if (option.startsWith('--approve-cmd=')) return `--approve-cmd=${checkApproveCmd(option.slice(eq + 1)).join(' ')}`;
   if (eq > 0 && PATH_OPTIONS.has(option.slice(0, eq)) && !isAbsolute(option.slice(eq + 1))) return `${option.slice(0, eq)}=${resolve(option.slice(eq + 1))}`;
   return previous !== undefined && PATH_OPTIONS.has(previous) && !isAbsolute(option) && option !== 'off' ? resolve(option) : option;
 }

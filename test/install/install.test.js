@@ -149,10 +149,13 @@ describe('install on every client', () => {
       assert.match(bad.stderr, /--grace.*'soon'/);
       for (const f of files) assert.deepEqual(readFileSync(f.path), f.bytes);
       writeFileSync(join(dir, 'project', 'policy.json'), '{}');
-      const ok = await guard(dir, ['install', 'cursor', '--', '--record-dir', 'recs']);
+      const ok = await guard(dir, ['install', 'cursor', '--', '--record-dir', 'recs', '--approve-cmd', 'true --yes']);
       assert.equal(ok.code, 0, ok.stderr);
       const [s] = serversOf(files[3]);
-      assert.deepEqual(s.args.slice(1, 5), ['--record-dir', join(realpathSync(dir), 'project', 'recs'), '--name', 'adder']);
+      // The approver is looked up on PATH now: the agent's PATH may not find it.
+      assert.equal(s.args[2], join(realpathSync(dir), 'project', 'recs'));
+      assert.match(s.args[4], /^\/.*true --yes$/);
+      assert.deepEqual(s.args.slice(5, 7), ['--name', 'adder']);
     } finally {
       cleanup();
     }
