@@ -10,6 +10,7 @@ import { GuardError } from '../base/errors.js';
 import { checkApproveCmd } from '../gate/approve-cmd.js';
 import { writeOut } from '../mask/escape.js';
 import { Masker } from '../mask/mask.js';
+import { Output } from '../views/output.js';
 import { CLIENT_NAMES, clientTitle, envFrom, findFiles, type ConfigFile } from './clients.js';
 import { unifiedDiff } from './diff.js';
 import { jsonEntries } from './jsonc.js';
@@ -59,8 +60,22 @@ function absolute(option: string, previous: string | undefined): string {
   return previous !== undefined && PATH_OPTIONS.has(previous) && !isAbsolute(option) && option !== 'off' ? resolve(option) : option;
 }
 
-/** Run one of the three subcommands; resolves to the exit code. */
-export async function runInstallCommand(action: Action, argv: readonly string[], ctx: InstallContext, out: (s: string) => void = (s) => process.stdout.write(s)): Promise<number> {
+/**
+ * Run one of the three subcommands; resolves to the exit code once every
+ * line is written (to `out`, or stdout through the views' Output: a reader
+ * that goes away, `| head -1`, ends the output quietly).
+ */
+export async function runInstallCommand(action: Action, argv: readonly string[], ctx: InstallContext, out?: (s: string) => void): Promise<number> {
+  if (out !== undefined) return await run(action, argv, ctx, out);
+  const output = new Output(process.stdout);
+  try {
+    return await run(action, argv, ctx, (s) => void output.write(s));
+  } finally {
+    await output.end();
+  }
+}
+
+async function run(action: Action, argv: readonly string[], ctx: InstallContext, out: (s: string) => void): Promise<number> {
   const args = parse(action, argv);
   if (args.options.length > 0) {
     if (args.options.some((o) => o === '--name' || o.startsWith('--name='))) throw new GuardError('bad_option', 'install: --name is set per server (its name in the config); leave it out of the options after --');
