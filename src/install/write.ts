@@ -6,7 +6,7 @@
  * bytes the edits were made from. Never a partial file, never a lost write of
  * the agent's.
  */
-import { chmodSync, closeSync, fsyncSync, openSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fchownSync, fsyncSync, openSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { GuardError } from '../base/errors.js';
@@ -30,7 +30,8 @@ export const backupPath = (real: string): string => `${real}.mcpguard.bak`;
  * file at the worst moment). Returns the backup path if this write made one.
  */
 export function writeConfig(file: ReadFile, text: string, beforeRename?: () => void): string | null {
-  const mode = statSync(file.real).mode & 0o7777;
+  const stat = statSync(file.real);
+  const mode = stat.mode & 0o7777;
   // Checked by the mode, not by trying: root may write anything, and a file a person made read-only stays so.
   if ((mode & 0o222) === 0) throw new GuardError('install_readonly', `it is read-only (mode ${mode.toString(8)}); nothing written (make it writable, or edit it by hand)`, 1);
   const backup = backupPath(file.real);
@@ -46,6 +47,8 @@ export function writeConfig(file: ReadFile, text: string, beforeRename?: () => v
     const fd = openSync(temp, 'wx', mode);
     try {
       writeSync(fd, text);
+      // Root editing someone's file (sudo with their HOME) leaves it theirs, not root's.
+      if (process.getuid?.() === 0) fchownSync(fd, stat.uid, stat.gid);
       fsyncSync(fd);
     } finally {
       closeSync(fd);

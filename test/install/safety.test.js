@@ -4,7 +4,7 @@
 // compact forms agents write themselves, and mcpguard already there by hand.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, killStarted, tempDir } from '../helpers/run.js';
 import { SERVER, guard, layOut, serversOf, startAsAgent } from '../helpers/install.js';
@@ -22,6 +22,7 @@ describe('install on files that are not simple', () => {
       const target = join(dir, 'dotfiles', 'claude.json');
       mkdirSync(join(dir, 'dotfiles'));
       writeFileSync(target, f.bytes);
+      if (process.getuid() === 0) chownSync(target, 4321, 4321);
       // A config kept in a dotfiles directory, linked into place.
       unlinkSync(f.path);
       symlinkSync(target, f.path);
@@ -29,6 +30,7 @@ describe('install on files that are not simple', () => {
       assert.equal(r.code, 0, r.stdout.toString());
       assert.match(r.stdout.toString(), /written \(through its symlink to .*dotfiles\/claude\.json\); the original is kept in .*dotfiles\/claude\.json\.mcpguard\.bak/);
       assert.ok(lstatSync(f.path).isSymbolicLink());
+      if (process.getuid() === 0) assert.deepEqual([statSync(target).uid, statSync(target).gid], [4321, 4321], 'still the owner\'s file');
       assert.equal(readlinkSync(f.path), target);
       assert.equal(serversOf(f)[0].command, process.execPath);
       assert.deepEqual(readFileSync(`${target}.mcpguard.bak`), f.bytes);
