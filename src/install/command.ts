@@ -121,7 +121,7 @@ async function run(action: Action, argv: readonly string[], ctx: InstallContext,
     if (args.dryRun) { out(`${shown(head)}: would change (dry run, nothing written)\n${lines.join('')}${writeOut(masker.text(unifiedDiff(file.path, read.text, edits)), true)}`); continue; }
     try {
       const backup = writeConfig(read, applyEdits(read.text, edits), ctx.beforeRename);
-      out(`${shown(head)}: written${read.real !== file.path ? ` (through its symlink to ${shown(read.real)})` : ''}${backup !== null ? `; the original is kept in ${shown(backup)}` : ''}\n${lines.join('')}`);
+      out(`${shown(head)}: written${read.link ? ` (through its symlink to ${shown(read.real)})` : ''}${backup !== null ? `; the original is kept in ${shown(backup)}` : ''}\n${lines.join('')}`);
     } catch (error) {
       failed = true;
       out(`${shown(head)}: refused: ${shown(reason(error))}\n`);

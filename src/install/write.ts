@@ -6,19 +6,22 @@
  * bytes the edits were made from. Never a partial file, never a lost write of
  * the agent's.
  */
-import { chmodSync, closeSync, fchownSync, fsyncSync, openSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fchownSync, fsyncSync, lstatSync, openSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { GuardError } from '../base/errors.js';
 
 /** A config file as read: where its bytes are, and the bytes. */
-export interface ReadFile { path: string; real: string; bytes: Buffer; text: string }
+export interface ReadFile { path: string; real: string; link: boolean; bytes: Buffer; text: string }
 
 /** Read `path` (following a symlink) as UTF-8; a byte-order mark is kept as text (the edits never touch it). */
 export function readConfig(path: string): ReadFile {
   const real = realpathSync(path);
   const bytes = readFileSync(real);
-  return { path, real, bytes, text: bytes.toString('utf8') };
+  const text = bytes.toString('utf8');
+  // Bytes that are not UTF-8 would come back as U+FFFD: the file is refused rather than changed where nobody asked.
+  if (!Buffer.from(text, 'utf8').equals(bytes)) throw new GuardError('install_parse', 'cannot parse it: it is not UTF-8 text', 1);
+  return { path, real, link: lstatSync(path).isSymbolicLink(), bytes, text };
 }
 
 /** What the backup of `file` is called. */

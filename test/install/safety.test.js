@@ -47,6 +47,8 @@ describe('install on files that are not simple', () => {
       const files = layOut(dir);
       chmodSync(files[0].path, 0o444);
       const broken = write(files[3].path, '{\n  "mcpServers": {\n    "adder": { "command": "python3" \n  }\n');
+      const latin1 = Buffer.from('{"mcpServers": {"a": {"command": "caf\xe9"}}}', 'latin1');
+      writeFileSync(files[4].path, latin1);
       const r = await guard(dir, ['install']);
       assert.equal(r.code, 1);
       const said = r.stdout.toString();
@@ -54,6 +56,8 @@ describe('install on files that are not simple', () => {
       assert.match(said, /\.cursor\/mcp\.json\n {2}refused: cannot parse it: .* at line \d+, column \d+/);
       assert.deepEqual(readFileSync(files[0].path), files[0].bytes);
       assert.deepEqual(readFileSync(files[3].path), broken);
+      assert.match(said, /mcp_config\.json\n {2}refused: cannot parse it: it is not UTF-8 text/);
+      assert.deepEqual(readFileSync(files[4].path), latin1);
       assert.equal(serversOf(files[7])[0].command, process.execPath, 'codex was still done');
     } finally {
       cleanup();
