@@ -7,6 +7,10 @@
 import { GuardError } from '../base/errors.js';
 import { SUBCOMMANDS, tableOptions, type HelpOption } from './help.js';
 import { RUN_OPTIONS } from './options.js';
+import { CLIENT_NAMES } from '../install/clients.js';
+
+/** Subcommands whose words are client names, anywhere before `--`. */
+const INSTALLING = new Set(['install', 'uninstall', 'clients']);
 
 /** Run `mcpguard completion SHELL`; resolves to the exit code. */
 export async function runCompletion(args: readonly string[]): Promise<number> {
@@ -61,7 +65,7 @@ async function contexts(): Promise<Context[]> {
   return [
     toContext('', [...tableOptions(RUN_OPTIONS), { name: 'version', help: '' }], subcommands),
     ...subcommands.map((name) => name === 'check' ? toContext(name, tableOptions(CHECK_OPTIONS))
-      : toContext(name, SUBCOMMANDS[name]!.options, name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : name === 'pins' ? PINS_ACTIONS : [])),
+      : toContext(name, SUBCOMMANDS[name]!.options, name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : name === 'pins' ? PINS_ACTIONS : INSTALLING.has(name) ? CLIENT_NAMES : [])),
   ];
 }
 
@@ -95,7 +99,7 @@ ${valueCases}  esac
   case "$sub" in
 ${optionsCase}  esac
   if [[ $cur == -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur"); return; fi
-  if [[ -z $sub && $COMP_CWORD -eq 1 ]] || { [[ " ${WORD_FIRST.join(' ')} " == *" $sub "* ]] && ((COMP_CWORD == 2)); }; then
+  if [[ -z $sub && $COMP_CWORD -eq 1 ]] || { [[ " ${WORD_FIRST.join(' ')} " == *" $sub "* ]] && ((COMP_CWORD == 2)); } || [[ $sub == install || $sub == uninstall || $sub == clients ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$extra" -- "$cur")
   fi
 }
@@ -130,7 +134,7 @@ ${valueCases}  esac
   case "$sub" in
 ${optionsCase}  esac
   if [[ $cur == -* ]]; then compadd -- $opts; return; fi
-  if [[ -z $sub && $CURRENT -eq 2 ]] || { [[ " ${WORD_FIRST.join(' ')} " == *" $sub "* ]] && ((CURRENT == 3)); }; then
+  if [[ -z $sub && $CURRENT -eq 2 ]] || { [[ " ${WORD_FIRST.join(' ')} " == *" $sub "* ]] && ((CURRENT == 3)); } || [[ $sub == install || $sub == uninstall || $sub == clients ]]; then
     compadd -- $extra
   fi
 }

@@ -37,6 +37,11 @@ const TIMES = `T is a date or date-time, local unless it names a zone: 2026-11-3
 2026-11-30T14:05:00Z, 2026-11-30T14:05+01:00; or a time ago: 90s, 30m, 2h, 7d, 2w; or
 today, yesterday, now. --json keeps ISO UTC times.`;
 
+const INSTALL_CLIENTS = `CLIENT: claude-desktop, claude-code (~/.claude.json, user and local scope, and ./.mcp.json),
+cursor, windsurf, gemini, vscode (user mcp.json, Insiders, ./.vscode/mcp.json), codex
+(~/.codex/config.toml), zed. Locations: see docs/install.md.`;
+const INSTALL_EXIT = 'Exit status: 0 done (also when nothing had to change); 1 a file was refused (cannot be\nparsed, read-only, changed while being edited, or a --server matched nothing), the others\nare still done; 125 bad usage (a bad relay option names the option and the value).';
+
 /** Every subcommand, in the order the main help lists them. */
 export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
   check: {
@@ -148,6 +153,44 @@ ${TIMES}`,
     about: 'The first tools/list a server answers behind mcpguard is pinned: a SHA-256 of each tool\'s\ndefinition (name, title, description, inputSchema, outputSchema, annotations) and of its\ninstructions, in <state>/pins/ID.json. A server is --name if given, else its serverInfo.name\nand command line. NAME is a pin id (or a prefix of 4+ hex digits) or a server name.\n  list                 one row per server: id, name, command, tools, changes held, updated\n  show NAME            its pinned tools and their hashes\n  diff NAME            each held change (new, removed, changed tool; instructions) with its diff\n  accept NAME [TOOL]   the held changes (or one tool\'s) become the pin\n  forget NAME          remove the pins; the next session pins what the server lists then\n  log [NAME]           the decisions recorded (accept, forget: when, tool, by whom)\nAccept and forget are written to <state>/pins/decisions.log first, a hash chain that verify\nchecks (HMAC-signed with --audit-key-file FILE).\nHidden characters in what a server sent are shown written out (\\u202e).',
     options: [RECORD_DIR, { name: 'audit-key-file', arg: 'FILE', help: 'sign the recorded decisions with this HMAC key (required when they already are signed; kept outside the record directory)' }, JSON_OUT],
     exit: 'Exit status: 0 success; 1 nothing found (no such NAME, one that fits more than one\nserver, nothing held to accept, no decision recorded) or decisions.log does not verify;\n125 bad usage.',
+  },
+  clients: {
+    summary: 'the agents found here, their config files and stdio servers, and which are guarded',
+    usage: 'mcpguard clients [CLIENT...]',
+    about: `${INSTALL_CLIENTS}
+Each server is listed as guarded, not guarded, or not guardable (a url/http/sse server).`,
+    options: [],
+    exit: 'Exit status: 0 listed (also when no config file is found), 1 a file cannot be read or\nparsed (it is named), 125 bad usage.',
+  },
+  install: {
+    summary: "put mcpguard in front of every stdio server an agent starts, changing nothing else in its config",
+    usage: 'mcpguard install [CLIENT...] [--server NAME]... [--dry-run] [-- OPTION...]',
+    about: `Each stdio server of the named clients (all found, if none is named) then starts as
+  <node> <mcpguard.js> [OPTION...] --name NAME -- <its command> <its args>
+with both paths absolute (the agent's PATH may not hold node or mcpguard). Only the
+command value and the front of args change; env, cwd, comments, key order, commas and
+line endings stay byte for byte, and uninstall gives the original bytes back. A server
+already guarded is left as it is. OPTION... are relay options (see mcpguard --help),
+checked now; relative paths in them are made absolute. Before the first write the
+original is kept as <file>.mcpguard.bak; a write goes to a temporary file renamed over
+the config (a symlink stays a symlink), and only if the file did not change meanwhile.
+${INSTALL_CLIENTS}`,
+    options: [
+      { name: 'server', arg: 'NAME', help: 'only the server NAME (repeatable)' },
+      { name: 'dry-run', help: 'print a unified diff per file and write nothing' },
+    ],
+    exit: INSTALL_EXIT,
+  },
+  uninstall: {
+    summary: 'give each guarded server its own command and args back',
+    usage: 'mcpguard uninstall [CLIENT...] [--server NAME]... [--dry-run]',
+    about: `The command after -- becomes the command again and mcpguard's arguments go; the
+rest of the file is not touched. ${INSTALL_CLIENTS}`,
+    options: [
+      { name: 'server', arg: 'NAME', help: 'only the server NAME (repeatable)' },
+      { name: 'dry-run', help: 'print a unified diff per file and write nothing' },
+    ],
+    exit: INSTALL_EXIT,
   },
   help: {
     summary: 'this help, or the help of one subcommand',

@@ -5,7 +5,8 @@
  * mcpguard's). Every mcpguard failure becomes a message on stderr and an exit
  * code.
  */
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, readFileSync, realpathSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { delimiter, join } from 'node:path';
 import { startChild } from '../process/child.js';
 import { GuardError } from '../base/errors.js';
@@ -34,6 +35,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (first === 'help') return await help(argv.slice(1));
     if (first === 'completion') return await (await import('./completion.js')).runCompletion(argv.slice(1));
     if (first === 'check') return await (await import('../check/command.js')).runCheck(argv.slice(1));
+    if (first === 'install' || first === 'uninstall' || first === 'clients') {
+      if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue(first, name), true)) return print(subcommandHelp(first));
+      return await (await import('../install/command.js')).runInstallCommand(first, argv.slice(1), installContext());
+    }
     if (first === 'pins') {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('pins', name), true)) return print(subcommandHelp('pins'));
       return await (await import('../views/pins-command.js')).runPinsCommand(argv.slice(1));
@@ -56,6 +61,14 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     throw error;
   }
+}
+
+/** What install needs from this layer: the relay's option check, and the mcpguard.js the agent will start. */
+function installContext(): { checkRelayOptions(options: readonly string[]): void; bin: string } {
+  return {
+    checkRelayOptions: (options) => void parseArgv([...options, '--', 'server'], RUN_OPTIONS),
+    bin: realpathSync(fileURLToPath(new URL('../../bin/mcpguard.js', import.meta.url))),
+  };
 }
 
 /** `--retain`: prune the record directory while the session starts, never holding it up nor failing it. */

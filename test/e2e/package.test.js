@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT, fixture, frame, killStarted, runCommand, tempDir } from '../helpers/run.js';
@@ -44,11 +44,11 @@ describe('the packed and installed package', { timeout: TIMEOUT }, () => {
     assert.deepEqual(files.filter((f) => /^(src|test|node_modules)\//.test(f)), []);
   });
 
-  test('two runtime dependencies, pinned exactly, with none of their own: the JSON Schema engine of the gate and its linear-time patterns', () => {
+  test('three runtime dependencies, pinned exactly, with none of their own: the JSON Schema engine of the gate, its linear-time patterns, and install\'s JSONC editor', () => {
     const manifest = JSON.parse(readFileSync(join(installDir.dir, 'node_modules', 'mcpguard', 'package.json'), 'utf8'));
-    assert.deepEqual(Object.keys(manifest.dependencies ?? {}), ['@cfworker/json-schema', 're2js']);
+    assert.deepEqual(Object.keys(manifest.dependencies ?? {}), ['@cfworker/json-schema', 'jsonc-parser', 're2js']);
     for (const version of Object.values(manifest.dependencies)) assert.match(version, /^\d+\.\d+\.\d+$/, 'an exact version');
-    assert.deepEqual(readdirSync(join(installDir.dir, 'node_modules')).filter((n) => !n.startsWith('.')).sort(), ['@cfworker', 'mcpguard', 're2js']);
+    assert.deepEqual(readdirSync(join(installDir.dir, 'node_modules')).filter((n) => !n.startsWith('.')).sort(), ['@cfworker', 'jsonc-parser', 'mcpguard', 're2js']);
     assert.deepEqual(readdirSync(join(installDir.dir, 'node_modules', '@cfworker')), ['json-schema']);
   });
 
@@ -62,6 +62,15 @@ describe('the packed and installed package', { timeout: TIMEOUT }, () => {
     assert.ok(r.stdout.equals(Buffer.from(expected)));
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /warning|deprecat|ExperimentalWarning/i);
+  });
+
+  test('the installed mcpguard install finds jsonc-parser and edits a config (dry run)', async () => {
+    const home = join(installDir.dir, 'home');
+    mkdirSync(join(home, '.cursor'), { recursive: true });
+    writeFileSync(join(home, '.cursor', 'mcp.json'), '{\n  // mine\n  "mcpServers": { "a": { "command": "uvx", "args": ["x"], }, },\n}\n');
+    const r = (await runCommand(bin, ['install', '--dry-run', 'cursor'], { cwd: installDir.dir, env: { HOME: home }, timeout: 30000 }).done);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout.toString(), /\+ {2}"mcpServers": \{ "a": \{ "command": ".*", "args": \[".*mcpguard\.js", "--name", "a", "--", "uvx", "x"\], \}, \},/);
   });
 
   test('mcpguard --version prints the package version', async () => {

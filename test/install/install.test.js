@@ -1,0 +1,163 @@
+// `mcpguard install` / `uninstall` / `clients` on every client's config file as
+// its documentation shows it: each stdio server then starts mcpguard exactly as
+// the agent would start it (argv from the file, no PATH) and answers a real
+// handshake and tool call through it; uninstall gives back the original bytes.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BIN, killStarted, tempDir } from '../helpers/run.js';
+import { SERVER, guard, layOut, serversOf, startAsAgent } from '../helpers/install.js';
+
+after(killStarted);
+
+const REMOTE = ['linear', 'server-name', 'figma', 'remote', 'github'];
+const bak = (f) => `${f.path}.mcpguard.bak`;
+
+describe('install on every client', () => {
+  test('guards each stdio server, leaves the remote ones, and each starts as its agent starts it', { timeout: 240000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const files = layOut(dir);
+      const r = await guard(dir, ['install']);
+      assert.equal(r.code, 0, r.stdout.toString() + r.stderr);
+      const said = r.stdout.toString();
+      for (const f of files) {
+        assert.match(said, new RegExp(`: ${f.path.replace(/[.]/g, '\\.')}: written; the original is kept in`), f.src);
+        assert.deepEqual(readFileSync(bak(f)), f.bytes, `${f.src}: the backup is the original`);
+        for (const s of serversOf(f)) {
+          if (REMOTE.includes(s.name)) {
+            assert.equal(s.command, undefined, `${f.src}: ${s.name} untouched`);
+            continue;
+          }
+          // Absolute paths: node and the mcpguard.js that ran install.
+          assert.equal(s.command, process.execPath, `${f.src}: ${s.name}`);
+          assert.deepEqual(s.args.slice(0, 4), [realpathSync(BIN), '--name', s.name, '--'], `${f.src}: ${s.name}`);
+          assert.deepEqual(s.args.slice(4).at(-1), SERVER);
+          const run = await startAsAgent(s, dir);
+          assert.equal(run.code, 0, `${f.src}: ${s.name}: ${run.stderr}`);
+          assert.deepEqual(run.answers.find((a) => a.id === 3)?.result?.content, [{ type: 'text', text: '{"a": 2, "b": 3}' }], `${f.src}: ${s.name}: ${run.stderr}`);
+          assert.equal(run.end?.name, s.name, `${f.src}: the session is named after the server`);
+          assert.equal(run.end?.calls?.completed, 3);
+        }
+      }
+      // Bytes reached the fixture through mcpguard: the entry's env (RECORD_LINES) went with it.
+      for (const lines of ['adder', 'local', 'windsurf', 'gemini', 'vscode', 'codex', 'codex2', 'zed']) {
+        assert.match(readFileSync(join(dir, `${lines}.lines`), 'utf8'), /"method":"tools\/call"/, lines);
+      }
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('install again changes nothing; uninstall gives back every original byte; the backup stays the first original', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const files = layOut(dir);
+      assert.equal((await guard(dir, ['install'])).code, 0);
+      const installed = files.map((f) => readFileSync(f.path));
+      const again = await guard(dir, ['install']);
+      assert.equal(again.code, 0);
+      assert.match(again.stdout.toString(), /already guarded, left as it is/);
+      for (const [i, f] of files.entries()) assert.deepEqual(readFileSync(f.path), installed[i], `${f.src}: install is idempotent`);
+      const u = await guard(dir, ['uninstall']);
+      assert.equal(u.code, 0, u.stdout.toString());
+      for (const f of files) assert.equal(readFileSync(f.path, 'utf8'), f.bytes.toString('utf8'), `${f.src}: original bytes`);
+      assert.equal((await guard(dir, ['install'])).code, 0);
+      for (const f of files) assert.deepEqual(readFileSync(bak(f)), f.bytes, `${f.src}: the backup is still the first original`);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('CRLF files stay CRLF, and come back byte for byte', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const files = layOut(dir, (t) => t.replace(/\n/g, '\r\n'));
+      assert.equal((await guard(dir, ['install'])).code, 0);
+      for (const f of files) {
+        const text = readFileSync(f.path, 'utf8');
+        assert.doesNotMatch(text, /[^\r]\n/, `${f.src}: no bare LF`);
+        assert.equal(serversOf(f).filter((s) => s.command === process.execPath).length > 0, true, f.src);
+      }
+      assert.equal((await guard(dir, ['uninstall'])).code, 0);
+      for (const f of files) assert.deepEqual(readFileSync(f.path), f.bytes, `${f.src}: original bytes`);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('--dry-run prints a unified diff per file and writes nothing', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const files = layOut(dir);
+      const r = await guard(dir, ['install', '--dry-run', 'codex']);
+      assert.equal(r.code, 0);
+      const text = r.stdout.toString();
+      assert.match(text, /would change \(dry run, nothing written\)/);
+      assert.ok(text.includes('\n-command = "python3"          # the interpreter\n'), text);
+      assert.ok(text.includes(`\n+command = ${JSON.stringify(process.execPath)}          # the interpreter\n`), text);
+      assert.ok(text.includes(`+args = [${JSON.stringify(realpathSync(BIN))}, "--name", "adder", "--", "python3", `), text);
+      assert.doesNotMatch(text, /Claude/, 'only the named client');
+      for (const f of files) assert.deepEqual(readFileSync(f.path), f.bytes, `${f.src}: not written`);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('clients lists each file, its servers, and which are guarded', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      layOut(dir);
+      assert.equal((await guard(dir, ['install', 'cursor', '--server', 'adder'])).code, 0);
+      const r = await guard(dir, ['clients']);
+      assert.equal(r.code, 0);
+      const text = r.stdout.toString();
+      assert.match(text, /^Cursor: .*\.cursor\/mcp\.json\n {2}adder {2}guarded {2}/m);
+      assert.match(text, /^ {2}server-name {2}not guardable: a remote server \(url\)$/m);
+      assert.match(text, /^Claude Code: .*\.claude\.json\n {2}adder {2}not guarded {2}python3 /m);
+      assert.match(text, /^ {2}local-adder \(project .*\/project\) {2}not guarded/m);
+      assert.match(text, /^Zed: .*\n {2}adder {2}not guarded {2}python3 .*\n {2}older-adder {2}not guarded {2}python3 /m);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('a Unicode server name is kept, and passed as --name', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const [f] = layOut(dir, (t) => t.replace('"adder"', '"données-🚀"'));
+      const r = await guard(dir, ['install', 'claude-desktop', '--server', 'données-🚀']);
+      assert.equal(r.code, 0, r.stdout.toString());
+      const [s] = serversOf(f);
+      assert.deepEqual(s.args.slice(1, 3), ['--name', 'données-🚀']);
+      const run = await startAsAgent(s, dir);
+      assert.equal(run.end?.name, 'données-🚀');
+      assert.equal((await guard(dir, ['uninstall', '--server', 'données-🚀'])).code, 0);
+      assert.deepEqual(readFileSync(f.path), f.bytes);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('relay options after -- are checked first (a bad one names the option and writes nothing) and relative paths made absolute', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const files = layOut(dir);
+      const bad = await guard(dir, ['install', '--', '--grace', 'soon']);
+      assert.equal(bad.code, 125);
+      assert.match(bad.stderr, /--grace.*'soon'/);
+      for (const f of files) assert.deepEqual(readFileSync(f.path), f.bytes);
+      writeFileSync(join(dir, 'project', 'policy.json'), '{}');
+      const ok = await guard(dir, ['install', 'cursor', '--', '--record-dir', 'recs', '--approve-cmd', 'true --yes']);
+      assert.equal(ok.code, 0, ok.stderr);
+      const [s] = serversOf(files[3]);
+      // The approver is looked up on PATH now: the agent's PATH may not find it.
+      assert.equal(s.args[2], join(realpathSync(dir), 'project', 'recs'));
+      assert.match(s.args[4], /^\/.*true --yes$/);
+      assert.deepEqual(s.args.slice(5, 7), ['--name', 'adder']);
+    } finally {
+      cleanup();
+    }
+  });
+});
