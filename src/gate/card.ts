@@ -47,7 +47,7 @@ const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202
 /** Build the card for one call. */
 export function makeCard(facts: CardFacts): Card {
   const { text: argumentsText, masked } = processMasker().oneLine(facts.argumentsText);
-  const args = clip(argumentsText, CARD_ARGUMENT_BYTES);
+  const args = clipBytes(argumentsText, CARD_ARGUMENT_BYTES);
   const text = [
     'mcpguard: allow this tool call?',
     `Server: ${visible(processMasker().text(facts.server))}`,
@@ -55,7 +55,7 @@ export function makeCard(facts: CardFacts): Card {
     `Arguments (exactly as they will be sent${masked.length === 0 ? '' : ', but for the secrets masked'}): ${visible(args)}`,
     ...(masked.length === 0 ? [] : [visible(maskedNote(masked))]),
     `Asked because: ${visible(facts.why)}`,
-    ...(facts.change === undefined ? [] : ['What changed since the tool was pinned (accepting updates the pin):', ...facts.change.map((line) => `  ${visible(clip(line, CARD_CHANGE_LINE_BYTES))}`)]),
+    ...(facts.change === undefined ? [] : ['What changed since the tool was pinned (accepting updates the pin):', ...facts.change.map((line) => `  ${visible(clipBytes(line, CARD_CHANGE_LINE_BYTES))}`)]),
     `Expires: ${new Date(facts.expiresAt).toISOString()}`,
   ].join('\n');
   const bytes = Buffer.byteLength(text);
@@ -87,7 +87,7 @@ function visible(text: string): string {
   return text.replace(HIDDEN, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-function clip(text: string, max: number): string {
+function clipBytes(text: string, max: number): string {
   const bytes = Buffer.from(text);
   if (bytes.length <= max) return text;
   // Cut on a character boundary.

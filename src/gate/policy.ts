@@ -17,6 +17,7 @@
 import { GuardError, EXIT_USAGE } from '../base/errors.js';
 import type { ArgsValue } from './tools.js';
 import { parseFileJson } from '../wire/json-file.js';
+import { isObject } from '../base/values.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
@@ -175,9 +176,6 @@ function isDecision(value: unknown): value is PolicyDecision {
   return typeof value === 'string' && (DECISIONS as readonly string[]).includes(value);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function bad(source: string, message: string): GuardError {
   return new GuardError('bad_policy', `policy ${source}: ${message}`, EXIT_USAGE);

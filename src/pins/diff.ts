@@ -6,6 +6,7 @@
  */
 import { canonical } from '../records/canonical.js';
 import type { ToolDefinition } from './definition.js';
+import { isObject } from '../base/values.js';
 
 export interface ToolDiff {
   title: { before: unknown; after: unknown } | null;
@@ -96,9 +97,6 @@ function leaves(value: unknown, path = '', out = new Map<string, string>()): Map
   return out;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Most words compared one by one; longer texts are shown whole, before and after. */
 const MAX_WORDS = 2000;

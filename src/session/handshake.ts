@@ -18,6 +18,7 @@ import { idKey, peekId } from '../wire/jsonrpc.js';
 import { canonical } from '../records/canonical.js';
 import { ownRequestId } from '../wire/own-id.js';
 import type { SessionObserver } from '../relay/observer.js';
+import { isObject } from '../base/values.js';
 
 type Json = Record<string, unknown>;
 
@@ -245,6 +246,3 @@ function parse(frame: Buffer): Json | null {
   }
 }
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -6,6 +6,7 @@
  */
 import { isatty } from 'node:tty';
 import { processMasker } from '../mask/mask.js';
+import { clipMiddle } from '../base/values.js';
 
 export type SummaryMode = 'auto' | 'human' | 'json' | 'on' | 'off';
 
@@ -35,7 +36,7 @@ export interface SummaryPlace {
 export function humanSummary(record: Record<string, unknown>, place: SummaryPlace): string[] {
   const lines: string[] = [];
   // Masked before it is cut: half a secret is no longer recognisable as one.
-  const command = clipMiddle(processMasker().text([place.command, ...place.args].join(' ')), 100);
+  const command = clipMiddle(processMasker().text([place.command, ...place.args].join(' ')), 100, 0.5);
   lines.push(`session ${place.sessionId} ended after ${duration(num(record.duration_ms))}`);
   lines.push(`  command ${command}`);
   lines.push(`  ended by ${str(record.end_reason) ?? 'unknown'}; ${exitText(record)}`);
@@ -141,11 +142,6 @@ export function bytes(n: number): string {
 }
 
 /** Keep both ends of a long command: its program and the argument that names the server. */
-function clipMiddle(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const head = Math.ceil((max - 1) / 2);
-  return `${text.slice(0, head)}…${text.slice(text.length - (max - 1 - head))}`;
-}
 
 function num(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) ? value : null;

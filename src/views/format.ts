@@ -4,6 +4,7 @@
  * they reach a terminal (an argument holding ESC sequences must not repaint it).
  */
 import { writeOut } from '../mask/escape.js';
+import { clip, clipMiddle } from '../base/values.js';
 
 /** Columns padded to their widest cell, two spaces apart, one row per line. */
 export function table(headers: string[], rows: string[][]): string {
@@ -196,17 +197,7 @@ export function formatClock(iso: string | null): string {
 }
 
 /** `text`, cut to `max` characters with a trailing `…`. */
-export function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
-
-/** `text` cut to `max` characters in its middle (`python3 /srv/…/noisy_server.py`): its start and, longer, its end stay. */
-export function clipMiddle(text: string, max: number): string {
-  if (text.length <= max) return text;
-  if (max < 5) return clip(text, max);
-  const head = Math.floor((max - 1) * 0.4);
-  return `${text.slice(0, head)}…${text.slice(text.length - (max - 1 - head))}`;
-}
+export { clip, clipMiddle };
 
 /**
  * `  name   value` with the name padded to `pad`; a value too long for the

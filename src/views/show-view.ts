@@ -12,6 +12,7 @@ import { showSession } from './show.js';
 import { emit, looksLikePath, NEWEST, notFound, pickSession, titleLine, warnUnreadable, type ViewContext } from './view-kit.js';
 import { findCall, summarizeLog } from './views.js';
 import type { Clock } from './when.js';
+import { isObject } from '../base/values.js';
 
 export async function showView(ctx: ViewContext, wanted: string): Promise<number> {
   const { logs, output, io, dir, json } = ctx;
@@ -65,9 +66,6 @@ function fields(record: LogRecord, clock: Clock, width: number | null): string {
     : typeof v === 'string' ? v : JSON.stringify(v), width)).join('');
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function empty(v: unknown): boolean {
   return v === null || v === undefined || v === '' || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0);

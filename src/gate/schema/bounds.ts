@@ -18,8 +18,9 @@
  * mcpguard's.
  */
 import { unusable } from './inspect.js';
-import { childrenOf, isObject, SAME_VALUE_KEYWORDS } from './keywords.js';
+import { childrenOf, SAME_VALUE_KEYWORDS } from './keywords.js';
 import { MAX_EXPANDED_SUBSCHEMAS, MAX_SCHEMA_DEPTH } from './limits.js';
+import { isObject } from '../../base/values.js';
 
 type Node = Record<string, unknown>;
 /** The targets of each node's `$ref` / `$recursiveRef`, resolved by the caller. */

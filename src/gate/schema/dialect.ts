@@ -7,6 +7,7 @@
  * a guess at a near dialect.
  */
 import { GuardError } from '../../base/errors.js';
+import { clip } from '../../base/values.js';
 
 /** The dialects the engine checks, spelled as the library names them. */
 export type Dialect = '7' | '2019-09' | '2020-12';
@@ -57,11 +58,8 @@ export function resolveDialect(schema: unknown, protocolVersion: string | null |
   if (typeof uri !== 'string') throw new GuardError('schema_unusable', '/$schema: must be a string');
   const dialect = dialectOfUri(uri);
   if (dialect === undefined) {
-    throw new GuardError('schema_unusable', `unsupported dialect ${JSON.stringify(clip(uri, 100))} in $schema (mcpguard checks draft-07, 2019-09 and 2020-12)`);
+    throw new GuardError('schema_unusable', `unsupported dialect ${JSON.stringify(clip(uri, 101))} in $schema (mcpguard checks draft-07, 2019-09 and 2020-12)`);
   }
   return dialect;
 }
 
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}…`;
-}

@@ -23,7 +23,7 @@ import { GuardError } from '../../base/errors.js';
 import { checkBounds } from './bounds.js';
 import type { Dialect } from './dialect.js';
 import { explain, type Resolve } from './explain.js';
-import { clip, prepareSchema, unusable } from './inspect.js';
+import { clipQuoted, prepareSchema, unusable } from './inspect.js';
 import { bytesPass } from './quick-bytes.js';
 import { LinearRegExp, PatternBudgetError, resetPatternBudget } from './pattern.js';
 import { compileRule, valuePasses, type Rule } from './quick-check.js';
@@ -84,14 +84,14 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
   try {
     lookup = lib.dereference(copy as lib.Schema | boolean) as Record<string, unknown>;
   } catch (error) {
-    throw unusable(`its identifiers ($id, $anchor) cannot be indexed (${clip(messageOf(error))})`);
+    throw unusable(`its identifiers ($id, $anchor) cannot be indexed (${clipQuoted(messageOf(error))})`);
   }
   const resolve: Resolve = (node, keyword) => lookup[refKey(node, keyword)];
   const targets = new Map<Record<string, unknown>, unknown[]>();
   for (const site of refs) {
     const target = resolve(site.node, site.keyword);
     if (target === undefined) {
-      throw unusable(`${site.at}: ${JSON.stringify(clip(String(site.node[site.keyword])))} does not resolve inside the schema (mcpguard never fetches a schema)`);
+      throw unusable(`${site.at}: ${JSON.stringify(clipQuoted(String(site.node[site.keyword])))} does not resolve inside the schema (mcpguard never fetches a schema)`);
     }
     targets.set(site.node, [...(targets.get(site.node) ?? []), target]);
   }
@@ -128,7 +128,7 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
       if (error instanceof GuardError) return { ok: false, kind: 'unchecked', reason: `a pattern it reaches ${error.message}`, keyword: 'pattern' };
       // Compiling ruled out unresolved references and endless cycles: what throws here is the
       // stack (a value nested deeper than it, or more failures than one array spread can take).
-      return { ok: false, kind: 'unchecked', reason: error instanceof RangeError ? 'it is nested too deeply or fails in too many places to check' : `the check failed (${clip(messageOf(error))})` };
+      return { ok: false, kind: 'unchecked', reason: error instanceof RangeError ? 'it is nested too deeply or fails in too many places to check' : `the check failed (${clipQuoted(messageOf(error))})` };
     } finally {
       globalThis.RegExp = native;
       if (unique === 'off') for (const node of uniques) node.uniqueItems = true;

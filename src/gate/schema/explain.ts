@@ -9,8 +9,8 @@
  * whole failed.
  */
 import type { OutputUnit } from '@cfworker/json-schema';
-import { clip } from './inspect.js';
-import { isObject } from './keywords.js';
+import { clipQuoted } from './inspect.js';
+import { isObject } from '../../base/values.js';
 import type { SchemaError } from './verdict.js';
 
 /** Most failing places kept in a verdict. */
@@ -61,7 +61,7 @@ export function explain(units: readonly OutputUnit[], instance: unknown, root: u
       const here = valueAt(instance, path);
       for (const [when, needs] of isObject(value) ? Object.entries(value) : []) {
         if (!isObject(here) || !Object.hasOwn(here, when) || !Array.isArray(needs)) continue;
-        for (const name of missing(needs, here)) push({ path: `${path}/${escapeSegment(name)}`, keyword: u.keyword, message: `is required when ${JSON.stringify(clip(when, 40))} is present` });
+        for (const name of missing(needs, here)) push({ path: `${path}/${escapeSegment(name)}`, keyword: u.keyword, message: `is required when ${JSON.stringify(clipQuoted(when, 40))} is present` });
       }
     } else {
       push({ path, keyword: u.keyword, message: describe(u.keyword, value, valueAt(instance, path)) });
@@ -76,8 +76,8 @@ function describe(keyword: string, v: unknown, instance: unknown): string {
   switch (keyword) {
     case 'type': return `must be ${Array.isArray(v) ? v.join(' or ') : String(v)} (got ${typeName(instance)})`;
     case 'enum': return Array.isArray(v) ? `must be one of ${list(v)}` : 'must be one of the listed values';
-    case 'const': return `must be ${clip(JSON.stringify(v) ?? 'null', 60)}`;
-    case 'pattern': return `must match the pattern ${JSON.stringify(clip(String(v), 80))}`;
+    case 'const': return `must be ${clipQuoted(JSON.stringify(v) ?? 'null', 60)}`;
+    case 'pattern': return `must match the pattern ${JSON.stringify(clipQuoted(String(v), 80))}`;
     case 'minLength': return `must be at least ${n(v)} characters long`;
     case 'maxLength': return `must be at most ${n(v)} characters long`;
     case 'minimum': return `must be >= ${n(v)}`;
@@ -107,7 +107,7 @@ function missing(required: unknown, here: unknown): string[] {
 }
 
 function list(values: unknown[]): string {
-  const shown = values.slice(0, 6).map((v) => clip(JSON.stringify(v) ?? 'null', 30)).join(', ');
+  const shown = values.slice(0, 6).map((v) => clipQuoted(JSON.stringify(v) ?? 'null', 30)).join(', ');
   return values.length > 6 ? `${shown}, … (${values.length} values)` : shown;
 }
 

@@ -12,10 +12,11 @@
  */
 import { GuardError } from '../../base/errors.js';
 import { dialectOfUri, DIALECT_NAMES, type Dialect } from './dialect.js';
-import { childrenOf, isObject, pointer, SCHEMA_ARRAY_KEYWORDS, SCHEMA_MAP_KEYWORDS } from './keywords.js';
+import { childrenOf, pointer, SCHEMA_ARRAY_KEYWORDS, SCHEMA_MAP_KEYWORDS } from './keywords.js';
 import { MAX_SCHEMA_DEPTH } from './limits.js';
 import { EXACT_KEYWORDS, unsafeInteger } from './numbers.js';
 import { patternOf } from './pattern.js';
+import { clip, isObject } from '../../base/values.js';
 
 const TYPES: ReadonlySet<string> = new Set(['array', 'boolean', 'integer', 'null', 'number', 'object', 'string']);
 const COUNT_KEYWORDS = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties', 'minContains', 'maxContains'];
@@ -123,12 +124,12 @@ function checkKeywords(node: Record<string, unknown>, at: string, dialect: Diale
 
 function checkType(type: unknown, at: string): void {
   if (typeof type === 'string') {
-    if (!TYPES.has(type)) throw problem(at, `${JSON.stringify(clip(type))} is not a JSON Schema type`);
+    if (!TYPES.has(type)) throw problem(at, `${JSON.stringify(clipQuoted(type))} is not a JSON Schema type`);
     return;
   }
   if (!Array.isArray(type) || type.length === 0) throw problem(at, 'must be a type name or a non-empty array of them');
   for (const t of type) {
-    if (typeof t !== 'string' || !TYPES.has(t)) throw problem(at, `${JSON.stringify(clip(String(t)))} is not a JSON Schema type`);
+    if (typeof t !== 'string' || !TYPES.has(t)) throw problem(at, `${JSON.stringify(clipQuoted(String(t)))} is not a JSON Schema type`);
   }
 }
 
@@ -142,7 +143,7 @@ function checkPattern(pattern: unknown, at: string): void {
   try {
     new RegExp(pattern, 'u');
   } catch (error) {
-    throw problem(at, `is not a valid regular expression (${clip((error as Error).message.replace(/^Invalid regular expression: /, ''))})`);
+    throw problem(at, `is not a valid regular expression (${clipQuoted((error as Error).message.replace(/^Invalid regular expression: /, ''))})`);
   }
   try {
     patternOf(pattern);
@@ -169,10 +170,11 @@ function isFiniteNumber(value: unknown): value is number {
 }
 
 function problem(at: string, what: string): GuardError {
-  return unusable(`${at === '' ? '(root)' : clip(at)}: ${what}`);
+  return unusable(`${at === '' ? '(root)' : clipQuoted(at)}: ${what}`);
 }
 
 /** Long enough to name a place or a value, short enough for one line. */
-export function clip(text: string, max: number = 100): string {
-  return text.length <= max ? text : `${text.slice(0, max)}…`;
+/** `text` cut to 100 characters and an ellipsis (schema messages quote a server's text). */
+export function clipQuoted(text: string, max = 100): string {
+  return clip(text, max + 1);
 }

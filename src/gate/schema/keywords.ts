@@ -4,6 +4,8 @@
  * (inspect.ts) and its bounds (bounds.ts), so the two cannot disagree about
  * what a subschema is.
  */
+import { isObject } from '../../base/values.js';
+
 
 /** A keyword whose value is one subschema. */
 export const SCHEMA_KEYWORDS: ReadonlySet<string> = new Set([
@@ -89,9 +91,6 @@ export function reachableNodes(root: unknown, targets: ReadonlyMap<Record<string
 }
 
 /** A JSON object (not an array, not null). */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** `segments` as a JSON Pointer (RFC 6901), appended to `base`. */
 export function pointer(base: string, segments: readonly string[]): string {

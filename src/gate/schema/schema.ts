@@ -12,6 +12,7 @@
 import { GuardError } from '../../base/errors.js';
 import type { ArgumentSource, CompiledSchema, Outcome } from './engine.js';
 import { OK, type Verdict } from './verdict.js';
+import { isObject } from '../../base/values.js';
 
 export { verdictText, type Verdict, type SchemaError, type Subject } from './verdict.js';
 export type { ArgumentSource } from './engine.js';
@@ -242,9 +243,6 @@ function valueOnly(args: unknown): ArgumentSource {
   return { frame: NO_BYTES, start: 0, end: 0, value: () => value };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function verdictOf(outcome: Outcome): Verdict {
   if (outcome.ok || outcome.kind === 'invalid') return outcome;
