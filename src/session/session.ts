@@ -206,9 +206,9 @@ export class Session {
       this.tellClient(gen.number, outcome);
     }
 
-    relay.inputClosed = true;
+    relay.closeInput();
     const exitSoFar = gen.exit;
-    io.onEnding?.({ reason: this.reason ?? 'child_exit', pid: gen.pid, counters: relay.counters, stderrBytes: this.stderrBytes, protocol: { era: relay.eras.tracker.era, version: relay.eras.tracker.version, decidedBy: relay.eras.tracker.decidedBy } });
+    io.onEnding?.({ reason: this.reason ?? 'child_exit', pid: gen.pid, counters: relay.counters, stderrBytes: this.stderrBytes, protocol: relay.protocol() });
     const shutdown: ShutdownReport = await gen.shutdown(() => new Promise<void>((resolve) => this.escalations.push(resolve)));
     const exit = await gen.exited;
     const streamEnd = await gen.drain();
@@ -243,7 +243,7 @@ export class Session {
       streamEnd,
       stderrBytes: this.stderrBytes,
       counters: relay.counters,
-      protocol: { era: relay.eras.tracker.era, version: relay.eras.tracker.version, decidedBy: relay.eras.tracker.decidedBy },
+      protocol: relay.protocol(),
       outputDropped: this.toClient.dropped,
       outputUnflushedBytes: 0,
       startedAt,
@@ -265,7 +265,7 @@ export class Session {
       },
       stderr: (chunk) => {
         this.stderrBytes += chunk.length;
-        this.io.stderr.write(chunk, relay().calls.inFlightCallIds());
+        this.io.stderr.write(chunk, relay().inFlightCallIds());
       },
       pressure: (full) => this.holdInput('byChild', full),
       stdinStalled: () => this.io.diag.line(`the server (pid ${gen.pid}) took nothing from its stdin for ${STDIN_STALL_MS} ms with mcpguard's queue to it full; reading the client again, and refusing the requests that do not fit until it reads`),
@@ -302,7 +302,7 @@ export class Session {
   private async replay(gen: Generation, waitMs: number): Promise<ReplayOutcome> {
     const relay = this.relay!;
     // A modern-era server has no handshake: every request carries what it needs.
-    if (relay.eras.modern || this.watch === null) return { ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false };
+    if (relay.modern() || this.watch === null) return { ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false };
     return await Promise.race([
       replayHandshake(this.watch, { send: (frame) => gen.toChild.write(frame), intercept: (take) => (this.intercept = take), waitMs, generation: gen.number, taken: (key) => relay.idTaken(key), exited: gen.exited }),
       this.endRequested.then((): ReplayOutcome => ({ ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false })),
