@@ -7,7 +7,7 @@
  */
 import type { Call, Decision } from '../mcp/call.js';
 import { MAX_OPEN_LEGS } from '../mcp/legs.js';
-import { idJson, membersOf, memberString, type Request } from '../wire/jsonrpc.js';
+import { cancellation, membersOf, memberString, requestFrame, resultResponse, type Request } from '../wire/jsonrpc.js';
 import type { JsonNode } from '../wire/json-scan.js';
 import { META_CLIENT_CAPABILITIES, type RequestMeta } from '../mcp/era.js';
 import { approverAction, runApproveCmd } from './approve-cmd.js';
@@ -141,7 +141,7 @@ export class Approvals {
       // Bounded like the seal's open nonces: a client that never retries cannot grow it.
       if (this.shownCards.size > MAX_SHOWN_CARDS) this.shownCards.delete(this.shownCards.keys().next().value!);
       const result = { resultType: 'input_required', inputRequests: { [APPROVAL_KEY]: { method: 'elicitation/create', params: elicitationParams(card, true) } }, requestState: state };
-      return { kind: 'card', state, answer: Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`) };
+      return { kind: 'card', state, answer: resultResponse(call.requestId, result) };
     }
     if (this.legacyElicitation !== null && !this.io.clientClosed()) {
       call.decision = shown('elicitation');
@@ -190,7 +190,7 @@ export class Approvals {
       };
       const cancelCard = (reason: string): void => {
         this.retire(key);
-        this.io.toClient(Buffer.from(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${JSON.stringify(id)},"reason":${JSON.stringify(reason)}}}\n`));
+        this.io.toClient(cancellation(id, reason));
       };
       const timer = setTimeout(() => {
         cancelCard('mcpguard: the approval timed out');
@@ -210,7 +210,7 @@ export class Approvals {
         } else finish(this.refuse(call, 'denied', `not approved: the person answered ${action}`));
       });
       const params = elicitationParams(card, this.legacyElicitation!.form);
-      this.io.toClient(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"elicitation/create","params":${JSON.stringify(params)}}\n`));
+      this.io.toClient(requestFrame(id, 'elicitation/create', JSON.stringify(params)));
     });
   }
 

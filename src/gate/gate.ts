@@ -14,7 +14,7 @@
  * the session's end, leaving nothing behind at the client or the server.
  */
 import type { Call } from '../mcp/call.js';
-import { idJson, memberType, type Request, type Response } from '../wire/jsonrpc.js';
+import { errorResponse, memberType, resultResponse, INVALID_PARAMS, type Request, type Response } from '../wire/jsonrpc.js';
 import type { Delivery } from '../wire/writer.js';
 import { processMasker } from '../mask/mask.js';
 import { nodeText, stringValue, type JsonNode } from '../wire/json-scan.js';
@@ -284,7 +284,7 @@ export class Gate {
       content: [{ type: 'text', text: `mcpguard replaced this result: the tool ran, but ${processMasker().text(text)}` }],
       isError: true,
     };
-    return Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`);
+    return resultResponse(call.requestId, result);
   }
 
   private readonly outputReported = new Set<string>();
@@ -296,7 +296,7 @@ export class Gate {
   private schemaRefusal(call: Call, verdict: Exclude<SchemaVerdict, { ok: true }>, name: string): Outcome {
     call.decision = { by: 'schema', rule: null, channel: null, card: null, reason: verdict.reason };
     if (verdict.kind === 'unknown_tool') {
-      const answer = Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"error":${JSON.stringify({ code: -32602, message: `mcpguard: unknown tool ${JSON.stringify(name)}: ${verdict.reason}`, data: { source: 'mcpguard', state: 'rejected', rule: 'unknown_tool' } })}}\n`);
+      const answer = errorResponse(call.requestId, INVALID_PARAMS, `mcpguard: unknown tool ${JSON.stringify(name)}: ${verdict.reason}`, { state: 'rejected', rule: 'unknown_tool' });
       return { kind: 'refuse', state: 'rejected', reason: `unknown tool: ${verdict.reason}`, answer };
     }
     return this.refuse(call, 'rejected', verdict.reason);

@@ -4,7 +4,7 @@
  * itself or stop. Its `_meta` names mcpguard as the source.
  */
 import type { Call } from '../mcp/call.js';
-import { idJson } from '../wire/jsonrpc.js';
+import { resultResponse } from '../wire/jsonrpc.js';
 import { processMasker } from '../mask/mask.js';
 import type { Outcome } from './gate.js';
 
@@ -17,7 +17,7 @@ export function refusal(call: Call, state: 'rejected' | 'denied', reason: string
     content: [{ type: 'text', text }],
     isError: true,
   };
-  return { kind: 'refuse', state, reason, answer: Buffer.from(`{"jsonrpc":"2.0","id":${idJson(call.requestId)},"result":${JSON.stringify(result)}}\n`) };
+  return { kind: 'refuse', state, reason, answer: resultResponse(call.requestId, result) };
 }
 
 /** The outcome of a call withdrawn while held: ignored by the relay (the call has already ended). */

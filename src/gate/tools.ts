@@ -6,7 +6,7 @@
  * not forwarded). The schemas themselves are compiled and run by the JSON
  * Schema engine (schema.ts), behind the `Schemas` interface.
  */
-import type { Response } from '../wire/jsonrpc.js';
+import { requestFrame, type Response } from '../wire/jsonrpc.js';
 import type { Delivery } from '../wire/writer.js';
 import { verdictText, type ArgumentSource, type ToolSchemas, type Verdict } from './schema/schema.js';
 import { nodeText, scanJson, stringValue, type JsonNode } from '../wire/json-scan.js';
@@ -179,7 +179,7 @@ export class ToolBook {
           if (this.pending.delete(key)) resolve(null);
         },
       };
-      this.io.toChild(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/list"${params.length === 0 ? '' : `,"params":{${params.join(',')}}`}}\n`), delivery);
+      this.io.toChild(requestFrame(id, 'tools/list', params.length === 0 ? null : `{${params.join(',')}}`), delivery);
     });
   }
 }

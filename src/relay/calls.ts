@@ -3,7 +3,7 @@
  * its one final state, and the child's own requests awaiting a client answer.
  * Pure state; the session does the IO.
  */
-import type { RequestId } from '../wire/jsonrpc.js';
+import type { Message, RequestId, Response } from '../wire/jsonrpc.js';
 import { newCall, type Call, type CallState } from '../mcp/call.js';
 
 /**
@@ -74,5 +74,50 @@ export class CallTable {
     const ids: string[] = [];
     for (const call of this.pending()) ids.push(call.callId);
     return ids;
+  }
+
+  /**
+   * What the call table says against a client line (null: nothing), the
+   * whole batch checked before any of it is applied. `ownsId` names
+   * mcpguard's own requests to the client.
+   */
+  lineProblem(items: readonly Message[], ownsId: (key: string) => boolean): { reason: string; id: RequestId | null } | null {
+    // A Set is needed only to catch repeats inside a batch.
+    const seen = items.length > 1 ? new Set<string>() : null;
+    for (const item of items) {
+      if (item.kind === 'request') {
+        // Answering with the reused id would pair the error with the request in flight.
+        if (this.inFlight.has(item.idKey) || seen?.has(item.idKey) || ownsId(item.idKey)) return { reason: `request id ${JSON.stringify(item.id)} is already in flight`, id: null };
+        seen?.add(item.idKey);
+      } else if (item.kind === 'response') {
+        if (ownsId(item.idKey) && items.length === 1) continue;
+        if (!this.childRequests.has(item.idKey) || seen?.has(`r${item.idKey}`)) return { reason: `response to id ${JSON.stringify(item.id)}, which the server did not ask (or was already answered)`, id: null };
+        seen?.add(`r${item.idKey}`);
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Why a server response answers nothing (null: it answers a request the
+   * server was sent). A call the gate holds (for a person, or for mcpguard's
+   * own tools/list) or that still waits inside mcpguard is in the table but
+   * never reached the server: an answer to it can only be a guess, and
+   * delivering it would end a call that never ran.
+   */
+  unasked(response: Response): string | null {
+    const call = this.inFlight.get(response.idKey);
+    if (call === undefined) return `${JSON.stringify(response.id)}, which no client request in flight has`;
+    return call.dispatchedAt === null ? `${JSON.stringify(response.id)}, a request mcpguard has not sent to the server (the gate holds it, or it waits to be written)` : null;
+  }
+
+  /**
+   * The call with this id key that is waiting for the server's answer, if
+   * any: one the server was sent. A call the gate holds, or that waits to be
+   * written, never reached the server, so nothing the server writes may end it.
+   */
+  sentCall(key: string): Call | undefined {
+    const call = this.inFlight.get(key);
+    return call !== undefined && call.state === null && call.dispatchedAt !== null ? call : undefined;
   }
 }

@@ -2,8 +2,8 @@
  * The call half of the relay: every client request from the moment it is
  * accepted to its one final state and its one answer. Starting a call, the
  * gate's decision, dispatch and delivery, cancellation, deadlines, and the
- * answers owed when the session ends. The relay (relay.ts) reads the lines
- * and calls in here.
+ * answers owed when the session ends. The relay (relay.ts) reads the lines,
+ * holds one CallKeeper and calls in here; nothing else does.
  */
 import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS } from './calls.js';
 import { newCall, type Call, type CallState } from '../mcp/call.js';
@@ -11,7 +11,7 @@ import type { Diagnostics } from '../mask/diagnostics.js';
 import {
   cancellation, errorResponse, idKey, memberId, memberString,
   CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT,
-  type Message, type Request,
+  type Classified, type Message, type Request,
 } from '../wire/jsonrpc.js';
 import type { Rejection, SessionObserver } from './observer.js';
 import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from '../mcp/era.js';
@@ -57,21 +57,22 @@ export interface RelayCounters {
 }
 
 
-export abstract class CallKeeper {
+export class CallKeeper {
   readonly calls = new CallTable();
   readonly counters: RelayCounters = {
     clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {}, eraProbesDeclined: 0,
   };
   /** The session's protocol era, learned from what passes, and its rules. */
   readonly eras: EraGuard;
-  protected readonly gate: Gate | null;
+  /** Schema, policy and approval for tools/call; null when off. */
+  readonly gate: Gate | null;
 
   constructor(
-    protected readonly options: RelayOptions,
-    protected readonly toClient: FrameWriter,
-    protected readonly toChild: ToChild,
-    protected readonly diag: Diagnostics,
-    protected readonly observers: readonly SessionObserver[],
+    private readonly options: RelayOptions,
+    private readonly toClient: FrameWriter,
+    private readonly toChild: ToChild,
+    private readonly diag: Diagnostics,
+    private readonly observers: readonly SessionObserver[],
     gate: ((io: GateIO) => Gate) | null,
   ) {
     this.eras = new EraGuard(options.eraRules, this.counters.eraViolations, diag, (r) => this.notify(r), (key) => this.calls.inFlight.get(key));
@@ -96,7 +97,7 @@ export abstract class CallKeeper {
   }
 
   /** A request's call, with what its era and its metadata say about it. */
-  protected startCall(item: Request, meta: RequestMeta): Call {
+  startCall(item: Request, meta: RequestMeta): Call {
     const tool = item.method === 'tools/call' ? memberString(item.frame, item.params, 'name') ?? null : null;
     const call = newCall(item.id, item.idKey, item.method, tool);
     this.calls.inFlight.set(item.idKey, call);
@@ -111,7 +112,7 @@ export abstract class CallKeeper {
    * request's id; null for a batch) and recorded, and the session goes on (the
    * line was well-formed; the server's silence filled the table).
    */
-  protected roomForCalls(line: number, frame: Buffer, items: readonly Message[]): boolean {
+  roomForCalls(line: number, frame: Buffer, items: readonly Message[]): boolean {
     const n = requestsIn(items);
     if (n === 0 || this.calls.roomFor(n)) return true;
     const reason = `${MAX_OPEN_CALLS} requests already wait for an answer, the most mcpguard keeps open`;
@@ -130,7 +131,7 @@ export abstract class CallKeeper {
    * its requests is answered to the server with an error, so it waits for
    * nothing, and the line is reported and recorded.
    */
-  protected roomForServerRequests(line: number, frame: Buffer, items: readonly Message[]): boolean {
+  roomForServerRequests(line: number, frame: Buffer, items: readonly Message[]): boolean {
     const n = requestsIn(items);
     if (n === 0 || this.calls.childRequests.size + n <= MAX_SERVER_REQUESTS) return true;
     const reason = `${MAX_SERVER_REQUESTS} requests of the server already wait for the client's answer, the most mcpguard keeps open`;
@@ -146,7 +147,7 @@ export abstract class CallKeeper {
   }
 
   /** A tools/call goes through the gate; other lines keep flowing while it is decided. */
-  protected review(gate: Gate, item: Request, meta: RequestMeta): void {
+  review(gate: Gate, item: Request, meta: RequestMeta): void {
     const call = this.startCall(item, meta);
     call.gated = true;
     this.armDeadline(call);
@@ -162,7 +163,7 @@ export abstract class CallKeeper {
   }
 
   /** The gate's outcome for a call, unless the call ended meanwhile (cancelled, timed out, session over). */
-  protected settle(call: Call, outcome: Outcome): void {
+  private settle(call: Call, outcome: Outcome): void {
     if (!call.gated) return;
     call.gated = false;
     if (call.state !== null) return;
@@ -173,17 +174,29 @@ export abstract class CallKeeper {
       this.toClient.write(outcome.answer);
       return;
     }
-    let recorded = true;
-    for (const o of this.observers) if (o.callStarted?.(call) === false) recorded = false;
-    if (!recorded) {
-      this.end(call, 'rejected', 'mcpguard could not write its audit record');
-      return this.answer(call, INTERNAL_ERROR, 'mcpguard: the audit record could not be written; request not forwarded');
-    }
+    if (!this.recordAttempt(call)) return this.refuseUnrecorded(call);
     this.toChild.write(outcome.frame, this.delivery(call), call);
   }
 
+  /**
+   * Write-ahead: every observer hears of a call before any of it may reach
+   * the server (the audit log writes its attempt). False when a record could
+   * not be written; the call is then refused (refuseUnrecorded), never sent.
+   */
+  recordAttempt(call: Call): boolean {
+    let recorded = true;
+    for (const o of this.observers) if (o.callStarted?.(call) === false) recorded = false;
+    return recorded;
+  }
+
+  /** The one ending of a call whose attempt could not be recorded: rejected, answered, nothing sent. */
+  refuseUnrecorded(call: Call): void {
+    this.end(call, 'rejected', 'mcpguard could not write its audit record');
+    this.answer(call, INTERNAL_ERROR, 'mcpguard: the audit record could not be written; request not forwarded');
+  }
+
   /** Take back a call that has not reached the child (the gate holds it, or it waits in the queue): true if it had not. */
-  protected withdraw(call: Call): boolean {
+  private withdraw(call: Call): boolean {
     if (call.dispatchedAt !== null) return false;
     if (call.gated) {
       call.gated = false;
@@ -194,7 +207,7 @@ export abstract class CallKeeper {
   }
 
   /** How the calls of one forwarded line (one call, or a batch's) learn that it reached the child's stdin, or never will. */
-  protected delivery(started: Call | readonly Call[]): Delivery {
+  delivery(started: Call | readonly Call[]): Delivery {
     // One small object per forwarded line, not an object and two closures.
     return new CallDelivery(this, started);
   }
@@ -225,7 +238,7 @@ export abstract class CallKeeper {
   }
 
   /** A client cancellation; returns whether to forward it to the child. */
-  protected clientCancels(message: Message & { kind: 'notification' }): boolean {
+  clientCancels(message: Message & { kind: 'notification' }): boolean {
     const requestId = memberId(message.frame, message.params, 'requestId');
     const call = requestId === undefined ? undefined : this.calls.inFlight.get(idKey(requestId));
     if (call === undefined || call.state !== null) {
@@ -247,13 +260,13 @@ export abstract class CallKeeper {
     return true;
   }
 
-  protected armDeadline(call: Call): void {
+  armDeadline(call: Call): void {
     if (this.options.callTimeout === null || STREAM_METHODS.has(call.method!)) return;
     call.timer = setTimeout(() => this.expire(call), this.options.callTimeout);
     call.timer.unref();
   }
 
-  protected expire(call: Call): void {
+  private expire(call: Call): void {
     if (call.state !== null) return;
     const ms = this.options.callTimeout;
     if (this.withdraw(call)) {
@@ -315,6 +328,24 @@ export abstract class CallKeeper {
     this.toClient.write(outcome.answer);
   }
 
+  /**
+   * A line read after the session closed, never forwarded: each request in it
+   * still gets its one answer (the client must not wait forever) and its
+   * record, unless its id is still in flight: an answer with that id would be
+   * a second answer to the request already running.
+   */
+  refuseClosed(items: readonly Classified[]): void {
+    for (const item of items) {
+      if (item.kind !== 'request') continue;
+      if (this.calls.inFlight.has(item.idKey)) {
+        this.diag.line(`request id ${JSON.stringify(item.id)} arrived after the session closed while a request with that id is in flight; not answered twice`);
+        continue;
+      }
+      this.end(newCall(item.id, null, item.method, null), 'rejected', 'arrived after the session closed');
+      this.toClient.write(errorResponse(item.id, CONNECTION_CLOSED, 'mcpguard: the session is closed; request not forwarded', { state: 'rejected' }));
+    }
+  }
+
   // ---- endings ----
 
   /**
@@ -350,7 +381,7 @@ export abstract class CallKeeper {
   }
 
   /** Ids of the dead generation's requests to the client: the client's late answers to them are dropped. */
-  protected readonly retiredChildRequests = new Set<string>();
+  readonly retiredChildRequests = new Set<string>();
 
   /** A new generation of the server runs: forget what only the last one knew. */
   serverRestarted(): void {
@@ -372,7 +403,7 @@ export abstract class CallKeeper {
     this.answer(call, CONNECTION_CLOSED, `mcpguard: the server is restarting and was not back within ${waitMs} ms (--restart-wait); request not forwarded`);
   }
 
-  protected end(call: Call, state: CallState, detail: string | null, reserveId = false): void {
+  end(call: Call, state: CallState, detail: string | null, reserveId = false): void {
     if (!this.calls.finish(call, state, detail, reserveId)) return;
     this.counters.states[state] = (this.counters.states[state] ?? 0) + 1;
     this.gate?.callEnded(call);
@@ -384,13 +415,13 @@ export abstract class CallKeeper {
     }
   }
 
-  protected answer(call: Call, code: number, message: string): void {
+  answer(call: Call, code: number, message: string): void {
     this.toClient.write(errorResponse(call.requestId, code, message, { state: call.state }));
   }
 
 
 
-  protected notify(rejection: Rejection): void {
+  notify(rejection: Rejection): void {
     for (const o of this.observers) o.rejected?.(rejection);
   }
 }

@@ -9,7 +9,7 @@ import { processMasker } from '../mask/mask.js';
 import type { LineEvent } from '../wire/framing.js';
 import {
   classifyFrame, errorResponse, idKey, memberId, memberType, peekAnswerId, peekId,
-  CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
+  INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
   type Classified, type Message, type RequestId, type Response,
 } from '../wire/jsonrpc.js';
 import type { SessionObserver } from './observer.js';
@@ -20,20 +20,39 @@ import { reservedMarker } from '../mcp/reserved.js';
 import type { Gate, GateIO } from '../gate/gate.js';
 import type { FrameWriter } from '../wire/writer.js';
 import type { ToChild } from './link.js';
-import { CallKeeper, type RelayOptions } from './relay-calls.js';
+import { CallKeeper, type RelayCounters, type RelayOptions } from './relay-calls.js';
+import type { CallTable } from './calls.js';
+import type { EraGuard } from './era-guard.js';
 
 export type { RelayCounters, RelayOptions } from './relay-calls.js';
 
-export class Relay extends CallKeeper {
+/**
+ * One object owns a line's fate in both directions. It holds the calls (a
+ * CallKeeper) rather than inheriting them, and the session reaches it only
+ * through its public methods: lines in (fromClient, fromChild), the endings
+ * (clientEnded, answerPending, answerCrashed, closeInput) and what it learned
+ * (counters, protocol).
+ */
+export class Relay {
+  /** The calls, from accepted to their one final state: held here, never inherited, and reached by nothing outside the relay. */
+  private readonly keeper: CallKeeper;
+  private readonly calls: CallTable;
+  /** The session's protocol era, learned from what passes, and its rules. */
+  private readonly eras: EraGuard;
+  private readonly gate: Gate | null;
+  /** What the relay saw, for the session's summary (the same object for the whole session). */
+  readonly counters: RelayCounters;
   /** Set when mcpguard accepts no more client input (on-invalid close, shutdown). */
-  inputClosed = false;
+  private inputClosed = false;
+  /** Whether an id key is one of mcpguard's own requests to the client (made once, not per line). */
+  private readonly ownsId = (key: string): boolean => this.gate?.ownsId(key) ?? false;
 
   constructor(
-    options: RelayOptions,
-    toClient: FrameWriter,
-    toChild: ToChild,
-    diag: Diagnostics,
-    observers: readonly SessionObserver[],
+    private readonly options: RelayOptions,
+    private readonly toClient: FrameWriter,
+    private readonly toChild: ToChild,
+    private readonly diag: Diagnostics,
+    private readonly observers: readonly SessionObserver[],
     /** Asks the session to end; the first reason wins there. */
     private readonly requestEnd: (reason: string) => void,
     /** May return a replacement frame for a single response that ends a call. */
@@ -41,7 +60,69 @@ export class Relay extends CallKeeper {
     /** Schema, policy and approval for tools/call (null: --validate-args off and no policy). */
     gate: ((io: GateIO) => Gate) | null = null,
   ) {
-    super(options, toClient, toChild, diag, observers, gate);
+    this.keeper = new CallKeeper(options, toClient, toChild, diag, observers, gate);
+    this.calls = this.keeper.calls;
+    this.eras = this.keeper.eras;
+    this.gate = this.keeper.gate;
+    this.counters = this.keeper.counters;
+  }
+
+  // ---- what the session asks of the relay ----
+
+  /** mcpguard takes no more client input (shutdown): a later line is answered, never forwarded. */
+  closeInput(): void {
+    this.inputClosed = true;
+  }
+
+  /** The protocol era and version spoken so far, as far as mcpguard can tell. */
+  protocol(): { era: string; version: string | null; decidedBy: string | null } {
+    const { era, version, decidedBy } = this.eras.tracker;
+    return { era, version, decidedBy };
+  }
+
+  /** Whether the session speaks the modern era (no handshake to replay after a restart). */
+  modern(): boolean {
+    return this.eras.modern;
+  }
+
+  /** The ids of the calls in flight, for the stderr written while they run. */
+  inFlightCallIds(): string[] {
+    return this.calls.inFlightCallIds();
+  }
+
+  /** An id key in flight on either side, or one of mcpguard's own (see CallKeeper.idTaken). */
+  idTaken(key: string): boolean {
+    return this.keeper.idTaken(key);
+  }
+
+  /** The client closed its input (EOF); see CallKeeper.clientEnded. */
+  clientEnded(): void {
+    this.keeper.clientEnded();
+  }
+
+  /** Resolves when no call is owed an answer any more (streams excepted). */
+  whenAnswered(): Promise<void> {
+    return this.keeper.whenAnswered();
+  }
+
+  /** Every call still waiting gets its one answer: the child exited or the session is ending (see CallKeeper.answerPending). */
+  answerPending(state: CallState, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
+    this.keeper.answerPending(state, why, observed);
+  }
+
+  /** The crashed generation's calls get their one answer, never a retry (see CallKeeper.answerCrashed). */
+  answerCrashed(waiting: (call: Call) => boolean, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
+    this.keeper.answerCrashed(waiting, why, observed);
+  }
+
+  /** A new generation of the server runs: forget what only the last one knew. */
+  serverRestarted(): void {
+    this.keeper.serverRestarted();
+  }
+
+  /** A request waited --restart-wait for the next generation and was taken back: its one answer. */
+  restartWaitExpired(call: Call, waitMs: number): void {
+    this.keeper.restartWaitExpired(call, waitMs);
   }
 
   /**
@@ -82,14 +163,14 @@ export class Relay extends CallKeeper {
       return this.reject(event.line, message.code, message.reason, id, event.frame, event.frame.length - 1, message.method);
     }
     // An answer to a request of a server generation that is gone (--restart): nobody is left to take it.
-    if (message.kind === 'response' && this.retiredChildRequests.delete(message.idKey)) return this.diag.line(`dropped the client's answer to id ${JSON.stringify(message.id)}: the server that asked was restarted`);
+    if (message.kind === 'response' && this.keeper.retiredChildRequests.delete(message.idKey)) return this.diag.line(`dropped the client's answer to id ${JSON.stringify(message.id)}: the server that asked was restarted`);
     const items = message.kind === 'batch' ? message.items : one(slot, message);
-    const problem = this.checkClientState(items);
+    const problem = this.calls.lineProblem(items, this.ownsId);
     if (problem !== null) return this.reject(event.line, INVALID_REQUEST, problem.reason, problem.id, event.frame, event.frame.length - 1);
     const metas = this.checkClientEra(event.line, message.frame, items);
     if (metas === null) return;
     if (!this.checkShapes(event.line, message.frame, items, metas)) return;
-    if (!this.roomForCalls(event.line, message.frame, items)) return;
+    if (!this.keeper.roomForCalls(event.line, message.frame, items)) return;
     this.counters.clientFrames++;
     this.forwardToChild(message.frame, items, metas);
   }
@@ -144,58 +225,25 @@ export class Relay extends CallKeeper {
         this.counters.rejectedClient++;
         this.counters.shapeRejections++;
         this.diag.line(`refused client line ${line}: method_shape: ${reason}`);
-        this.notify({ direction: 'client', line, code: null, reason, frame: frame.subarray(0, -1), bytes: frame.length - 1, rule: 'method_shape', action: 'refused' });
+        this.keeper.notify({ direction: 'client', line, code: null, reason, frame: frame.subarray(0, -1), bytes: frame.length - 1, rule: 'method_shape', action: 'refused' });
       }
       return false;
     }
     return true;
   }
 
-  /**
-   * Input after the session closed is never forwarded. Each request in it
-   * still gets its one answer (the client must not wait forever) and its
-   * record, unless its id is still in flight: an answer with that id would be
-   * a second answer to the request already running.
-   */
+  /** Input after the session closed is never forwarded; its requests are answered (CallKeeper.refuseClosed). */
   private refuseAfterClose(event: LineEvent): void {
     this.counters.ignoredClientBytes += event.kind === 'oversize' ? event.bytes : event.kind === 'line' ? event.frame.length : event.bytes.length;
     if (event.kind !== 'line') return;
     const message = classifyFrame(event.frame, this.options);
-    const items = message.kind === 'batch' ? message.items : [message];
-    for (const item of items) {
-      if (item.kind !== 'request') continue;
-      if (this.calls.inFlight.has(item.idKey)) {
-        this.diag.line(`request id ${JSON.stringify(item.id)} arrived after the session closed while a request with that id is in flight; not answered twice`);
-        continue;
-      }
-      const call = newCall(item.id, null, item.method, null);
-      this.end(call, 'rejected', 'arrived after the session closed');
-      this.toClient.write(errorResponse(item.id, CONNECTION_CLOSED, 'mcpguard: the session is closed; request not forwarded', { state: 'rejected' }));
-    }
-  }
-
-  /** Checks that need the call table; the whole batch is checked before any of it is applied. */
-  private checkClientState(items: readonly Message[]): { reason: string; id: RequestId | null } | null {
-    // A Set is needed only to catch repeats inside a batch.
-    const seen = items.length > 1 ? new Set<string>() : null;
-    for (const item of items) {
-      if (item.kind === 'request') {
-        // Answering with the reused id would pair the error with the request in flight.
-        if (this.calls.inFlight.has(item.idKey) || seen?.has(item.idKey) || this.gate?.ownsId(item.idKey)) return { reason: `request id ${JSON.stringify(item.id)} is already in flight`, id: null };
-        seen?.add(item.idKey);
-      } else if (item.kind === 'response') {
-        if (this.gate?.ownsId(item.idKey) && items.length === 1) continue;
-        if (!this.calls.childRequests.has(item.idKey) || seen?.has(`r${item.idKey}`)) return { reason: `response to id ${JSON.stringify(item.id)}, which the server did not ask (or was already answered)`, id: null };
-        seen?.add(`r${item.idKey}`);
-      }
-    }
-    return null;
+    this.keeper.refuseClosed(message.kind === 'batch' ? message.items : [message]);
   }
 
   private forwardToChild(frame: Buffer, items: readonly Message[], metas: readonly RequestMeta[]): void {
     if (this.gate !== null && items.length === 1) {
       const item = items[0]!;
-      if (item.kind === 'request' && item.method === 'tools/call') return this.review(this.gate, item, metas[0]!);
+      if (item.kind === 'request' && item.method === 'tools/call') return this.keeper.review(this.gate, item, metas[0]!);
       if (item.kind === 'response' && this.gate.clientAnswered(item.idKey, item.isError ? null : item.body, item.frame)) return;
       if (item.kind === 'request' && item.method === 'initialize') this.gate.clientInitialized(item);
     }
@@ -205,28 +253,23 @@ export class Relay extends CallKeeper {
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
       if (item.kind === 'request') {
-        const call = this.startCall(item, metas[i]!);
-        let recorded = true;
-        for (const o of this.observers) if (o.callStarted?.(call) === false) recorded = false;
-        if (!recorded) vetoed.push(call);
-        this.armDeadline(call);
+        const call = this.keeper.startCall(item, metas[i]!);
+        if (!this.keeper.recordAttempt(call)) vetoed.push(call);
+        this.keeper.armDeadline(call);
         started.push(call);
       } else if (item.kind === 'response') {
         this.calls.childRequests.delete(item.idKey);
       } else if (item.method === 'notifications/cancelled' && items.length === 1) {
-        forward = this.clientCancels(item);
+        forward = this.keeper.clientCancels(item);
       }
     }
     if (vetoed.length > 0) {
       // Write-ahead failed: nothing of this line may reach the child.
-      for (const call of started) {
-        this.end(call, 'rejected', 'mcpguard could not write its audit record');
-        this.answer(call, INTERNAL_ERROR, 'mcpguard: the audit record could not be written; request not forwarded');
-      }
+      for (const call of started) this.keeper.refuseUnrecorded(call);
       return;
     }
     if (!forward) return;
-    this.toChild.write(frame, started.length === 0 ? undefined : this.delivery(started.length === 1 ? started[0]! : started), started.length === 1 ? started[0] : undefined);
+    this.toChild.write(frame, started.length === 0 ? undefined : this.keeper.delivery(started.length === 1 ? started[0]! : started), started.length === 1 ? started[0] : undefined);
   }
 
   /**
@@ -243,8 +286,8 @@ export class Relay extends CallKeeper {
     this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${processMasker().text(reason)}`, rule === null ? undefined : { rule }));
     this.diag.line(`rejected client line ${line}: ${rule === null ? '' : `${rule}: `}${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`);
     // A request with a readable id still gets its one final record; it never had an attempt.
-    if (id !== null) this.end(newCall(id, null, method, null), 'rejected', reason);
-    this.notify(rule === null ? { direction: 'client', line, code, reason, frame, bytes } : { direction: 'client', line, code, reason, frame, bytes, rule, action: 'refused' });
+    if (id !== null) this.keeper.end(newCall(id, null, method, null), 'rejected', reason);
+    this.keeper.notify(rule === null ? { direction: 'client', line, code, reason, frame, bytes } : { direction: 'client', line, code, reason, frame, bytes, rule, action: 'refused' });
     if (this.options.onInvalid === 'close' && rule === null) {
       this.inputClosed = true;
       this.requestEnd('invalid_client_frame');
@@ -284,7 +327,7 @@ export class Relay extends CallKeeper {
       if (item.kind === 'request' && this.gate?.ownsId(item.idKey)) {
         return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is the id of a request mcpguard itself has open with the client`, event.frame, event.frame.length - 1);
       }
-      const unasked = item.kind === 'response' ? this.unasked(item) : null;
+      const unasked = item.kind === 'response' ? this.calls.unasked(item) : null;
       if (unasked !== null) return this.noise(event.line, `response to id ${unasked}`, event.frame, event.frame.length - 1);
       const stray = item.kind === 'notification' ? this.eras.strayNotification(item) : null;
       if (stray?.late === true) return this.diag.line(`dropped child line ${event.line}: ${stray.reason}`);
@@ -299,7 +342,7 @@ export class Relay extends CallKeeper {
         return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is already in flight`, event.frame, event.frame.length - 1);
       }
     }
-    if (!this.roomForServerRequests(event.line, message.frame, items)) return;
+    if (!this.keeper.roomForServerRequests(event.line, message.frame, items)) return;
     let late = 0;
     let frame = message.frame;
     // The calls this line answers, ended once the answer is out: the first in locals (a single response needs no array).
@@ -312,7 +355,7 @@ export class Relay extends CallKeeper {
       else if (item.kind === 'notification') {
         if (item.method === 'notifications/tools/list_changed') this.gate?.tools.forget();
         const listen = this.eras.endedListen(item);
-        if (listen !== undefined) this.end(listen, 'stream_ended', 'closed by the server (notifications/cancelled)');
+        if (listen !== undefined) this.keeper.end(listen, 'stream_ended', 'closed by the server (notifications/cancelled)');
       }
       else {
         const call = this.calls.inFlight.get(item.idKey)!;
@@ -358,21 +401,8 @@ export class Relay extends CallKeeper {
     this.counters.childFrames++;
     // The answer goes out first; the final records follow (only the attempt must be write-ahead).
     this.toClient.write(frame);
-    if (first !== null) this.end(first, firstState, firstDetail);
-    if (more !== null) for (const [call, state, detail] of more) this.end(call, state, detail);
-  }
-
-  /**
-   * Why a server response answers nothing (null: it answers a request the
-   * server was sent). A call the gate holds (for a person, or for mcpguard's
-   * own tools/list) or that still waits inside mcpguard is in the table but
-   * never reached the server: an answer to it can only be a guess, and
-   * delivering it would end a call that never ran.
-   */
-  private unasked(response: Response): string | null {
-    const call = this.calls.inFlight.get(response.idKey);
-    if (call === undefined) return `${JSON.stringify(response.id)}, which no client request in flight has`;
-    return call.dispatchedAt === null ? `${JSON.stringify(response.id)}, a request mcpguard has not sent to the server (the gate holds it, or it waits to be written)` : null;
+    if (first !== null) this.keeper.end(first, firstState, firstDetail);
+    if (more !== null) for (const [call, state, detail] of more) this.keeper.end(call, state, detail);
   }
 
   /** Whether the server has named itself yet (only the first name counts). */
@@ -392,7 +422,7 @@ export class Relay extends CallKeeper {
   private refuseAnswer(call: Call, reason: string, rule: string): void {
     // The reason may quote the server (a key, a member name): masked like every quote of it.
     const why = `mcpguard refused the server's answer: ${processMasker().text(reason)}`;
-    this.end(call, 'error', why);
+    this.keeper.end(call, 'error', why);
     this.toClient.write(errorResponse(call.requestId, INTERNAL_ERROR, why, { state: 'error', rule }));
   }
 
@@ -403,19 +433,9 @@ export class Relay extends CallKeeper {
    * waiting until the session ends for an answer that will never pass.
    */
   private unreadable(line: number, reason: string, bytes: Buffer, length: number, id: RequestId | null): void {
-    const call = id === null ? undefined : this.sentCall(idKey(id));
+    const call = id === null ? undefined : this.calls.sentCall(idKey(id));
     if (call !== undefined) this.refuseAnswer(call, `its answer could not be forwarded: ${reason}`, 'unreadable_answer');
     this.noise(line, reason, bytes, length);
-  }
-
-  /**
-   * The call with this id key that is waiting for the server's answer, if
-   * any: one the server was sent. A call the gate holds, or that waits to be
-   * written, never reached the server, so nothing the server writes may end it.
-   */
-  private sentCall(key: string): Call | undefined {
-    const call = this.calls.inFlight.get(key);
-    return call !== undefined && call.state === null && call.dispatchedAt !== null ? call : undefined;
   }
 
   /**
@@ -427,13 +447,13 @@ export class Relay extends CallKeeper {
   private refuseImpersonation(line: number, frame: Buffer, items: readonly Message[], marker: string): void {
     const reason = `the server used mcpguard's reserved marker: ${marker}`;
     for (const item of items) {
-      const call = item.kind === 'response' ? this.sentCall(item.idKey) : undefined;
+      const call = item.kind === 'response' ? this.calls.sentCall(item.idKey) : undefined;
       if (call !== undefined) this.refuseAnswer(call, reason, 'reserved_marker');
     }
     this.counters.childFrames++;
     const shown = frame.subarray(0, frame.length - 1);
     this.diag.line(`diverted child line ${line}: reserved_marker: ${reason}: ${escapeBytes(shown)}`);
-    this.notify({ direction: 'child', line, code: null, reason, frame: shown, bytes: shown.length, rule: 'reserved_marker', action: 'refused' });
+    this.keeper.notify({ direction: 'child', line, code: null, reason, frame: shown, bytes: shown.length, rule: 'reserved_marker', action: 'refused' });
   }
 
   private noise(line: number, reason: string, bytes: Buffer, length: number): void {
@@ -441,7 +461,7 @@ export class Relay extends CallKeeper {
     this.counters.noiseBytes += length;
     const shown = bytes.length > 0 && bytes[bytes.length - 1] === 10 ? bytes.subarray(0, -1) : bytes;
     this.diag.line(`child stdout line ${line} is not JSON-RPC: ${escapeBytes(shown)} (${reason})`);
-    this.notify({ direction: 'child', line, code: null, reason, frame: shown, bytes: length });
+    this.keeper.notify({ direction: 'child', line, code: null, reason, frame: shown, bytes: length });
     if (this.options.onChildNoise === 'close') this.requestEnd('child_noise');
   }
 

@@ -14,7 +14,7 @@
  */
 import type { Call } from '../mcp/call.js';
 import type { LineEvent } from '../wire/framing.js';
-import { idKey, peekId } from '../wire/jsonrpc.js';
+import { idKey, peekId, requestFrame } from '../wire/jsonrpc.js';
 import { canonical } from '../records/canonical.js';
 import { ownRequestId } from '../wire/own-id.js';
 import type { SessionObserver } from '../relay/observer.js';
@@ -187,7 +187,7 @@ class OwnRequests {
         clearTimeout(timer);
         resolve(message);
       });
-      this.io.send(Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":${JSON.stringify(method)},"params":${params}}\n`));
+      this.io.send(requestFrame(id, method, params));
     });
   }
 }

@@ -112,11 +112,19 @@ export class Session {
 
   /** Run the session over a child started with `startChild` (so its start can overlap mcpguard's own). */
   async run(started: StartedChild, startedAt = Date.now()): Promise<SessionSummary> {
-    const { options, io } = this;
     const spawned = await started.spawned;
     if (spawned !== null || started.child === null || started.child.pid === undefined) return this.spawnFailed(spawned, startedAt);
+    const restart = this.options.restart === null ? null : new RestartPolicy(this.options.restart);
+    const wired = this.wireUp(started, restart !== null);
+    const restarted = await this.superviseGenerations(restart, wired);
+    const ended = await this.shutDown(wired);
+    return this.summary(ended, restarted, restart !== null, startedAt);
+  }
+
+  /** The first generation, the relay and the client's input, wired together. */
+  private wireUp(started: StartedChild, restarting: boolean): Wired {
+    const { options, io } = this;
     const reclaimer = new ReadBufferReclaimer();
-    const restart = options.restart === null ? null : new RestartPolicy(options.restart);
     const link = new ChildLink({
       waitMs: options.restart?.waitMs ?? 0,
       queueLimit: options.maxFrameBytes,
@@ -124,16 +132,16 @@ export class Session {
       onPressure: (full) => this.holdInput('byChild', full),
     });
     this.link = (call) => link.isWaiting(call);
-    const watch = restart === null ? null : new HandshakeWatch();
-    let gen = this.startGeneration(1, started, reclaimer, io.watchdog, () => relay);
-    const tagger = generationTagger(() => gen.number);
+    const watch = restarting ? new HandshakeWatch() : null;
+    this.gen = this.startGeneration(1, started, reclaimer, io.watchdog, () => relay);
+    const tagger = generationTagger(() => this.gen.number);
     const observers = watch === null ? [tagger, ...io.observers] : [tagger, watch, ...io.observers];
     const relay = new Relay(options, this.toClient, link, io.diag, observers, (reason) => this.end(reason), io.decorate ?? null, io.gate ?? null);
     this.relay = relay;
     this.watch = watch;
-    io.onSpawn?.(gen.pid);
-    io.onGeneration?.({ generation: 1, pid: gen.pid, startedAt: gen.startedAt });
-    link.goUp(gen.toChild);
+    io.onSpawn?.(this.gen.pid);
+    io.onGeneration?.({ generation: 1, pid: this.gen.pid, startedAt: this.gen.startedAt });
+    link.goUp(this.gen.toChild);
 
     // Client stdin → relay.
     const clientLines = new LineSplitter(options.maxFrameBytes, watch === null ? (event) => relay.fromClient(event) : (event) => {
@@ -148,13 +156,18 @@ export class Session {
       void this.clientEof(relay);
     });
     io.input.once('error', () => this.end('client_eof'));
+    return { relay, link, reclaimer, onInput };
+  }
 
-    // Each generation runs until it exits or the session ends; a restart replaces it.
+  /** Each generation runs until it exits or the session ends; a restart replaces it. */
+  private async superviseGenerations(restart: RestartPolicy | null, { relay, link, reclaimer }: Wired): Promise<Restarted> {
+    const { options, io } = this;
     let restarts = 0;
     /** The exit of the generation whose crash started the last restart: what a restart that fails leaves mcpguard with. */
     let crashed: ExitInfo | null = null;
     let stoppedBy: string | null = null;
     for (;;) {
+      const gen = this.gen;
       const exitedFirst = await Promise.race([this.endRequested.then(() => false), gen.exited.then(() => true)]);
       if (!exitedFirst || this.reason !== null) break;
       // A generation stopped because it closed a pipe failed, whatever it exited with.
@@ -176,24 +189,23 @@ export class Session {
       relay.serverRestarted();
       const slept = await Promise.race([delay(decision.delayMs).then(() => true), this.endRequested.then(() => false)]);
       if (!slept || this.reason !== null) break;
-      const next = this.spawnNext(gen.number + 1, reclaimer, () => relay);
-      const nextGen = await next;
+      const nextGen = await this.spawnNext(gen.number + 1, reclaimer, () => relay);
       if (nextGen instanceof Error) {
         stoppedBy = `the server could not be started again: ${nextGen.message}`;
         io.diag.line(stoppedBy);
         this.end('restart_failed');
         break;
       }
-      gen = nextGen;
+      this.gen = nextGen;
       restarts++;
-      io.onGeneration?.({ generation: gen.number, pid: gen.pid, startedAt: gen.startedAt });
+      io.onGeneration?.({ generation: nextGen.number, pid: nextGen.pid, startedAt: nextGen.startedAt });
       // A server may take a while to start: its handshake gets --restart-wait, and never less than HANDSHAKE_MIN_MS.
-      const outcome = await this.replay(gen, Math.max(options.restart!.waitMs, HANDSHAKE_MIN_MS));
+      const outcome = await this.replay(nextGen, Math.max(options.restart!.waitMs, HANDSHAKE_MIN_MS));
       if (this.reason !== null) break;
       if (!outcome.ok && outcome.kind === 'exited') {
         // It died before it could take over: a crash like any other, counted against --max-restarts.
         // What its stdin never took is mcpguard's own replay, nobody's to pass on.
-        gen.toChild.takeQueued();
+        nextGen.toChild.takeQueued();
         continue;
       }
       if (!outcome.ok) {
@@ -202,18 +214,22 @@ export class Session {
         this.end(outcome.kind === 'incompatible' ? 'restart_incompatible' : 'restart_failed');
         break;
       }
-      link.goUp(gen.toChild);
-      this.tellClient(gen.number, outcome);
+      link.goUp(nextGen.toChild);
+      this.tellClient(nextGen.number, outcome);
     }
+    return { restarts, crashed, stoppedBy };
+  }
 
-    relay.inputClosed = true;
+  /** The one shutdown of the last generation: requests the child never answered get their one answer now. */
+  private async shutDown({ relay, link, onInput }: Wired): Promise<Ended> {
+    const { io, gen } = this;
+    relay.closeInput();
     const exitSoFar = gen.exit;
-    io.onEnding?.({ reason: this.reason ?? 'child_exit', pid: gen.pid, counters: relay.counters, stderrBytes: this.stderrBytes, protocol: { era: relay.eras.tracker.era, version: relay.eras.tracker.version, decidedBy: relay.eras.tracker.decidedBy } });
+    io.onEnding?.({ reason: this.reason ?? 'child_exit', pid: gen.pid, counters: relay.counters, stderrBytes: this.stderrBytes, protocol: relay.protocol() });
     const shutdown: ShutdownReport = await gen.shutdown(() => new Promise<void>((resolve) => this.escalations.push(resolve)));
     const exit = await gen.exited;
     const streamEnd = await gen.drain();
 
-    // Requests the child never answered get their one answer now.
     const ownExit = this.reason === 'child_exit' || this.reason === 'restart_limit' || (this.reason === 'restart_failed' && exitSoFar !== null);
     relay.answerPending(
       ownExit ? 'unknown_after_dispatch' : 'cancelled_after_dispatch',
@@ -226,7 +242,13 @@ export class Session {
     io.input.off('data', onInput);
     this.holdInput('byClient', true);
     this.inputHeld.done = true;
+    return { shutdown, exit, streamEnd };
+  }
 
+  /** What the session observed, from its last generation's end. */
+  private summary({ shutdown, exit, streamEnd }: Ended, { restarts, crashed, stoppedBy }: Restarted, restarting: boolean, startedAt: number): SessionSummary {
+    const { gen } = this;
+    const relay = this.relay!;
     return {
       endReason: this.reason ?? 'child_exit',
       pid: gen.pid,
@@ -243,15 +265,17 @@ export class Session {
       streamEnd,
       stderrBytes: this.stderrBytes,
       counters: relay.counters,
-      protocol: { era: relay.eras.tracker.era, version: relay.eras.tracker.version, decidedBy: relay.eras.tracker.decidedBy },
+      protocol: relay.protocol(),
       outputDropped: this.toClient.dropped,
       outputUnflushedBytes: 0,
       startedAt,
       endedAt: Date.now(),
-      restarts: restart === null ? null : { count: restarts, generations: gen.number, stoppedBy },
+      restarts: restarting ? { count: restarts, generations: gen.number, stoppedBy } : null,
     };
   }
 
+  /** The generation running now (a restart replaces it). */
+  private gen!: Generation;
   private relay: Relay | null = null;
   private watch: HandshakeWatch | null = null;
 
@@ -265,7 +289,7 @@ export class Session {
       },
       stderr: (chunk) => {
         this.stderrBytes += chunk.length;
-        this.io.stderr.write(chunk, relay().calls.inFlightCallIds());
+        this.io.stderr.write(chunk, relay().inFlightCallIds());
       },
       pressure: (full) => this.holdInput('byChild', full),
       stdinStalled: () => this.io.diag.line(`the server (pid ${gen.pid}) took nothing from its stdin for ${STDIN_STALL_MS} ms with mcpguard's queue to it full; reading the client again, and refusing the requests that do not fit until it reads`),
@@ -302,7 +326,7 @@ export class Session {
   private async replay(gen: Generation, waitMs: number): Promise<ReplayOutcome> {
     const relay = this.relay!;
     // A modern-era server has no handshake: every request carries what it needs.
-    if (relay.eras.modern || this.watch === null) return { ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false };
+    if (relay.modern() || this.watch === null) return { ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false };
     return await Promise.race([
       replayHandshake(this.watch, { send: (frame) => gen.toChild.write(frame), intercept: (take) => (this.intercept = take), waitMs, generation: gen.number, taken: (key) => relay.idTaken(key), exited: gen.exited }),
       this.endRequested.then((): ReplayOutcome => ({ ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false })),
@@ -376,4 +400,27 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null): strin
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** What wireUp made that the later steps of a run use. */
+interface Wired {
+  relay: Relay;
+  link: ChildLink;
+  reclaimer: ReadBufferReclaimer;
+  /** The client's input listener, taken off at the end. */
+  onInput: (chunk: Buffer) => void;
+}
+
+/** What the restarts came to (--restart). */
+interface Restarted {
+  restarts: number;
+  crashed: ExitInfo | null;
+  stoppedBy: string | null;
+}
+
+/** How the last generation ended. */
+interface Ended {
+  shutdown: ShutdownReport;
+  exit: ExitInfo;
+  streamEnd: { stdout: StreamEnd; stderr: StreamEnd };
 }

@@ -204,6 +204,21 @@ export function errorResponse(id: RequestId | null, code: number, message: strin
   return Buffer.from(`{"jsonrpc":"2.0","id":${idJson(id)},"error":${JSON.stringify(error)}}\n`);
 }
 
+/** Serialise a result response mcpguard itself writes (a card, a refusal, a replaced result); the id keeps its original spelling. */
+export function resultResponse(id: RequestId | null, result: unknown): Buffer {
+  return Buffer.from(`{"jsonrpc":"2.0","id":${idJson(id)},"result":${JSON.stringify(result)}}\n`);
+}
+
+/**
+ * Serialise a request mcpguard itself sends (its own tools/list, an approval
+ * card by elicitation, a replayed handshake). `params` is JSON text already,
+ * or null for none: a caller may splice in bytes it holds (the client's
+ * capabilities, the client's initialize params) without parsing them.
+ */
+export function requestFrame(id: RequestId, method: string, params: string | null = null): Buffer {
+  return Buffer.from(`{"jsonrpc":"2.0","id":${idJson(id)},"method":${JSON.stringify(method)}${params === null ? '' : `,"params":${params}`}}\n`);
+}
+
 /** Serialise a notification mcpguard originates (e.g. a cancellation toward the child). */
 export function notification(method: string, params: Record<string, unknown>): Buffer {
   return Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', method, params })}\n`);

@@ -261,6 +261,34 @@ describe('a failing audit log shows in the exit status', { skip: hasPrlimit ? fa
     } finally { cleanup(); }
   });
 
+  // The one refusal of an unrecorded call is the same whichever way the call went: straight out, or through the gate.
+  for (const [how, gate] of [['ungated', []], ['gated (--policy)', ['--policy', 'POLICY']]]) {
+    test(`a ${how} call whose attempt cannot be recorded gets one answer, rejected, and never reaches the server`, { timeout: TIMEOUT * 2 }, async () => {
+      const { dir, cleanup } = tempDir();
+      try {
+        const policy = join(dir, 'policy.json');
+        writeFileSync(policy, JSON.stringify({ default: 'allow' }));
+        const options = gate.map((a) => (a === 'POLICY' ? policy : a));
+        const input = tool(7, 'record', { v: 1 });
+        const calibration = join(dir, 'calibr'); // as long as 'capped'
+        const r0 = await runGuard(['--validate-args=off', ...options, `--record-dir=${calibration}`, '--', 'python3', fixture('recorder.py')], { input, timeout: TIMEOUT }).done;
+        assert.equal(r0.code, 0, r0.stderr);
+        const log = join(calibration, logsIn(calibration)[0]);
+        const lines = readFileSync(log, 'utf8').split(/(?<=\n)/);
+        const attempt = lines.findIndex((l) => l.includes('"type":"call_attempt"'));
+        assert.ok(attempt > 0, `an attempt record in ${lines.join('')}`);
+        // Everything before the call's write-ahead attempt fits; the attempt does not.
+        const limit = lines.slice(0, attempt).reduce((n, l) => n + Buffer.byteLength(l), 0) + Math.floor(Buffer.byteLength(lines[attempt]) / 2);
+        const args = ['--validate-args=off', ...options, `--record-dir=${join(dir, 'capped')}`, '--', 'python3', fixture('recorder.py')];
+        const r = await runCommand('prlimit', [`--fsize=${limit}`, '--', process.execPath, BIN, ...args], { input, env: { RECORD_ACTIONS: join(dir, 'actions') }, timeout: TIMEOUT }).done;
+        assert.equal(r.code, 74, r.stderr);
+        const answers = r.stdout.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+        assert.deepEqual(answers, [{ jsonrpc: '2.0', id: 7, error: { code: -32603, message: 'mcpguard: the audit record could not be written; request not forwarded', data: { source: 'mcpguard', state: 'rejected' } } }]);
+        assert.equal(existsSync(join(dir, 'actions')), false, 'the unrecorded call never reached the server');
+      } finally { cleanup(); }
+    });
+  }
+
   test('a write that fails before the session exists ends it at once, though the client stays connected', { timeout: TIMEOUT * 2 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
