@@ -2,7 +2,8 @@
  * `mcpguard logs SESSION|CALL [--tail N] [--follow] [--utc] [--json]`: what the server wrote on
  * stderr, as the records kept it (masked when it was recorded, within
  * --stderr-call-bytes per call). A call prints its own text; a session prints
- * each call's text in order under a header, then the session tail (what came
+ * each byte once, in stream order, each call's under a header (logs-order.ts:
+ * calls in flight together share bytes), then the session tail (what came
  * while no call was in flight). A block that lost bytes keeps mcpguard's
  * truncation marker as its first line, as docker logs and journalctl show
  * only what they kept but say so. Every line of the server's text comes after
