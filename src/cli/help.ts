@@ -149,9 +149,9 @@ ${TIMES}`,
   },
   pins: {
     summary: "the tool definitions pinned per server, the changes held, and accepting them",
-    usage: 'mcpguard pins [list | show NAME | diff NAME | accept NAME [TOOL] | forget NAME | log [NAME]] [--record-dir DIR] [--audit-key-file FILE] [--json]',
+    usage: 'mcpguard pins [list | show NAME | diff NAME | accept NAME [TOOL] | forget NAME | log [NAME]] [--utc] [--record-dir DIR] [--audit-key-file FILE] [--json]',
     about: 'The first tools/list a server answers behind mcpguard is pinned: a SHA-256 of each tool\'s\ndefinition (name, title, description, inputSchema, outputSchema, annotations) and of its\ninstructions, in <state>/pins/ID.json. A server is --name if given, else its serverInfo.name\nand command line. NAME is a pin id (or a prefix of 4+ hex digits) or a server name.\n  list                 one row per server: id, name, command, tools, changes held, updated\n  show NAME            its pinned tools and their hashes\n  diff NAME            each held change (new, removed, changed tool; instructions) with its diff\n  accept NAME [TOOL]   the held changes (or one tool\'s) become the pin\n  forget NAME          remove the pins; the next session pins what the server lists then\n  log [NAME]           the decisions recorded (accept, forget: when, tool, by whom)\nAccept and forget are written to <state>/pins/decisions.log first, a hash chain that verify\nchecks (HMAC-signed with --audit-key-file FILE).\nHidden characters in what a server sent are shown written out (\\u202e).',
-    options: [RECORD_DIR, { name: 'audit-key-file', arg: 'FILE', help: 'sign the recorded decisions with this HMAC key (required when they already are signed; kept outside the record directory)' }, JSON_OUT],
+    options: [RECORD_DIR, { name: 'audit-key-file', arg: 'FILE', help: 'sign the recorded decisions with this HMAC key (required when they already are signed; kept outside the record directory)' }, { name: 'utc', help: 'show times in UTC (default: local time, the zone in the header)' }, JSON_OUT],
     exit: 'Exit status: 0 success; 1 nothing found (no such NAME, one that fits more than one\nserver, nothing held to accept, no decision recorded) or decisions.log does not verify;\n125 bad usage.',
   },
   clients: {

@@ -77,7 +77,7 @@ export interface Call {
   /** How the child's streams ended, for calls cut off by the child's end; else null (streams still open). */
   streamEnd: { stdout: string; stderr: string } | null;
   /** Stderr accounting for the call's window and its retained text (marked as excerpt.ts marks it; null: none seen), filled in when it ends. */
-  stderr: { seen: number; retained: number; truncated: boolean; shared: boolean; text: string | null } | null;
+  stderr: { seen: number; retained: number; truncated: boolean; shared: boolean; text: string | null; end?: number | null } | null;
 }
 
 export function newCall(requestId: RequestId | null, idKey: string | null, method: string | null, tool: string | null): Call {

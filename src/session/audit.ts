@@ -43,6 +43,8 @@ const END = new RecordShape('call_end', [
   'protocol_version', 'traceparent', 'chain', 'continues', 'linked_by', 'request_state_sha256', 'flags', 'decision',
   // The server generation the call was dispatched to (--restart; 1 without it; null: it never reached a server).
   'generation',
+  // Where the call's stderr ends in the session's stream (null: none); its bytes are [stderr_stream_end - stderr_bytes_seen, stderr_stream_end).
+  'stderr_stream_end',
 ], ['started_at', 'dispatched_at', 'ended_at']);
 
 export class AuditLog implements SessionObserver {
@@ -135,7 +137,7 @@ export class AuditLog implements SessionObserver {
     v[8] = stderr?.seen ?? 0; v[9] = stderr?.retained ?? 0; v[10] = stderr?.truncated ?? false; v[11] = stderr?.shared ?? false; v[12] = maskText(m, stderr?.text ?? null);
     v[13] = call.exitStatus; v[14] = call.streamEnd; v[15] = call.startedAt; v[16] = call.dispatchedAt; v[17] = call.endedAt;
     v[18] = maskText(m, call.protocolVersion); v[19] = maskText(m, call.traceparent); v[20] = call.chain; v[21] = call.continues; v[22] = call.linkedBy;
-    v[23] = call.requestStateHash; v[24] = call.flags; v[25] = maskedDecision(m, call); v[26] = call.generation;
+    v[23] = call.requestStateHash; v[24] = call.flags; v[25] = maskedDecision(m, call); v[26] = call.generation; v[27] = stderr?.end ?? null;
     if (call.dispatchedAt !== null) this.log.withdrawQueued(DISPATCHED, call.callId);
     this.shaped(END, v, 'turn');
   }

@@ -43,14 +43,23 @@ export interface CallStderr {
   shared: boolean;
   /** Retained bytes later given up to the process budget. */
   evicted: number;
+  /**
+   * Where its last byte ends in the session's stderr stream (bytes as retained,
+   * after redaction), or null when it saw none. A call sees one contiguous
+   * stretch of that stream, so its bytes are [end - seen, end): `logs SESSION`
+   * prints bytes that overlapping calls share once, in order.
+   */
+  end: number | null;
 }
 
 /** A call during which no stderr arrived (most calls): no ring was ever opened for it. */
-const NOTHING_SEEN: CallStderr = Object.freeze({ seen: 0, retained: 0, truncated: false, shared: false, evicted: 0 });
+const NOTHING_SEEN: CallStderr = Object.freeze({ seen: 0, retained: 0, truncated: false, shared: false, evicted: 0, end: null });
 
 interface Entry {
   ring: ByteRing;
   shared: boolean;
+  /** Stream offset just past its last byte. */
+  end: number;
 }
 
 export class StderrStore {
@@ -86,7 +95,7 @@ export class StderrStore {
   openCall(callId: string): void {
     if (this.#open.has(callId)) return;
     this.releaseCall(callId);
-    this.#open.set(callId, { ring: new ByteRing(this.callBytes, this.retain), shared: false });
+    this.#open.set(callId, { ring: new ByteRing(this.callBytes, this.retain), shared: false, end: 0 });
   }
 
   /**
@@ -108,6 +117,7 @@ export class StderrStore {
         entry = this.#open.get(id)!;
       }
       if (shared) entry.shared = true;
+      entry.end = this.#seen;
       this.#push(entry.ring, chunk);
     }
   }
@@ -118,7 +128,7 @@ export class StderrStore {
     if (entry === undefined) return NOTHING_SEEN;
     if (this.#open.delete(callId)) this.#ended.set(callId, entry);
     const r = entry.ring;
-    return { seen: r.seen, retained: r.retained, truncated: r.truncated, shared: entry.shared, evicted: r.evicted };
+    return { seen: r.seen, retained: r.retained, truncated: r.truncated, shared: entry.shared, evicted: r.evicted, end: r.seen === 0 ? null : entry.end };
   }
 
   /** What is retained for a call, open or ended; undefined once released or never seen. */

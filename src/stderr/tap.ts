@@ -41,7 +41,7 @@ export interface StderrSummary {
   tail: string;
 }
 
-const QUIET = Object.freeze({ seen: 0, retained: 0, truncated: false, shared: false, evicted: 0, text: null });
+const QUIET = Object.freeze({ seen: 0, retained: 0, truncated: false, shared: false, evicted: 0, end: null, text: null });
 
 export class StderrTap implements SessionObserver {
   private readonly redactor: Redactor;

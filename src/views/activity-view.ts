@@ -21,7 +21,7 @@ function columns(zone: string, restarted: boolean): Column[] {
     ...(restarted ? [{ header: 'GEN', drop: 3 }] : []),
     { header: 'METHOD', clip: 'end', min: 10, shrink: 0 },
     { header: 'TOOL', clip: 'end', min: 12, shrink: 1 },
-    { header: 'STATE', clip: 'end', min: 16, shrink: 2 },
+    { header: 'STATE', clip: 'end', min: 16, shrink: 2, last: true }, // the word a person looks for: other columns give way first
     { header: 'STDERR SEEN/KEPT', drop: 1 },
     { header: 'DURATION', drop: 2 },
   ];

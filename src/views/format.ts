@@ -43,6 +43,12 @@ export interface Column {
   shrink?: number;
   /** Left out when the table cannot fit otherwise, lowest first; absent: always shown. */
   drop?: number;
+  /**
+   * Cut only as a last resort: after every droppable column is left out and
+   * every other column is at its `min` (a call's state, a session's end
+   * reason: `timed_out_after_dis…` hides the very word a person looks for).
+   */
+  last?: boolean;
 }
 
 /** Where a table goes: at most `width` columns (null: no limit), and whether it may be coloured. */
@@ -68,7 +74,8 @@ export interface RowExtras {
 /**
  * The width of each column (-1: left out) that fits `natural` widths into
  * `limit`: first cut the columns that may be cut, down to their minimum, then
- * leave out droppable columns one by one and try again.
+ * leave out droppable columns one by one and try again; `last` columns are cut
+ * only once nothing else is left to cut or leave out.
  */
 export function fitColumns(columns: readonly Column[], natural: readonly number[], limit: number | null): number[] {
   if (limit === null) return [...natural];
@@ -81,13 +88,15 @@ export function fitColumns(columns: readonly Column[], natural: readonly number[
       const shown = widths.filter((w) => w >= 0);
       return shown.reduce((a, b) => a + b, 0) + 2 * Math.max(0, shown.length - 1);
     };
-    // Two rounds: every column down to its soft width, then down to its minimum.
-    for (const round of ['soft', 'min'] as const) {
+    // Two rounds: every column down to its soft width, then down to its minimum; then `last` columns, when nothing else is left.
+    for (const round of ['soft', 'min', 'last'] as const) {
+      if (round === 'last' && k < droppable.length) break;
       for (const i of shrinkable) {
         const over = total() - limit;
         if (over <= 0) break;
         if (widths[i]! < 0) continue;
         const c = columns[i]!;
+        if ((c.last === true) !== (round === 'last')) continue;
         // A date loses its whole `YYYY-` or nothing.
         if (c.clip === 'year') widths[i] = Math.max(natural[i]! - 5, c.header.length);
         else widths[i] = Math.max(Math.min(natural[i]!, round === 'soft' ? c.soft ?? c.min ?? 8 : c.min ?? 8), widths[i]! - over);

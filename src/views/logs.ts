@@ -2,7 +2,8 @@
  * `mcpguard logs SESSION|CALL [--tail N] [--follow] [--utc] [--json]`: what the server wrote on
  * stderr, as the records kept it (masked when it was recorded, within
  * --stderr-call-bytes per call). A call prints its own text; a session prints
- * each call's text in order under a header, then the session tail (what came
+ * each byte once, in stream order, each call's under a header (logs-order.ts:
+ * calls in flight together share bytes), then the session tail (what came
  * while no call was in flight). A block that lost bytes keeps mcpguard's
  * truncation marker as its first line, as docker logs and journalctl show
  * only what they kept but say so. Every line of the server's text comes after
@@ -42,6 +43,7 @@ import { FOLLOW_POLL_MS, LineReader, forEachLine, listLogFiles, parseRecord } fr
 import { listLogs, logEnds } from './views.js';
 import { NEWEST } from './view-kit.js';
 import { nothingHereNote } from './elsewhere.js';
+import { inStreamOrder } from './logs-order.js';
 import type { CommandIO } from './commands.js';
 import type { Output } from './output.js';
 
@@ -51,7 +53,7 @@ const SESSION_END = '"type":"session_end"';
 const LIVENESS_EVERY = 5;
 
 /** One stretch of stderr: a call's, or the session's outside any call. */
-interface Block {
+export interface Block {
   kind: 'call' | 'session_tail';
   session_id: string;
   call_id: string | null;
@@ -66,6 +68,12 @@ interface Block {
   marker: string | null;
   /** The retained text; null when the record holds none (written before mcpguard kept stderr text). */
   text: string | null;
+  /** Where the call's stderr ends in the session's stream (null: not recorded). */
+  stream_end: number | null;
+  /** In a session: bytes at the start of the text left out because a block before it printed them (logs-order.ts). */
+  shown_above: number;
+  /** In a session: the calls with stderr that were in flight with this one. */
+  also_open: string[];
 }
 
 /**
@@ -102,7 +110,7 @@ export async function runLogsCommand(argv: string[], io: CommandIO, output: Outp
   }
   let source: Source;
   try {
-    const found = find(dir, wanted);
+    const found = find(dir, wanted, values.follow === true);
     if (typeof found === 'string') {
       fail(found, 1);
       // An empty record directory: say why this one, and where this user's sessions are instead.
@@ -170,6 +178,7 @@ export async function runLogsCommand(argv: string[], io: CommandIO, output: Outp
       r = source.read();
       await emit(r.blocks);
       if (r.done) break;
+      await emit(source.drain());
       io.stderr.write(`mcpguard logs: the session's mcpguard (pid ${String(writer?.mcpguard_pid ?? '?')}) is gone without a session record: it crashed${source.oneCall ? `; call ${source.name} never ended` : ''}\n`);
       return source.oneCall ? 1 : 0;
     }
@@ -191,14 +200,16 @@ interface Source {
   name: string;
   /** The blocks of the next stretch of the log (about READ_BYTES); `eof`: the log was read to its end. */
   read(): { blocks: Block[]; done: boolean; eof: boolean };
+  /** Blocks held back for ordering, now (a followed session crashed: no more will come). */
+  drain(): Block[];
 }
 
 /** The session or call a name means, or why there is none. */
-function find(dir: string, wanted: string): Source | string {
-  if (wanted.endsWith('.jsonl') || wanted.includes('/')) return sessionSource(wanted);
+function find(dir: string, wanted: string, follow: boolean): Source | string {
+  if (wanted.endsWith('.jsonl') || wanted.includes('/')) return sessionSource(follow, wanted);
   if (wanted === NEWEST) {
     const newest = exists(dir) ? listLogs(dir).at(-1) : undefined; // by header time, as `sessions` orders them
-    return newest === undefined ? `no sessions in '${dir}'` : sessionSource(newest.file);
+    return newest === undefined ? `no sessions in '${dir}'` : sessionSource(follow, newest.file);
   }
   const files = exists(dir) ? listLogFiles(dir) : [];
   const sessions = wanted.startsWith('c_') ? [] : files.filter((f) => basename(f, '.jsonl').startsWith(wanted));
@@ -209,7 +220,7 @@ function find(dir: string, wanted: string): Source | string {
     const names = [...sessions.map((f) => basename(f, '.jsonl')), ...calls.keys()];
     return `'${wanted}' matches ${count} sessions and calls (${names.slice(0, 5).join(', ')}${count > 5 ? ', …' : ''}); give more of the id`;
   }
-  if (sessions.length === 1) return sessionSource(sessions[0]!);
+  if (sessions.length === 1) return sessionSource(follow, sessions[0]!);
   const [callId, file] = [...calls][0]!;
   return callSource(file, callId);
 }
@@ -240,6 +251,7 @@ function callSource(file: string, callId: string): Source {
     oneCall: true,
     file,
     name: callId,
+    drain: () => [],
     read() {
       const blocks: Block[] = [];
       let eof: boolean;
@@ -258,24 +270,45 @@ function callSource(file: string, callId: string): Source {
  * die in the young generation instead of piling up in the old one.
  */
 const SESSION_BATCH = 64 * 1024;
+/** Stderr text held back for ordering (calls in flight together) beyond which it is printed as it stands. */
+const HELD_BYTES = 4 * 1024 * 1024;
 
-function sessionSource(file: string): Source {
+function sessionSource(follow: boolean, file: string): Source {
   let offset = 0;
   let done = false;
   let sessionId = basename(file, '.jsonl');
+  // Calls in flight share stderr: their blocks are held until none is open, then printed in stream order.
+  const open = new Set<string>();
+  let held: Block[] = [];
+  let heldBytes = 0;
+  let printed = 0;
+  const release = (): Block[] => {
+    const r = inStreamOrder(held, printed);
+    printed = r.printed;
+    held = [];
+    heldBytes = 0;
+    return r.blocks;
+  };
   return {
     oneCall: false,
     file,
     name: sessionId,
+    drain: release,
     read() {
       const blocks: Block[] = [];
       let eof: boolean;
       ({ offset, eof } = forEachLine(file, offset, null, (record) => {
         if (record.type === 'header' && typeof record.log_id === 'string') sessionId = record.log_id;
+        if (record.type === 'call_attempt' && typeof record.call_id === 'string') open.add(record.call_id);
+        if (record.type === 'call_end' && typeof record.call_id === 'string') open.delete(record.call_id);
         const block = sessionBlock(record, sessionId);
-        if (block !== null) blocks.push(block);
+        if (block !== null) { held.push(block); heldBytes += block.text?.length ?? 0; }
         if (record.type === 'session_end') done = true;
+        // A call that never ends (a hang to the end, a crash) must not hold the rest back without bound.
+        if (held.length > 0 && (open.size === 0 || heldBytes > HELD_BYTES)) blocks.push(...release());
       }, SESSION_BATCH));
+      // Without --follow nothing more will come: calls left open (the session crashed) end the ordering here.
+      if (held.length > 0 && (done || (eof && !follow))) blocks.push(...release());
       return { blocks, done, eof };
     },
   };
@@ -295,6 +328,7 @@ function sessionBlock(record: Record<string, unknown>, sessionId: string): Block
   return {
     kind: 'session_tail', session_id: sessionId, call_id: null, method: null, tool: null, state: null, ended_at: str(record.ended_at),
     bytes_seen: typeof s.tail_bytes_seen === 'number' ? s.tail_bytes_seen : Buffer.byteLength(text), bytes_retained: null, truncated, marker, text,
+    stream_end: null, shown_above: 0, also_open: [],
   };
 }
 
@@ -307,6 +341,7 @@ function callBlock(r: Record<string, unknown>, sessionId: string): Block {
   return {
     kind: 'call', session_id: sessionId, call_id: str(r.call_id), method: str(r.method), tool: str(r.tool), state: str(r.state), ended_at: str(r.ended_at),
     bytes_seen: num(r.stderr_bytes_seen), bytes_retained: num(r.stderr_bytes_retained), truncated, marker, text,
+    stream_end: typeof r.stderr_stream_end === 'number' ? r.stderr_stream_end : null, shown_above: 0, also_open: [],
   };
 }
 
@@ -340,8 +375,10 @@ function render(b: Block, header: boolean, clock: Clock): string {
   if (header) {
     const when = b.ended_at === null ? '' : `  ${clock.full(b.ended_at)}`;
     out += b.kind === 'call'
-      ? `==> call ${b.call_id ?? '?'}  ${b.method ?? '-'}${b.tool === null ? '' : ` ${b.tool}`}  ${b.state ?? '-'}${when} <==\n`
+      ? `==> call ${b.call_id ?? '?'}  ${b.method ?? '-'}${b.tool === null ? '' : ` ${b.tool}`}  ${b.state ?? '-'}${when}${b.also_open.length === 0 ? '' : `  (with ${b.also_open.join(', ')})`} <==\n`
       : `==> session ${b.session_id}: stderr outside any call${when} <==\n`;
+    // What overlapping calls share is printed once, under the first of them.
+    if (b.shown_above > 0) out += `[${b.shown_above} bytes shown above${b.text === '' ? ', all of this call\'s' : ''}]\n`;
   }
   if (b.marker !== null) out += `${b.marker}\n`;
   if (b.text === null) return `${out}[stderr text not in the record: ${b.bytes_seen} bytes seen; the record predates stderr text]\n`;

@@ -2,7 +2,8 @@
  * `mcpguard pins [list | show NAME | diff NAME | accept NAME [TOOL] | forget NAME | log [NAME]]`:
  * the pinned tool definitions of each server identity, the changes held
  * (ask, block), and a person's decision about them. Tables for people,
- * `--json` (one object per line) for tools. `accept` and `forget` are
+ * `--json` (one object per line, ISO UTC times) for tools; tables fit the
+ * terminal and show local times (`--utc`: UTC) as the record views do. `accept` and `forget` are
  * recorded in the pins directory's decision chain (decisions.ts) before they
  * take effect, signed with `--audit-key-file` when given; `log` lists them.
  *
@@ -18,7 +19,9 @@ import { EXIT_USAGE, GuardError } from '../base/errors.js';
 import { loadAuditKey } from '../records/key.js';
 import { resolveRecordDir } from '../records/location.js';
 import { decide, decisionRecords, readDecisions, verifyDecisions } from '../pins/decisions.js';
-import { clip, formatDate, table } from './format.js';
+import { StreamingTable, type Column, type TableStyle } from './format.js';
+import { tableStyle } from './view-kit.js';
+import { Clock } from './when.js';
 import { diffLines, diffTool, wordDiff } from '../pins/diff.js';
 import { jsonLine } from '../mask/escape.js';
 import { processMasker, shownText } from '../mask/mask.js';
@@ -29,8 +32,21 @@ type Verb = (typeof VERBS)[number];
 const POSITIONALS: Record<Verb, [number, number]> = { list: [0, 0], show: [1, 1], diff: [1, 1], accept: [1, 2], forget: [1, 1], log: [0, 1] };
 
 interface IO {
-  stdout: { write(text: string): unknown };
+  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number };
   stderr: { write(text: string): unknown };
+  env?: Record<string, string | undefined>;
+}
+
+/** How tables and times are shown: as the record views show them (terminal width, local time unless --utc). */
+interface Look {
+  style: TableStyle;
+  clock: Clock;
+}
+
+/** Rows through the views' table: fitted to the width, its columns given way as `columns` say. */
+function grid(columns: Column[], rows: string[][], look: Look): string {
+  const t = new StreamingTable(columns, look.style);
+  return rows.map((r) => t.add(r)).join('') + t.end();
 }
 
 class Failure extends Error {
@@ -41,10 +57,10 @@ class Failure extends Error {
 
 /** Run `mcpguard pins ...` (arguments after `pins`); resolves to the exit code. */
 export async function runPinsCommand(argv: readonly string[], io: IO = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
-  let values: { 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string };
+  let values: { 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string; utc?: boolean };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: [...argv], options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, 'audit-key-file': { type: 'string' } }, allowPositionals: true, strict: true }));
+    ({ values, positionals } = parseArgs({ args: [...argv], options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, 'audit-key-file': { type: 'string' }, utc: { type: 'boolean' } }, allowPositionals: true, strict: true }));
   } catch (error) {
     io.stderr.write(`mcpguard pins: ${(error as Error).message} (see mcpguard pins --help)\n`);
     return EXIT_USAGE;
@@ -70,16 +86,17 @@ export async function runPinsCommand(argv: readonly string[], io: IO = { stdout:
   const store = new PinStore(stateDir);
   const out = (text: string): void => { io.stdout.write(text); };
   const json = values.json === true;
+  const look: Look = { style: tableStyle({ stdout: io.stdout, stderr: io.stderr, env: io.env }, undefined), clock: new Clock(values.utc === true) };
   try {
-    if (verb === 'list') return list(store, json, out, io);
-    if (verb === 'log') return log(store, positionals[0], key, json, out, io);
+    if (verb === 'list') return list(store, json, out, io, look);
+    if (verb === 'log') return log(store, positionals[0], key, json, out, io, look);
     const pins = find(store, positionals[0]!);
     // A pin file that is not the one last recorded is shown with a warning, never accepted (that would vouch for it).
     const problem = store.problem(pins.id, key);
     if (problem !== null && verb === 'accept') throw new Failure(`the pins of ${shown(identityLabel(pins.identity))} are refused: ${problem}; accepting would vouch for them. See mcpguard verify; mcpguard pins forget ${pins.id} starts them again`, 1);
     if (problem !== null) io.stderr.write(`mcpguard pins ${verb}: warning: the pins of ${shown(identityLabel(pins.identity))} are refused by mcpguard sessions: ${problem}\n`);
-    if (verb === 'show') return show(store, pins, json, out);
-    if (verb === 'diff') return diff(pins, json, out);
+    if (verb === 'show') return show(store, pins, json, out, look);
+    if (verb === 'diff') return diff(pins, json, out, look);
     if (verb === 'accept') return accept(store, pins, positionals[1], key, json, out);
     const held = Object.keys(pins.pending).length + (pins.pending_instructions === null ? 0 : 1);
     decide(store.prepareDir(), key, [{ type: 'pins_forgotten', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command, tools: Object.keys(pins.tools).length, held }], () => {
@@ -93,7 +110,7 @@ export async function runPinsCommand(argv: readonly string[], io: IO = { stdout:
   }
 }
 
-function list(store: PinStore, json: boolean, out: (text: string) => void, io: IO): number {
+function list(store: PinStore, json: boolean, out: (text: string) => void, io: IO, look: Look): number {
   const { pins, unreadable } = store.all();
   for (const u of unreadable) io.stderr.write(`mcpguard pins: ${u.file}: skipped: ${u.error}\n`);
   const rows = pins.map((p) => ({
@@ -103,9 +120,14 @@ function list(store: PinStore, json: boolean, out: (text: string) => void, io: I
   }));
   if (json) for (const r of rows) out(`${jsonLine(r)}\n`);
   else {
-    out(table(['ID', 'NAME', 'COMMAND', 'TOOLS', 'HELD', 'UPDATED'], rows.map((r) => [
-      r.id.slice(0, 12), r.name ?? r.server_name ?? '-', clip(r.command, 48), String(r.tools), String(r.held), formatDate(r.updated_at),
-    ])));
+    // COMMAND gives way first (cut in its middle: its end names the server's script), then NAME, then the time's year.
+    const columns: Column[] = [
+      { header: 'ID' }, { header: 'NAME', clip: 'end', min: 8, soft: 16, shrink: 1 }, { header: 'COMMAND', clip: 'middle', min: 16, soft: 32, shrink: 0 },
+      { header: 'TOOLS' }, { header: 'HELD' }, { header: `UPDATED ${look.clock.zone}`, clip: 'year', shrink: 2 },
+    ];
+    out(grid(columns, rows.map((r) => [
+      r.id.slice(0, 12), shown(r.name ?? r.server_name ?? '-'), shown(r.command), String(r.tools), String(r.held), look.clock.date(r.updated_at),
+    ]), look));
   }
   return rows.length === 0 && unreadable.length === 0 ? 1 : 0;
 }
@@ -120,7 +142,7 @@ function find(store: PinStore, name: string): PinFile {
   throw new Failure(`'${shown(name)}' names ${matches.length} pin files; use the id: ${matches.map((p) => `${p.id.slice(0, 12)} (${shown(p.identity.command)})`).join(', ')}`, 1);
 }
 
-function show(store: PinStore, pins: PinFile, json: boolean, out: (text: string) => void): number {
+function show(store: PinStore, pins: PinFile, json: boolean, out: (text: string) => void, look: Look): number {
   const file = join(store.dir, `${pins.id}.json`);
   if (json) {
     out(`${jsonLine({ kind: 'server', id: pins.id, ...pins.identity, file, created_at: pins.created_at, updated_at: pins.updated_at, instructions_sha256: pins.instructions?.sha256 ?? null, instructions_held: pins.pending_instructions !== null })}\n`);
@@ -128,19 +150,20 @@ function show(store: PinStore, pins: PinFile, json: boolean, out: (text: string)
     for (const [tool, p] of Object.entries(pins.pending)) if (!Object.hasOwn(pins.tools, tool)) out(`${jsonLine({ kind: 'tool', tool, sha256: null, pinned_at: null, held: p.kind })}\n`);
     return 0;
   }
-  out(`Pins ${pins.id}\n  server:  ${shown(identityLabel(pins.identity))}${pins.identity.name === null ? '' : ' (--name)'}\n  command: ${shown(pins.identity.command)}\n  file:    ${file}\n  pinned:  ${formatDate(pins.created_at)}, updated ${formatDate(pins.updated_at)}\n  instructions: ${pins.instructions === null ? 'none' : pins.instructions.sha256.slice(0, 16)}${pins.pending_instructions === null ? '' : ' (a change is held)'}\n\n`);
-  const rows = Object.entries(pins.tools).map(([tool, t]) => [tool, t.sha256.slice(0, 16), formatDate(t.pinned_at), pins.pending[tool]?.kind ?? '']);
+  out(`Pins ${pins.id}\n  server:  ${shown(identityLabel(pins.identity))}${pins.identity.name === null ? '' : ' (--name)'}\n  command: ${shown(pins.identity.command)}\n  file:    ${file}\n  pinned:  ${look.clock.full(pins.created_at)}, updated ${look.clock.full(pins.updated_at)}\n  instructions: ${pins.instructions === null ? 'none' : pins.instructions.sha256.slice(0, 16)}${pins.pending_instructions === null ? '' : ' (a change is held)'}\n\n`);
+  const rows = Object.entries(pins.tools).map(([tool, t]) => [tool, t.sha256.slice(0, 16), look.clock.date(t.pinned_at), pins.pending[tool]?.kind ?? '']);
   for (const [tool, p] of Object.entries(pins.pending)) if (!Object.hasOwn(pins.tools, tool)) rows.push([tool, '-', '-', p.kind]);
-  out(table(['TOOL', 'SHA256', 'PINNED', 'HELD'], rows.map((r) => r.map(shown))));
+  const columns: Column[] = [{ header: 'TOOL', clip: 'end', min: 16, shrink: 0 }, { header: 'SHA256' }, { header: `PINNED ${look.clock.zone}`, clip: 'year', shrink: 1 }, { header: 'HELD' }];
+  out(grid(columns, rows.map((r) => r.map(shown)), look));
   return 0;
 }
 
 /** Each held change, with its diff. */
-function diff(pins: PinFile, json: boolean, out: (text: string) => void): number {
+function diff(pins: PinFile, json: boolean, out: (text: string) => void, look: Look): number {
   const changes = heldChanges(pins);
   if (json) for (const c of changes) out(`${jsonLine(c)}\n`);
   else if (changes.length === 0) out(`nothing held for ${shown(identityLabel(pins.identity))}: what it lists matches its pins\n`);
-  else for (const c of changes) out(`== ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`}: ${c.kind} (seen ${formatDate(c.seen_at)})\n${c.diff.map((l) => `  ${l}\n`).join('')}`);
+  else for (const c of changes) out(`== ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`}: ${c.kind} (seen ${look.clock.full(c.seen_at)})\n${c.diff.map((l) => `  ${l}\n`).join('')}`);
   return 0;
 }
 
@@ -185,7 +208,7 @@ function accept(store: PinStore, pins: PinFile, tool: string | undefined, key: B
 }
 
 /** The recorded decisions (of NAME's pins: an id prefix or a server name), oldest first. */
-function log(store: PinStore, name: string | undefined, key: Buffer | undefined, json: boolean, out: (text: string) => void, io: IO): number {
+function log(store: PinStore, name: string | undefined, key: Buffer | undefined, json: boolean, out: (text: string) => void, io: IO, look: Look): number {
   const bytes = readDecisions(store.dir);
   if (bytes === null) throw new Failure(`no decision recorded in ${store.dir}`, 1);
   const verdict = verifyDecisions(bytes, key);
@@ -196,11 +219,15 @@ function log(store: PinStore, name: string | undefined, key: Buffer | undefined,
   const records = decisionRecords(bytes).filter(wanted);
   if (json) for (const r of records) out(`${jsonLine(processMasker().value(r))}\n`);
   else {
-    out(table(['TIME', 'PIN', 'SERVER', 'DECISION', 'TOOL', 'USER'], records.map((r) => [
-      formatDate(typeof r.ts === 'string' ? r.ts : null), String(r.pin_id ?? '-').slice(0, 12), shown(String(r.server ?? '-')),
+    const columns: Column[] = [
+      { header: `TIME ${look.clock.zone}`, clip: 'year', shrink: 2 }, { header: 'PIN' }, { header: 'SERVER', clip: 'end', min: 8, shrink: 0 },
+      { header: 'DECISION', last: true, clip: 'end', min: 16 }, { header: 'TOOL', clip: 'end', min: 8, shrink: 1 }, { header: 'USER', clip: 'end', min: 8, drop: 0 },
+    ];
+    out(grid(columns, records.map((r) => [
+      look.clock.date(typeof r.ts === 'string' ? r.ts : null), String(r.pin_id ?? '-').slice(0, 12), shown(String(r.server ?? '-')),
       (r.type === 'pin_accepted' ? `accepted ${String(r.change)}` : `forgot ${String(r.tools)} tools`) + (typeof r.undone === 'string' ? ` (undone: ${r.undone})` : ''),
       r.type === 'pin_accepted' ? (r.tool === null ? '(instructions)' : shown(String(r.tool))) : '-', String(r.user ?? '-'),
-    ])));
+    ]), look));
   }
   if (records.length === 0 && name !== undefined) io.stderr.write(`mcpguard pins log: no decision about '${name}'\n`);
   return intact && records.length > 0 ? 0 : 1;

@@ -13,21 +13,23 @@ import { sessionRow, summarizeLog, type SessionRow } from './views.js';
 /**
  * The columns, and how each gives way on a narrow terminal: COMMAND is cut
  * in its middle first (its end names the server's script), then START loses
- * its year, END and NAME their ends; then whole columns are left out,
- * RESTARTS first (it matters only for sessions run with --restart), COMMAND last.
+ * its year, NAME its end; then whole columns are left out, RESTARTS first (it
+ * matters only for sessions run with --restart), then COMMAND, then START (the
+ * session id holds its start, in UTC), CALLS last. END, the end reason, is cut
+ * only when nothing else is left: `signal_SI…` hides which signal.
  */
 function columns(zone: string): Column[] {
   return [
     { header: 'SESSION' },
     { header: 'NAME', clip: 'end', min: 8, soft: 16, shrink: 3 },
-    { header: `START ${zone}`, clip: 'year', shrink: 1 },
+    { header: `START ${zone}`, clip: 'year', shrink: 1, drop: 6 },
     { header: 'DURATION', drop: 3 },
     { header: 'COMMAND', clip: 'middle', min: 16, soft: 32, shrink: 0, drop: 5 },
     { header: 'PROTOCOL', drop: 1 },
-    { header: 'END', clip: 'end', min: 10, soft: 14, shrink: 2 },
+    { header: 'END', clip: 'end', min: 10, soft: 14, shrink: 2, last: true },
     { header: 'EXIT' },
     { header: 'RESTARTS', drop: 0 },
-    { header: 'CALLS', drop: 6 },
+    { header: 'CALLS', drop: 7 },
     { header: 'REJECTED', drop: 2 },
     { header: 'SEALED', drop: 4 },
   ];

@@ -287,7 +287,7 @@ describe('mcpguard pins', () => {
     assert.equal(row.tools, 3);
     assert.equal(row.held, 2, 'the removed tool and the instructions');
     const table = await pins(h);
-    assert.match(table.out, /^ID +NAME +COMMAND +TOOLS +HELD +UPDATED$/m);
+    assert.match(table.out, /^ID +NAME +COMMAND +TOOLS +HELD +UPDATED \S+$/m);
     const show = await pins(h, 'show', row.id.slice(0, 6));
     assert.match(show.out, /^notes +[0-9a-f]{16} +\S+ \S+ +removed$/m);
     const diff = await pins(h, 'diff', 'pins-fixture');
@@ -303,6 +303,31 @@ describe('mcpguard pins', () => {
     const forget = await pins(h, 'forget', row.id);
     assert.equal(forget.code, 0);
     assert.equal((await pins(h, 'list')).code, 1, 'nothing pinned any more');
+  });
+});
+
+describe('mcpguard pins as the other views look', () => {
+  test('list, show and log fit COLUMNS and show local times with the zone in the header (--utc: UTC), never a bare ISO …Z', { timeout: TIMEOUT }, async () => {
+    const h = home();
+    await run(h, { args: ['--on-tool-change', 'block'], script: listAndCall('read_file') });
+    h.setVariant('removed,instructions');
+    await run(h, { args: ['--on-tool-change', 'block'], script: async (client) => client.listTools() });
+    assert.equal((await pins(h, 'accept', 'pins-fixture', 'notes')).code, 0);
+    const look = async (env, ...args) => {
+      const r = await runGuard(['pins', ...args, '--record-dir', h.records], { env }).done;
+      assert.equal(r.code, 0, r.stderr);
+      return r.stdout.toString('utf8');
+    };
+    for (const [args, header] of [[['list'], 'UPDATED'], [['show', 'pins-fixture'], 'PINNED'], [['log'], 'TIME']]) {
+      const out = await look({ COLUMNS: '80', TZ: 'America/New_York' }, ...args);
+      // The table, from its header row (show's lines above it hold a path, whole).
+      const rows = out.split('\n');
+      for (const line of rows.slice(rows.findIndex((l) => l.includes(`${header} `)))) assert.ok(line.length <= 80, `pins ${args[0]}: a line of ${line.length} columns at COLUMNS=80: ${line}`);
+      assert.match(out, new RegExp(`(^|  )${header} -0[45]:00(  |$)`, 'm'), out);
+      assert.doesNotMatch(out, /\d\d:\d\d(\.\d+)?Z\b/, `pins ${args[0]}: no ISO UTC times\n${out}`);
+      const utc = await look({ COLUMNS: '200', TZ: 'America/New_York' }, ...args, '--utc');
+      assert.match(utc, new RegExp(`(^|  )${header} UTC(  |$)`, 'm'), utc);
+    }
   });
 });
 
@@ -329,7 +354,7 @@ describe('pin decisions are recorded', () => {
     assert.notEqual(accept.before_sha256, accept.after_sha256);
     assert.deepEqual([forget.type, forget.pin_id, forget.tools], ['pins_forgotten', before.id, 3]);
     const table = await pins(h, 'log', before.id.slice(0, 8));
-    assert.match(table.out, /^TIME +PIN +SERVER +DECISION +TOOL +USER$/m);
+    assert.match(table.out, /^TIME \S+ +PIN +SERVER +DECISION +TOOL +USER$/m);
     assert.match(table.out, /pins-fixture +accepted changed +read_file /);
     assert.match(table.out, /pins-fixture +forgot 3 tools +- /);
     const verify = await runGuard(['verify', '--json', '--record-dir', h.records]).done;

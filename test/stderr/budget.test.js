@@ -16,8 +16,9 @@ test('bytes count to every call in flight, or to the session when none is', () =
   store.write(Buffer.from('both\n'), ['a', 'b']);
   const a = store.closeCall('a');
   const b = store.closeCall('b');
-  assert.deepEqual(a, { seen: 12, retained: 12, truncated: false, shared: true, evicted: 0 });
-  assert.deepEqual(b, { seen: 5, retained: 5, truncated: false, shared: true, evicted: 0 });
+  // Each call's stretch of the stream ends where its last byte does: a is [7, 19), b [14, 19).
+  assert.deepEqual(a, { seen: 12, retained: 12, truncated: false, shared: true, evicted: 0, end: 19 });
+  assert.deepEqual(b, { seen: 5, retained: 5, truncated: false, shared: true, evicted: 0, end: 19 });
   assert.equal(store.sessionSnapshot().tail.toString(), 'banner\n');
   assert.equal(store.callSnapshot('a').tail.toString(), 'a only\nboth\n');
   assert.equal(store.seen, 19, 'each chunk counts once in the total');
@@ -26,7 +27,7 @@ test('bytes count to every call in flight, or to the session when none is', () =
   store.releaseCall('b');
   assert.equal(store.retained, 7);
   assert.equal(store.callSnapshot('a'), undefined);
-  assert.deepEqual(store.closeCall('never'), { seen: 0, retained: 0, truncated: false, shared: false, evicted: 0 });
+  assert.deepEqual(store.closeCall('never'), { seen: 0, retained: 0, truncated: false, shared: false, evicted: 0, end: null });
 });
 
 test('a call alone in flight is not shared', () => {
@@ -40,7 +41,7 @@ test('per-call cap: the marker counts are the ring\'s, exact at cap - 1, cap, ca
     const store = new StderrStore();
     store.write(fill(n), ['c']);
     const stats = store.closeCall('c');
-    assert.deepEqual(stats, { seen: n, retained: Math.min(n, 16384), truncated, shared: false, evicted: 0 });
+    assert.deepEqual(stats, { seen: n, retained: Math.min(n, 16384), truncated, shared: false, evicted: 0, end: n });
   }
 });
 

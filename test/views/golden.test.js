@@ -74,6 +74,23 @@ for (const columns of [80, 120]) {
   }
 }
 
+test('80 to 120 columns: a call\'s state and a session\'s end reason are never cut, and sessions keeps CALLS', () => {
+  const json = (args) => view([...args, '--json'], 80).stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const ends = json(['sessions']).map((row) => row.end_reason).filter((e) => typeof e === 'string');
+  assert.ok(ends.includes('signal_SIGTERM'), ends.join(' '));
+  for (let columns = 80; columns <= 120; columns += 5) {
+    const sessions = view(['sessions'], columns).stdout;
+    for (const end of ends) assert.ok(sessions.includes(`  ${end}  `), `sessions at ${columns}: '${end}' whole\n${sessions}`);
+    assert.match(sessions.split('\n')[0], /\bCALLS\b/, `sessions at ${columns} keeps CALLS`);
+    for (const session of ['s_20261130T070000Z', 's_20261130T060000Z']) {
+      const table = view(['activity', session], columns).stdout;
+      for (const row of json(['activity', session]).filter((r) => r.kind === 'call')) {
+        assert.match(table, new RegExp(`^${row.call_id} .*  ${row.state}(  |$)`, 'm'), `activity at ${columns}: ${row.state} whole\n${table}`);
+      }
+    }
+  }
+});
+
 test('sessions on a wide terminal: every column, RESTARTS too (- without --restart)', () => {
   const r = view(['sessions'], 200);
   assert.equal(r.code, 0, r.stderr);

@@ -343,3 +343,55 @@ describe('lines the server wrote to look like mcpguard\'s', () => {
     assert.match((await logs(dir, forged, '--utc')).stdout.toString(), /^==> [^\n]*\nserver\| \[stderr truncated: /);
   });
 });
+
+describe('logs SESSION with calls in flight together', () => {
+  test('the README hang walkthrough: each stderr line once, in order, headers naming the calls open together; logs CALL keeps its own', { timeout: TIMEOUT * 2 }, async (t) => {
+    const { dir, cleanup } = tempDir();
+    t.after(cleanup);
+    const guard = `(cat examples/hang.jsonl; sleep 4) | ${JSON.stringify(process.execPath)} bin/mcpguard.js --record-dir ${JSON.stringify(dir)} --call-timeout 2s -- python3 examples/hanging-server.py`;
+    await runCommand('sh', ['-c', guard], { cwd: ROOT, timeout: TIMEOUT }).done;
+    const r = await logs(dir, 'last');
+    assert.equal(r.code, 0, r.stderr);
+    const out = r.stdout.toString();
+    const lines = out.split('\n').filter((l) => l.startsWith('server| '));
+    assert.deepEqual(lines, [
+      'server| hanging-server: starting',
+      'server| lookup: connecting to db-1:5432',
+      'server| lookup: orders found',
+      'server| lookup: connecting to db-2:5432',
+      'server| lookup: connect() to db-2:5432 is taking long, retrying',
+      'server| delete: permission denied for orders',
+    ], out);
+    const ends = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((x) => x.type === 'call_end');
+    const hung = ends.find((x) => x.state === 'timed_out_after_dispatch');
+    assert.equal(typeof hung.stderr_stream_end, 'number');
+    assert.match(out, new RegExp(`==> call ${hung.call_id}  tools/call lookup  timed_out_after_dispatch  .*\\(with c_`));
+    // The call's own view is unchanged: all it saw, whoever else saw it too.
+    const own = (await logs(dir, hung.call_id)).stdout.toString();
+    assert.match(own, /server\| lookup: connect\(\) to db-2:5432 is taking long, retrying/);
+    assert.equal(own.split('\n').filter((l) => l.startsWith('server| ')).length, hung.stderr.split('\n').filter(Boolean).length);
+  });
+});
+
+describe('logs SESSION with calls in flight together, one of them cut to --stderr-call-bytes', () => {
+  test('the shared bytes once, under the call that started first with its marker; the later call only what is its own', { timeout: TIMEOUT * 2 }, async (t) => {
+    const noise = 'line of noise 0123456789 abcdefghijklmnopqrstuvwxyz\n';
+    const c = conversation(['python3', fixture('recorder.py')], ['--stderr-passthrough=off', '--validate-args=off', '--stderr-call-bytes=4096'], {});
+    t.after(c.cleanup);
+    // Both sent at once: the server answers one at a time, so call 2 is in flight for all of call 1's stderr too.
+    c.send(call(1, { bytes: 20000, text: noise, writes: 4, pause_ms: 20 }));
+    c.send(call(2, { bytes: 30, text: 'ab\n' }));
+    await c.waitFor((m) => m.id === 2, 'answer to 2');
+    await c.finish();
+    const out = (await logs(c.recordDir, 'last')).stdout.toString();
+    const lines = out.split('\n');
+    const kept = written(noise, 20000).slice(-4096);
+    assert.equal(lines.filter((l) => l === 'server| ab').length, 10, out.slice(-600));
+    assert.equal(out.split(srv(kept)).length - 1, 1, 'the kept noise once');
+    assert.ok(lines.includes('[stderr truncated: kept last 4096 of 20000 bytes]'));
+    const headers = lines.filter((l) => l.startsWith('==> call '));
+    assert.equal(headers.length, 2);
+    assert.match(lines[lines.indexOf(headers[1]) + 1], /^\[\d+ bytes shown above\]$/);
+    assert.ok(out.indexOf('server| ab') > out.indexOf(headers[1]), 'call 2\'s own bytes under its header');
+  });
+});
