@@ -14,7 +14,12 @@ import { benchHome } from './lib/proc.js';
 import { ECHO_SERVER, NODE, guarded } from './lib/variants.js';
 
 const { values, positionals } = parseArgs({
-  options: { calls: { type: 'string', default: '10000' }, warmup: { type: 'string', default: '5000' }, top: { type: 'string', default: '30' }, stacks: { type: 'string', default: '0' } },
+  options: {
+    calls: { type: 'string', default: '10000' },
+    warmup: { type: 'string', default: '5000' },
+    top: { type: 'string', default: '30' },
+    stacks: { type: 'string', default: '0' },
+  },
   allowPositionals: true,
 });
 const calls = Number(values.calls);
@@ -39,7 +44,7 @@ let total = 0;
     const own = [...here].reverse().find((f) => f.url.includes('/dist/'));
     add(byOwn, own === undefined ? '(no mcpguard frame)' : where(own), bytes);
     add(byStack, [...here].reverse().slice(0, 8).map(where).join('\n                  < '), bytes);
-    add(byFile, own === undefined ? '(no mcpguard frame: Node\'s streams, timers, ticks)' : own.url.replace(/^.*\/dist\//, 'dist/'), bytes);
+    add(byFile, own === undefined ? "(no mcpguard frame: Node's streams, timers, ticks)" : own.url.replace(/^.*\/dist\//, 'dist/'), bytes);
   }
   for (const child of node.children) walk(child, here);
 })(profile.head, []);
@@ -50,7 +55,9 @@ const show = (title, map) => {
     process.stdout.write(`${(bytes / calls).toFixed(0).padStart(7)} B/call  ${key}\n`);
   }
 };
-process.stdout.write(`mcpguard ${positionals.join(' ')}: ${calls} calls after ${values.warmup}; sampled ${(total / calls).toFixed(0)} B/call; probe ${result.bytesPerCall.toFixed(0)} B/call, ${result.scavengesPer10k.toFixed(1)} scavenges/10k, CPU ${result.cpuPerCall.toFixed(1)} µs/call\n`);
+process.stdout.write(
+  `mcpguard ${positionals.join(' ')}: ${calls} calls after ${values.warmup}; sampled ${(total / calls).toFixed(0)} B/call; probe ${result.bytesPerCall.toFixed(0)} B/call, ${result.scavengesPer10k.toFixed(1)} scavenges/10k, CPU ${result.cpuPerCall.toFixed(1)} µs/call\n`,
+);
 show('by allocating function (self)', self);
 show('by nearest mcpguard frame', byOwn);
 show('by the file of the nearest mcpguard frame', byFile);

@@ -21,7 +21,12 @@ const variants = [
   { name: 'before', classify: await load(args.before) },
 ];
 
-const call = { jsonrpc: '2.0', id: 4711, method: 'tools/call', params: { name: 'read_text_file', arguments: { path: '/home/alice/projects/notes.md', head: 40 } } };
+const call = {
+  jsonrpc: '2.0',
+  id: 4711,
+  method: 'tools/call',
+  params: { name: 'read_text_file', arguments: { path: '/home/alice/projects/notes.md', head: 40 } },
+};
 /** JSON with a space after every token (no newline: it is one line). */
 const spaced = (value) => JSON.stringify(value, null, 1).replace(/\n */g, ' ');
 const keys = {};

@@ -54,7 +54,12 @@ const guard = (dir, mode = 'ask') => new PinGuard({ mode, name: null, command: '
 for (let i = 0; i < 20; i++) for (const t of tools) digest(pinnedPart(t));
 
 const rows = [];
-rows.push(['digest 200 tools', time(() => { for (const t of tools) digest(pinnedPart(t)); })]);
+rows.push([
+  'digest 200 tools',
+  time(() => {
+    for (const t of tools) digest(pinnedPart(t));
+  }),
+]);
 const steady = stateDir();
 guard(steady).listed(tools, true, true);
 rows.push(['compare 200 tools with their pin (new PinGuard: reads the file)', time(() => guard(steady).listed(tools, true, true))]);
@@ -70,7 +75,12 @@ const scanned = () => {
 };
 // The relay has scanned the frame and the gate has parsed the list already (its own cost, before pins): not timed here.
 const { result, node } = scanned();
-const off = new ToolHooks(guard(steady, 'off'), { definitions: true, results: false }, () => {}, () => {});
+const off = new ToolHooks(
+  guard(steady, 'off'),
+  { definitions: true, results: false },
+  () => {},
+  () => {},
+);
 rows.push(['hidden-character check of the page (nothing hidden: the byte test)', time(() => off.page(frame, result, node, tools, true))]);
 const hiddenTools = tools.map((t, i) => (i === 0 ? { ...t, description: `${t.description}\u200b` } : t));
 const hiddenFrame = Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id: 2, result: { tools: hiddenTools } })}\n`);
@@ -78,8 +88,16 @@ const hiddenScan = (() => {
   const r = scanJson(hiddenFrame).value.members.get('result');
   return { r, n: scanJson(hiddenFrame, r.members.get('tools').start, r.members.get('tools').end).value };
 })();
-rows.push(['hidden-character walk of the page (one U+200B: every tool walked)', time(() => off.page(hiddenFrame, hiddenScan.r, hiddenScan.n, hiddenTools, true))]);
-const both = new ToolHooks(loaded, { definitions: true, results: false }, () => {}, () => {});
+rows.push([
+  'hidden-character walk of the page (one U+200B: every tool walked)',
+  time(() => off.page(hiddenFrame, hiddenScan.r, hiddenScan.n, hiddenTools, true)),
+]);
+const both = new ToolHooks(
+  loaded,
+  { definitions: true, results: false },
+  () => {},
+  () => {},
+);
 rows.push(['a whole page: pins compare + hidden-character check (--on-tool-change ask)', time(() => both.page(frame, result, node, tools, true))]);
 for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 

@@ -18,9 +18,19 @@ let recordBytes = 0;
 
 // What the core appends for every call: its final record.
 const body = (i) => ({
-  call_id: newCallId(), session_id: 's_bench', request_id: i, method: 'tools/call', tool: 'echo', state: 'completed',
-  stderr_bytes_seen: 1234, stderr_bytes_retained: 1234, stderr_truncated: false, exit_status: null, stream_end: null,
-  started_at: '2026-11-29T11:22:33.000Z', ended_at: '2026-11-29T11:22:33.004Z',
+  call_id: newCallId(),
+  session_id: 's_bench',
+  request_id: i,
+  method: 'tools/call',
+  tool: 'echo',
+  state: 'completed',
+  stderr_bytes_seen: 1234,
+  stderr_bytes_retained: 1234,
+  stderr_truncated: false,
+  exit_status: null,
+  stream_end: null,
+  started_at: '2026-11-29T11:22:33.000Z',
+  ended_at: '2026-11-29T11:22:33.004Z',
 });
 
 // Microseconds per record for SessionLog.append; also returns the lines it wrote.
@@ -31,7 +41,10 @@ function timeLog(count, fsync, key) {
   for (const b of bodies) log.append('call_end', b);
   const us = Number(process.hrtime.bigint() - start) / 1000 / count;
   log.seal();
-  const lines = readFileSync(log.path, 'utf8').split('\n').slice(1, count + 1).map((l) => Buffer.from(`${l}\n`));
+  const lines = readFileSync(log.path, 'utf8')
+    .split('\n')
+    .slice(1, count + 1)
+    .map((l) => Buffer.from(`${l}\n`));
   return { us, lines };
 }
 
@@ -60,8 +73,14 @@ function measure(count, fsync, key) {
     rounds.push({ log: run.us, plain: timeBaseline(run.lines, false), synced: fsync ? timeBaseline(run.lines, true) : NaN });
   }
   const m = (f) => median(rounds.map(f));
-  return { log: m((r) => r.log), plain: m((r) => r.plain), synced: m((r) => r.synced),
-    logVsPlain: m((r) => r.log / r.plain), syncedVsPlain: m((r) => r.synced / r.plain), logVsSynced: m((r) => r.log / r.synced) };
+  return {
+    log: m((r) => r.log),
+    plain: m((r) => r.plain),
+    synced: m((r) => r.synced),
+    logVsPlain: m((r) => r.log / r.plain),
+    syncedVsPlain: m((r) => r.synced / r.plain),
+    logVsSynced: m((r) => r.log / r.synced),
+  };
 }
 
 try {

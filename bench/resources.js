@@ -40,7 +40,9 @@ try {
   const pids = (treeOf([{ pid: tree.pid }]) ?? []).map((p) => p.pid);
   if (pids.length !== 5) throw new Error(`expected a tree of 5 processes, found ${pids.length}`);
   console.log(describeMachine());
-  console.log(`${readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length} processes in /proc, load ${load()}, pidusage ${require(join(pidusagePath, '..', 'package.json')).version}`);
+  console.log(
+    `${readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length} processes in /proc, load ${load()}, pidusage ${require(join(pidusagePath, '..', 'package.json')).version}`,
+  );
 
   // Load time: fresh processes, interleaved.
   const loads = { bare: [], pidusage: [], direct: [] };
@@ -57,7 +59,9 @@ try {
     }
   }
   const bare = median(loads.bare);
-  console.log(`load (median of 15 fresh node processes, minus a bare node at ${bare.toFixed(1)} ms): pidusage +${(median(loads.pidusage) - bare).toFixed(1)} ms, dist/process/resources.js +${(median(loads.direct) - bare).toFixed(1)} ms`);
+  console.log(
+    `load (median of 15 fresh node processes, minus a bare node at ${bare.toFixed(1)} ms): pidusage +${(median(loads.pidusage) - bare).toFixed(1)} ms, dist/process/resources.js +${(median(loads.direct) - bare).toFixed(1)} ms`,
+  );
 
   // First call: pidusage spawns `getconf` twice to learn the clock tick and page size.
   const first = await timedAsync(() => pidusage(pids));
@@ -69,7 +73,10 @@ try {
     'pidusage(5 pids)': () => pidusage(pids),
     'direct read of the 5 pids': () => pids.map((pid) => [readProc(pid), readMemory(pid)]),
     'ResourceMeter.sample() (children lists)': () => meter.sample(),
-    'scan of /proc + reads (the fallback)': () => { const d = descendantsOfAny([{ pid: tree.pid }]); return [readProc(tree.pid), ...d].map((p) => readMemory(p.pid)); },
+    'scan of /proc + reads (the fallback)': () => {
+      const d = descendantsOfAny([{ pid: tree.pid }]);
+      return [readProc(tree.pid), ...d].map((p) => readMemory(p.pid));
+    },
   };
   const results = Object.fromEntries(Object.keys(variants).map((name) => [name, { wall: [], cpu: [] }]));
   for (let i = 0; i < rounds; i++) {

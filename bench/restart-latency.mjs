@@ -20,9 +20,28 @@ const rounds = Number(opt('rounds', 10));
 const delay = opt('restart-delay', '0');
 
 const dir = mkdtempSync(join(tmpdir(), 'mcpguard-restart-bench-'));
-const guard = spawn(process.execPath, [join(ROOT, 'bin', 'mcpguard.js'), '--records', 'off', '--validate-args', 'off', '--session-summary', 'off',
-  '--restart', 'on-failure', '--max-restarts', String(rounds + 1), '--restart-delay', delay, '--', 'python3', join(ROOT, 'test', 'fixtures', 'crashy.py')],
-{ env: { ...process.env, STATE_DIR: dir }, stdio: ['pipe', 'pipe', 'ignore'] });
+const guard = spawn(
+  process.execPath,
+  [
+    join(ROOT, 'bin', 'mcpguard.js'),
+    '--records',
+    'off',
+    '--validate-args',
+    'off',
+    '--session-summary',
+    'off',
+    '--restart',
+    'on-failure',
+    '--max-restarts',
+    String(rounds + 1),
+    '--restart-delay',
+    delay,
+    '--',
+    'python3',
+    join(ROOT, 'test', 'fixtures', 'crashy.py'),
+  ],
+  { env: { ...process.env, STATE_DIR: dir }, stdio: ['pipe', 'pipe', 'ignore'] },
+);
 const killer = setTimeout(() => guard.kill('SIGKILL'), 120000);
 
 const waiting = new Map();
@@ -64,4 +83,6 @@ const ms = (x) => `${x.toFixed(0)} ms`;
 // In order: within --restart-window each restart waits about twice as long as the one before.
 console.log(`per crash, in order: ${figures.map(ms).join(', ')}`);
 figures.sort((a, b) => a - b);
-console.log(`restart latency (--restart-delay ${delay}, ${rounds} crashes): median ${ms(figures[Math.floor(figures.length / 2)])}, min ${ms(figures[0])}, max ${ms(figures.at(-1))}`);
+console.log(
+  `restart latency (--restart-delay ${delay}, ${rounds} crashes): median ${ms(figures[Math.floor(figures.length / 2)])}, min ${ms(figures[0])}, max ${ms(figures.at(-1))}`,
+);

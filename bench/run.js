@@ -69,7 +69,9 @@ const MODES = {
 };
 
 function usage(message) {
-  process.stderr.write(`bench: ${message}\nusage: node bench/run.js [--quick] [--rows=${[...ROWS, ...EXTRA].join(',')}] [--rounds=N] [--flood-bytes=SIZE] [--profile=${WORKLOADS.join('|')} [--keep-profile] [--top=N] [--guard-opts='OPTIONS']]\n`);
+  process.stderr.write(
+    `bench: ${message}\nusage: node bench/run.js [--quick] [--rows=${[...ROWS, ...EXTRA].join(',')}] [--rounds=N] [--flood-bytes=SIZE] [--profile=${WORKLOADS.join('|')} [--keep-profile] [--top=N] [--guard-opts='OPTIONS']]\n`,
+  );
   process.exit(2);
 }
 
@@ -101,7 +103,8 @@ try {
 
 if (!existsSync(new URL('../dist/cli/main.js', import.meta.url))) usage('dist/ is missing: run `npm run build` first (npm run bench does)');
 const config = structuredClone(args.quick ? MODES.quick : MODES.full);
-const rows = args.rows === undefined ? [...ROWS.filter((r) => !ON_REQUEST.includes(r)), ...(args.quick ? [] : EXTRA)] : args.rows.split(',').map((r) => r.trim());
+const rows =
+  args.rows === undefined ? [...ROWS.filter((r) => !ON_REQUEST.includes(r)), ...(args.quick ? [] : EXTRA)] : args.rows.split(',').map((r) => r.trim());
 for (const r of rows) if (!ROWS.includes(r) && !EXTRA.includes(r)) usage(`--rows: unknown row '${r}' (rows: ${[...ROWS, ...EXTRA].join(', ')})`);
 // Quick mode skips the unrecorded warm-up round (each connection still warms up with requests).
 for (const c of Object.values(config)) c.warmupRounds = args.quick ? 0 : 1;
@@ -142,7 +145,19 @@ if (args.profile !== undefined) {
   process.exit(0);
 }
 
-const RUNNERS = { warmup: warmupRows, latency: latencyRows, throughput: throughputRows, single: singleFlightRows, startup: startupRows, flood: floodRows, stall: stallRows, shutdown: shutdownRows, records: recordsRows, consent: consentRows, tail: tailRows };
+const RUNNERS = {
+  warmup: warmupRows,
+  latency: latencyRows,
+  throughput: throughputRows,
+  single: singleFlightRows,
+  startup: startupRows,
+  flood: floodRows,
+  stall: stallRows,
+  shutdown: shutdownRows,
+  records: recordsRows,
+  consent: consentRows,
+  tail: tailRows,
+};
 const started = Date.now();
 const lines = [];
 const notes = [];

@@ -24,21 +24,29 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { KINDS, payload } from './lib/payloads.js';
 
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, size: { type: 'string', default: '1' }, order: { type: 'string' }, before: { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: { quick: { type: 'boolean', default: false }, size: { type: 'string', default: '1' }, order: { type: 'string' }, before: { type: 'string' } },
+});
 const SIZE = Math.round(Number.parseFloat(args.size) * 2 ** 20);
 const { scanJson } = await import('../dist/wire/json-scan.js');
 const { FramePrescan } = await import('../dist/wire/json-prescan.js');
 const reference = await import('../test/wire/reference/json-scan-be66652.js');
-const before = args.before === undefined ? null : {
-  scan: (await import(pathToFileURL(resolve(args.before, 'dist/wire/json-scan.js')).href)).scanJson,
-  Prescan: (await import(pathToFileURL(resolve(args.before, 'dist/wire/json-prescan.js')).href)).FramePrescan,
-};
+const before =
+  args.before === undefined
+    ? null
+    : {
+        scan: (await import(pathToFileURL(resolve(args.before, 'dist/wire/json-scan.js')).href)).scanJson,
+        Prescan: (await import(pathToFileURL(resolve(args.before, 'dist/wire/json-prescan.js')).href)).FramePrescan,
+      };
 
 /** The tool result text of the single-flight rows (bench/fixtures/echo-server.js): prose with an escape every ~13 bytes. */
 const ECHO_PARAGRAPH = 'entry {"path": "src/app.ts", "ok": true}\tüñíçødé — 数据 ✓ the quick brown fox jumps over the lazy dog\n';
 const kindsHere = {
   ...KINDS,
-  'tool result text (echo)': (size) => Buffer.from(`{"jsonrpc":"2.0","id":7,"result":${JSON.stringify({ content: [{ type: 'text', text: ECHO_PARAGRAPH.repeat(Math.ceil(size / 115)) }], isError: false })}}`),
+  'tool result text (echo)': (size) =>
+    Buffer.from(
+      `{"jsonrpc":"2.0","id":7,"result":${JSON.stringify({ content: [{ type: 'text', text: ECHO_PARAGRAPH.repeat(Math.ceil(size / 115)) }], isError: false })}}`,
+    ),
 };
 
 /** Reads of this size, as a pipe hands them to the splitter. */
@@ -62,7 +70,6 @@ function prescanned(scan, Prescan) {
 function check(result) {
   if (!result.ok) throw new Error(`bench payload rejected: ${result.reason} at ${result.offset}`);
 }
-
 
 /** CPU seconds (this process, user + system) per call of `fn`. */
 function cpuPer(fn, iterations) {
@@ -94,12 +101,24 @@ const variants = [
   { name: 'scanner', run: (buf) => check(scanJson(buf)) },
   { name: 'reference', run: (buf) => check(reference.scanJson(buf)) },
   { name: 'prescanned', run: prescanned(scanJson, FramePrescan) },
-  ...(before === null ? [] : [
-    { name: 'scanner before', run: (buf) => check(before.scan(buf)) },
-    { name: 'prescanned before', run: prescanned(before.scan, before.Prescan) },
-  ]),
-  { name: 'isUtf8', run: (buf) => { if (!isUtf8(buf)) throw new Error('not UTF-8'); } },
-  { name: 'memchr', run: (buf) => { if (buf.indexOf(0) !== -1) throw new Error('NUL'); } },
+  ...(before === null
+    ? []
+    : [
+        { name: 'scanner before', run: (buf) => check(before.scan(buf)) },
+        { name: 'prescanned before', run: prescanned(before.scan, before.Prescan) },
+      ]),
+  {
+    name: 'isUtf8',
+    run: (buf) => {
+      if (!isUtf8(buf)) throw new Error('not UTF-8');
+    },
+  },
+  {
+    name: 'memchr',
+    run: (buf) => {
+      if (buf.indexOf(0) !== -1) throw new Error('NUL');
+    },
+  },
 ];
 const rows = [];
 for (const kind of Object.keys(kindsHere)) {
@@ -120,10 +139,14 @@ for (const kind of Object.keys(kindsHere)) {
 const fmt = (x) => x.toFixed(0).padStart(8);
 process.stdout.write(`scanner MiB per CPU second per payload kind (${(SIZE / 2 ** 20).toFixed(2)} MiB lines, median of ${rounds} interleaved rounds)\n`);
 const beforeHeads = before === null ? '' : `${'scan bef'.padStart(9)}${'pre bef'.padStart(9)}`;
-process.stdout.write(`${'kind'.padEnd(24)}${'scanner'.padStart(8)}${'today'.padStart(8)}${'ratio'.padStart(7)}${'pre-scanned'.padStart(12)}${beforeHeads}${'isUtf8'.padStart(8)}${'memchr'.padStart(8)}\n`);
+process.stdout.write(
+  `${'kind'.padEnd(24)}${'scanner'.padStart(8)}${'today'.padStart(8)}${'ratio'.padStart(7)}${'pre-scanned'.padStart(12)}${beforeHeads}${'isUtf8'.padStart(8)}${'memchr'.padStart(8)}\n`,
+);
 for (const r of rows) {
   const beforeCells = before === null ? '' : ` ${fmt(r['scanner before'])} ${fmt(r['prescanned before'])}`;
-  process.stdout.write(`${r.kind.padEnd(24)}${fmt(r.scanner)}${fmt(r.reference)}${(r.scanner / r.reference).toFixed(2).padStart(6)}×${fmt(r.prescanned).padStart(12)}${beforeCells}${fmt(r.isUtf8)}${fmt(r.memchr)}\n`);
+  process.stdout.write(
+    `${r.kind.padEnd(24)}${fmt(r.scanner)}${fmt(r.reference)}${(r.scanner / r.reference).toFixed(2).padStart(6)}×${fmt(r.prescanned).padStart(12)}${beforeCells}${fmt(r.isUtf8)}${fmt(r.memchr)}\n`,
+  );
 }
 if (before !== null) process.stdout.write(`(scan bef / pre bef: the build in ${args.before})\n`);
 
@@ -139,11 +162,16 @@ const self = fileURLToPath(import.meta.url);
 const results = [];
 for (const order of ORDERS) {
   const runs = [];
-  for (let p = 0; p < (args.quick ? 1 : 3); p++) runs.push(Number(execFileSync(process.execPath, [self, `--order=${order.join(',')}`, `--size=${args.size}`], { encoding: 'utf8', timeout: 120_000 }).trim()));
+  for (let p = 0; p < (args.quick ? 1 : 3); p++)
+    runs.push(
+      Number(execFileSync(process.execPath, [self, `--order=${order.join(',')}`, `--size=${args.size}`], { encoding: 'utf8', timeout: 120_000 }).trim()),
+    );
   results.push({ order, runs });
 }
 const best = Math.max(...results.map((r) => median(r.runs)));
-process.stdout.write(`\nwarm-up order check: long ASCII string MiB per CPU second after warming up in each order (fresh processes; the check uses each order's median)\n`);
+process.stdout.write(
+  `\nwarm-up order check: long ASCII string MiB per CPU second after warming up in each order (fresh processes; the check uses each order's median)\n`,
+);
 let worst = Infinity;
 for (const { order, runs } of results) {
   // A scanner that stays deoptimised is slow in every process of its order; one slow process is noise.
@@ -151,4 +179,6 @@ for (const { order, runs } of results) {
   process.stdout.write(`  ${runs.map((x) => String(x).padStart(6)).join(' ')}  after ${order.join(' → ')}\n`);
 }
 const ok = worst >= 0.5 * best;
-process.stdout.write(`  slowest / fastest = ${(worst / best).toFixed(2)} ${ok ? '✓ no order leaves the scanner deoptimised' : '✗ an order leaves the scanner slow (deoptimised?): see node --trace-deopt'}\n`);
+process.stdout.write(
+  `  slowest / fastest = ${(worst / best).toFixed(2)} ${ok ? '✓ no order leaves the scanner deoptimised' : '✗ an order leaves the scanner slow (deoptimised?): see node --trace-deopt'}\n`,
+);

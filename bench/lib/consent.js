@@ -74,7 +74,9 @@ async function approvedCall(peer) {
   const t0 = process.hrtime.bigint();
   const result = peer.send(id, frame);
   // A result before any card: the policy did not ask, and the number would time the wrong thing.
-  const early = result.then(() => { if (!carded) throw new Error('consent: the call was answered without a card'); });
+  const early = result.then(() => {
+    if (!carded) throw new Error('consent: the call was answered without a card');
+  });
   const shown = await bounded(Promise.race([card, early]), 'card');
   carded = true;
   const t1 = process.hrtime.bigint();
@@ -122,14 +124,20 @@ export async function consentRows({ rounds, requests, warmup, warmupRounds = 1 }
     { name: 'flood', label: 'server flooding its stderr' },
   ];
   let sessions = 0;
-  const samples = await interleave(variants, rounds, async (v, r) => {
-    progress(`consent ${v.name} ${roundName(r, rounds)}`);
-    const report = join(benchHome, `consent-${sessions++}.json`);
-    const sample = await consentRun(v.name, policyPath, report, { requests, warmup });
-    const floodMiBps = floodRate(report);
-    if (v.name === 'flood' && !(floodMiBps > 0)) throw new Error('consent: the flooding server wrote no stderr: the flood variant would measure a quiet server');
-    return { ...sample, floodMiBps };
-  }, { warmup: warmupRounds });
+  const samples = await interleave(
+    variants,
+    rounds,
+    async (v, r) => {
+      progress(`consent ${v.name} ${roundName(r, rounds)}`);
+      const report = join(benchHome, `consent-${sessions++}.json`);
+      const sample = await consentRun(v.name, policyPath, report, { requests, warmup });
+      const floodMiBps = floodRate(report);
+      if (v.name === 'flood' && !(floodMiBps > 0))
+        throw new Error('consent: the flooding server wrote no stderr: the flood variant would measure a quiet server');
+      return { ...sample, floodMiBps };
+    },
+    { warmup: warmupRounds },
+  );
 
   const series = (name, pick) => samples[name].map(pick);
   const lines = [];
@@ -137,7 +145,11 @@ export async function consentRows({ rounds, requests, warmup, warmupRounds = 1 }
     card: (q) => `consent: tools/call written → approval card at the client, ${q} (µs), calls ${warmup + 1}-${warmup + requests} × ${rounds} rounds`,
     result: (q) => `consent: accept written → the call's result, ${q} (µs), same calls`,
   };
-  for (const [what, q] of [['card', 'p50'], ['card', 'p99'], ['result', 'p50']]) {
+  for (const [what, q] of [
+    ['card', 'p50'],
+    ['card', 'p99'],
+    ['result', 'p50'],
+  ]) {
     const quiet = series('quiet', (s) => s[what][q]);
     const flood = series('flood', (s) => s[what][q]);
     lines.push(line(rowOf[what](q), variants[0].label, num(median(quiet)), 'baseline'));
@@ -150,13 +162,17 @@ export async function consentRows({ rounds, requests, warmup, warmupRounds = 1 }
   const notes = [];
   for (const v of variants) {
     const p = pooled(v.name);
-    notes.push(`consent, ${v.label}: all ${p.n} timed cards pooled: p50 ${num(p.p50)} µs, p99 ${num(p.p99)} µs, max ${num(p.max)} µs; first card of each session (after initialize and tools/list, JIT cold): median ${num(median(series(v.name, (s) => s.firstCard)))} µs`);
+    notes.push(
+      `consent, ${v.label}: all ${p.n} timed cards pooled: p50 ${num(p.p50)} µs, p99 ${num(p.p99)} µs, max ${num(p.max)} µs; first card of each session (after initialize and tools/list, JIT cold): median ${num(median(series(v.name, (s) => s.firstCard)))} µs`,
+    );
   }
   const roundRatios = (q) => {
     const ratios = samples.flood.map((s, i) => s.card[q] / samples.quiet[i].card[q]);
     return `${num(Math.min(...ratios))}-${num(Math.max(...ratios))}×`;
   };
   notes.push(`consent: flood/quiet per round, card p50 ${roundRatios('p50')}, card p99 ${roundRatios('p99')}`);
-  notes.push(`consent: the flooding server wrote its stderr at ${num(median(series('flood', (s) => s.floodMiBps)))} MiB/s over each session (median of rounds; the pace at which mcpguard drained it); policy: ask for echo, default allow; every card accepted; server: bench/fixtures/noisy-echo-server.js`);
+  notes.push(
+    `consent: the flooding server wrote its stderr at ${num(median(series('flood', (s) => s.floodMiBps)))} MiB/s over each session (median of rounds; the pace at which mcpguard drained it); policy: ask for echo, default allow; every card accepted; server: bench/fixtures/noisy-echo-server.js`,
+  );
   return { lines, notes };
 }

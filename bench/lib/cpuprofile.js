@@ -64,9 +64,12 @@ export function report(summary, top = 15) {
   const rows = (list) => list.slice(0, top).map(([k, ms]) => `  ${ms.toFixed(1).padStart(9)} ms ${pct(ms)}  ${k}`);
   return [
     `profile: ${allMs.toFixed(0)} ms sampled, ${idleMs.toFixed(0)} ms idle, ${busyMs.toFixed(0)} ms busy (shares below are of busy time)`,
-    'self time by function:', ...rows(summary.self),
-    'self time by file:', ...rows(summary.files),
-    'total (inclusive) time by function:', ...rows(summary.total.filter(([k]) => !k.startsWith('('))),
+    'self time by function:',
+    ...rows(summary.self),
+    'self time by file:',
+    ...rows(summary.files),
+    'total (inclusive) time by function:',
+    ...rows(summary.total.filter(([k]) => !k.startsWith('('))),
   ].join('\n');
 }
 

@@ -37,7 +37,9 @@ function drainReport() {
 
 async function catBaseline(bytes) {
   const report = drainReport();
-  const child = launch(['/bin/sh', '-c', '"$0" "$1" "$2" "$3" 2>&1 >/dev/null | cat >/dev/null', NODE, STDERR_FLOOD, String(bytes), report.path], { stdio: 'ignore' });
+  const child = launch(['/bin/sh', '-c', '"$0" "$1" "$2" "$3" 2>&1 >/dev/null | cat >/dev/null', NODE, STDERR_FLOOD, String(bytes), report.path], {
+    stdio: 'ignore',
+  });
   const { code } = await exited(child);
   if (code !== 0) throw new Error(`flood | cat exited with ${code}`);
   return { mibps: report.mibps() };
@@ -86,10 +88,15 @@ export async function floodRows({ rounds, bytes }, progress) {
     { name: 'null', label: 'mcpguard, its stderr → /dev/null', run: () => throughGuard(bytes, 'null') },
     { name: 'pipe', label: 'mcpguard, its stderr → drained pipe', run: () => throughGuard(bytes, 'pipe') },
   ];
-  const samples = await interleave(variants, rounds, (v, r) => {
-    progress(`flood ${v.name} ${roundName(r, rounds)}`);
-    return v.run();
-  }, { warmup: 0 });
+  const samples = await interleave(
+    variants,
+    rounds,
+    (v, r) => {
+      progress(`flood ${v.name} ${roundName(r, rounds)}`);
+      return v.run();
+    },
+    { warmup: 0 },
+  );
   const rate = (name) => samples[name].map((s) => s.mibps);
   const size = bytes >= 2 ** 30 ? `${num(bytes / 2 ** 30)} GiB` : `${num(bytes / MiB)} MiB`;
   const row = `stderr flood drain (MiB/s), ${size} × ${rounds} rounds`;
@@ -97,7 +104,9 @@ export async function floodRows({ rounds, bytes }, progress) {
   const lines = [line(row, variants[0].label, num(median(rate('cat'))), 'baseline')];
   for (const v of variants.slice(1)) {
     const vsCat = ratioText(pairedRatio(rate(v.name), rate('cat')), 'cat');
-    lines.push(line(row, v.label, num(median(rate(v.name))), v.name === 'node' ? vsCat : `${vsCat}; ${ratioText(pairedRatio(rate(v.name), rate('node')), 'node')}`));
+    lines.push(
+      line(row, v.label, num(median(rate(v.name))), v.name === 'node' ? vsCat : `${vsCat}; ${ratioText(pairedRatio(rate(v.name), rate('node')), 'node')}`),
+    );
   }
   for (const v of variants.slice(1)) {
     const peaks = samples[v.name].map((s) => s.peakMiB);
@@ -114,6 +123,8 @@ export async function floodRows({ rounds, bytes }, progress) {
     notes.push(`flood, ${v.label}: ${answered}/${sent} pings answered during the flood (median ${num(median(micros) / 1000)} ms round trip)`);
   }
   const mirrored = samples.pipe.map((s) => s.mirrored);
-  notes.push(`flood, mcpguard → drained pipe: mirrored ${num(median(mirrored) / MiB)} of ${num(bytes / MiB)} MiB to its stderr (median of rounds; the rest was dropped, not queued)`);
+  notes.push(
+    `flood, mcpguard → drained pipe: mirrored ${num(median(mirrored) / MiB)} of ${num(bytes / MiB)} MiB to its stderr (median of rounds; the rest was dropped, not queued)`,
+  );
   return { lines, notes };
 }

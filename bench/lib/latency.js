@@ -67,17 +67,23 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
   }
   // What validation alone costs: the copy relay plus mcpguard's classifyFrame on every line.
   variants.splice(2, 0, { name: 'validate', label: 'copy + mcpguard validator', argv: [NODE, VALIDATE_RELAY, NODE, ECHO_SERVER] });
-  const samples = await interleave(variants, rounds, async (v, r) => {
-    progress(`latency ${v.name} ${roundName(r, rounds)}`);
-    const { micros, coldMicros, hwmKiB } = await roundTrips(v.argv, requests, warmup, cold);
-    return { ...percentiles(micros), coldP50: percentiles(coldMicros).p50, hwmKiB };
-  }, { warmup: warmupRounds });
+  const samples = await interleave(
+    variants,
+    rounds,
+    async (v, r) => {
+      progress(`latency ${v.name} ${roundName(r, rounds)}`);
+      const { micros, coldMicros, hwmKiB } = await roundTrips(v.argv, requests, warmup, cold);
+      return { ...percentiles(micros), coldP50: percentiles(coldMicros).p50, hwmKiB };
+    },
+    { warmup: warmupRounds },
+  );
   const series = (name, key) => samples[name].map((s) => s[key]);
   const lines = [];
   for (const key of ['p50', 'p99', 'coldP50']) {
-    const row = key === 'coldP50'
-      ? `latency p50 (µs) of calls 1-${cold} (JIT cold), × ${rounds} rounds`
-      : `latency ${key} (µs), calls ${warmup + 1}-${warmup + requests} × ${rounds} rounds`;
+    const row =
+      key === 'coldP50'
+        ? `latency p50 (µs) of calls 1-${cold} (JIT cold), × ${rounds} rounds`
+        : `latency ${key} (µs), calls ${warmup + 1}-${warmup + requests} × ${rounds} rounds`;
     const copy = series('copy', key);
     const sdk = series('sdk', key);
     for (const v of variants) {
@@ -85,11 +91,21 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
       const vsCopy = pairedRatio(values, copy);
       if (v.name === 'mcpguard' && key === 'p50') {
         const vsSdk = pairedRatio(values, sdk);
-        lines.push(line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(vsSdk, 'sdk')}`,
-          '≤ 1.25× copy and < 1× sdk', vsCopy <= 1.25 && vsSdk < 1));
+        lines.push(
+          line(
+            row,
+            v.label,
+            num(median(values)),
+            `${ratioText(vsCopy, 'copy')}; ${ratioText(vsSdk, 'sdk')}`,
+            '≤ 1.25× copy and < 1× sdk',
+            vsCopy <= 1.25 && vsSdk < 1,
+          ),
+        );
       } else if (v.name === 'novalidate' || v.name === 'policy20') {
         // Against mcpguard with its defaults (the gate checking each call's arguments, no policy).
-        lines.push(line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('mcpguard', key)), 'default')}`));
+        lines.push(
+          line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('mcpguard', key)), 'default')}`),
+        );
       } else if ((v.name === 'norecords' && key === 'p50') || (v.name === 'mcpguard' && key === 'coldP50')) {
         lines.push(line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, sdk), 'sdk')}`));
       } else {

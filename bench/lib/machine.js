@@ -23,7 +23,9 @@ export function describeMachine() {
  */
 export function allowedCpus() {
   try {
-    const line = readFileSync('/proc/self/status', 'utf8').split('\n').find((l) => l.startsWith('Cpus_allowed_list:'));
+    const line = readFileSync('/proc/self/status', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Cpus_allowed_list:'));
     if (line === undefined) return null;
     const list = line.slice('Cpus_allowed_list:'.length).trim();
     let count = 0;

@@ -10,9 +10,11 @@ const textResult = (text) => wrap(JSON.stringify({ content: [{ type: 'text', tex
 function rng(seed) {
   let x = seed >>> 0 || 1;
   return (n) => {
-    x ^= x << 13; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
     x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
+    x ^= x << 5;
+    x >>>= 0;
     return x % n;
   };
 }

@@ -37,16 +37,23 @@ export async function recordsRows({ rounds, requests, warmup, warmupRounds = 1 }
     ...(withFsync ? [{ name: 'fsync', label: 'mcpguard --record-dir --fsync', argv: guarded(server, ['--record-dir', dir, '--fsync']) }] : []),
   ];
   try {
-    const samples = await interleave(variants, rounds, async (v, r) => {
-      progress(`records ${v.name} ${roundName(r, rounds)}`);
-      const { micros } = await roundTrips(v.argv, requests, warmup);
-      return micros.reduce((a, b) => a + b, 0) / micros.length;
-    }, { warmup: warmupRounds });
+    const samples = await interleave(
+      variants,
+      rounds,
+      async (v, r) => {
+        progress(`records ${v.name} ${roundName(r, rounds)}`);
+        const { micros } = await roundTrips(v.argv, requests, warmup);
+        return micros.reduce((a, b) => a + b, 0) / micros.length;
+      },
+      { warmup: warmupRounds },
+    );
     const row = `records: mean round trip (µs), ${requests} calls × ${rounds} rounds`;
     const lines = [line(row, variants[0].label, num(median(samples.base)), 'baseline')];
     for (const v of variants.slice(1)) {
       const extra = median(samples[v.name].map((m, i) => m - samples.base[i]));
-      lines.push(line(row, v.label, num(median(samples[v.name])), `${ratioText(pairedRatio(samples[v.name], samples.base), 'baseline')}; +${num(extra)} µs/call`));
+      lines.push(
+        line(row, v.label, num(median(samples[v.name])), `${ratioText(pairedRatio(samples[v.name], samples.base), 'baseline')}; +${num(extra)} µs/call`),
+      );
     }
     return { lines, notes: [] };
   } finally {

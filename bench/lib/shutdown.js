@@ -30,10 +30,15 @@ export async function shutdownRows({ rounds, warmupRounds = 1 }, progress) {
     { name: 'direct', label: 'direct (child exits at EOF)', argv: server },
     { name: 'mcpguard', label: 'mcpguard', argv: guarded(server) },
   ];
-  const samples = await interleave(variants, rounds, (v, r) => {
-    progress(`shutdown ${v.name} ${roundName(r, rounds)}`);
-    return eofToExit(v.argv);
-  }, { warmup: warmupRounds });
+  const samples = await interleave(
+    variants,
+    rounds,
+    (v, r) => {
+      progress(`shutdown ${v.name} ${roundName(r, rounds)}`);
+      return eofToExit(v.argv);
+    },
+    { warmup: warmupRounds },
+  );
   const row = `shutdown: stdin EOF to exit (ms), × ${rounds} rounds`;
   return {
     lines: [

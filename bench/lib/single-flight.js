@@ -42,7 +42,8 @@ export async function singleFlight(argv, { calls, direction }) {
   try {
     const peer = new Peer(child);
     await peer.initialize();
-    const params = direction === 'results' ? { name: 'echo', arguments: { size: FRAME_BYTES } } : { name: 'echo', arguments: { size: 64, blob: blobArgument() } };
+    const params =
+      direction === 'results' ? { name: 'echo', arguments: { size: FRAME_BYTES } } : { name: 'echo', arguments: { size: 64, blob: blobArgument() } };
     const times = [];
     let frameBytes = 0;
     let cpuAtStart = Number.NaN;
@@ -77,12 +78,17 @@ export async function singleFlightRows({ rounds, calls, warmupRounds = 1 }, prog
   const notes = [];
   for (const direction of ['results', 'arguments']) {
     let frameBytes = 0;
-    const samples = await interleave(variants, rounds, async (v, r) => {
-      progress(`single-flight ${direction} ${v.name} ${roundName(r, rounds)}`);
-      const result = await singleFlight(v.argv, { calls, direction });
-      frameBytes = result.frameBytes;
-      return result;
-    }, { warmup: warmupRounds });
+    const samples = await interleave(
+      variants,
+      rounds,
+      async (v, r) => {
+        progress(`single-flight ${direction} ${v.name} ${roundName(r, rounds)}`);
+        const result = await singleFlight(v.argv, { calls, direction });
+        frameBytes = result.frameBytes;
+        return result;
+      },
+      { warmup: warmupRounds },
+    );
     const mibps = (name) => samples[name].map((s) => s.mibps);
     const ms = (name) => samples[name].map((s) => s.ms);
     const cpu = (name) => samples[name].map((s) => s.cpuMs);
@@ -94,7 +100,9 @@ export async function singleFlightRows({ rounds, calls, warmupRounds = 1 }, prog
     lines.push(line(row, 'mcpguard', value('mcpguard'), ratioText(vsCopy, 'copy'), '≥ 0.8× copy', vsCopy >= 0.8));
     lines.push(line(row, 'mcpguard against the whole-line relay', value('mcpguard'), ratioText(pairedRatio(mibps('mcpguard'), mibps('whole')), 'whole-line')));
     if (base) lines.push(line(row, `mcpguard at ${base}`, value('base'), ratioText(pairedRatio(mibps('base'), mibps('copy')), 'copy')));
-    notes.push(`single-flight ${direction}: ${Math.round(frameBytes)} bytes per ${direction === 'results' ? 'response' : 'request'} line, one call in flight, median round trip per connection; CPU: all threads of the relay process (not its server), per call`);
+    notes.push(
+      `single-flight ${direction}: ${Math.round(frameBytes)} bytes per ${direction === 'results' ? 'response' : 'request'} line, one call in flight, median round trip per connection; CPU: all threads of the relay process (not its server), per call`,
+    );
   }
   return { lines, notes };
 }

@@ -50,10 +50,15 @@ export async function stallRows({ rounds, lines, warmupRounds = 0 }, progress) {
     { name: 'rest', label: 'mcpguard at rest (no flood)', lines: 0 },
     { name: 'stall', label: `mcpguard, ${lines} invalid lines, client not reading`, lines },
   ];
-  const samples = await interleave(variants, rounds, (v, r) => {
-    progress(`stall ${v.name} ${roundName(r, rounds)}`);
-    return stallRun(v.lines);
-  }, { warmup: warmupRounds });
+  const samples = await interleave(
+    variants,
+    rounds,
+    (v, r) => {
+      progress(`stall ${v.name} ${roundName(r, rounds)}`);
+      return stallRun(v.lines);
+    },
+    { warmup: warmupRounds },
+  );
   const row = `client stops reading: peak RSS (MiB), × ${rounds} rounds`;
   const rest = samples.rest.map((s) => s.whole);
   const stalled = samples.stall.map((s) => s.stalled);
@@ -63,9 +68,25 @@ export async function stallRows({ rounds, lines, warmupRounds = 0 }, progress) {
   return {
     lines: [
       line(row, variants[0].label, num(median(rest)), 'baseline'),
-      line(row, `${variants[1].label}: while stalled`, num(median(stalled)), ratioText(pairedRatio(stalled, rest), 'at rest'), `≤ ${TARGET_MIB} MiB`, worst <= TARGET_MIB),
-      line(row, `${variants[1].label}: whole run (catch-up included)`, num(median(whole)), ratioText(pairedRatio(whole, rest), 'at rest'), `≤ ${TARGET_MIB} MiB`, worstWhole <= TARGET_MIB),
+      line(
+        row,
+        `${variants[1].label}: while stalled`,
+        num(median(stalled)),
+        ratioText(pairedRatio(stalled, rest), 'at rest'),
+        `≤ ${TARGET_MIB} MiB`,
+        worst <= TARGET_MIB,
+      ),
+      line(
+        row,
+        `${variants[1].label}: whole run (catch-up included)`,
+        num(median(whole)),
+        ratioText(pairedRatio(whole, rest), 'at rest'),
+        `≤ ${TARGET_MIB} MiB`,
+        worstWhole <= TARGET_MIB,
+      ),
     ],
-    notes: [`client stops reading: the client reads nothing for ${STALL_MS / 1000} s, then every answer is counted (all ${lines} arrived in every round); worst round ${num(worst)} MiB while stalled, ${num(worstWhole)} MiB over the whole run`],
+    notes: [
+      `client stops reading: the client reads nothing for ${STALL_MS / 1000} s, then every answer is counted (all ${lines} arrived in every round); worst round ${num(worst)} MiB while stalled, ${num(worstWhole)} MiB over the whole run`,
+    ],
   };
 }

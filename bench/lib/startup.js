@@ -32,22 +32,36 @@ export async function startupRows({ rounds, warmupRounds = 1 }, progress) {
     { name: 'direct', label: 'direct (no relay)', run: () => firstInitialize(server) },
     { name: 'mcpguard', label: 'mcpguard', run: () => firstInitialize(guarded(server)) },
   ];
-  const samples = await interleave(variants, rounds, (v, r) => {
-    progress(`startup ${v.name} ${roundName(r, rounds)}`);
-    return v.run();
-  }, { warmup: warmupRounds });
+  const samples = await interleave(
+    variants,
+    rounds,
+    (v, r) => {
+      progress(`startup ${v.name} ${roundName(r, rounds)}`);
+      return v.run();
+    },
+    { warmup: warmupRounds },
+  );
   const bare = median(samples.bare);
   const direct = median(samples.direct);
   const guardedMs = median(samples.mcpguard);
-  const overhead = pairedRatio(samples.mcpguard.map((m, i) => m - samples.direct[i]), samples.bare);
+  const overhead = pairedRatio(
+    samples.mcpguard.map((m, i) => m - samples.direct[i]),
+    samples.bare,
+  );
   const budget = direct + 1.5 * bare;
   const row = `start-up to first initialize response (ms), × ${rounds} rounds`;
   return {
     lines: [
       line(row, variants[0].label, num(bare), 'reference'),
       line(row, variants[1].label, num(direct), 'baseline'),
-      line(row, 'mcpguard', num(guardedMs), `${ratioText(pairedRatio(samples.mcpguard, samples.direct), 'direct')}; +${num(overhead)}× bare`,
-        `≤ direct + 1.5× bare = ${num(budget)} ms`, guardedMs <= budget),
+      line(
+        row,
+        'mcpguard',
+        num(guardedMs),
+        `${ratioText(pairedRatio(samples.mcpguard, samples.direct), 'direct')}; +${num(overhead)}× bare`,
+        `≤ direct + 1.5× bare = ${num(budget)} ms`,
+        guardedMs <= budget,
+      ),
     ],
     notes: [],
   };

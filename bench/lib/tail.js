@@ -27,7 +27,12 @@ function probed(argv) {
 
 /** Lines in `file` (0 when it does not exist yet). */
 function windows(file) {
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  return existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 }
 
 async function closedWindow(file, count) {
@@ -85,10 +90,15 @@ export async function tailRows({ rounds, requests, warmup, warmupRounds = 1 }, p
       { name: 'beforeNorecords', label: 'mcpguard before --records off', argv: [NODE, before, '--records', 'off', '--', ...server] },
     );
   }
-  const samples = await interleave(variants, rounds, async (v, r) => {
-    progress(`tail ${v.name} ${roundName(r, rounds)}`);
-    return probedCalls(v.argv, requests, warmup);
-  }, { warmup: warmupRounds });
+  const samples = await interleave(
+    variants,
+    rounds,
+    async (v, r) => {
+      progress(`tail ${v.name} ${roundName(r, rounds)}`);
+      return probedCalls(v.argv, requests, warmup);
+    },
+    { warmup: warmupRounds },
+  );
   const lines = [];
   const rows = [
     ['p50', `small calls: latency p50 (µs), calls ${warmup + 1}-${warmup + requests}`],
@@ -104,8 +114,14 @@ export async function tailRows({ rounds, requests, warmup, warmupRounds = 1 }, p
       const ratio = v.name === 'copy' ? 'baseline' : ratioText(pairedRatio(values, copy), 'copy');
       let target = '';
       let ok = null;
-      if ((v.name === 'mcpguard' || v.name === 'before') && key === 'p99') { target = '≤ 1.5× copy'; ok = pairedRatio(values, copy) <= 1.5; }
-      if ((v.name === 'mcpguard' || v.name === 'before') && key === 'bytesPerCall') { target = '≤ 5 KB'; ok = median(values) <= 5000; }
+      if ((v.name === 'mcpguard' || v.name === 'before') && key === 'p99') {
+        target = '≤ 1.5× copy';
+        ok = pairedRatio(values, copy) <= 1.5;
+      }
+      if ((v.name === 'mcpguard' || v.name === 'before') && key === 'bytesPerCall') {
+        target = '≤ 5 KB';
+        ok = median(values) <= 5000;
+      }
       lines.push(line(`${row} × ${rounds} rounds`, v.label, num(median(values)), ratio, target, ok));
     }
   }

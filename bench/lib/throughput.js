@@ -40,12 +40,17 @@ export async function largeFrames(argv, { frames, window, size = FRAME_BYTES }) 
 export async function throughputRows({ rounds, frames, window, warmupRounds = 1 }, progress) {
   const variants = relayVariants();
   let frameBytes = 0;
-  const samples = await interleave(variants, rounds, async (v, r) => {
-    progress(`throughput ${v.name} ${roundName(r, rounds)}`);
-    const result = await largeFrames(v.argv, { frames, window });
-    frameBytes = result.frameBytes;
-    return result.mibps;
-  }, { warmup: warmupRounds });
+  const samples = await interleave(
+    variants,
+    rounds,
+    async (v, r) => {
+      progress(`throughput ${v.name} ${roundName(r, rounds)}`);
+      const result = await largeFrames(v.argv, { frames, window });
+      frameBytes = result.frameBytes;
+      return result.mibps;
+    },
+    { warmup: warmupRounds },
+  );
   const row = `throughput (MiB/s), ${frames} × 1 MiB results, ${window} in flight, × ${rounds} rounds`;
   const lines = variants.map((v) => {
     const vsCopy = pairedRatio(samples[v.name], samples.copy);

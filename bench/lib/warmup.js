@@ -20,18 +20,23 @@ export async function warmupRows({ rounds, warmupRounds = 1 }, progress) {
     { name: 'mcpguard', label: 'mcpguard', argv: guarded(server) },
     { name: 'norecords', label: 'mcpguard --records off', argv: guarded(server, ['--records', 'off']) },
   ];
-  const samples = await interleave(variants, rounds, async (v, r) => {
-    progress(`warmup ${v.name} ${roundName(r, rounds)}`);
-    const child = launch(v.argv);
-    try {
-      const peer = new Peer(child);
-      await peer.initialize();
-      const micros = await timedCalls(peer, WINDOWS.at(-1));
-      return WINDOWS.map((end, i) => percentiles(micros.subarray(i === 0 ? 0 : WINDOWS[i - 1], end)).p50);
-    } finally {
-      await stop(child);
-    }
-  }, { warmup: warmupRounds });
+  const samples = await interleave(
+    variants,
+    rounds,
+    async (v, r) => {
+      progress(`warmup ${v.name} ${roundName(r, rounds)}`);
+      const child = launch(v.argv);
+      try {
+        const peer = new Peer(child);
+        await peer.initialize();
+        const micros = await timedCalls(peer, WINDOWS.at(-1));
+        return WINDOWS.map((end, i) => percentiles(micros.subarray(i === 0 ? 0 : WINDOWS[i - 1], end)).p50);
+      } finally {
+        await stop(child);
+      }
+    },
+    { warmup: warmupRounds },
+  );
   const lines = [];
   WINDOWS.forEach((end, w) => {
     const row = `latency p50 (µs) of calls ${w === 0 ? 1 : WINDOWS[w - 1] + 1}-${end}, × ${rounds} rounds`;

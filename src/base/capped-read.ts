@@ -36,7 +36,8 @@ export function readCapped(path: string, cap: number): CappedRead {
     let quietSince = startedAt;
     while (got <= cap) {
       // Checked whether the last read brought bytes or not: each byte resets only the silence.
-      if (Date.now() - startedAt >= DEADLINE_MS) throw new Error(`not read to its end within ${DEADLINE_MS} ms (${got} bytes so far: a FIFO or terminal whose writer trickles)`);
+      if (Date.now() - startedAt >= DEADLINE_MS)
+        throw new Error(`not read to its end within ${DEADLINE_MS} ms (${got} bytes so far: a FIFO or terminal whose writer trickles)`);
       let n: number;
       try {
         n = readSync(fd, buf, got, buf.length - got, null);

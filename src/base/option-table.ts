@@ -54,7 +54,6 @@ export function defaultsOf(table: Record<string, OptionSpec>): OptionValues {
   return values;
 }
 
-
 /**
  * The values of a table, typed from its entries (a table declared `as const`):
  * what each kind parses to, null where the default is null, string[] for a
@@ -63,18 +62,38 @@ export function defaultsOf(table: Record<string, OptionSpec>): OptionValues {
  */
 export type ValuesOf<T extends Record<string, OptionSpec>> = { -readonly [K in keyof T]: ValueOf<T[K]> };
 
-type ValueOf<S extends OptionSpec> = S extends { repeatable: true } ? string[]
-  : (S extends { kind: 'flag' } ? boolean
-    : S extends { kind: 'enum'; values: readonly (infer V)[] } ? V
-    : S extends { kind: 'ms' | 'bytes' | 'count' } ? number
-    : S extends { kind: 'policy' } ? string | Record<string, unknown>
-    : string) | (S extends { default: null } ? null : never);
+type ValueOf<S extends OptionSpec> = S extends { repeatable: true }
+  ? string[]
+  :
+      | (S extends { kind: 'flag' }
+          ? boolean
+          : S extends { kind: 'enum'; values: readonly (infer V)[] }
+            ? V
+            : S extends { kind: 'ms' | 'bytes' | 'count' }
+              ? number
+              : S extends { kind: 'policy' }
+                ? string | Record<string, unknown>
+                : string)
+      | (S extends { default: null } ? null : never);
 
 // A Map: the suffix is user input, and a plain object would also "know" constructor or __proto__.
-const MULTIPLIERS = new Map([['', 1], ['k', 1024], ['kib', 1024], ['m', 1024 ** 2], ['mib', 1024 ** 2], ['g', 1024 ** 3], ['gib', 1024 ** 3]]);
+const MULTIPLIERS = new Map([
+  ['', 1],
+  ['k', 1024],
+  ['kib', 1024],
+  ['m', 1024 ** 2],
+  ['mib', 1024 ** 2],
+  ['g', 1024 ** 3],
+  ['gib', 1024 ** 3],
+]);
 
 /** Parse and check one value; `raw` is a string from argv or any JSON value from a config file. */
-export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, source = `--${name}`): boolean | number | string | null | Record<string, unknown> {
+export function parseOptionValue(
+  name: string,
+  spec: OptionSpec,
+  raw: unknown,
+  source = `--${name}`,
+): boolean | number | string | null | Record<string, unknown> {
   const shown = typeof raw === 'string' ? `'${raw}'` : JSON.stringify(raw);
   switch (spec.kind) {
     case 'flag':
@@ -96,20 +115,30 @@ export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, s
       // A name for people and tables: printable, one line, not blank, not a paragraph.
       const max = spec.max ?? MAX_NAME_CHARS;
       const text = typeof raw === 'string' ? raw : null;
-      const why = text === null || text.trim() === '' ? 'it is empty' : [...text].length > max ? `it is longer than ${max} characters`
-        : /[\u0000-\u001f\u007f-\u009f]/.test(text) ? 'it holds a control character' : null;
+      const why =
+        text === null || text.trim() === ''
+          ? 'it is empty'
+          : [...text].length > max
+            ? `it is longer than ${max} characters`
+            : /[\u0000-\u001f\u007f-\u009f]/.test(text)
+              ? 'it holds a control character'
+              : null;
       if (why === null) return text;
-      throw new GuardError('bad_option', `${source} expects a name of 1 to ${max} printable characters, got ${typeof raw === 'string' ? JSON.stringify(raw) : shown} (${why})`);
+      throw new GuardError(
+        'bad_option',
+        `${source} expects a name of 1 to ${max} printable characters, got ${typeof raw === 'string' ? JSON.stringify(raw) : shown} (${why})`,
+      );
     }
     case 'retain': {
-      const why = typeof raw === 'string' ? spec.check?.(raw) ?? null : 'expects a string such as "30d,1G"';
+      const why = typeof raw === 'string' ? (spec.check?.(raw) ?? null) : 'expects a string such as "30d,1G"';
       if (why !== null) throw new GuardError('bad_option', `${source} ${why}, got ${shown}`);
       return raw as string;
     }
     case 'ms': {
       const ms = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseDuration(raw) : NaN;
       if (raw === 'off' && spec.default === null) return null;
-      if (!Number.isSafeInteger(ms) || ms < (spec.min ?? 0)) throw new GuardError('bad_option', `${source} expects milliseconds (e.g. 5000, 250ms, 5s)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`);
+      if (!Number.isSafeInteger(ms) || ms < (spec.min ?? 0))
+        throw new GuardError('bad_option', `${source} expects milliseconds (e.g. 5000, 250ms, 5s)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`);
       const max = Math.min(spec.max ?? MAX_TIMER_MS, MAX_TIMER_MS);
       if (ms > max) throw new GuardError('bad_option', `${source} expects at most ${max} ms (${spec.maxWhy ?? TIMER_WHY}), got ${shown}`);
       return ms;
@@ -118,13 +147,19 @@ export function parseOptionValue(name: string, spec: OptionSpec, raw: unknown, s
       const count = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
       const min = spec.min ?? 0;
       const max = spec.max ?? Number.MAX_SAFE_INTEGER;
-      if (!Number.isSafeInteger(count) || count < min || count > max) throw new GuardError('bad_option', `${source} expects a whole number from ${min} to ${max}, got ${shown}`);
+      if (!Number.isSafeInteger(count) || count < min || count > max)
+        throw new GuardError('bad_option', `${source} expects a whole number from ${min} to ${max}, got ${shown}`);
       return count;
     }
     case 'bytes': {
       const bytes = typeof raw === 'number' ? raw : typeof raw === 'string' ? parseBytes(raw) : NaN;
-      if (!Number.isSafeInteger(bytes) || bytes < (spec.min ?? 0)) throw new GuardError('bad_option', `${source} expects a byte count (e.g. 16384, 64KiB, 16MiB)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`);
-      if (spec.max !== undefined && bytes > spec.max) throw new GuardError('bad_option', `${source} expects at most ${spec.max} bytes${spec.maxWhy ? ` (${spec.maxWhy})` : ''}, got ${shown}`);
+      if (!Number.isSafeInteger(bytes) || bytes < (spec.min ?? 0))
+        throw new GuardError(
+          'bad_option',
+          `${source} expects a byte count (e.g. 16384, 64KiB, 16MiB)${spec.min ? ` of at least ${spec.min}` : ''}, got ${shown}`,
+        );
+      if (spec.max !== undefined && bytes > spec.max)
+        throw new GuardError('bad_option', `${source} expects at most ${spec.max} bytes${spec.maxWhy ? ` (${spec.maxWhy})` : ''}, got ${shown}`);
       return bytes;
     }
   }

@@ -102,7 +102,12 @@ function listenForInterrupts(): { interrupt: Interrupt; undo: () => void } {
   // SIGQUIT as well: its default (a core dump, at once) would leave the server running unreported.
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
   for (const s of signals) process.on(s, onSignal);
-  return { interrupt, undo: () => { for (const s of signals) process.off(s, onSignal); } };
+  return {
+    interrupt,
+    undo: () => {
+      for (const s of signals) process.off(s, onSignal);
+    },
+  };
 }
 
 /** Write and wait until the bytes are handed to the OS (or the reader is gone, or too slow). */
@@ -120,7 +125,24 @@ function writeAll(stream: Writable, text: string): Promise<void> {
 export function checkHelp(): string {
   const table: Record<string, OptionSpec> = CHECK_OPTIONS;
   const options = Object.entries(table).map(([name, spec]) => {
-    const arg = spec.kind === 'flag' ? '' : spec.kind === 'enum' ? ` ${spec.values!.join('|')}` : spec.kind === 'ms' ? ' MS' : spec.kind === 'bytes' ? ' BYTES' : name === 'env' ? ' KEY=VALUE' : name === 'runs' ? ' N' : name === 'cwd' ? ' DIR' : name === 'call' ? ' NAME' : ' JSON';
+    const arg =
+      spec.kind === 'flag'
+        ? ''
+        : spec.kind === 'enum'
+          ? ` ${spec.values!.join('|')}`
+          : spec.kind === 'ms'
+            ? ' MS'
+            : spec.kind === 'bytes'
+              ? ' BYTES'
+              : name === 'env'
+                ? ' KEY=VALUE'
+                : name === 'runs'
+                  ? ' N'
+                  : name === 'cwd'
+                    ? ' DIR'
+                    : name === 'call'
+                      ? ' NAME'
+                      : ' JSON';
     const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
     return `  --${name}${arg}\n      ${spec.help}${def}\n`;
   });

@@ -24,11 +24,16 @@ export async function converse(plan: CheckPlan, protocolVersion: string, version
   const server: ServerInfo = { protocolVersion: null, name: null, version: null, tools: null };
   const later = { limitMs: plan.timeoutMs, option: '--timeout' };
 
-  const init = await talk.request(1, 'initialize', {
-    protocolVersion,
-    capabilities: {},
-    clientInfo: { name: 'mcpguard-check', version },
-  }, { limitMs: plan.startTimeoutMs, option: '--start-timeout' });
+  const init = await talk.request(
+    1,
+    'initialize',
+    {
+      protocolVersion,
+      capabilities: {},
+      clientInfo: { name: 'mcpguard-check', version },
+    },
+    { limitMs: plan.startTimeoutMs, option: '--start-timeout' },
+  );
   let hasTools = false;
   if (init === null || init.isError) {
     if (init?.isError) talk.fail('initialize', 'error_answer', `initialize: answered with ${describeError(init, io.show)}${modernHint(init)}`);
@@ -50,9 +55,14 @@ export async function converse(plan: CheckPlan, protocolVersion: string, version
     hasTools = capabilities?.members?.has('tools') ?? false;
     const negotiated = server.protocolVersion;
     if (negotiated !== null && !(PROTOCOL_VERSIONS as readonly string[]).includes(negotiated)) {
-      talk.fail('initialize', 'bad_result', `initialize: the server chose protocol version ${JSON.stringify(negotiated)}, which is not a released MCP version (${PROTOCOL_VERSIONS.join(', ')})`);
+      talk.fail(
+        'initialize',
+        'bad_result',
+        `initialize: the server chose protocol version ${JSON.stringify(negotiated)}, which is not a released MCP version (${PROTOCOL_VERSIONS.join(', ')})`,
+      );
     }
-    talk.last.detail = `protocol ${negotiated ?? '?'}${negotiated !== protocolVersion ? ` (asked for ${protocolVersion})` : ''}, server ${JSON.stringify(server.name)} ${server.version ?? ''}`.trimEnd();
+    talk.last.detail =
+      `protocol ${negotiated ?? '?'}${negotiated !== protocolVersion ? ` (asked for ${protocolVersion})` : ''}, server ${JSON.stringify(server.name)} ${server.version ?? ''}`.trimEnd();
     if (!talk.halted) io.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
   }
 
@@ -60,10 +70,16 @@ export async function converse(plan: CheckPlan, protocolVersion: string, version
   if (list !== null) {
     if (list.isError) {
       // Without the tools capability, "method not found" is the right answer.
-      if (hasTools) talk.fail('tools/list', 'error_answer', `tools/list: answered with ${describeError(list, io.show)}, although initialize announced the tools capability`);
+      if (hasTools)
+        talk.fail(
+          'tools/list',
+          'error_answer',
+          `tools/list: answered with ${describeError(list, io.show)}, although initialize announced the tools capability`,
+        );
     } else {
       server.tools = checkTools(list, talk);
-      if (server.tools !== null) talk.last.detail = `${server.tools.length} tool${server.tools.length === 1 ? '' : 's'}${server.tools.length > 0 ? `: ${shortList(server.tools)}` : ''}`;
+      if (server.tools !== null)
+        talk.last.detail = `${server.tools.length} tool${server.tools.length === 1 ? '' : 's'}${server.tools.length > 0 ? `: ${shortList(server.tools)}` : ''}`;
     }
   }
 

@@ -58,7 +58,11 @@ export function decideByProbe(step: Step, answer: Answer | null, show: Conversat
   if (answer.isError) {
     const supported = supportedInError(answer);
     if (errorCode(answer) === UNSUPPORTED_PROTOCOL_VERSION && supported?.some(isModernVersion)) {
-      return { era: 'modern', decidedBy: 'modern_error', how: `server/discover answered with ${describeError(answer, show)}, supported ${JSON.stringify(supported)}: a modern server` };
+      return {
+        era: 'modern',
+        decidedBy: 'modern_error',
+        how: `server/discover answered with ${describeError(answer, show)}, supported ${JSON.stringify(supported)}: a modern server`,
+      };
     }
     return { era: 'legacy', decidedBy: 'discover_error', how: `server/discover answered with ${describeError(answer, show)}` };
   }
@@ -66,8 +70,13 @@ export function decideByProbe(step: Step, answer: Answer | null, show: Conversat
   if (versions?.includes(MODERN_PROTOCOL_VERSION)) {
     return { era: 'modern', decidedBy: 'discover_result', how: `server/discover answered with a DiscoverResult listing ${MODERN_PROTOCOL_VERSION}` };
   }
-  const why = versions === null ? 'no "supportedVersions" list of strings' : `supportedVersions ${JSON.stringify(versions)}, without ${MODERN_PROTOCOL_VERSION}`;
-  return { era: 'legacy', decidedBy: 'other_result', how: `server/discover answered with a result that is not a DiscoverResult for ${MODERN_PROTOCOL_VERSION} (${why})` };
+  const why =
+    versions === null ? 'no "supportedVersions" list of strings' : `supportedVersions ${JSON.stringify(versions)}, without ${MODERN_PROTOCOL_VERSION}`;
+  return {
+    era: 'legacy',
+    decidedBy: 'other_result',
+    how: `server/discover answered with a result that is not a DiscoverResult for ${MODERN_PROTOCOL_VERSION} (${why})`,
+  };
 }
 
 /** `error.data.supported` of an error answer, when it is a non-empty list of strings. */

@@ -95,15 +95,26 @@ export class Exchange {
     const outcome = await this.wait(sent, options.limitMs);
     if (outcome !== 'answered') {
       this.halted = outcome !== 'timeout';
-      const detail = outcome === 'timeout' ? `no response within ${options.option} ${options.limitMs} ms`
-        : outcome === 'gone' ? 'no response before the server exited' : 'no response before mcpguard was interrupted';
+      const detail =
+        outcome === 'timeout'
+          ? `no response within ${options.option} ${options.limitMs} ms`
+          : outcome === 'gone'
+            ? 'no response before the server exited'
+            : 'no response before mcpguard was interrupted';
       this.steps.push({ method, label, id, outcome, ms: null, detail });
       if (outcome !== 'stopped' && options.quiet !== true) this.fail(method, 'unanswered', `${label}: ${detail}`);
       return null;
     }
     const response = sent.response!;
     const ms = sent.answeredAt! - sent.sentAt;
-    this.steps.push({ method, label, id, outcome: response.isError ? 'error' : 'answered', ms, detail: response.isError ? describeError(response, this.io.show) : '' });
+    this.steps.push({
+      method,
+      label,
+      id,
+      outcome: response.isError ? 'error' : 'answered',
+      ms,
+      detail: response.isError ? describeError(response, this.io.show) : '',
+    });
     return { ...response, line: sent.answeredLine! };
   }
 

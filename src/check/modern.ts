@@ -37,12 +37,18 @@ export async function converseModern(plan: CheckPlan, version: string, talk: Exc
   const list = await talk.request(2, 'tools/list', { _meta: meta }, later);
   if (list !== null) {
     if (list.isError) {
-      if (hasTools) talk.fail('tools/list', 'error_answer', `tools/list: answered with ${describeError(list, talk.io.show)}, although server/discover announced the tools capability`);
+      if (hasTools)
+        talk.fail(
+          'tools/list',
+          'error_answer',
+          `tools/list: answered with ${describeError(list, talk.io.show)}, although server/discover announced the tools capability`,
+        );
     } else {
       resultType(list, 'tools/list', talk, false);
       checkCacheable(list, 'tools/list', talk);
       server.tools = checkTools(list, talk);
-      if (server.tools !== null) talk.last.detail = `${server.tools.length} tool${server.tools.length === 1 ? '' : 's'}${server.tools.length > 0 ? `: ${shortList(server.tools)}` : ''}`;
+      if (server.tools !== null)
+        talk.last.detail = `${server.tools.length} tool${server.tools.length === 1 ? '' : 's'}${server.tools.length > 0 ? `: ${shortList(server.tools)}` : ''}`;
     }
   }
 
@@ -94,7 +100,8 @@ function judgeDiscover(answer: Answer | null, talk: Exchange, server: ServerInfo
 function discoverErrorHint(answer: Answer): string {
   const supported = supportedInError(answer);
   if (errorCode(answer) === UNSUPPORTED_PROTOCOL_VERSION && supported !== null) {
-    return supported.includes(MODERN_PROTOCOL_VERSION) ? ` (although it lists ${MODERN_PROTOCOL_VERSION} among ${JSON.stringify(supported)})`
+    return supported.includes(MODERN_PROTOCOL_VERSION)
+      ? ` (although it lists ${MODERN_PROTOCOL_VERSION} among ${JSON.stringify(supported)})`
       : ` (the server supports ${JSON.stringify(supported)}; mcpguard check speaks ${MODERN_PROTOCOL_VERSION}${supported.some(isModernVersion) ? '' : ' or, with --protocol-version, a legacy version'})`;
   }
   // Legacy servers do not know server/discover: point at the way to check one.
@@ -119,16 +126,28 @@ function resultType(answer: Answer, label: string, talk: Exchange, inputAllowed:
   const method = talk.last.method;
   const node = answer.body.members?.get('resultType');
   if (node === undefined) {
-    talk.fail(method, 'no_result_type', `${label}: the result on line ${answer.line} has no "resultType" (every ${MODERN_PROTOCOL_VERSION} result must carry one)`);
+    talk.fail(
+      method,
+      'no_result_type',
+      `${label}: the result on line ${answer.line} has no "resultType" (every ${MODERN_PROTOCOL_VERSION} result must carry one)`,
+    );
     return 'complete';
   }
   const type = node.type === 'string' ? stringValue(answer.frame, node) : null;
   if (type === 'complete') return type;
   if (type === 'input_required' && inputAllowed) return type;
   if (type === 'input_required') {
-    talk.fail(method, 'bad_result', `${label}: the result on line ${answer.line} is "input_required", which only tools/call, prompts/get and resources/read may answer`);
+    talk.fail(
+      method,
+      'bad_result',
+      `${label}: the result on line ${answer.line} is "input_required", which only tools/call, prompts/get and resources/read may answer`,
+    );
   } else {
-    talk.fail(method, 'bad_result', `${label}: the result on line ${answer.line} has "resultType" ${type === null ? `of type ${node.type}` : JSON.stringify(type)}, which is not one ${MODERN_PROTOCOL_VERSION} defines (a client must treat it as invalid)`);
+    talk.fail(
+      method,
+      'bad_result',
+      `${label}: the result on line ${answer.line} has "resultType" ${type === null ? `of type ${node.type}` : JSON.stringify(type)}, which is not one ${MODERN_PROTOCOL_VERSION} defines (a client must treat it as invalid)`,
+    );
   }
   return null;
 }
@@ -143,7 +162,11 @@ function checkCacheable(answer: Answer, label: string, talk: Exchange): void {
   const scope = member(answer.body, 'cacheScope', 'string');
   const scopeText = scope === undefined ? null : stringValue(answer.frame, scope);
   if (scopeText !== 'public' && scopeText !== 'private') {
-    talk.fail(method, 'bad_result', `${label}: the result on line ${answer.line} has no "cacheScope" of "public" or "private" (required in ${MODERN_PROTOCOL_VERSION})`);
+    talk.fail(
+      method,
+      'bad_result',
+      `${label}: the result on line ${answer.line} has no "cacheScope" of "public" or "private" (required in ${MODERN_PROTOCOL_VERSION})`,
+    );
   }
 }
 
@@ -167,7 +190,11 @@ function judgeInputRequired(answer: Answer, label: string, talk: Exchange): void
     const method = member(membersOf(answer.frame, request) ?? undefined, 'method', 'string');
     const name = method === undefined ? '(no method)' : stringValue(answer.frame, method);
     asked.push(`${name} (${JSON.stringify(key)})`);
-    talk.fail('tools/call', 'undeclared_input', `${label}: the input_required result on line ${answer.line} asks for ${name} (${JSON.stringify(key)}), which the request's clientCapabilities did not declare (mcpguard check declares none)`);
+    talk.fail(
+      'tools/call',
+      'undeclared_input',
+      `${label}: the input_required result on line ${answer.line} asks for ${name} (${JSON.stringify(key)}), which the request's clientCapabilities did not declare (mcpguard check declares none)`,
+    );
   }
   const what = asked.length > 0 ? `asks for ${shortList(asked)}` : state !== undefined ? 'with a requestState only' : 'asks for nothing';
   step.detail = `input_required, ${what}; mcpguard check does not fulfil it`;

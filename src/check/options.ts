@@ -30,16 +30,33 @@ export const PROTOCOL_CHOICES = [AUTO, MODERN_PROTOCOL_VERSION, ...PROTOCOL_VERS
 export const MAX_RUNS = 100;
 
 export const CHECK_OPTIONS = {
-  'protocol-version': { kind: 'enum', default: AUTO, values: PROTOCOL_CHOICES, help: `auto probes with server/discover and continues in the era the answer shows; ${MODERN_PROTOCOL_VERSION} speaks only the modern era; a legacy version is the protocolVersion sent in initialize` },
+  'protocol-version': {
+    kind: 'enum',
+    default: AUTO,
+    values: PROTOCOL_CHOICES,
+    help: `auto probes with server/discover and continues in the era the answer shows; ${MODERN_PROTOCOL_VERSION} speaks only the modern era; a legacy version is the protocolVersion sent in initialize`,
+  },
   call: { kind: 'string', default: null, help: 'also call this tool (tools/call) at the end of the conversation' },
   args: { kind: 'string', default: null, help: 'the arguments of --call, a JSON object (default {})' },
   env: { kind: 'string', default: null, repeatable: true, help: 'KEY=VALUE added to the server environment; repeatable' },
   cwd: { kind: 'string', default: null, help: 'run the server in this directory (default: the current one)' },
   runs: { kind: 'count', default: 1, min: 1, max: MAX_RUNS, help: `repeat the whole check N times, 1 to ${MAX_RUNS}` },
-  'start-timeout': { kind: 'ms', default: 30000, min: 1, help: 'wait this long for the answer to the first request (server/discover, or initialize), which includes the server starting (npx may install first); under auto, no answer to server/discover by then means a legacy server' },
+  'start-timeout': {
+    kind: 'ms',
+    default: 30000,
+    min: 1,
+    help: 'wait this long for the answer to the first request (server/discover, or initialize), which includes the server starting (npx may install first); under auto, no answer to server/discover by then means a legacy server',
+  },
   timeout: { kind: 'ms', default: 10000, min: 1, help: 'wait this long for each later response' },
   grace: { kind: 'ms', default: 5000, min: 0, help: 'after stdin closes, wait this long for the exit; then SIGTERM, wait again, SIGKILL' },
-  'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, max: MAX_FRAME_BYTES, maxWhy: MAX_FRAME_WHY, help: 'longest stdout line accepted, without its newline' },
+  'max-frame-bytes': {
+    kind: 'bytes',
+    default: 16 * 1024 * 1024,
+    min: 1,
+    max: MAX_FRAME_BYTES,
+    maxWhy: MAX_FRAME_WHY,
+    help: 'longest stdout line accepted, without its newline',
+  },
   json: { kind: 'flag', default: false, help: 'print one JSON report object instead of the text report' },
 } as const satisfies Record<string, OptionSpec>;
 
@@ -78,7 +95,13 @@ export function parseCheckArgv(argv: readonly string[]): CheckPlan | null {
   const [command, ...args] = parsed.command as [string, ...string[]];
   const env: NodeJS.ProcessEnv = { ...process.env };
   // defineProperty: `--env __proto__=x` must set a variable of that name, not the object's prototype.
-  for (const pair of addedEnv) Object.defineProperty(env, pair.slice(0, pair.indexOf('=')), { value: pair.slice(pair.indexOf('=') + 1), enumerable: true, writable: true, configurable: true });
+  for (const pair of addedEnv)
+    Object.defineProperty(env, pair.slice(0, pair.indexOf('=')), {
+      value: pair.slice(pair.indexOf('=') + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return {
     command,
     args,

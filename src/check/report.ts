@@ -47,8 +47,12 @@ function stdoutJson(s: RunReport['stdout']): Record<string, unknown> {
 
 function exitJson(exit: NonNullable<RunReport['exit']>): Record<string, unknown> {
   return {
-    code: exit.code, signal: exit.signal, how: exit.how, ms_after_stdin_closed: exit.msAfterStdinClosed,
-    signals_sent: exit.signalsSent, survivors: exit.survivors,
+    code: exit.code,
+    signal: exit.signal,
+    how: exit.how,
+    ms_after_stdin_closed: exit.msAfterStdinClosed,
+    signals_sent: exit.signalsSent,
+    survivors: exit.survivors,
   };
 }
 
@@ -59,7 +63,10 @@ function stderrJson(stderr: RunReport['stderr']): Record<string, unknown> {
 function eraJson(run: RunReport): Record<string, unknown> {
   const { era, decidedBy, how, probe } = run.era;
   return {
-    era, protocol_version: run.server?.protocolVersion ?? null, decided_by: decidedBy, how,
+    era,
+    protocol_version: run.server?.protocolVersion ?? null,
+    decided_by: decidedBy,
+    how,
     probe_process: probe === null ? null : { step: probe.step, stdout: stdoutJson(probe.stdout), exit: exitJson(probe.exit), stderr: stderrJson(probe.stderr) },
   };
 }
@@ -89,7 +96,10 @@ export function jsonReport(plan: CheckPlan, runs: readonly RunReport[], exitCode
       omitted_violations: omittedOf(run),
       stdout: stdoutJson(run.stdout),
       steps: run.steps,
-      server: run.server === null ? null : { protocol_version: run.server.protocolVersion, name: run.server.name, version: run.server.version, tools: run.server.tools },
+      server:
+        run.server === null
+          ? null
+          : { protocol_version: run.server.protocolVersion, name: run.server.name, version: run.server.version, tools: run.server.tools },
       exit: run.exit === null ? null : exitJson(run.exit),
       stderr: stderrJson(run.stderr),
     })),
@@ -112,19 +122,28 @@ export function textReport(plan: CheckPlan, runs: readonly RunReport[]): string 
   out.push(setup.join(', '));
   for (const run of runs) {
     const count = countOf(run);
-    out.push('', `run ${run.run} of ${plan.runs}: ${run.status === 'clean' ? 'ok' : run.status === 'violations' ? `FAIL, ${plural(count, 'violation')}` : run.error}`);
+    out.push(
+      '',
+      `run ${run.run} of ${plan.runs}: ${run.status === 'clean' ? 'ok' : run.status === 'violations' ? `FAIL, ${plural(count, 'violation')}` : run.error}`,
+    );
     if (run.status === 'could_not_run') continue;
     for (const v of violationsOf(run)) out.push(`  ✗ ${oneLine(v.message)}`);
     if (omittedOf(run) > 0) out.push(`  ✗ … and ${plural(omittedOf(run), 'more stdout violation')} not listed`);
     out.push(oneLine(`  era: ${describeEra(run)}`));
     const probe = run.era.probe;
     if (probe !== null) {
-      out.push(oneLine(`  probe process: ${probe.step.label}: ${describeStep(probe.step)}; stdout ${describeStdout(probe.stdout)}; ${describeExit(probe.exit)}; stderr ${plural(probe.stderr.bytes, 'byte')}${probe.stderr.bytes > 0 ? ' (not shown)' : ''}`));
+      out.push(
+        oneLine(
+          `  probe process: ${probe.step.label}: ${describeStep(probe.step)}; stdout ${describeStdout(probe.stdout)}; ${describeExit(probe.exit)}; stderr ${plural(probe.stderr.bytes, 'byte')}${probe.stderr.bytes > 0 ? ' (not shown)' : ''}`,
+        ),
+      );
     }
     out.push(oneLine(`  stdout: ${describeStdout(run.stdout)}`));
     for (const step of run.steps) out.push(oneLine(`  ${step.label}: ${describeStep(step)}`));
     if (run.exit !== null) out.push(`  exit: ${describeExit(run.exit)}`);
-    out.push(`  stderr: ${plural(run.stderr.bytes, 'byte')}${run.stderr.masked > 0 ? `, ${plural(run.stderr.masked, 'secret')} masked` : ''}${run.stderr.bytes > 0 ? ' (not a violation: shown for diagnosis)' : ''}`);
+    out.push(
+      `  stderr: ${plural(run.stderr.bytes, 'byte')}${run.stderr.masked > 0 ? `, ${plural(run.stderr.masked, 'secret')} masked` : ''}${run.stderr.bytes > 0 ? ' (not a violation: shown for diagnosis)' : ''}`,
+    );
     if (run.stderr.bytes > 0) {
       const text = renderExcerpt(run.stderr.ring, { maxBytes: TEXT_STDERR_BYTES, label: false });
       for (const line of text.replace(/\n$/, '').split('\n')) out.push(`    | ${visible(line)}`);
@@ -132,9 +151,14 @@ export function textReport(plan: CheckPlan, runs: readonly RunReport[]): string 
   }
   const total = runs.reduce((sum, run) => sum + countOf(run), 0);
   const result = resultOf(runs);
-  out.push('', result === 'clean' ? `result: ok, ${plural(runs.length, 'clean run')}`
-    : result === 'violations' ? `result: FAIL, ${plural(total, 'violation')} (${runs.filter((r) => countOf(r) > 0).length} of ${plural(runs.length, 'run')} failed)`
-      : `result: ${runs.find((r) => r.error !== null)?.error ?? result}`);
+  out.push(
+    '',
+    result === 'clean'
+      ? `result: ok, ${plural(runs.length, 'clean run')}`
+      : result === 'violations'
+        ? `result: FAIL, ${plural(total, 'violation')} (${runs.filter((r) => countOf(r) > 0).length} of ${plural(runs.length, 'run')} failed)`
+        : `result: ${runs.find((r) => r.error !== null)?.error ?? result}`,
+  );
   return `${out.join('\n')}\n`;
 }
 
@@ -159,12 +183,18 @@ function describeExit(exit: NonNullable<RunReport['exit']>): string {
   // Signals after the server's own exit went to processes it left behind.
   const leftovers = exit.signalsSent.length > 0 ? `; mcpguard sent ${exit.signalsSent.join(', ')} to processes it left behind` : '';
   switch (exit.how) {
-    case 'before_stdin_closed': return `${status}, before stdin was closed${leftovers}`;
-    case 'after_stdin_closed': return `${status}, ${exit.msAfterStdinClosed} ms after stdin closed${leftovers}`;
-    case 'after_sigterm': return `stopped with SIGTERM ${exit.msAfterStdinClosed} ms after stdin closed (${status})`;
-    case 'after_sigkill': return `killed with SIGKILL ${exit.msAfterStdinClosed} ms after stdin closed (${status})`;
-    case 'unkillable': return `still running after ${exit.signalsSent.join(', ')}`;
-    case 'interrupted': return `${status}; the shutdown was cut short by a second signal to mcpguard (sent ${exit.signalsSent.join(', ') || 'nothing'})`;
+    case 'before_stdin_closed':
+      return `${status}, before stdin was closed${leftovers}`;
+    case 'after_stdin_closed':
+      return `${status}, ${exit.msAfterStdinClosed} ms after stdin closed${leftovers}`;
+    case 'after_sigterm':
+      return `stopped with SIGTERM ${exit.msAfterStdinClosed} ms after stdin closed (${status})`;
+    case 'after_sigkill':
+      return `killed with SIGKILL ${exit.msAfterStdinClosed} ms after stdin closed (${status})`;
+    case 'unkillable':
+      return `still running after ${exit.signalsSent.join(', ')}`;
+    case 'interrupted':
+      return `${status}; the shutdown was cut short by a second signal to mcpguard (sent ${exit.signalsSent.join(', ') || 'nothing'})`;
   }
 }
 

@@ -20,7 +20,15 @@ export { STDERR_KEEP_BYTES } from './server.js';
 
 export type ExitHow = 'before_stdin_closed' | 'after_stdin_closed' | 'after_sigterm' | 'after_sigkill' | 'unkillable' | 'interrupted';
 
-export interface StdoutReport { bytes: number; lines: number; messages: number; notifications: number; serverRequests: string[]; findings: StdoutFinding[]; omitted: number }
+export interface StdoutReport {
+  bytes: number;
+  lines: number;
+  messages: number;
+  notifications: number;
+  serverRequests: string[];
+  findings: StdoutFinding[];
+  omitted: number;
+}
 
 export interface ExitReport {
   code: number | null;
@@ -32,7 +40,11 @@ export interface ExitReport {
   survivors: Array<{ pid: number; comm: string }>;
 }
 
-export interface StderrReport { bytes: number; masked: number; ring: RingSnapshot }
+export interface StderrReport {
+  bytes: number;
+  masked: number;
+  ring: RingSnapshot;
+}
 
 export interface EraReport {
   /** Null: mcpguard was interrupted (or the server could not start) before it was known. */
@@ -100,7 +112,8 @@ export async function checkOnce(plan: CheckPlan, version: string, run: number, i
       const ended = await server.stop(interrupt.second);
       probe = { step: exchange.last, stdout: stdoutOf(ended), exit: exitOf(ended, plan.graceMs, interrupt), stderr: ended.stderr };
       // Interrupted while the probe's process was stopped: that process is the whole run.
-      if (interrupt.signal !== null) return report(plan, run, startedAt, interrupt, { ...exchangeResult(exchange), server: noServer() }, ended, { ...decision, probe: null });
+      if (interrupt.signal !== null)
+        return report(plan, run, startedAt, interrupt, { ...exchangeResult(exchange), server: noServer() }, ended, { ...decision, probe: null });
       const again = await startServer(plan, 'legacy', interrupt.first);
       if (!again.ok) return couldNotRun(plan, run, startedAt, again.error, probe);
       server = again.server;
@@ -109,7 +122,12 @@ export async function checkOnce(plan: CheckPlan, version: string, run: number, i
     }
   }
   const ended = await server.stop(interrupt.second);
-  return report(plan, run, startedAt, interrupt, talk, ended, { era: decision?.era ?? null, decidedBy: decision?.decidedBy ?? null, how: decision?.how ?? 'not known: interrupted', probe });
+  return report(plan, run, startedAt, interrupt, talk, ended, {
+    era: decision?.era ?? null,
+    decidedBy: decision?.decidedBy ?? null,
+    how: decision?.how ?? 'not known: interrupted',
+    probe,
+  });
 }
 
 function report(plan: CheckPlan, run: number, startedAt: number, interrupt: Interrupt, talk: ConversationResult, ended: Ended, era: EraReport): RunReport {
@@ -135,7 +153,15 @@ function report(plan: CheckPlan, run: number, startedAt: number, interrupt: Inte
 
 function stdoutOf(ended: Ended): StdoutReport {
   const t = ended.transcript;
-  return { bytes: t.bytes, lines: t.lines, messages: t.messages, notifications: t.notifications, serverRequests: t.serverRequests, findings: t.findings, omitted: t.omittedFindings };
+  return {
+    bytes: t.bytes,
+    lines: t.lines,
+    messages: t.messages,
+    notifications: t.notifications,
+    serverRequests: t.serverRequests,
+    findings: t.findings,
+    omitted: t.omittedFindings,
+  };
 }
 
 function exitOf(ended: Ended, graceMs: number, interrupt: Interrupt): ExitReport {
@@ -169,12 +195,18 @@ function judgeExit(how: ExitHow, shutdown: ShutdownReport, exit: { code: number 
   } else if (how === 'after_sigterm') {
     found.push({ kind: 'no_exit_on_eof', message: `shutdown: the server was still running --grace ${graceMs} ms after stdin closed; stopped with SIGTERM` });
   } else if (how === 'after_sigkill') {
-    found.push({ kind: 'no_exit_on_eof', message: `shutdown: the server was still running --grace ${graceMs} ms after stdin closed and ${graceMs} ms after SIGTERM; killed with SIGKILL` });
+    found.push({
+      kind: 'no_exit_on_eof',
+      message: `shutdown: the server was still running --grace ${graceMs} ms after stdin closed and ${graceMs} ms after SIGTERM; killed with SIGKILL`,
+    });
   } else if (how === 'unkillable') {
     found.push({ kind: 'unkillable', message: 'shutdown: the server did not exit even after SIGKILL' });
   }
   if ((how === 'before_stdin_closed' || how === 'after_stdin_closed') && shutdown.signals.length > 0) {
-    found.push({ kind: 'left_processes', message: `shutdown: processes the server started were still running after it exited; sent them ${shutdown.signals.join(', ')}` });
+    found.push({
+      kind: 'left_processes',
+      message: `shutdown: processes the server started were still running after it exited; sent them ${shutdown.signals.join(', ')}`,
+    });
   }
   if (shutdown.survivors.length > 0) {
     found.push({ kind: 'survivors', message: `shutdown: still running after SIGKILL: ${shutdown.survivors.map((p) => `${p.pid} (${p.comm})`).join(', ')}` });
@@ -185,10 +217,16 @@ function judgeExit(how: ExitHow, shutdown: ShutdownReport, exit: { code: number 
 function couldNotRun(plan: CheckPlan, run: number, startedAt: number, error: unknown, probe: EraReport['probe'] = null): RunReport {
   const { why } = explainSpawnFailure(plan.command, error, { cwd: plan.cwd, env: plan.env });
   return {
-    run, status: 'could_not_run', error: `cannot start ${JSON.stringify(plan.command)}: ${why}`, durationMs: Date.now() - startedAt,
+    run,
+    status: 'could_not_run',
+    error: `cannot start ${JSON.stringify(plan.command)}: ${why}`,
+    durationMs: Date.now() - startedAt,
     era: { era: null, decidedBy: null, how: 'not known: the server could not start', probe },
     stdout: { bytes: 0, lines: 0, messages: 0, notifications: 0, serverRequests: [], findings: [], omitted: 0 },
-    steps: [], server: null, behaviour: [], exit: null,
+    steps: [],
+    server: null,
+    behaviour: [],
+    exit: null,
     stderr: { bytes: 0, masked: 0, ring: new ByteRing(0).snapshot() },
   };
 }

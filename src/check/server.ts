@@ -68,7 +68,13 @@ export class ServerProcess {
   private readonly tracker: DescendantTracker | null;
   private readonly sampler: NodeJS.Timeout | null;
 
-  constructor(private readonly plan: CheckPlan, private readonly child: ReturnType<typeof spawnInGroup>, marker: string, era: TranscriptEra, stopped: Promise<void>) {
+  constructor(
+    private readonly plan: CheckPlan,
+    private readonly child: ReturnType<typeof spawnInGroup>,
+    marker: string,
+    era: TranscriptEra,
+    stopped: Promise<void>,
+  ) {
     const pid = child.pid!;
     this.watchdog = armWatchdog(pid, plan.graceMs, marker);
     this.tracker = process.platform === 'linux' ? new DescendantTracker(pid, () => markedProcesses(marker)) : null;
@@ -134,7 +140,10 @@ export class ServerProcess {
     this.io.transcript.end();
     this.ring.push(this.redactor.flush());
     return {
-      exit, shutdown, afterClose: before ? null : exit.at - closedAt, transcript: this.io.transcript,
+      exit,
+      shutdown,
+      afterClose: before ? null : exit.at - closedAt,
+      transcript: this.io.transcript,
       stderr: { bytes: this.redactor.bytesIn, masked: this.redactor.count, ring: this.ring.snapshot() },
     };
   }

@@ -36,7 +36,11 @@ export function checkTools(list: Response, talk: Exchange): string[] | null {
 export function checkCallResult(called: Response, label: string, talk: Exchange): void {
   if (called.body.members?.get('isError')?.type === 'true') {
     talk.last.detail = 'result with "isError": true';
-    talk.fail('tools/call', 'tool_is_error', `${label}: the result has "isError": true: ${talk.io.show(called.frame.subarray(called.body.start, called.body.end))}`);
+    talk.fail(
+      'tools/call',
+      'tool_is_error',
+      `${label}: the result has "isError": true: ${talk.io.show(called.frame.subarray(called.body.start, called.body.end))}`,
+    );
   } else if (member(called.body, 'content', 'array') === undefined) {
     talk.fail('tools/call', 'bad_result', `${label}: the result has no "content" array`);
   }

@@ -21,7 +21,15 @@ export const MAX_FINDINGS = 100;
 /** Methods of server-to-client requests remembered for the report. */
 const MAX_SERVER_REQUESTS = 20;
 
-export type StdoutFindingKind = 'non_protocol' | 'invalid_jsonrpc' | 'unknown_id' | 'duplicate_response' | 'partial_line' | 'oversize_line' | 'server_request' | 'unknown_notification';
+export type StdoutFindingKind =
+  | 'non_protocol'
+  | 'invalid_jsonrpc'
+  | 'unknown_id'
+  | 'duplicate_response'
+  | 'partial_line'
+  | 'oversize_line'
+  | 'server_request'
+  | 'unknown_notification';
 
 /** What the server's stdout is judged by: the era of the session, or not known yet (probing). */
 export type TranscriptEra = 'legacy' | 'modern' | 'probing';
@@ -31,9 +39,14 @@ export type TranscriptEra = 'legacy' | 'modern' | 'probing';
  * schema); everything else, notifications/initialized for one, no longer exists.
  */
 export const MODERN_SERVER_NOTIFICATIONS: ReadonlySet<string> = new Set([
-  'notifications/progress', 'notifications/message', 'notifications/cancelled',
-  'notifications/tools/list_changed', 'notifications/prompts/list_changed', 'notifications/resources/list_changed',
-  'notifications/resources/updated', 'notifications/subscriptions/acknowledged',
+  'notifications/progress',
+  'notifications/message',
+  'notifications/cancelled',
+  'notifications/tools/list_changed',
+  'notifications/prompts/list_changed',
+  'notifications/resources/list_changed',
+  'notifications/resources/updated',
+  'notifications/subscriptions/acknowledged',
 ]);
 
 export interface StdoutFinding {
@@ -177,7 +190,12 @@ export class Transcript {
         if (this.serverRequests.length < MAX_SERVER_REQUESTS) this.serverRequests.push(item.method);
         // Not answered in the modern era: a client there must not write responses.
         if (this.era === 'legacy') this.options.onServerRequest(item);
-        this.eraRule('server_request', event.line, frame, `${item.method}: the 2026-07-28 stdio transport forbids requests on the server's stdout; they travel in input_required results`);
+        this.eraRule(
+          'server_request',
+          event.line,
+          frame,
+          `${item.method}: the 2026-07-28 stdio transport forbids requests on the server's stdout; they travel in input_required results`,
+        );
       } else {
         const sent = this.sent.get(item.idKey)!;
         sent.response = item;
@@ -201,7 +219,8 @@ export class Transcript {
   private unknownIdReason(id: RequestId): string {
     const other = typeof id === 'number' ? idKey(String(id)) : typeof id === 'string' && /^-?\d+$/.test(id) ? idKey(Number(id)) : null;
     const twin = other === null ? undefined : this.sent.get(other);
-    if (twin !== undefined) return `no request with id ${JSON.stringify(id)} was sent; ${twin.method} was sent with id ${JSON.stringify(twin.id)} (the id's type must be kept)`;
+    if (twin !== undefined)
+      return `no request with id ${JSON.stringify(id)} was sent; ${twin.method} was sent with id ${JSON.stringify(twin.id)} (the id's type must be kept)`;
     return `no request with id ${JSON.stringify(id)} was sent`;
   }
 

@@ -64,8 +64,15 @@ async function contexts(): Promise<Context[]> {
   const subcommands = Object.keys(SUBCOMMANDS);
   return [
     toContext('', [...tableOptions(RUN_OPTIONS), { name: 'version', help: '' }], subcommands),
-    ...subcommands.map((name) => name === 'check' ? toContext(name, tableOptions(CHECK_OPTIONS))
-      : toContext(name, SUBCOMMANDS[name]!.options, name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : name === 'pins' ? PINS_ACTIONS : INSTALLING.has(name) ? CLIENT_NAMES : [])),
+    ...subcommands.map((name) =>
+      name === 'check'
+        ? toContext(name, tableOptions(CHECK_OPTIONS))
+        : toContext(
+            name,
+            SUBCOMMANDS[name]!.options,
+            name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : name === 'pins' ? PINS_ACTIONS : INSTALLING.has(name) ? CLIENT_NAMES : [],
+          ),
+    ),
   ];
 }
 
@@ -73,11 +80,24 @@ const quote = (words: readonly string[]): string => words.join(' ');
 
 function bashScript(all: Context[]): string {
   const optionsCase = all.map((c) => `    '${c.name}') opts='${quote(c.options.map((o) => `--${o.name}`))}'; extra='${quote(c.words)}' ;;\n`).join('');
-  const valueCases = all.flatMap((c) => c.options.filter((o) => o.value !== null).map((o) => {
-    const v = o.value!;
-    const action = v.kind === 'dir' ? 'compgen -d -- "$cur"' : v.kind === 'file' ? 'compgen -f -- "$cur"' : v.kind === 'words' ? `compgen -W '${quote(v.words)}' -- "$cur"` : 'true';
-    return `    '${c.name}:--${o.name}') ${v.kind === 'any' ? 'COMPREPLY=()' : `mapfile -t COMPREPLY < <(${action})`}; return ;;\n`;
-  })).join('');
+  const valueCases = all
+    .flatMap((c) =>
+      c.options
+        .filter((o) => o.value !== null)
+        .map((o) => {
+          const v = o.value!;
+          const action =
+            v.kind === 'dir'
+              ? 'compgen -d -- "$cur"'
+              : v.kind === 'file'
+                ? 'compgen -f -- "$cur"'
+                : v.kind === 'words'
+                  ? `compgen -W '${quote(v.words)}' -- "$cur"`
+                  : 'true';
+          return `    '${c.name}:--${o.name}') ${v.kind === 'any' ? 'COMPREPLY=()' : `mapfile -t COMPREPLY < <(${action})`}; return ;;\n`;
+        }),
+    )
+    .join('');
   return `# bash completion for mcpguard: source <(mcpguard completion bash)
 _mcpguard() {
   local cur=\${COMP_WORDS[COMP_CWORD]} prev=\${COMP_WORDS[COMP_CWORD-1]} sub='' opts='' extra='' i
@@ -109,11 +129,17 @@ complete -F _mcpguard mcpguard
 
 function zshScript(all: Context[]): string {
   const optionsCase = all.map((c) => `    '${c.name}') opts=(${c.options.map((o) => `--${o.name}`).join(' ')}); extra=(${quote(c.words)}) ;;\n`).join('');
-  const valueCases = all.flatMap((c) => c.options.filter((o) => o.value !== null).map((o) => {
-    const v = o.value!;
-    const action = v.kind === 'dir' ? '_path_files -/' : v.kind === 'file' ? '_files' : v.kind === 'words' ? `compadd -- ${quote(v.words)}` : ':';
-    return `    '${c.name}:--${o.name}') ${action}; return ;;\n`;
-  })).join('');
+  const valueCases = all
+    .flatMap((c) =>
+      c.options
+        .filter((o) => o.value !== null)
+        .map((o) => {
+          const v = o.value!;
+          const action = v.kind === 'dir' ? '_path_files -/' : v.kind === 'file' ? '_files' : v.kind === 'words' ? `compadd -- ${quote(v.words)}` : ':';
+          return `    '${c.name}:--${o.name}') ${action}; return ;;\n`;
+        }),
+    )
+    .join('');
   return `#compdef mcpguard
 # zsh completion for mcpguard: source <(mcpguard completion zsh) after compinit
 _mcpguard() {

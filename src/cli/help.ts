@@ -25,14 +25,37 @@ interface Subcommand {
   exit: string;
 }
 
-const RECORD_DIR: HelpOption = { name: 'record-dir', arg: 'DIR', help: 'read the records of this directory (default: as the relay writes them: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)' };
+const RECORD_DIR: HelpOption = {
+  name: 'record-dir',
+  arg: 'DIR',
+  help: 'read the records of this directory (default: as the relay writes them: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)',
+};
 const JSON_OUT: HelpOption = { name: 'json', help: 'one JSON object per line instead of a table' };
-const VIEW_EXIT = 'Exit status: 0 success (also when no row passes the filters), 1 no session matches SESSION\n(or a prefix matches more than one), 125 bad usage (a bad option value: the message names\nthe option and the value).';
+const VIEW_EXIT =
+  'Exit status: 0 success (also when no row passes the filters), 1 no session matches SESSION\n(or a prefix matches more than one), 125 bad usage (a bad option value: the message names\nthe option and the value).';
 /** Call states, for completing --state (records/filters.ts CALL_STATES checks them). */
-const STATES = ['completed', 'error', 'tool_error', 'rejected', 'denied', 'cancelled_before_dispatch', 'cancelled_after_dispatch',
-  'timed_out_after_dispatch', 'unknown_after_dispatch', 'input_required', 'stream_ended', 'open', 'no_final_record'];
+const STATES = [
+  'completed',
+  'error',
+  'tool_error',
+  'rejected',
+  'denied',
+  'cancelled_before_dispatch',
+  'cancelled_after_dispatch',
+  'timed_out_after_dispatch',
+  'unknown_after_dispatch',
+  'input_required',
+  'stream_ended',
+  'open',
+  'no_final_record',
+];
 const UTC: HelpOption = { name: 'utc', help: 'show times in UTC (and read --since/--until without a zone as UTC)' };
-const COLOR: HelpOption = { name: 'color', arg: 'WHEN', values: ['auto', 'always', 'never'], help: 'colour failed rows: auto (on a terminal, unless NO_COLOR is set), always, never' };
+const COLOR: HelpOption = {
+  name: 'color',
+  arg: 'WHEN',
+  values: ['auto', 'always', 'never'],
+  help: 'colour failed rows: auto (on a terminal, unless NO_COLOR is set), always, never',
+};
 const TIMES = `T is a date or date-time, local unless it names a zone: 2026-11-30, 2026-11-30 14:05,
 2026-11-30T14:05:00Z, 2026-11-30T14:05+01:00; or a time ago: 90s, 30m, 2h, 7d, 2w; or
 today, yesterday, now. --json keeps ISO UTC times.`;
@@ -40,7 +63,8 @@ today, yesterday, now. --json keeps ISO UTC times.`;
 const INSTALL_CLIENTS = `CLIENT: claude-desktop, claude-code (~/.claude.json, user and local scope, and ./.mcp.json),
 cursor, windsurf, gemini, vscode (user mcp.json, Insiders, ./.vscode/mcp.json), codex
 (~/.codex/config.toml), zed. Locations: see docs/install.md.`;
-const INSTALL_EXIT = 'Exit status: 0 done (also when nothing had to change); 1 a file was refused (cannot be\nparsed, read-only, changed while being edited, or a --server matched nothing), the others\nare still done; 125 bad usage (a bad relay option names the option and the value).';
+const INSTALL_EXIT =
+  'Exit status: 0 done (also when nothing had to change); 1 a file was refused (cannot be\nparsed, read-only, changed while being edited, or a --server matched nothing), the others\nare still done; 125 bad usage (a bad relay option names the option and the value).';
 
 /** Every subcommand, in the order the main help lists them. */
 export const SUBCOMMANDS: Readonly<Record<string, Subcommand>> = {
@@ -69,15 +93,22 @@ ${TIMES}`,
       { name: 'since', arg: 'T', help: 'sessions started at or after T' },
       { name: 'until', arg: 'T', help: 'sessions started at or before T' },
       { name: 'name', arg: 'GLOB', help: "sessions whose name matches GLOB (*, ?, [...]; e.g. 'files*')" },
-      { name: 'failed', help: 'sessions whose server exited non-zero, was killed (SIGKILL) or did not start, whose mcpguard crashed, or with a failed call (see activity --failed)' },
+      {
+        name: 'failed',
+        help: 'sessions whose server exited non-zero, was killed (SIGKILL) or did not start, whose mcpguard crashed, or with a failed call (see activity --failed)',
+      },
       { name: 'running', help: 'only the sessions whose mcpguard is running' },
-      UTC, COLOR, RECORD_DIR, JSON_OUT,
+      UTC,
+      COLOR,
+      RECORD_DIR,
+      JSON_OUT,
     ],
     exit: VIEW_EXIT,
   },
   activity: {
     summary: 'the calls of one session (the latest unless named), newest first, one row each',
-    usage: 'mcpguard activity [SESSION] [--state S] [--tool GLOB] [--failed] [--since T] [--until T] [-n N] [-f] [--utc] [--color WHEN] [--record-dir DIR] [--json]',
+    usage:
+      'mcpguard activity [SESSION] [--state S] [--tool GLOB] [--failed] [--since T] [--until T] [-n N] [-f] [--utc] [--color WHEN] [--record-dir DIR] [--json]',
     about: `SESSION is a session id (s_...) or any unique prefix of one, or its log file; without
 it, the latest session. One row per call and per rejected frame, newest first: CALL (c_...;
 a multi-round call's later legs are indented under its first), TIME (local; the header
@@ -89,41 +120,61 @@ is open (the session runs; DURATION is then its age so far, e.g. 12.00s+) or no_
 (the session ended or its mcpguard crashed). SESSION last is the latest session too.
 ${TIMES}`,
     options: [
-      { name: 'state', arg: 'S', values: STATES, help: 'calls in state S (several: S1,S2): completed, error, tool_error, rejected, denied, cancelled_before_dispatch, cancelled_after_dispatch, timed_out_after_dispatch, unknown_after_dispatch, input_required, stream_ended, open, no_final_record' },
+      {
+        name: 'state',
+        arg: 'S',
+        values: STATES,
+        help: 'calls in state S (several: S1,S2): completed, error, tool_error, rejected, denied, cancelled_before_dispatch, cancelled_after_dispatch, timed_out_after_dispatch, unknown_after_dispatch, input_required, stream_ended, open, no_final_record',
+      },
       { name: 'tool', arg: 'GLOB', help: "tools/call calls of a tool whose name matches GLOB (e.g. 'read_*')" },
       { name: 'failed', help: 'failed calls only: error, tool_error, rejected, denied, timed_out_after_dispatch, unknown_after_dispatch, no_final_record' },
       { name: 'since', arg: 'T', help: 'calls made at or after T' },
       { name: 'until', arg: 'T', help: 'calls made at or before T' },
       { name: 'max-count', arg: 'N', help: 'at most N rows, the newest (-n N)' },
-      { name: 'follow', help: 'list oldest first, then print a row for each call start, call end and rejection as the session writes it (-f); ends when the session record is written or its mcpguard is gone' },
-      UTC, COLOR, RECORD_DIR, JSON_OUT,
+      {
+        name: 'follow',
+        help: 'list oldest first, then print a row for each call start, call end and rejection as the session writes it (-f); ends when the session record is written or its mcpguard is gone',
+      },
+      UTC,
+      COLOR,
+      RECORD_DIR,
+      JSON_OUT,
     ],
     exit: VIEW_EXIT,
   },
   show: {
     summary: 'one session (how it started and ended) or one call (every record it left)',
     usage: 'mcpguard show SESSION|CALL [--utc] [--color WHEN] [--record-dir DIR] [--json]',
-    about: 'SESSION and CALL may be any unique prefix of an id (s_..., c_...: take them from\nmcpguard sessions and mcpguard activity), SESSION may be the log file path that activity\nprints, or last (the newest session). A session: name, command, era, start and end, how it\nended, exit, signals sent, forced kill, survivors, stderr counts and tail, calls per\nstate. A call: each record it left (attempt, dispatch, final, decisions), field by field,\nleaving out fields without a value. Times are local, with the zone (UTC with --utc).',
+    about:
+      'SESSION and CALL may be any unique prefix of an id (s_..., c_...: take them from\nmcpguard sessions and mcpguard activity), SESSION may be the log file path that activity\nprints, or last (the newest session). A session: name, command, era, start and end, how it\nended, exit, signals sent, forced kill, survivors, stderr counts and tail, calls per\nstate. A call: each record it left (attempt, dispatch, final, decisions), field by field,\nleaving out fields without a value. Times are local, with the zone (UTC with --utc).',
     options: [UTC, COLOR, RECORD_DIR, JSON_OUT],
     exit: VIEW_EXIT,
   },
   logs: {
     summary: 'what the server printed on stderr, for one call or one session',
     usage: 'mcpguard logs SESSION|CALL [--tail N] [--follow] [--utc] [--json] [--record-dir DIR]',
-    about: 'Prints the stderr text the records kept (masked, at most --stderr-call-bytes per call).\nCALL prints that call\'s text; SESSION prints each call that wrote stderr under a\n"==> call ID  METHOD TOOL  STATE  TIME <==" header in the order the calls ended, then\nthe stderr that came while no call was in flight. Either may be any unique prefix of\nan id; SESSION may be a log file path, or last (the newest session). TIME is when the\ncall ended, in local time with the zone (e.g. 2026-11-30 02:00:01 -05:00; UTC with\n--utc). Lost bytes are marked, e.g.\n  [stderr truncated: kept last 16384 of 184320 bytes]\nControl characters other than newline and tab are shown as \\xNN.',
+    about:
+      'Prints the stderr text the records kept (masked, at most --stderr-call-bytes per call).\nCALL prints that call\'s text; SESSION prints each call that wrote stderr under a\n"==> call ID  METHOD TOOL  STATE  TIME <==" header in the order the calls ended, then\nthe stderr that came while no call was in flight. Either may be any unique prefix of\nan id; SESSION may be a log file path, or last (the newest session). TIME is when the\ncall ended, in local time with the zone (e.g. 2026-11-30 02:00:01 -05:00; UTC with\n--utc). Lost bytes are marked, e.g.\n  [stderr truncated: kept last 16384 of 184320 bytes]\nControl characters other than newline and tab are shown as \\xNN.',
     options: [
       { name: 'tail', arg: 'N', help: 'only the last N lines over all blocks (-n N); a block keeps its header and marker' },
-      { name: 'follow', help: 'keep printing as the session writes (-f); ends when the session record is written, or when the session\'s mcpguard is found gone without one (crashed)' },
+      {
+        name: 'follow',
+        help: "keep printing as the session writes (-f); ends when the session record is written, or when the session's mcpguard is found gone without one (crashed)",
+      },
       { name: 'utc', help: 'show the times in the block headers in UTC (default: local time with the zone)' },
       RECORD_DIR,
-      { name: 'json', help: 'one object per block: kind, session_id, call_id, method, tool, state, ended_at, bytes_seen, bytes_retained, truncated, marker, text' },
+      {
+        name: 'json',
+        help: 'one object per block: kind, session_id, call_id, method, tool, state, ended_at, bytes_seen, bytes_retained, truncated, marker, text',
+      },
     ],
     exit: 'Exit status: 0 printed (also when nothing was written on stderr, and when a followed session\ncrashed); 1 no session or call matches, a prefix matches more than one, or a CALL has no final\nrecord (with --follow: its session crashed, so it never will); 125 bad usage.',
   },
   verify: {
     summary: 'check the hash chain of every session log',
     usage: 'mcpguard verify [--record-dir DIR] [--audit-key-file FILE] [--allow-unsealed] [--json]',
-    about: 'Recomputes every chain link and seal. One row per log: STATUS (ok, UNSEALED, TORN,\nTAMPERED, KEY, VERSION, UNREADABLE), FILE, RECORDS; where and why a chain breaks goes on\nan indented line under its row. A last line counts the logs per status.',
+    about:
+      'Recomputes every chain link and seal. One row per log: STATUS (ok, UNSEALED, TORN,\nTAMPERED, KEY, VERSION, UNREADABLE), FILE, RECORDS; where and why a chain breaks goes on\nan indented line under its row. A last line counts the logs per status.',
     options: [
       RECORD_DIR,
       { name: 'audit-key-file', arg: 'FILE', help: 'the HMAC key the logs were written with (kept outside the record directory)' },
@@ -135,7 +186,8 @@ ${TIMES}`,
   prune: {
     summary: 'remove old session logs (sealed or crashed, never running), leaving tombstones',
     usage: 'mcpguard prune [--older-than AGE] [--max-size SIZE] [--dry-run] [--utc] [--record-dir DIR] [--audit-key-file FILE] [--json]',
-    about: 'Removes whole session logs, oldest first: every one that ended more than AGE ago, then\nmore until the session logs take at most SIZE. Only sealed logs and crashed ones (no seal,\nand the mcpguard that wrote them is gone) are removed; a running session\'s log never is.\nEach removed log leaves a tombstone in pruned.log in the record directory (a hash chain,\nHMAC-signed with --audit-key-file), so that verify reports it as pruned, not missing.\nAGE: 30d, 12h, 90m, 3600s, 2w. SIZE: 1G, 500M, 64KiB, 1048576 (binary multiples).',
+    about:
+      "Removes whole session logs, oldest first: every one that ended more than AGE ago, then\nmore until the session logs take at most SIZE. Only sealed logs and crashed ones (no seal,\nand the mcpguard that wrote them is gone) are removed; a running session's log never is.\nEach removed log leaves a tombstone in pruned.log in the record directory (a hash chain,\nHMAC-signed with --audit-key-file), so that verify reports it as pruned, not missing.\nAGE: 30d, 12h, 90m, 3600s, 2w. SIZE: 1G, 500M, 64KiB, 1048576 (binary multiples).",
     options: [
       { name: 'older-than', arg: 'AGE', help: 'remove the logs of sessions that ended more than AGE ago' },
       { name: 'max-size', arg: 'SIZE', help: 'then remove the oldest logs until the session logs take at most SIZE' },
@@ -148,10 +200,21 @@ ${TIMES}`,
     exit: 'Exit status: 0 done (also when nothing had to go); 1 a log could not be removed, or the\ntombstone chain cannot be extended, or another prune is running; 125 bad usage.',
   },
   pins: {
-    summary: "the tool definitions pinned per server, the changes held, and accepting them",
-    usage: 'mcpguard pins [list | show NAME | diff NAME | accept NAME [TOOL] | forget NAME | log [NAME]] [--utc] [--record-dir DIR] [--audit-key-file FILE] [--json]',
-    about: 'The first tools/list a server answers behind mcpguard is pinned: a SHA-256 of each tool\'s\ndefinition (name, title, description, inputSchema, outputSchema, annotations) and of its\ninstructions, in <state>/pins/ID.json. A server is --name if given, else its serverInfo.name\nand command line. NAME is a pin id (or a prefix of 4+ hex digits) or a server name.\n  list                 one row per server: id, name, command, tools, changes held, updated\n  show NAME            its pinned tools and their hashes\n  diff NAME            each held change (new, removed, changed tool; instructions) with its diff\n  accept NAME [TOOL]   the held changes (or one tool\'s) become the pin\n  forget NAME          remove the pins; the next session pins what the server lists then\n  log [NAME]           the decisions recorded (accept, forget: when, tool, by whom)\nAccept and forget are written to <state>/pins/decisions.log first, a hash chain that verify\nchecks (HMAC-signed with --audit-key-file FILE).\nHidden characters in what a server sent are shown written out (\\u202e).',
-    options: [RECORD_DIR, { name: 'audit-key-file', arg: 'FILE', help: 'sign the recorded decisions with this HMAC key (required when they already are signed; kept outside the record directory)' }, { name: 'utc', help: 'show times in UTC (default: local time, the zone in the header)' }, JSON_OUT],
+    summary: 'the tool definitions pinned per server, the changes held, and accepting them',
+    usage:
+      'mcpguard pins [list | show NAME | diff NAME | accept NAME [TOOL] | forget NAME | log [NAME]] [--utc] [--record-dir DIR] [--audit-key-file FILE] [--json]',
+    about:
+      "The first tools/list a server answers behind mcpguard is pinned: a SHA-256 of each tool's\ndefinition (name, title, description, inputSchema, outputSchema, annotations) and of its\ninstructions, in <state>/pins/ID.json. A server is --name if given, else its serverInfo.name\nand command line. NAME is a pin id (or a prefix of 4+ hex digits) or a server name.\n  list                 one row per server: id, name, command, tools, changes held, updated\n  show NAME            its pinned tools and their hashes\n  diff NAME            each held change (new, removed, changed tool; instructions) with its diff\n  accept NAME [TOOL]   the held changes (or one tool's) become the pin\n  forget NAME          remove the pins; the next session pins what the server lists then\n  log [NAME]           the decisions recorded (accept, forget: when, tool, by whom)\nAccept and forget are written to <state>/pins/decisions.log first, a hash chain that verify\nchecks (HMAC-signed with --audit-key-file FILE).\nHidden characters in what a server sent are shown written out (\\u202e).",
+    options: [
+      RECORD_DIR,
+      {
+        name: 'audit-key-file',
+        arg: 'FILE',
+        help: 'sign the recorded decisions with this HMAC key (required when they already are signed; kept outside the record directory)',
+      },
+      { name: 'utc', help: 'show times in UTC (default: local time, the zone in the header)' },
+      JSON_OUT,
+    ],
     exit: 'Exit status: 0 success; 1 nothing found (no such NAME, one that fits more than one\nserver, nothing held to accept, no decision recorded) or decisions.log does not verify;\n125 bad usage.',
   },
   clients: {
@@ -163,7 +226,7 @@ Each server is listed as guarded, not guarded, or not guardable (a url/http/sse 
     exit: 'Exit status: 0 listed (also when no config file is found), 1 a file cannot be read or\nparsed (it is named), 125 bad usage.',
   },
   install: {
-    summary: "put mcpguard in front of every stdio server an agent starts, changing nothing else in its config",
+    summary: 'put mcpguard in front of every stdio server an agent starts, changing nothing else in its config',
     usage: 'mcpguard install [CLIENT...] [--server NAME]... [--dry-run] [-- OPTION...]',
     about: `Each stdio server of the named clients (all found, if none is named) then starts as
   <node> <mcpguard.js> [OPTION...] --name NAME -- <its command> <its args>
@@ -202,7 +265,8 @@ rest of the file is not touched. ${INSTALL_CLIENTS}`,
   completion: {
     summary: 'print a shell completion script (bash or zsh)',
     usage: 'mcpguard completion bash|zsh',
-    about: 'Prints a script that completes subcommands and their options. Load it with\n  source <(mcpguard completion bash)      in ~/.bashrc\n  source <(mcpguard completion zsh)       in ~/.zshrc (after compinit)',
+    about:
+      'Prints a script that completes subcommands and their options. Load it with\n  source <(mcpguard completion bash)      in ~/.bashrc\n  source <(mcpguard completion zsh)       in ~/.zshrc (after compinit)',
     options: [],
     exit: 'Exit status: 0, or 125 for an unknown shell.',
   },
@@ -218,8 +282,24 @@ export function isSubcommand(word: string): boolean {
 /** An option table (the relay's, check's) as help options. */
 export function tableOptions(table: Record<string, OptionSpec>): HelpOption[] {
   return Object.entries(table).map(([name, spec]) => {
-    const arg = spec.kind === 'flag' ? undefined : spec.kind === 'enum' ? spec.values!.join('|') : spec.kind === 'ms' ? 'MS' : spec.kind === 'bytes' ? 'BYTES'
-      : spec.kind === 'count' ? 'N' : spec.kind === 'policy' ? 'FILE' : spec.kind === 'label' ? 'NAME' : spec.kind === 'retain' ? 'AGE,SIZE' : spec.arg ?? 'VALUE';
+    const arg =
+      spec.kind === 'flag'
+        ? undefined
+        : spec.kind === 'enum'
+          ? spec.values!.join('|')
+          : spec.kind === 'ms'
+            ? 'MS'
+            : spec.kind === 'bytes'
+              ? 'BYTES'
+              : spec.kind === 'count'
+                ? 'N'
+                : spec.kind === 'policy'
+                  ? 'FILE'
+                  : spec.kind === 'label'
+                    ? 'NAME'
+                    : spec.kind === 'retain'
+                      ? 'AGE,SIZE'
+                      : (spec.arg ?? 'VALUE');
     const def = spec.default === null || spec.kind === 'flag' ? '' : ` (default ${spec.default})`;
     return { name, arg, values: spec.kind === 'enum' ? spec.values : undefined, help: `${spec.help}${def}` };
   });
@@ -240,7 +320,9 @@ export function subcommandHelp(name: string): string {
 /** The main help: usage, every subcommand in one line, the relay's options and exit status. */
 export function mainHelp(version: string, relayOptions: readonly HelpOption[]): string {
   const width = Math.max(...Object.keys(SUBCOMMANDS).map((n) => n.length));
-  const list = Object.entries(SUBCOMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}\n`).join('');
+  const list = Object.entries(SUBCOMMANDS)
+    .map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}\n`)
+    .join('');
   return `mcpguard ${version}: a strict supervisor for MCP stdio servers
 
 Usage:

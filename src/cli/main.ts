@@ -163,7 +163,8 @@ async function prepare(argv: readonly string[]): Promise<{ prepared: Prepared; r
 function refuseLookalike(argv: readonly string[], command: readonly string[]): void {
   if (argv[argv.length - command.length - 1] === '--') return;
   const word = command[0]!;
-  if (word.startsWith('-')) throw new GuardError('unknown_option', `unknown option ${word} (see mcpguard --help; a command that starts with '-' goes after --)`);
+  if (word.startsWith('-'))
+    throw new GuardError('unknown_option', `unknown option ${word} (see mcpguard --help; a command that starts with '-' goes after --)`);
   const meant = isSubcommand(word) ? word : closestSubcommand(word);
   if (meant === null || onPath(word)) return;
   const fix = `to run a program named '${word}', write: mcpguard [options] -- ${word}`;
@@ -179,7 +180,9 @@ function onPath(word: string): boolean {
     try {
       accessSync(path, constants.X_OK);
       if (statSync(path).isFile()) return true;
-    } catch { /* not in this directory */ }
+    } catch {
+      /* not in this directory */
+    }
   }
   return false;
 }

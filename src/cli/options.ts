@@ -9,7 +9,17 @@ import { constants as bufferConstants } from 'node:buffer';
 import { readCapped } from '../base/capped-read.js';
 import { parseFileJson } from '../wire/json-file.js';
 import { GuardError } from '../base/errors.js';
-import { MAX_FRAME_BYTES, MAX_FRAME_WHY, MAX_NAME_CHARS, lookup, parseOptionValue, type OptionSpec, type OptionValues, type ParsedArgs, type ValuesOf } from '../base/option-table.js';
+import {
+  MAX_FRAME_BYTES,
+  MAX_FRAME_WHY,
+  MAX_NAME_CHARS,
+  lookup,
+  parseOptionValue,
+  type OptionSpec,
+  type OptionValues,
+  type ParsedArgs,
+  type ValuesOf,
+} from '../base/option-table.js';
 import { parseRetain } from '../views/retain-rules.js';
 import { RESTART_DELAY_CAP_MS } from '../session/restart-policy.js';
 
@@ -22,42 +32,173 @@ export const MAX_EXCERPT_BYTES = Math.floor(bufferConstants.MAX_STRING_LENGTH / 
 const EXCERPT_WHY = 'once JSON-escaped, the excerpt must fit in one Node string';
 
 export const RUN_OPTIONS = {
-  'max-frame-bytes': { kind: 'bytes', default: 16 * 1024 * 1024, min: 1, max: MAX_FRAME_BYTES, maxWhy: MAX_FRAME_WHY, help: 'longest accepted line in either direction, without its newline' },
-  'on-invalid': { kind: 'enum', default: 'close', values: ['close', 'reject'], help: 'after rejecting a client frame: close the session, or reject it and go on' },
-  'on-child-noise': { kind: 'enum', default: 'continue', values: ['continue', 'close'], help: 'after diverting a non-protocol line from the server: go on, or close the session' },
-  'allow-batch': { kind: 'flag', default: false, help: 'accept JSON-RPC batches before the protocol version is known (a session that negotiates 2025-03-26 accepts them anyway)' },
-  'era-rules': { kind: 'enum', default: 'enforce', values: ['enforce', 'warn'], help: "lines that break their protocol era's rules: refuse them, or forward them and only report them" },
+  'max-frame-bytes': {
+    kind: 'bytes',
+    default: 16 * 1024 * 1024,
+    min: 1,
+    max: MAX_FRAME_BYTES,
+    maxWhy: MAX_FRAME_WHY,
+    help: 'longest accepted line in either direction, without its newline',
+  },
+  'on-invalid': {
+    kind: 'enum',
+    default: 'close',
+    values: ['close', 'reject'],
+    help: 'after rejecting a client frame: close the session, or reject it and go on',
+  },
+  'on-child-noise': {
+    kind: 'enum',
+    default: 'continue',
+    values: ['continue', 'close'],
+    help: 'after diverting a non-protocol line from the server: go on, or close the session',
+  },
+  'allow-batch': {
+    kind: 'flag',
+    default: false,
+    help: 'accept JSON-RPC batches before the protocol version is known (a session that negotiates 2025-03-26 accepts them anyway)',
+  },
+  'era-rules': {
+    kind: 'enum',
+    default: 'enforce',
+    values: ['enforce', 'warn'],
+    help: "lines that break their protocol era's rules: refuse them, or forward them and only report them",
+  },
   grace: { kind: 'ms', default: 5000, min: 0, help: 'each shutdown step waits this long: stdin close, then SIGTERM, then SIGKILL' },
-  'drain-ms': { kind: 'ms', default: 1000, min: 0, help: "after the server exits, wait this long for its pipes to reach EOF, then cut them" },
-  'call-timeout': { kind: 'ms', default: null, min: 1, help: 'answer a request with a timeout error and cancel it at the server after this long; not a subscriptions/listen, which is a stream (default: off)' },
-  'session-summary': { kind: 'enum', default: 'auto', values: ['auto', 'human', 'json', 'off', 'on'], help: 'the session summary on stderr at exit: auto (a few lines for a person when stderr is a terminal, else one JSON line), human, json, or off; on is the old spelling of json' },
-  'stderr-call-bytes': { kind: 'bytes', default: 16384, min: 0, max: MAX_BUFFER_BYTES, maxWhy: BUFFER_WHY, help: "child stderr retained per call" },
-  'stderr-process-bytes': { kind: 'bytes', default: 262144, min: 0, max: MAX_BUFFER_BYTES, maxWhy: BUFFER_WHY, help: 'child stderr retained by the whole process: all calls and the session tail together' },
-  'stderr-excerpt-bytes': { kind: 'bytes', default: 4096, min: 128, max: MAX_EXCERPT_BYTES, maxWhy: EXCERPT_WHY, help: 'most stderr text that ever goes into anything an agent sees (label and marker included)' },
+  'drain-ms': { kind: 'ms', default: 1000, min: 0, help: 'after the server exits, wait this long for its pipes to reach EOF, then cut them' },
+  'call-timeout': {
+    kind: 'ms',
+    default: null,
+    min: 1,
+    help: 'answer a request with a timeout error and cancel it at the server after this long; not a subscriptions/listen, which is a stream (default: off)',
+  },
+  'session-summary': {
+    kind: 'enum',
+    default: 'auto',
+    values: ['auto', 'human', 'json', 'off', 'on'],
+    help: 'the session summary on stderr at exit: auto (a few lines for a person when stderr is a terminal, else one JSON line), human, json, or off; on is the old spelling of json',
+  },
+  'stderr-call-bytes': { kind: 'bytes', default: 16384, min: 0, max: MAX_BUFFER_BYTES, maxWhy: BUFFER_WHY, help: 'child stderr retained per call' },
+  'stderr-process-bytes': {
+    kind: 'bytes',
+    default: 262144,
+    min: 0,
+    max: MAX_BUFFER_BYTES,
+    maxWhy: BUFFER_WHY,
+    help: 'child stderr retained by the whole process: all calls and the session tail together',
+  },
+  'stderr-excerpt-bytes': {
+    kind: 'bytes',
+    default: 4096,
+    min: 128,
+    max: MAX_EXCERPT_BYTES,
+    maxWhy: EXCERPT_WHY,
+    help: 'most stderr text that ever goes into anything an agent sees (label and marker included)',
+  },
   'stderr-retain': { kind: 'enum', default: 'tail', values: ['tail', 'head', 'head+tail'], help: 'which part of a stream each budget keeps' },
   'stderr-passthrough': { kind: 'enum', default: 'on', values: ['on', 'off'], help: "mirror the child's (masked) stderr to mcpguard's stderr" },
   'stderr-passthrough-bytes': { kind: 'bytes', default: 1024 * 1024, min: 0, help: 'most child stderr mirrored; the rest is counted and reported in one line' },
-  'stderr-excerpt-on-error': { kind: 'flag', default: false, help: "attach a failed tools/call's stderr excerpt to its answer under _meta \"io.mcpguard/stderr\"" },
-  records: { kind: 'enum', default: 'on', values: ['on', 'best-effort', 'off'], help: "keep the hash-chained audit log of this session; on: a record directory that cannot be used is an error (exit 125) before the server starts; best-effort: the server runs anyway, without records, and mcpguard says why" },
-  'record-dir': { kind: 'string', default: null, arg: 'DIR', help: 'where records go (default: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)' },
+  'stderr-excerpt-on-error': {
+    kind: 'flag',
+    default: false,
+    help: 'attach a failed tools/call\'s stderr excerpt to its answer under _meta "io.mcpguard/stderr"',
+  },
+  records: {
+    kind: 'enum',
+    default: 'on',
+    values: ['on', 'best-effort', 'off'],
+    help: 'keep the hash-chained audit log of this session; on: a record directory that cannot be used is an error (exit 125) before the server starts; best-effort: the server runs anyway, without records, and mcpguard says why',
+  },
+  'record-dir': {
+    kind: 'string',
+    default: null,
+    arg: 'DIR',
+    help: 'where records go (default: $MCPGUARD_HOME, else $XDG_STATE_HOME/mcpguard, else ~/.local/state/mcpguard)',
+  },
   fsync: { kind: 'flag', default: false, help: 'each record reaches the disk before the frame it describes is forwarded' },
-  retain: { kind: 'retain', default: null, check: retainProblem, help: 'on start, prune the record directory in the background as mcpguard prune does: remove sealed (and crashed) session logs that ended more than AGE ago, then the oldest until the logs take at most SIZE (e.g. 30d, 1G, or 30d,1G); never a running session\'s log; a failure is a line on stderr, never the session\'s' },
-  'audit-key-file': { kind: 'string', default: null, arg: 'FILE', help: 'HMAC key (at least 16 bytes, kept outside the record directory): an HMAC chain instead of a plain hash chain' },
-  'validate-args': { kind: 'enum', default: 'on', values: ['on', 'off'], help: "check each tools/call's arguments against the tool's inputSchema from the server's tools/list, before it reaches the server" },
-  'validate-output': { kind: 'enum', default: 'report', values: ['report', 'enforce'], help: "with --validate-args on: a tools/call result whose structuredContent does not match the tool's outputSchema is reported, or (enforce) turned into a tool error" },
-  policy: { kind: 'policy', default: null, help: 'a JSON policy file: which tool calls are allowed, denied, or asked about (in --config: a path, or the policy object itself)' },
-  'approve-cmd': { kind: 'string', default: null, arg: 'CMD', help: 'when the client cannot show an approval card: run this command (no shell; words split on spaces) with the action as JSON on stdin; exit 0 approves' },
+  retain: {
+    kind: 'retain',
+    default: null,
+    check: retainProblem,
+    help: "on start, prune the record directory in the background as mcpguard prune does: remove sealed (and crashed) session logs that ended more than AGE ago, then the oldest until the logs take at most SIZE (e.g. 30d, 1G, or 30d,1G); never a running session's log; a failure is a line on stderr, never the session's",
+  },
+  'audit-key-file': {
+    kind: 'string',
+    default: null,
+    arg: 'FILE',
+    help: 'HMAC key (at least 16 bytes, kept outside the record directory): an HMAC chain instead of a plain hash chain',
+  },
+  'validate-args': {
+    kind: 'enum',
+    default: 'on',
+    values: ['on', 'off'],
+    help: "check each tools/call's arguments against the tool's inputSchema from the server's tools/list, before it reaches the server",
+  },
+  'validate-output': {
+    kind: 'enum',
+    default: 'report',
+    values: ['report', 'enforce'],
+    help: "with --validate-args on: a tools/call result whose structuredContent does not match the tool's outputSchema is reported, or (enforce) turned into a tool error",
+  },
+  policy: {
+    kind: 'policy',
+    default: null,
+    help: 'a JSON policy file: which tool calls are allowed, denied, or asked about (in --config: a path, or the policy object itself)',
+  },
+  'approve-cmd': {
+    kind: 'string',
+    default: null,
+    arg: 'CMD',
+    help: 'when the client cannot show an approval card: run this command (no shell; words split on spaces) with the action as JSON on stdin; exit 0 approves',
+  },
   'approval-timeout': { kind: 'ms', default: 120000, min: 1, help: 'an approval not answered within this wall-clock time is denied' },
-  restart: { kind: 'enum', default: 'never', values: ['never', 'on-failure', 'always'], help: 'when the server exits while the client is still connected: end the session (never), start it again if it failed (on-failure: exit code other than 0 or a signal), or start it again whatever its exit (always)' },
-  'max-restarts': { kind: 'count', default: 5, min: 0, max: 1000000, help: 'with --restart: most restarts within --restart-window; one more crash ends the session with that exit status' },
+  restart: {
+    kind: 'enum',
+    default: 'never',
+    values: ['never', 'on-failure', 'always'],
+    help: 'when the server exits while the client is still connected: end the session (never), start it again if it failed (on-failure: exit code other than 0 or a signal), or start it again whatever its exit (always)',
+  },
+  'max-restarts': {
+    kind: 'count',
+    default: 5,
+    min: 0,
+    max: 1000000,
+    help: 'with --restart: most restarts within --restart-window; one more crash ends the session with that exit status',
+  },
   'restart-window': { kind: 'ms', default: 60000, min: 1, help: 'with --restart: the sliding window --max-restarts counts in' },
-  'restart-delay': { kind: 'ms', default: 250, min: 0, max: RESTART_DELAY_CAP_MS, maxWhy: 'the cap of the exponential backoff', help: 'with --restart: the first restart waits about this long; each further restart within the window doubles it (with jitter), up to 30s' },
-  'restart-wait': { kind: 'ms', default: 30000, min: 1, help: 'with --restart: how long a request that arrives while the server is down waits for the new one before it is answered with an error' },
-  'on-tool-change': { kind: 'enum', default: 'ask', values: ['warn', 'ask', 'block', 'off'], help: "a tool that is new, removed or changed since the server's tools were pinned (first tools/list of this server): warn (pass, record, the pin takes it), ask (the first call shows the change on an approval card), block (hidden and refused until `mcpguard pins accept`), or off (no pins)" },
-  sanitize: { kind: 'enum', default: 'on', values: ['on', 'off'], help: "write out hidden characters (controls, ANSI/OSC escapes, zero-width and bidi characters) in tool names, titles, descriptions and the server's instructions as \\uXXXX before the client sees them" },
+  'restart-delay': {
+    kind: 'ms',
+    default: 250,
+    min: 0,
+    max: RESTART_DELAY_CAP_MS,
+    maxWhy: 'the cap of the exponential backoff',
+    help: 'with --restart: the first restart waits about this long; each further restart within the window doubles it (with jitter), up to 30s',
+  },
+  'restart-wait': {
+    kind: 'ms',
+    default: 30000,
+    min: 1,
+    help: 'with --restart: how long a request that arrives while the server is down waits for the new one before it is answered with an error',
+  },
+  'on-tool-change': {
+    kind: 'enum',
+    default: 'ask',
+    values: ['warn', 'ask', 'block', 'off'],
+    help: "a tool that is new, removed or changed since the server's tools were pinned (first tools/list of this server): warn (pass, record, the pin takes it), ask (the first call shows the change on an approval card), block (hidden and refused until `mcpguard pins accept`), or off (no pins)",
+  },
+  sanitize: {
+    kind: 'enum',
+    default: 'on',
+    values: ['on', 'off'],
+    help: "write out hidden characters (controls, ANSI/OSC escapes, zero-width and bidi characters) in tool names, titles, descriptions and the server's instructions as \\uXXXX before the client sees them",
+  },
   'sanitize-results': { kind: 'flag', default: false, help: 'also write out hidden characters in the text content of tools/call results' },
   config: { kind: 'string', default: null, arg: 'FILE', help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
-  name: { kind: 'label', default: null, max: MAX_NAME_CHARS, help: `the session's name in the records and in mcpguard sessions (1 to ${MAX_NAME_CHARS} printable characters; default: the server's serverInfo.name, else the command's basename)` },
+  name: {
+    kind: 'label',
+    default: null,
+    max: MAX_NAME_CHARS,
+    help: `the session's name in the records and in mcpguard sessions (1 to ${MAX_NAME_CHARS} printable characters; default: the server's serverInfo.name, else the command's basename)`,
+  },
 } as const satisfies Record<string, OptionSpec>;
 
 export type RunOptionName = keyof typeof RUN_OPTIONS;
@@ -92,7 +233,8 @@ export function applyConfigFile(parsed: ParsedArgs<object>, table: Record<string
   // A key given twice anywhere (a policy inside included): which copy counts would depend on the reader.
   if (!parsedJson.ok) throw new GuardError('bad_config', `--config '${path}': ${parsedJson.reason}`);
   const data = parsedJson.value;
-  if (data === null || typeof data !== 'object' || Array.isArray(data)) throw new GuardError('bad_config', `--config '${path}' must hold a JSON object of option names`);
+  if (data === null || typeof data !== 'object' || Array.isArray(data))
+    throw new GuardError('bad_config', `--config '${path}' must hold a JSON object of option names`);
   for (const [key, raw] of Object.entries(data)) {
     const spec = lookup(table, key);
     if (spec === undefined || key === 'config') throw new GuardError('bad_config', `--config '${path}': unknown key "${key}"`);

@@ -123,12 +123,24 @@ export class Approvals {
    * tool's held change: the card shows the change, and a session that cannot
    * ask says what changed and how a person accepts it.
    */
-  ask(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, why: string, rule: number | null, change?: readonly string[], accept?: string): Outcome | Promise<Outcome> {
+  ask(
+    call: Call,
+    request: Request,
+    meta: RequestMeta,
+    argBytes: Buffer,
+    why: string,
+    rule: number | null,
+    change?: readonly string[],
+    accept?: string,
+  ): Outcome | Promise<Outcome> {
     const expiresAt = Date.now() + this.config.approvalTimeoutMs;
     const card = makeCard({ server: this.config.server, tool: call.tool!, argumentsText: argBytes.toString('utf8'), why, expiresAt, change });
     const shown = (channel: Decision['channel']): Decision => ({
-      by: channel === 'approve-cmd' ? 'approve-cmd' : 'approval', rule, channel,
-      card: { sha256: card.sha256, bytes: card.bytes, shown_at: new Date().toISOString(), answered_at: null, answer: null }, reason: why,
+      by: channel === 'approve-cmd' ? 'approve-cmd' : 'approval',
+      rule,
+      channel,
+      card: { sha256: card.sha256, bytes: card.bytes, shown_at: new Date().toISOString(), answered_at: null, answer: null },
+      reason: why,
     });
     // After the client's EOF no card can be answered (its answer, or its retry, would travel on the closed input).
     if (this.io.clientClosed()) {
@@ -140,7 +152,11 @@ export class Approvals {
       this.shownCards.set(state, call.decision);
       // Bounded like the seal's open nonces: a client that never retries cannot grow it.
       if (this.shownCards.size > MAX_SHOWN_CARDS) this.shownCards.delete(this.shownCards.keys().next().value!);
-      const result = { resultType: 'input_required', inputRequests: { [APPROVAL_KEY]: { method: 'elicitation/create', params: elicitationParams(card, true) } }, requestState: state };
+      const result = {
+        resultType: 'input_required',
+        inputRequests: { [APPROVAL_KEY]: { method: 'elicitation/create', params: elicitationParams(card, true) } },
+        requestState: state,
+      };
       return { kind: 'card', state, answer: resultResponse(call.requestId, result) };
     }
     if (this.legacyElicitation !== null && !this.io.clientClosed()) {
@@ -170,7 +186,11 @@ export class Approvals {
       // A held pin change: the pins held it, not the policy; the person needs what changed and the command that accepts it.
       call.decision = { by: 'pins', rule, channel: null, card: null, reason: why };
       const what = change === undefined || change.length === 0 ? '' : `: ${change.join('; ')}`;
-      return this.refuse(call, 'denied', `${why}${what}. A person must approve the change before the first call, and ${noWay}. A person can accept it with: ${accept}`);
+      return this.refuse(
+        call,
+        'denied',
+        `${why}${what}. A person must approve the change before the first call, and ${noWay}. A person can accept it with: ${accept}`,
+      );
     }
     call.decision = { by: 'policy', rule, channel: null, card: null, reason: why };
     return this.refuse(call, 'denied', `${why} asks for a person's approval, and ${noWay}`);
@@ -192,17 +212,20 @@ export class Approvals {
         this.retire(key);
         this.io.toClient(cancellation(id, reason));
       };
-      const timer = setTimeout(() => {
-        cancelCard('mcpguard: the approval timed out');
-        answered(call, 'timed_out');
-        finish(this.refuse(call, 'denied', `not approved: no answer within --approval-timeout ${this.config.approvalTimeoutMs} ms`));
-      }, Math.max(0, expiresAt - Date.now()));
+      const timer = setTimeout(
+        () => {
+          cancelCard('mcpguard: the approval timed out');
+          answered(call, 'timed_out');
+          finish(this.refuse(call, 'denied', `not approved: no answer within --approval-timeout ${this.config.approvalTimeoutMs} ms`));
+        },
+        Math.max(0, expiresAt - Date.now()),
+      );
       this.held.hold(call, () => {
         cancelCard('mcpguard: the tool call was cancelled');
         finish(withdrawn());
       });
       this.asked.set(key, (result, answerFrame) => {
-        const action = result === null ? 'error' : memberString(answerFrame, result, 'action') ?? 'unknown';
+        const action = result === null ? 'error' : (memberString(answerFrame, result, 'action') ?? 'unknown');
         answered(call, action);
         if (action === 'accept') {
           this.granted(call, argBytes);
@@ -223,12 +246,15 @@ export class Approvals {
     const shown = spent ? this.shownCards.get(state) : undefined;
     if (spent) this.shownCards.delete(state);
     call.decision = {
-      by: 'approval', rule: shown?.rule ?? null, channel: 'input_required', reason: shown?.reason ?? null,
+      by: 'approval',
+      rule: shown?.rule ?? null,
+      channel: 'input_required',
+      reason: shown?.reason ?? null,
       card: shown?.card ? { ...shown.card, answered_at: null, answer: null } : null,
     };
     const responses = membersOf(frame, params!.members!.get('inputResponses'));
     const mine = responses?.members?.get(APPROVAL_KEY);
-    const action = mine === undefined ? null : memberString(frame, membersOf(frame, mine) ?? undefined, 'action') ?? null;
+    const action = mine === undefined ? null : (memberString(frame, membersOf(frame, mine) ?? undefined, 'action') ?? null);
     // An answer that came too late is still recorded as given, with when it came.
     if (spent) answered(call, action ?? 'none');
     if (!unsealed.ok) return this.refuse(call, 'denied', `not approved: ${unsealed.reason}`);

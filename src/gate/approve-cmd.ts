@@ -38,7 +38,12 @@ export function checkApproveCmd(command: string, env: NodeJS.ProcessEnv = proces
   const argv = approveArgv(command);
   const program = argv[0];
   if (program === undefined) throw new GuardError('bad_option', `--approve-cmd expects a command, got '${command}'`);
-  const candidates = program.includes('/') ? [program] : (env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, program));
+  const candidates = program.includes('/')
+    ? [program]
+    : (env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(dir, program));
   for (const path of candidates) {
     try {
       if (!statSync(path).isFile()) continue;

@@ -73,7 +73,10 @@ export class CardBound {
 
   private changed(call: Call, shown: string, now: string | null): Outcome {
     const what = now === null ? 'the server no longer lists it' : `its definition is now ${now.slice(0, 16)}`;
-    return this.refuse(call, `the approval card for tool ${JSON.stringify(call.tool)} was answered after the tool changed (it showed definition ${shown.slice(0, 16)}; ${what}); a card is valid only for the definition it showed, so the call was not sent. Call the tool again to be asked about it as it is now`);
+    return this.refuse(
+      call,
+      `the approval card for tool ${JSON.stringify(call.tool)} was answered after the tool changed (it showed definition ${shown.slice(0, 16)}; ${what}); a card is valid only for the definition it showed, so the call was not sent. Call the tool again to be asked about it as it is now`,
+    );
   }
 
   /** The SHA-256 of the tool's pinned part as the gate knows it now (null: not known). */

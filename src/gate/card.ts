@@ -55,7 +55,12 @@ export function makeCard(facts: CardFacts): Card {
     `Arguments (exactly as they will be sent${masked.length === 0 ? '' : ', but for the secrets masked'}): ${visible(args)}`,
     ...(masked.length === 0 ? [] : [visible(maskedNote(masked))]),
     `Asked because: ${visible(facts.why)}`,
-    ...(facts.change === undefined ? [] : ['What changed since the tool was pinned (accepting updates the pin):', ...facts.change.map((line) => `  ${visible(clipBytes(line, CARD_CHANGE_LINE_BYTES))}`)]),
+    ...(facts.change === undefined
+      ? []
+      : [
+          'What changed since the tool was pinned (accepting updates the pin):',
+          ...facts.change.map((line) => `  ${visible(clipBytes(line, CARD_CHANGE_LINE_BYTES))}`),
+        ]),
     `Expires: ${new Date(facts.expiresAt).toISOString()}`,
   ].join('\n');
   const bytes = Buffer.byteLength(text);

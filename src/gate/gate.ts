@@ -78,9 +78,18 @@ export class Gate {
   /** Each card bound to the definition of the tool it showed. */
   private readonly bound: CardBound;
 
-  constructor(private readonly config: GateConfig, private readonly io: GateIO, schemas: Schemas) {
-    this.tools = new ToolBook(schemas, io, (n) => ownRequestId('tools-list', n, io.idTaken), () => io.version(),
-      config.hooks ? (list, first, last) => config.hooks!.pins.listed(list, first, last) : undefined);
+  constructor(
+    private readonly config: GateConfig,
+    private readonly io: GateIO,
+    schemas: Schemas,
+  ) {
+    this.tools = new ToolBook(
+      schemas,
+      io,
+      (n) => ownRequestId('tools-list', n, io.idTaken),
+      () => io.version(),
+      config.hooks ? (list, first, last) => config.hooks!.pins.listed(list, first, last) : undefined,
+    );
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
     this.bound = new CardBound(this.tools, this.held, (call, reason) => this.refuse(call, 'denied', reason));
   }
@@ -131,7 +140,10 @@ export class Gate {
       call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
       return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
     }
-    const why = verdict.rule === null ? `the policy's default is ${verdict.decision}` : `policy rule ${verdict.rule + 1}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
+    const why =
+      verdict.rule === null
+        ? `the policy's default is ${verdict.decision}`
+        : `policy rule ${verdict.rule + 1}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
     // A held change holds whatever the policy says: the policy may add a question, never remove one.
     if (verdict.decision === 'allow') return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
     if (verdict.decision === 'deny') {
@@ -152,7 +164,15 @@ export class Gate {
    * (block), or shown on an approval card with the change (ask; the card
    * also answers the policy's question, if it had one). Accepting updates the pin.
    */
-  private heldChange(call: Call, request: Request, meta: RequestMeta, argBytes: Buffer, held: Held, policyWhy: string | null, rule: number | null): Outcome | Promise<Outcome> {
+  private heldChange(
+    call: Call,
+    request: Request,
+    meta: RequestMeta,
+    argBytes: Buffer,
+    held: Held,
+    policyWhy: string | null,
+    rule: number | null,
+  ): Outcome | Promise<Outcome> {
     const accept = `mcpguard pins accept ${held.pinsId} ${JSON.stringify(held.tool)}`;
     if (this.config.onToolChange === 'block') {
       call.decision = { by: 'pins', rule: null, channel: null, card: null, reason: held.summary };
@@ -240,10 +260,14 @@ export class Gate {
     if (drop.size === 0 && pinned.splices.length === 0) return null;
     if (drop.size === 0) return applySplices(frame, pinned.splices);
     // The array is rebuilt from its kept items' bytes, each with its own splices applied.
-    const kept = node.items!.filter((_, i) => !drop.has(i)).map((item) => {
-      const inside = pinned.splices.filter((s) => s.start >= item.start && s.end <= item.end).map((s) => ({ ...s, start: s.start - item.start, end: s.end - item.start }));
-      return applySplices(frame.subarray(item.start, item.end), inside);
-    });
+    const kept = node
+      .items!.filter((_, i) => !drop.has(i))
+      .map((item) => {
+        const inside = pinned.splices
+          .filter((s) => s.start >= item.start && s.end <= item.end)
+          .map((s) => ({ ...s, start: s.start - item.start, end: s.end - item.start }));
+        return applySplices(frame.subarray(item.start, item.end), inside);
+      });
     const text = Buffer.concat([Buffer.from('['), ...kept.flatMap((b, i) => (i === 0 ? [b] : [Buffer.from(','), b])), Buffer.from(']')]);
     return applySplices(frame, [{ start: node.start, end: node.end, text }]);
   }
@@ -269,7 +293,7 @@ export class Gate {
     const definition = this.tools.definition(call.tool);
     if (definition === undefined || !Object.hasOwn(definition, 'outputSchema')) return null;
     const node = response.body.members!.get('structuredContent');
-    const verdict = this.tools.checkOutputNow(call.tool, node === undefined ? undefined : JSON.parse(nodeText(response.frame, node)) as unknown);
+    const verdict = this.tools.checkOutputNow(call.tool, node === undefined ? undefined : (JSON.parse(nodeText(response.frame, node)) as unknown));
     if (verdict === null || verdict.ok) return null;
     call.flags = [...(call.flags ?? []), 'output_schema_mismatch'];
     const text = verdictText(verdict, call.tool, 'output');
@@ -296,7 +320,10 @@ export class Gate {
   private schemaRefusal(call: Call, verdict: Exclude<SchemaVerdict, { ok: true }>, name: string): Outcome {
     call.decision = { by: 'schema', rule: null, channel: null, card: null, reason: verdict.reason };
     if (verdict.kind === 'unknown_tool') {
-      const answer = errorResponse(call.requestId, INVALID_PARAMS, `mcpguard: unknown tool ${JSON.stringify(name)}: ${verdict.reason}`, { state: 'rejected', rule: 'unknown_tool' });
+      const answer = errorResponse(call.requestId, INVALID_PARAMS, `mcpguard: unknown tool ${JSON.stringify(name)}: ${verdict.reason}`, {
+        state: 'rejected',
+        rule: 'unknown_tool',
+      });
       return { kind: 'refuse', state: 'rejected', reason: `unknown tool: ${verdict.reason}`, answer };
     }
     return this.refuse(call, 'rejected', verdict.reason);
@@ -306,7 +333,4 @@ export class Gate {
   private refuse(call: Call, state: 'rejected' | 'denied', reason: string): Outcome {
     return refusal(call, state, reason, this.io.modern());
   }
-
-
 }
-

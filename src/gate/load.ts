@@ -38,7 +38,10 @@ export async function loadPolicy(value: unknown): Promise<Policy | null> {
   }
   const rules = (raw as { rules?: unknown })?.rules;
   const needsEngine = Array.isArray(rules) && rules.some((rule) => typeof rule === 'object' && rule !== null && 'when' in rule);
-  if (!needsEngine) return buildPolicy(raw, source, () => { throw new Error('no engine'); });
+  if (!needsEngine)
+    return buildPolicy(raw, source, () => {
+      throw new Error('no engine');
+    });
   const engine = await import('./schema/schema.js');
   await engine.loadEngine();
   return buildPolicy(raw, source, (schema) => engine.compileWhen(schema));

@@ -80,7 +80,8 @@ export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWh
 function buildRule(raw: unknown, index: number, source: string, compileWhen: CompileWhen): Rule {
   const where = `rule ${index + 1}`; // people count from 1; the record's `decision.rule` is the 0-based index
   if (!isObject(raw)) throw bad(source, `${where} must be an object`);
-  for (const key of Object.keys(raw)) if (!RULE_KEYS.has(key)) throw bad(source, `${where}: unknown key ${JSON.stringify(key)} (known: ${[...RULE_KEYS].join(', ')})`);
+  for (const key of Object.keys(raw))
+    if (!RULE_KEYS.has(key)) throw bad(source, `${where}: unknown key ${JSON.stringify(key)} (known: ${[...RULE_KEYS].join(', ')})`);
   if (!isDecision(raw.decision)) throw bad(source, `${where}: "decision" must be one of ${DECISIONS.join(', ')}, got ${JSON.stringify(raw.decision)}`);
   if (raw.tool !== undefined && (typeof raw.tool !== 'string' || raw.tool === '')) throw bad(source, `${where}: "tool" must be a tool name or a * pattern`);
   if (raw.reason !== undefined && typeof raw.reason !== 'string') throw bad(source, `${where}: "reason" must be a string`);
@@ -130,7 +131,8 @@ export function decide(policy: Policy, tool: string, args: ArgsValue, annotation
     const verdict = { decision: rule.decision, rule: rule.index, reason: rule.reason };
     if (match === true) return stricter(floor, verdict);
     const why = "the tool's annotations are unknown: the server has not listed it";
-    if (floor === null || STRICTNESS[rule.decision] > STRICTNESS[floor.decision]) floor = { ...verdict, reason: rule.reason === null ? why : `${rule.reason}; ${why}` };
+    if (floor === null || STRICTNESS[rule.decision] > STRICTNESS[floor.decision])
+      floor = { ...verdict, reason: rule.reason === null ? why : `${rule.reason}; ${why}` };
   }
   return stricter(floor, { decision: policy.defaultDecision, rule: null, reason: null });
 }
@@ -175,7 +177,6 @@ function glob(pattern: string): RegExp {
 function isDecision(value: unknown): value is PolicyDecision {
   return typeof value === 'string' && (DECISIONS as readonly string[]).includes(value);
 }
-
 
 function bad(source: string, message: string): GuardError {
   return new GuardError('bad_policy', `policy ${source}: ${message}`, EXIT_USAGE);

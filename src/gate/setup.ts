@@ -33,13 +33,22 @@ export interface GateOptions {
 }
 
 /** `approveCmd`: --approve-cmd as resolved at start (`checkApproveCmd`), or null; `key`: the audit key (the chain of pin decisions records each pin file with it). */
-export function gateFactory(o: GateOptions, policy: Policy | null, server: string, record: GateRecord = () => {}, approveCmd: string[] | null = null, key?: Buffer): ((io: GateIO) => Gate) | null {
+export function gateFactory(
+  o: GateOptions,
+  policy: Policy | null,
+  server: string,
+  record: GateRecord = () => {},
+  approveCmd: string[] | null = null,
+  key?: Buffer,
+): ((io: GateIO) => Gate) | null {
   const { validateArgs, onToolChange, sanitize, name } = o;
   const hooksOn = onToolChange !== 'off' || sanitize.definitions || sanitize.results;
   if (!validateArgs && policy === null && !hooksOn) return null;
   const stateDir = resolveRecordDir(o.recordDir);
   return (io) => {
-    const hooks = hooksOn ? new ToolHooks(new PinGuard({ mode: onToolChange, name, command: server, stateDir, key }, { diag: io.diag, record }), sanitize, io.diag, record) : null;
+    const hooks = hooksOn
+      ? new ToolHooks(new PinGuard({ mode: onToolChange, name, command: server, stateDir, key }, { diag: io.diag, record }), sanitize, io.diag, record)
+      : null;
     return new Gate(
       { validateArgs, validateOutput: o.validateOutput, policy, approveCmd, approvalTimeoutMs: o.approvalTimeoutMs, server, hooks, onToolChange },
       io,

@@ -16,9 +16,7 @@ import { META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, type RequestMeta } fro
 export type Schemas = Pick<ToolSchemas, 'learnPage' | 'forget' | 'known' | 'tool' | 'checkCall' | 'checkCallNow' | 'checkOutputNow'>;
 
 /** The gate's view of one call's arguments. */
-export type SchemaVerdict =
-  | { ok: true }
-  | { ok: false; kind: 'invalid' | 'unusable' | 'unknown_tool'; reason: string };
+export type SchemaVerdict = { ok: true } | { ok: false; kind: 'invalid' | 'unusable' | 'unknown_tool'; reason: string };
 
 /** How long mcpguard waits for its own tools/list before failing the call closed. */
 export const OWN_LIST_TIMEOUT_MS = 10000;
@@ -53,7 +51,7 @@ export class ToolBook {
   annotations(name: string): Record<string, unknown> | null {
     if (!this.schemas.known(name)) return null;
     const annotations = this.schemas.tool(name)?.annotations;
-    return typeof annotations === 'object' && annotations !== null ? annotations as Record<string, unknown> : {};
+    return typeof annotations === 'object' && annotations !== null ? (annotations as Record<string, unknown>) : {};
   }
 
   forget(): void {
@@ -109,7 +107,9 @@ export class ToolBook {
     if (verdict.ok) return verdict;
     if (verdict.kind === 'unknown_tool') return { ok: false, kind: 'unknown_tool', reason: 'the server does not list it in tools/list' };
     if (verdict.kind === 'unusable' && verdict.first) {
-      this.io.diag(`the inputSchema of tool ${JSON.stringify(name)} cannot be used (${verdict.reason}); its calls are refused until the server lists a usable one`);
+      this.io.diag(
+        `the inputSchema of tool ${JSON.stringify(name)} cannot be used (${verdict.reason}); its calls are refused until the server lists a usable one`,
+      );
     }
     return { ok: false, kind: verdict.kind, reason: verdictText(verdict, name) };
   }
@@ -141,7 +141,9 @@ export class ToolBook {
       const response = await this.ask(envelope, cursor);
       if (response === RESTARTED) continue; // the same page again, of the new server (MAX_PAGES still bounds it)
       if (response === null || response.isError) {
-        this.io.diag(`mcpguard's own tools/list ${response === null ? `got no answer within ${OWN_LIST_TIMEOUT_MS} ms` : 'was answered with an error'}; calls to tools it has not seen are refused`);
+        this.io.diag(
+          `mcpguard's own tools/list ${response === null ? `got no answer within ${OWN_LIST_TIMEOUT_MS} ms` : 'was answered with an error'}; calls to tools it has not seen are refused`,
+        );
         return;
       }
       const learned = this.learnAnswer(response.body, response.frame, cursor === null);
@@ -223,7 +225,10 @@ export class CallArgs implements ArgsValue, ArgumentSource {
   #bytes: Buffer | null = null;
 
   /** `node`: the `arguments` member of the call's params in `call`, if it has one. */
-  constructor(private readonly call: Buffer, private readonly node: JsonNode | undefined) {}
+  constructor(
+    private readonly call: Buffer,
+    private readonly node: JsonNode | undefined,
+  ) {}
 
   // The span as getters, not fields: this object is made for every call.
   /** The arguments' JSON text is frame[start, end) (`{}` when the call has none). */

@@ -70,7 +70,8 @@ function msixClaude(env: Env): string[] {
   if (env.platform !== 'win32' || env.localAppData === undefined) return [];
   const packages = join(env.localAppData, 'Packages');
   try {
-    return readdirSync(packages).filter((d) => d.startsWith('Claude_'))
+    return readdirSync(packages)
+      .filter((d) => d.startsWith('Claude_'))
       .map((d) => join(packages, d, 'LocalCache', 'Roaming', 'Claude', 'claude_desktop_config.json'));
   } catch {
     return [];
@@ -79,26 +80,46 @@ function msixClaude(env: Env): string[] {
 
 /** Every client, in the order `clients` lists them. */
 export const CLIENTS: readonly Client[] = [
-  { name: 'claude-desktop', title: 'Claude Desktop', files: (env) => [
-    ...present([appDir(env, 'Claude')]).map((d) => ({ path: join(d, 'claude_desktop_config.json') })),
-    ...msixClaude(env).map((path) => ({ path })),
-  ] },
-  { name: 'claude-code', title: 'Claude Code', files: (env) => [
-    { path: join(env.home, '.claude.json'), projects: true },
-    { path: join(env.cwd, '.mcp.json') },
-  ] },
+  {
+    name: 'claude-desktop',
+    title: 'Claude Desktop',
+    files: (env) => [
+      ...present([appDir(env, 'Claude')]).map((d) => ({ path: join(d, 'claude_desktop_config.json') })),
+      ...msixClaude(env).map((path) => ({ path })),
+    ],
+  },
+  {
+    name: 'claude-code',
+    title: 'Claude Code',
+    files: (env) => [{ path: join(env.home, '.claude.json'), projects: true }, { path: join(env.cwd, '.mcp.json') }],
+  },
   { name: 'cursor', title: 'Cursor', files: (env) => [{ path: join(env.home, '.cursor', 'mcp.json') }, { path: join(env.cwd, '.cursor', 'mcp.json') }] },
   { name: 'windsurf', title: 'Windsurf', files: (env) => [{ path: join(env.home, '.codeium', 'windsurf', 'mcp_config.json') }] },
-  { name: 'gemini', title: 'Gemini CLI', files: (env) => [{ path: join(env.home, '.gemini', 'settings.json') }, { path: join(env.cwd, '.gemini', 'settings.json') }] },
-  { name: 'vscode', title: 'VS Code', files: (env) => [
-    ...present([appDir(env, 'Code'), appDir(env, 'Code - Insiders')]).map((d) => ({ path: join(d, 'User', 'mcp.json'), key: 'servers' })),
-    { path: join(env.cwd, '.vscode', 'mcp.json'), key: 'servers' },
-  ] },
+  {
+    name: 'gemini',
+    title: 'Gemini CLI',
+    files: (env) => [{ path: join(env.home, '.gemini', 'settings.json') }, { path: join(env.cwd, '.gemini', 'settings.json') }],
+  },
+  {
+    name: 'vscode',
+    title: 'VS Code',
+    files: (env) => [
+      ...present([appDir(env, 'Code'), appDir(env, 'Code - Insiders')]).map((d) => ({ path: join(d, 'User', 'mcp.json'), key: 'servers' })),
+      { path: join(env.cwd, '.vscode', 'mcp.json'), key: 'servers' },
+    ],
+  },
   { name: 'codex', title: 'Codex', files: (env) => [{ path: join(env.codexHome, 'config.toml'), format: 'toml' }] },
-  { name: 'zed', title: 'Zed', files: (env) => [{
-    path: env.platform === 'win32' ? (env.appData === undefined ? '' : join(env.appData, 'Zed', 'settings.json')) : join(env.xdgConfig, 'zed', 'settings.json'),
-    key: 'context_servers',
-  }] },
+  {
+    name: 'zed',
+    title: 'Zed',
+    files: (env) => [
+      {
+        path:
+          env.platform === 'win32' ? (env.appData === undefined ? '' : join(env.appData, 'Zed', 'settings.json')) : join(env.xdgConfig, 'zed', 'settings.json'),
+        key: 'context_servers',
+      },
+    ],
+  },
 ];
 
 /** The client names, for help, completion and the "did you mean" of a wrong one. */

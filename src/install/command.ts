@@ -29,7 +29,12 @@ export interface InstallContext {
 }
 
 type Action = 'clients' | 'install' | 'uninstall';
-interface Args { clients: string[]; servers: string[]; dryRun: boolean; options: string[] }
+interface Args {
+  clients: string[];
+  servers: string[];
+  dryRun: boolean;
+  options: string[];
+}
 
 /** Relay options whose value is a path: made absolute, since the agent starts the server from its own directory. */
 const PATH_OPTIONS = new Set(['--policy', '--config', '--audit-key-file', '--record-dir']);
@@ -38,7 +43,10 @@ function parse(action: Action, argv: readonly string[]): Args {
   const a: Args = { clients: [], servers: [], dryRun: false, options: [] };
   for (let i = 0; i < argv.length; i++) {
     const w = argv[i]!;
-    if (w === '--' && action === 'install') { a.options = argv.slice(i + 1).map((o, j, all) => absolute(o, all[j - 1])); break; }
+    if (w === '--' && action === 'install') {
+      a.options = argv.slice(i + 1).map((o, j, all) => absolute(o, all[j - 1]));
+      break;
+    }
     if (w === '--dry-run' && action !== 'clients') a.dryRun = true;
     else if ((w === '--server' || w.startsWith('--server=')) && action !== 'clients') {
       const v = w === '--server' ? argv[++i] : w.slice('--server='.length);
@@ -78,14 +86,17 @@ export async function runInstallCommand(action: Action, argv: readonly string[],
 async function run(action: Action, argv: readonly string[], ctx: InstallContext, out: (s: string) => void): Promise<number> {
   const args = parse(action, argv);
   if (args.options.length > 0) {
-    if (args.options.some((o) => o === '--name' || o.startsWith('--name='))) throw new GuardError('bad_option', 'install: --name is set per server (its name in the config); leave it out of the options after --');
+    if (args.options.some((o) => o === '--name' || o.startsWith('--name=')))
+      throw new GuardError('bad_option', 'install: --name is set per server (its name in the config); leave it out of the options after --');
     ctx.checkRelayOptions(args.options);
   }
   const env = envFrom(process.env, process.cwd());
   if (env === null) throw new GuardError('install_home', `${action}: HOME is not set: no place to look for the agents' config files`, 1);
   const files = findFiles(env, args.clients);
   if (files.length === 0) {
-    out(`no agent config file found${args.clients.length > 0 ? ` for ${args.clients.join(', ')}` : ''} (see mcpguard ${action} --help for where each is looked for)\n`);
+    out(
+      `no agent config file found${args.clients.length > 0 ? ` for ${args.clients.join(', ')}` : ''} (see mcpguard ${action} --help for where each is looked for)\n`,
+    );
     return action === 'clients' ? 0 : 1;
   }
   let failed = false;
@@ -107,7 +118,9 @@ async function run(action: Action, argv: readonly string[], ctx: InstallContext,
     const chosen = entries.filter((e) => args.servers.length === 0 || args.servers.includes(e.name));
     for (const e of chosen) matched.add(e.name);
     if (action === 'clients') {
-      out(`${shown(head)}\n${entries.length === 0 ? '  no servers\n' : entries.map((e) => `  ${shown(label(e))}  ${shown(describe(e, ctx.bin))}${e.remote === null ? `  ${shown(commandLine(e).join(' '))}` : ''}\n`).join('')}`);
+      out(
+        `${shown(head)}\n${entries.length === 0 ? '  no servers\n' : entries.map((e) => `  ${shown(label(e))}  ${shown(describe(e, ctx.bin))}${e.remote === null ? `  ${shown(commandLine(e).join(' '))}` : ''}\n`).join('')}`,
+      );
       continue;
     }
     const edits: Edit[] = [];
@@ -115,19 +128,34 @@ async function run(action: Action, argv: readonly string[], ctx: InstallContext,
     for (const e of chosen) {
       const planned = plan(action, read.text, e, ctx, args.options);
       if (typeof planned === 'string') lines.push(`  ${shown(label(e))}: ${planned}\n`);
-      else { edits.push(...planned); lines.push(`  ${shown(label(e))}: ${action === 'install' ? 'guarded' : 'unguarded'}${args.dryRun ? ' (dry run)' : ''}\n`); }
+      else {
+        edits.push(...planned);
+        lines.push(`  ${shown(label(e))}: ${action === 'install' ? 'guarded' : 'unguarded'}${args.dryRun ? ' (dry run)' : ''}\n`);
+      }
     }
-    if (edits.length === 0) { out(`${shown(head)}: nothing to change\n${lines.join('')}`); continue; }
-    if (args.dryRun) { out(`${shown(head)}: would change (dry run, nothing written)\n${lines.join('')}${writeOut(masker.text(unifiedDiff(file.path, read.text, edits)), true)}`); continue; }
+    if (edits.length === 0) {
+      out(`${shown(head)}: nothing to change\n${lines.join('')}`);
+      continue;
+    }
+    if (args.dryRun) {
+      out(`${shown(head)}: would change (dry run, nothing written)\n${lines.join('')}${writeOut(masker.text(unifiedDiff(file.path, read.text, edits)), true)}`);
+      continue;
+    }
     try {
       const backup = writeConfig(read, applyEdits(read.text, edits), ctx.beforeRename);
-      out(`${shown(head)}: written${read.link ? ` (through its symlink to ${shown(read.real)})` : ''}${backup !== null ? `; the original is kept in ${shown(backup)}` : ''}\n${lines.join('')}`);
+      out(
+        `${shown(head)}: written${read.link ? ` (through its symlink to ${shown(read.real)})` : ''}${backup !== null ? `; the original is kept in ${shown(backup)}` : ''}\n${lines.join('')}`,
+      );
     } catch (error) {
       failed = true;
       out(`${shown(head)}: refused: ${shown(reason(error))}\n`);
     }
   }
-  for (const s of args.servers) if (!matched.has(s)) { failed = true; out(`no server named '${writeOut(s)}' in the files above\n`); }
+  for (const s of args.servers)
+    if (!matched.has(s)) {
+      failed = true;
+      out(`no server named '${writeOut(s)}' in the files above\n`);
+    }
   return failed ? 1 : 0;
 }
 
@@ -142,7 +170,8 @@ function plan(action: Action, text: string, e: Entry, ctx: InstallContext, optio
   const status = statusOf(e);
   if (status === 'remote') return `left alone: ${e.remote}, which mcpguard cannot stand in front of (stdio only)`;
   if (status === 'unusual') return 'left alone: its command or args are not strings';
-  if (action === 'install') return status === 'guarded' ? 'already guarded, left as it is' : installEdits(text, e, process.execPath, [ctx.bin, ...options, '--name', e.name, '--']);
+  if (action === 'install')
+    return status === 'guarded' ? 'already guarded, left as it is' : installEdits(text, e, process.execPath, [ctx.bin, ...options, '--name', e.name, '--']);
   return status === 'guarded' ? uninstallEdits(text, e) : 'not guarded, left as it is';
 }
 
@@ -151,7 +180,8 @@ const label = (e: Entry): string => (e.scope === null ? e.name : `${e.name} (pro
 /** A server's state for `clients`; "guarded" by a program of that name elsewhere says which (anything can be called mcpguard). */
 function describe(e: Entry, bin: string): string {
   const s = statusOf(e);
-  if (s !== 'guarded') return s === 'remote' ? `not guardable: ${e.remote}` : s === 'unusual' ? 'not guardable: command or args are not strings' : 'not guarded';
+  if (s !== 'guarded')
+    return s === 'remote' ? `not guardable: ${e.remote}` : s === 'unusual' ? 'not guardable: command or args are not strings' : 'not guarded';
   const guard = guardArgsAt(e) === 0 ? e.command!.value : e.args!.items[0]!.value;
   return guard === bin ? 'guarded' : `guarded (by ${String(guard)})`;
 }

@@ -37,7 +37,8 @@ export async function jsonEntries(text: string, key: string, projects: boolean):
   collect(findNodeAtLocation(root, [key]), null);
   const projectsNode = projects ? findNodeAtLocation(root, ['projects']) : undefined;
   if (projectsNode?.type === 'object') {
-    for (const p of projectsNode.children ?? []) collect(p.children?.[1] === undefined ? undefined : findNodeAtLocation(p.children[1], [key]), String(p.children?.[0]?.value));
+    for (const p of projectsNode.children ?? [])
+      collect(p.children?.[1] === undefined ? undefined : findNodeAtLocation(p.children[1], [key]), String(p.children?.[0]?.value));
   }
   return found;
 }
@@ -48,7 +49,7 @@ function where(text: string, offset: number): string {
 }
 
 const span = (n: Node): Span => ({ start: n.offset, end: n.offset + n.length });
-const item = (n: Node): Item => ({ ...span(n), value: n.type === 'string' ? n.value as string : n.type === 'array' || n.type === 'object' ? null : n.value });
+const item = (n: Node): Item => ({ ...span(n), value: n.type === 'string' ? (n.value as string) : n.type === 'array' || n.type === 'object' ? null : n.value });
 
 /** The property node named `name` of an object node. */
 function member(obj: Node, name: string): Node | undefined {
@@ -65,7 +66,15 @@ function spaceBefore(text: string, offset: number): string {
 function entryOf(text: string, prop: Node, scope: string | null, find: Jsonc['findNodeAtLocation']): Entry {
   const name = String(prop.children?.[0]?.value);
   const value = prop.children?.[1];
-  const base = { name, scope, env: {}, addArgs: () => { throw new Error('no command'); }, addedArgs: () => null };
+  const base = {
+    name,
+    scope,
+    env: {},
+    addArgs: () => {
+      throw new Error('no command');
+    },
+    addedArgs: () => null,
+  };
   if (value?.type !== 'object') return { ...base, remote: null, command: null, args: null };
   // Zed's older form: "command": { "path": ..., "args": [...], "env": {...} }.
   const commandNode = find(value, ['command']);
@@ -75,7 +84,7 @@ function entryOf(text: string, prop: Node, scope: string | null, find: Jsonc['fi
   const argsProp = member(holder, 'args');
   const env: Record<string, string> = {};
   for (const e of [find(value, ['env']), holder === value ? undefined : find(holder, ['env'])]) {
-    for (const p of e?.type === 'object' ? e.children ?? [] : []) {
+    for (const p of e?.type === 'object' ? (e.children ?? []) : []) {
       if (p.children?.[1]?.type === 'string') env[String(p.children[0]!.value)] = p.children[1].value as string;
     }
   }
@@ -85,9 +94,12 @@ function entryOf(text: string, prop: Node, scope: string | null, find: Jsonc['fi
   }
   const colon = text.slice(cmdProp.children[0]!.offset + cmdProp.children[0]!.length, cmdProp.children[1].offset);
   const argsNode = argsProp?.children?.[1];
-  const args = argsNode === undefined ? null : argsNode.type === 'array'
-    ? { open: argsNode.offset + 1, close: argsNode.offset + argsNode.length - 1, items: (argsNode.children ?? []).map(item) }
-    : { open: argsNode.offset, close: argsNode.offset, items: [{ ...span(argsNode), value: null }] };
+  const args =
+    argsNode === undefined
+      ? null
+      : argsNode.type === 'array'
+        ? { open: argsNode.offset + 1, close: argsNode.offset + argsNode.length - 1, items: (argsNode.children ?? []).map(item) }
+        : { open: argsNode.offset, close: argsNode.offset, items: [{ ...span(argsNode), value: null }] };
   return {
     ...base,
     env,

@@ -13,7 +13,14 @@ import { GuardError } from '../base/errors.js';
 import type { Entry, Item, Span } from './wrap.js';
 
 type Value = Item & { kind: 'string' | 'array' | 'table' | 'other'; items?: Value[]; members?: Member[] };
-interface Member { path: string[]; keyStart: number; lastKeyStart: number; keyEnd: number; value: Value; inline: boolean }
+interface Member {
+  path: string[];
+  keyStart: number;
+  lastKeyStart: number;
+  keyEnd: number;
+  value: Value;
+  inline: boolean;
+}
 
 class Scanner {
   i = 0;
@@ -23,8 +30,12 @@ class Scanner {
     const before = this.text.slice(0, this.i).split('\n');
     throw new GuardError('install_parse', `cannot parse it: ${why} at line ${before.length}, column ${before[before.length - 1]!.length + 1}`, 1);
   }
-  peek(n = 0): string { return this.text[this.i + n] ?? ''; }
-  at(s: string): boolean { return this.text.startsWith(s, this.i); }
+  peek(n = 0): string {
+    return this.text[this.i + n] ?? '';
+  }
+  at(s: string): boolean {
+    return this.text.startsWith(s, this.i);
+  }
   /** Spaces and tabs; with `lines`, newlines and comments too. */
   skip(lines: boolean): void {
     for (;;) {
@@ -87,7 +98,10 @@ class Scanner {
       }
       if (!multi && c === '\n') this.fail('newline in a string');
       if (c === '\\' && quote === '"') out += this.escape(multi);
-      else { out += c; this.i++; }
+      else {
+        out += c;
+        this.i++;
+      }
     }
   }
   escape(multi: boolean): string {
@@ -165,7 +179,7 @@ function flatten(text: string): Map<string, Member> {
   const put = (prefix: string[], m: Member): void => {
     const path = [...prefix, ...m.path];
     flat.set(JSON.stringify(path), { ...m, path });
-    for (const inner of m.value.kind === 'table' ? m.value.members ?? [] : []) put(path, inner);
+    for (const inner of m.value.kind === 'table' ? (m.value.members ?? []) : []) put(path, inner);
   };
   for (;;) {
     s.skip(true);
@@ -199,16 +213,33 @@ export function tomlEntries(text: string): Entry[] {
     const env: Record<string, string> = {};
     for (const [key, m] of flat) {
       const path = JSON.parse(key) as string[];
-      if (path.length === 4 && path[0] === 'mcp_servers' && path[1] === name && path[2] === 'env' && typeof m.value.value === 'string') env[path[3]!] = m.value.value;
+      if (path.length === 4 && path[0] === 'mcp_servers' && path[1] === name && path[2] === 'env' && typeof m.value.value === 'string')
+        env[path[3]!] = m.value.value;
     }
     const cmd = get('command');
     const argsMember = get('args');
-    const base = { name, scope: null, env, addArgs: () => { throw new Error('no command'); }, addedArgs: (): Span | null => null };
-    if (cmd === undefined) return { ...base, remote: get('url') !== undefined ? 'a remote server (url)' : 'no command (not a stdio server)', command: null, args: null };
+    const base = {
+      name,
+      scope: null,
+      env,
+      addArgs: () => {
+        throw new Error('no command');
+      },
+      addedArgs: (): Span | null => null,
+    };
+    if (cmd === undefined)
+      return { ...base, remote: get('url') !== undefined ? 'a remote server (url)' : 'no command (not a stdio server)', command: null, args: null };
     const a = argsMember?.value;
-    const args = a === undefined ? null : a.kind === 'array'
-      ? { open: a.start + 1, close: a.end - 1, items: (a.items ?? []).map((v) => ({ start: v.start, end: v.end, value: v.kind === 'string' ? v.value : null })) }
-      : { open: a.start, close: a.start, items: [{ start: a.start, end: a.end, value: null }] };
+    const args =
+      a === undefined
+        ? null
+        : a.kind === 'array'
+          ? {
+              open: a.start + 1,
+              close: a.end - 1,
+              items: (a.items ?? []).map((v) => ({ start: v.start, end: v.end, value: v.kind === 'string' ? v.value : null })),
+            }
+          : { open: a.start, close: a.start, items: [{ start: a.start, end: a.end, value: null }] };
     // `args` is written the way `command` is: the same key prefix, the same ' = ', the same line start or ', '.
     const argsKey = text.slice(cmd.keyStart, cmd.lastKeyStart) + 'args' + text.slice(cmd.keyEnd, cmd.value.start);
     const lead = (at: number): string => /[ \t]*$/.exec(text.slice(text.lastIndexOf('\n', at - 1) + 1, at))![0];

@@ -10,11 +10,20 @@
 import { basename } from 'node:path';
 
 /** A range of the file's text. */
-export interface Span { start: number; end: number }
+export interface Span {
+  start: number;
+  end: number;
+}
 /** A value's range and what it holds (a string, or anything else install will not touch). */
-export interface Item extends Span { value: unknown }
+export interface Item extends Span {
+  value: unknown;
+}
 /** Replace `length` characters at `offset` with `content`. */
-export interface Edit { offset: number; length: number; content: string }
+export interface Edit {
+  offset: number;
+  length: number;
+  content: string;
+}
 
 /** One server entry as found in a config file. */
 export interface Entry {
@@ -38,7 +47,10 @@ export interface Entry {
 export type Status = 'remote' | 'guarded' | 'unguarded' | 'unusual';
 
 const isString = (item: Item): boolean => typeof item.value === 'string';
-const stem = (path: string): string => basename(path.replace(/\\/g, '/')).replace(/\.(js|cmd|exe|ps1)$/i, '').toLowerCase();
+const stem = (path: string): string =>
+  basename(path.replace(/\\/g, '/'))
+    .replace(/\.(js|cmd|exe|ps1)$/i, '')
+    .toLowerCase();
 
 /**
  * Where mcpguard's own arguments start in args when the entry runs mcpguard
@@ -110,7 +122,8 @@ export function uninstallEdits(text: string, entry: Entry): Edit[] | string {
   const items = entry.args?.items ?? [];
   // The first `--` that is not the value of --name (a server may be named "--").
   const dash = items.findIndex((item, i) => i >= (at ?? 0) && item.value === '--' && items[i - 1]?.value !== '--name');
-  if (at === null || dash < 0 || dash + 1 >= items.length) return 'its mcpguard command has no "-- <command>" to restore (not written by mcpguard install); left as it is';
+  if (at === null || dash < 0 || dash + 1 >= items.length)
+    return 'its mcpguard command has no "-- <command>" to restore (not written by mcpguard install); left as it is';
   const old = entry.command!;
   const original = items[dash + 1]!;
   const edits: Edit[] = [{ offset: old.start, length: old.end - old.start, content: text.slice(original.start, original.end) }];
@@ -120,8 +133,11 @@ export function uninstallEdits(text: string, entry: Entry): Edit[] | string {
   } else {
     // No argument of its own: drop the args member install added, or empty the array it filled.
     const added = items.slice(0, dash).some((i) => typeof i.value === 'string' && i.value.startsWith('--name=')) ? entry.addedArgs() : null;
-    edits.push(added !== null ? { offset: added.start, length: added.end - added.start, content: '' }
-      : { offset: items[0]!.start, length: original.end - items[0]!.start, content: '' });
+    edits.push(
+      added !== null
+        ? { offset: added.start, length: added.end - added.start, content: '' }
+        : { offset: items[0]!.start, length: original.end - items[0]!.start, content: '' },
+    );
   }
   return edits.sort((a, b) => a.offset - b.offset);
 }

@@ -6,13 +6,33 @@
  * bytes the edits were made from. Never a partial file, never a lost write of
  * the agent's.
  */
-import { chmodSync, closeSync, fchownSync, fsyncSync, lstatSync, openSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  fchownSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { GuardError } from '../base/errors.js';
 
 /** A config file as read: where its bytes are, and the bytes. */
-export interface ReadFile { path: string; real: string; link: boolean; bytes: Buffer; text: string }
+export interface ReadFile {
+  path: string;
+  real: string;
+  link: boolean;
+  bytes: Buffer;
+  text: string;
+}
 
 /** Read `path` (following a symlink) as UTF-8; a byte-order mark is kept as text (the edits never touch it). */
 export function readConfig(path: string): ReadFile {
@@ -36,7 +56,8 @@ export function writeConfig(file: ReadFile, text: string, beforeRename?: () => v
   const stat = statSync(file.real);
   const mode = stat.mode & 0o7777;
   // Checked by the mode, not by trying: root may write anything, and a file a person made read-only stays so.
-  if ((mode & 0o222) === 0) throw new GuardError('install_readonly', `it is read-only (mode ${mode.toString(8)}); nothing written (make it writable, or edit it by hand)`, 1);
+  if ((mode & 0o222) === 0)
+    throw new GuardError('install_readonly', `it is read-only (mode ${mode.toString(8)}); nothing written (make it writable, or edit it by hand)`, 1);
   const backup = backupPath(file.real);
   let made: string | null = null;
   try {
@@ -63,7 +84,11 @@ export function writeConfig(file: ReadFile, text: string, beforeRename?: () => v
     }
     renameSync(temp, file.real);
   } catch (error) {
-    try { unlinkSync(temp); } catch { /* already renamed or never made */ }
+    try {
+      unlinkSync(temp);
+    } catch {
+      /* already renamed or never made */
+    }
     if (error instanceof GuardError) throw error;
     throw failed('cannot write it', error);
   }

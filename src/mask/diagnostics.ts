@@ -172,7 +172,7 @@ function hexBytes(bytes: Buffer, at: number, size: number): string {
  */
 export function serverText(text: string): string {
   let out = '';
-  for (let at = 0; at < text.length;) {
+  for (let at = 0; at < text.length; ) {
     const nl = text.indexOf('\n', at);
     const end = nl === -1 ? text.length : nl + 1;
     out += (nl === at ? SERVER_PREFIX.trimEnd() : SERVER_PREFIX) + text.slice(at, end);

@@ -47,7 +47,12 @@ export function envSecrets(env: Record<string, string | undefined>): EnvSecret[]
   const add = (bytes: Buffer, name: string): void => {
     const key = bytes.toString('latin1');
     if (bytes.length < MIN_ENV_SECRET_BYTES || byValue.has(key)) return;
-    byValue.set(key, { value: bytes, commit: Math.min(bytes.length, ENV_COMMIT_BYTES), replacement: Buffer.from(`[REDACTED:${name}]`), kind: `the value of $${name}` });
+    byValue.set(key, {
+      value: bytes,
+      commit: Math.min(bytes.length, ENV_COMMIT_BYTES),
+      replacement: Buffer.from(`[REDACTED:${name}]`),
+      kind: `the value of $${name}`,
+    });
   };
   const named: Array<[string, Buffer]> = [];
   for (const [name, value] of Object.entries(env)) {

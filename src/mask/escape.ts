@@ -20,11 +20,19 @@ export function escapeQuoted(bytes: Buffer, shown: number, more: number): string
     if (c >= 0x20 && c < 0x7f) {
       out += c === 0x22 ? '\\"' : c === 0x5c ? '\\\\' : String.fromCharCode(c);
       i++;
-    } else if (c === 0x0a) { out += '\\n'; i++; }
-    else if (c === 0x0d) { out += '\\r'; i++; }
-    else if (c === 0x09) { out += '\\t'; i++; }
-    else if (c < 0x80) { out += hex(c); i++; }
-    else {
+    } else if (c === 0x0a) {
+      out += '\\n';
+      i++;
+    } else if (c === 0x0d) {
+      out += '\\r';
+      i++;
+    } else if (c === 0x09) {
+      out += '\\t';
+      i++;
+    } else if (c < 0x80) {
+      out += hex(c);
+      i++;
+    } else {
       const size = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
       const text = size > 0 && i + size <= shown ? bytes.toString('utf8', i, i + size) : '';
       // Accept only a whole, valid, printable character; C1 controls are escaped.

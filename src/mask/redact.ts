@@ -29,7 +29,22 @@
 import { EnvAutomaton, type EnvNode } from './env-automaton.js';
 import { ENV_COMMIT_BYTES, envSecrets, type EnvSecret } from './env-secrets.js';
 import { MAX_ESCAPE_BYTES, MAX_RAW_PER_BYTE, UNDO_BACKSLASH, UNDO_QUOTE, rawIndex, undoFor, unescapeJson, type Unescaped } from './json-escapes.js';
-import { findPemEnd, matchPemBegin, matchWordStart, pemBodyEnd, ALNUM, MAX_WINDOW, NEED, NO, PEM_FIRST, STATIC_FLAGS, STATIC_PAIRS, WORD_START_FLAG, type Match, type MatchResult } from './secret-shapes.js';
+import {
+  findPemEnd,
+  matchPemBegin,
+  matchWordStart,
+  pemBodyEnd,
+  ALNUM,
+  MAX_WINDOW,
+  NEED,
+  NO,
+  PEM_FIRST,
+  STATIC_FLAGS,
+  STATIC_PAIRS,
+  WORD_START_FLAG,
+  type Match,
+  type MatchResult,
+} from './secret-shapes.js';
 
 /** Most (unescaped) bytes any match needs to see before it decides. */
 const MAX_DECIDE_BYTES = Math.max(MAX_WINDOW, ENV_COMMIT_BYTES);

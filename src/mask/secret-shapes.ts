@@ -107,7 +107,10 @@ const TOKEN_RULES: TokenRule[] = [
 /** Header-like names whose value (to the end of the line) is masked; matched case-insensitively. */
 const HEADER_NAMES = ['authorization', 'cookie', 'api-key', 'auth-token'].map((n) => Buffer.from(n));
 const HEADER_KINDS: Record<string, string> = {
-  authorization: 'an Authorization header value', cookie: 'a Cookie header value', 'api-key': 'an API key header value', 'auth-token': 'an auth token header value',
+  authorization: 'an Authorization header value',
+  cookie: 'a Cookie header value',
+  'api-key': 'an API key header value',
+  'auth-token': 'an auth token header value',
 };
 /** Authorization schemes: in one-line text the word stays shown and the credential after it is masked. */
 const SCHEMES = new Set(['basic', 'bearer', 'digest', 'token', 'negotiate', 'ntlm', 'bot', 'dpop', 'mac', 'hawk']);

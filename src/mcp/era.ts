@@ -42,9 +42,19 @@ export interface Violation {
 
 /** Methods (requests and notifications) that exist only up to 2025-11-25. */
 const LEGACY_ONLY = new Set([
-  'initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe',
-  'tasks/get', 'tasks/list', 'tasks/result', 'tasks/cancel',
-  'notifications/initialized', 'notifications/roots/list_changed', 'notifications/elicitation/complete', 'notifications/tasks/status',
+  'initialize',
+  'ping',
+  'logging/setLevel',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'tasks/get',
+  'tasks/list',
+  'tasks/result',
+  'tasks/cancel',
+  'notifications/initialized',
+  'notifications/roots/list_changed',
+  'notifications/elicitation/complete',
+  'notifications/tasks/status',
 ]);
 /** Methods that exist only from 2026-07-28. */
 const MODERN_ONLY = new Set(['server/discover', 'subscriptions/listen']);
@@ -165,12 +175,19 @@ export class EraTracker {
 export function checkServerResult(method: string | null, result: JsonNode, frame: Buffer): Violation | null {
   const m = result.members!;
   const type = m.get('resultType');
-  if (type === undefined) return { rule: 'missing_result_type', reason: `a ${MODERN_VERSION} result must carry "resultType" (read as "complete")`, severity: 'flag' };
+  if (type === undefined)
+    return { rule: 'missing_result_type', reason: `a ${MODERN_VERSION} result must carry "resultType" (read as "complete")`, severity: 'flag' };
   if (type.type !== 'string') return refuse('bad_result_type', `"resultType" must be a string, got ${type.type}`);
   const value = stringValue(frame, type);
   if (value === 'complete') return null;
-  if (value !== 'input_required') return { rule: 'bad_result_type', reason: `"resultType" ${JSON.stringify(value)} is not defined by ${MODERN_VERSION} (an extension may define it)`, severity: 'flag' };
-  if (method === null || !MULTI_ROUND_METHODS.has(method)) return refuse('bad_result_type', `"input_required" answers only tools/call, prompts/get and resources/read, not ${method ?? 'this request'}`);
+  if (value !== 'input_required')
+    return {
+      rule: 'bad_result_type',
+      reason: `"resultType" ${JSON.stringify(value)} is not defined by ${MODERN_VERSION} (an extension may define it)`,
+      severity: 'flag',
+    };
+  if (method === null || !MULTI_ROUND_METHODS.has(method))
+    return refuse('bad_result_type', `"input_required" answers only tools/call, prompts/get and resources/read, not ${method ?? 'this request'}`);
   if (!m.has('inputRequests') && !m.has('requestState')) return refuse('bad_result_type', '"input_required" without "inputRequests" or "requestState"');
   return null;
 }

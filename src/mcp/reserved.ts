@@ -23,8 +23,7 @@ export function reservedMarker(response: Response): string | null {
   const { frame, body } = response;
   const members = body.members!;
   if (!response.isError) {
-    return reservedKeyIn(frame, members.get('_meta'), 'result._meta')
-      ?? reservedKeyIn(frame, members.get('inputRequests'), 'result.inputRequests');
+    return reservedKeyIn(frame, members.get('_meta'), 'result._meta') ?? reservedKeyIn(frame, members.get('inputRequests'), 'result.inputRequests');
   }
   const message = memberString(frame, body, 'message');
   if (message !== undefined && speaksAsMcpguard(message)) return 'error.message starts with "mcpguard"';

@@ -40,8 +40,12 @@ export function checkShape(method: string, params: JsonNode | undefined, frame: 
     case 'resources/templates/list':
       return optional(m, 'cursor', 'string');
     case 'initialize':
-      return required(m, 'protocolVersion', 'string') ?? required(m, 'capabilities', 'object') ?? required(m, 'clientInfo', 'object')
-        ?? implementation(frame, m.get('clientInfo')!, 'params.clientInfo');
+      return (
+        required(m, 'protocolVersion', 'string') ??
+        required(m, 'capabilities', 'object') ??
+        required(m, 'clientInfo', 'object') ??
+        implementation(frame, m.get('clientInfo')!, 'params.clientInfo')
+      );
     case 'notifications/cancelled':
       return cancelled(frame, m, modern);
     case 'subscriptions/listen':

@@ -58,7 +58,11 @@ export function decide(pinsDir: string, key: Buffer | undefined, decisions: LogR
   // One id for the records of one decision, so that an undone record names them all.
   const by = { decision_id: randomBytes(6).toString('hex'), user: who(), mcpguard_pid: process.pid };
   // Names, commands and tools come from a server and a command line: kept masked, as the session records keep them.
-  append(pinsDir, key, decisions.map((d) => processMasker().value({ ...d, ...by })));
+  append(
+    pinsDir,
+    key,
+    decisions.map((d) => processMasker().value({ ...d, ...by })),
+  );
   try {
     effect();
   } catch (error) {
@@ -85,14 +89,19 @@ export function fileHash(bytes: Buffer | string): string {
 export function pinFileProblem(chain: Buffer | null, key: Buffer | undefined, pinId: string, file: Buffer | null): string | null {
   if (chain !== null) {
     const verdict = verifyDecisions(chain, key);
-    if (verdict.status !== 'ok') return `the chain of pin decisions does not verify (${verdict.status}${verdict.line === null ? '' : ` at line ${verdict.line}`}: ${verdict.reason})`;
+    if (verdict.status !== 'ok')
+      return `the chain of pin decisions does not verify (${verdict.status}${verdict.line === null ? '' : ` at line ${verdict.line}`}: ${verdict.reason})`;
   }
   const recorded = chain === null ? undefined : lastPinFiles(chain).get(pinId);
-  if (file === null) return recorded === undefined || recorded === null ? null : 'the pin file is gone, and no recorded decision removed it: it was deleted outside mcpguard';
-  if (recorded === undefined) return 'the pin file was never recorded in the chain of pin decisions (pins/decisions.log): it was written outside mcpguard, or by an mcpguard that did not record its pin files';
+  if (file === null)
+    return recorded === undefined || recorded === null ? null : 'the pin file is gone, and no recorded decision removed it: it was deleted outside mcpguard';
+  if (recorded === undefined)
+    return 'the pin file was never recorded in the chain of pin decisions (pins/decisions.log): it was written outside mcpguard, or by an mcpguard that did not record its pin files';
   if (recorded === null) return 'the pin file was recorded as removed, and is there again: it was restored or written outside mcpguard';
   const now = fileHash(file);
-  return now === recorded ? null : `the pin file does not match its last recorded write (recorded ${recorded.slice(0, 16)}, the file is ${now.slice(0, 16)}): it was edited outside mcpguard`;
+  return now === recorded
+    ? null
+    : `the pin file does not match its last recorded write (recorded ${recorded.slice(0, 16)}, the file is ${now.slice(0, 16)}): it was edited outside mcpguard`;
 }
 
 /** The last recorded `pin_file` hash of each pin id (null: removed). */
@@ -101,7 +110,11 @@ export function lastPinFiles(bytes: Buffer): Map<string, string | null> {
   for (const line of bytes.toString('utf8').split('\n')) {
     if (!line.includes('"type":"pin_file"')) continue;
     let r: LogRecord;
-    try { r = JSON.parse(line) as LogRecord; } catch { continue; }
+    try {
+      r = JSON.parse(line) as LogRecord;
+    } catch {
+      continue;
+    }
     if (r?.type === 'pin_file' && typeof r.pin_id === 'string') last.set(r.pin_id, typeof r.file_sha256 === 'string' ? r.file_sha256 : null);
   }
   return last;
@@ -129,12 +142,20 @@ function locked(pinsDir: string, work: () => void): void {
   for (;;) {
     try {
       const fd = openSync(path, 'wx', 0o600);
-      try { writeSync(fd, String(process.pid)); } finally { closeSync(fd); }
+      try {
+        writeSync(fd, String(process.pid));
+      } finally {
+        closeSync(fd);
+      }
       break;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       if (staleLock(path)) {
-        try { unlinkSync(path); } catch { /* another writer took it away first */ }
+        try {
+          unlinkSync(path);
+        } catch {
+          /* another writer took it away first */
+        }
         continue;
       }
       if (Date.now() > deadline) throw new Error(`${path} has been held by another mcpguard for ${LOCK_WAIT_MS} ms; if none runs, remove it`);
@@ -144,7 +165,11 @@ function locked(pinsDir: string, work: () => void): void {
   try {
     work();
   } finally {
-    try { unlinkSync(path); } catch { /* already gone */ }
+    try {
+      unlinkSync(path);
+    } catch {
+      /* already gone */
+    }
   }
 }
 
@@ -176,7 +201,11 @@ export function decisionRecords(bytes: Buffer): LogRecord[] {
   for (const line of bytes.toString('utf8').split('\n')) {
     if (line === '') continue;
     let r: LogRecord;
-    try { r = JSON.parse(line) as LogRecord; } catch { continue; }
+    try {
+      r = JSON.parse(line) as LogRecord;
+    } catch {
+      continue;
+    }
     if (r === null || typeof r !== 'object' || Array.isArray(r)) continue;
     if (r.type === 'pin_decision_undone') {
       for (const d of records) if (d.decision_id === r.decision_id) d.undone = typeof r.reason === 'string' ? r.reason : 'undone';

@@ -42,7 +42,11 @@ export function diffLines(diff: ToolDiff, maxPaths = 20): string[] {
   for (const key of ['inputSchema', 'outputSchema'] as const) {
     const d = diff[key];
     if (d === null) continue;
-    for (const [what, paths] of [['added', d.added], ['removed', d.removed], ['changed', d.changed]] as const) {
+    for (const [what, paths] of [
+      ['added', d.added],
+      ['removed', d.removed],
+      ['changed', d.changed],
+    ] as const) {
       if (paths.length === 0) continue;
       const shown = paths.slice(0, maxPaths).join(', ');
       lines.push(`${key} paths ${what}: ${shown}${paths.length > maxPaths ? ` (and ${paths.length - maxPaths} more)` : ''}`);
@@ -96,7 +100,6 @@ function leaves(value: unknown, path = '', out = new Map<string, string>()): Map
   } else out.set(path === '' ? '/' : path, canonical(value));
   return out;
 }
-
 
 /** Most words compared one by one; longer texts are shown whole, before and after. */
 const MAX_WORDS = 2000;

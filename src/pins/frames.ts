@@ -27,7 +27,8 @@ export function emptyFound(): Found {
 
 // The bytes that can start a hidden character in JSON text: a raw control (not JSON whitespace), a \u, \b, \f or \r
 // escape, or the UTF-8 of C1 controls, zero-width and bidi characters, separators and the BOM (read as latin1: one char a byte).
-const MAY_HIDE = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\\[ubfr]|\xc2[\x80-\x9f]|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa9]|\xef\xbb\xbf|\xe1\xa0\x8e|\xd8\x9c/;
+const MAY_HIDE =
+  /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\\[ubfr]|\xc2[\x80-\x9f]|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa9]|\xef\xbb\xbf|\xe1\xa0\x8e|\xd8\x9c/;
 
 /** False when the bytes of `node` cannot hold a hidden character (then nothing need be walked). */
 export function mayHide(frame: Buffer, node: JsonNode): boolean {

@@ -61,7 +61,11 @@ export class PinGuard {
   /** Names listed since the last first page, for removals (decided when a listing is complete). */
   private listing = new Set<string>();
 
-  constructor(private readonly config: PinConfig, private readonly io: PinIO, private readonly store = new PinStore(config.stateDir)) {}
+  constructor(
+    private readonly config: PinConfig,
+    private readonly io: PinIO,
+    private readonly store = new PinStore(config.stateDir),
+  ) {}
 
   get active(): boolean {
     return this.config.mode !== 'off';
@@ -99,7 +103,9 @@ export class PinGuard {
     const seen = pins.pending_instructions !== null && pins.pending_instructions.sha256 === sha;
     if (!seen) {
       const before = pins.instructions?.sha256 ?? null;
-      const lines = visible([`instructions ${sha === null ? 'removed' : pins.instructions === null ? 'added' : 'changed'}: ${wordDiff(masked(pins.instructions?.text ?? ''), kept ?? '')}`]);
+      const lines = visible([
+        `instructions ${sha === null ? 'removed' : pins.instructions === null ? 'added' : 'changed'}: ${wordDiff(masked(pins.instructions?.text ?? ''), kept ?? '')}`,
+      ]);
       this.report('instructions', lines);
       if (this.config.mode === 'warn') {
         pins.instructions = kept === undefined ? null : { sha256: sha!, text: kept };
@@ -162,7 +168,10 @@ export class PinGuard {
     if (last) {
       if (initial) {
         pins.listed_at = now;
-        this.save('pin_created', { tools: Object.keys(pins.tools).length, tools_sha256: Object.fromEntries(Object.entries(pins.tools).map(([n, t]) => [n, t.sha256])) });
+        this.save('pin_created', {
+          tools: Object.keys(pins.tools).length,
+          tools_sha256: Object.fromEntries(Object.entries(pins.tools).map(([n, t]) => [n, t.sha256])),
+        });
         dirty = false;
       } else this.removals(pins, now);
     }
@@ -196,8 +205,15 @@ export class PinGuard {
     const pending = Object.hasOwn(this.pins.pending, tool) ? this.pins.pending[tool]! : undefined;
     if (pending === undefined || pending.kind === 'removed') return null;
     const pinned = Object.hasOwn(this.pins.tools, tool) ? this.pins.tools[tool] : undefined;
-    const lines = visible(pending.kind === 'added' || pinned === undefined ? [`new tool ${JSON.stringify(tool)}, not in the pins of ${this.label()}`] : diffLines(diffTool(masked(pinned.definition), masked(pending.definition!))));
-    const summary = pending.kind === 'added' ? `tool ${JSON.stringify(tool)} is new since ${this.label()} was pinned` : `the definition of tool ${JSON.stringify(tool)} changed since it was pinned`;
+    const lines = visible(
+      pending.kind === 'added' || pinned === undefined
+        ? [`new tool ${JSON.stringify(tool)}, not in the pins of ${this.label()}`]
+        : diffLines(diffTool(masked(pinned.definition), masked(pending.definition!))),
+    );
+    const summary =
+      pending.kind === 'added'
+        ? `tool ${JSON.stringify(tool)} is new since ${this.label()} was pinned`
+        : `the definition of tool ${JSON.stringify(tool)} changed since it was pinned`;
     return { tool: name, kind: pending.kind, sha256: pending.sha256, summary, pinsId: this.pins.id, lines };
   }
 
@@ -216,7 +232,11 @@ export class PinGuard {
   }
 
   private action(): string {
-    return this.config.mode === 'warn' ? 'passed (warn): the pin takes it' : this.config.mode === 'ask' ? 'held (ask): the first call asks a person' : 'held (block): hidden and refused until accepted';
+    return this.config.mode === 'warn'
+      ? 'passed (warn): the pin takes it'
+      : this.config.mode === 'ask'
+        ? 'held (ask): the first call asks a person'
+        : 'held (block): hidden and refused until accepted';
   }
 
   private report(what: string, lines: string[]): void {
@@ -241,7 +261,9 @@ export class PinGuard {
       this.pins = this.store.read(id);
     } catch (error) {
       this.persist = false;
-      this.io.diag(`pins: cannot read the pins of ${JSON.stringify(identityLabel(identity))} (${(error as Error).message}); the file is left as it is, and this session pins in memory only`);
+      this.io.diag(
+        `pins: cannot read the pins of ${JSON.stringify(identityLabel(identity))} (${(error as Error).message}); the file is left as it is, and this session pins in memory only`,
+      );
     }
     // The id is of the identity as given; the file keeps it masked.
     this.pins ??= { ...emptyPins(identity), identity: masked(identity) };
@@ -258,7 +280,9 @@ export class PinGuard {
     this.persist = false;
     const now = new Date().toISOString();
     this.pins = { ...emptyPins(identity), identity: masked(identity), listed_at: now, announced_at: now };
-    this.io.diag(`pins: the pins of ${this.label()} (${this.store.dir}/${id}.json) are refused: ${problem}. Nothing in them is trusted: this session holds every tool and the instructions as new (--on-tool-change ${this.config.mode}) and pins in memory only. See mcpguard verify; \`mcpguard pins forget ${id}\` starts them again`);
+    this.io.diag(
+      `pins: the pins of ${this.label()} (${this.store.dir}/${id}.json) are refused: ${problem}. Nothing in them is trusted: this session holds every tool and the instructions as new (--on-tool-change ${this.config.mode}) and pins in memory only. See mcpguard verify; \`mcpguard pins forget ${id}\` starts them again`,
+    );
     this.io.record('pins_refused', { pins_id: id, server: identityLabel(this.pins.identity), reason: problem });
     return this.pins;
   }

@@ -64,7 +64,13 @@ export class ToolHooks {
    * array with items recorded). Returns the items to leave out (block) and
    * the splices that make hidden characters visible in the items that stay.
    */
-  page(frame: Buffer, result: JsonNode, node: JsonNode, list: ReadonlyArray<Record<string, unknown> | null>, first: boolean): { hide: Set<number>; splices: readonly Splice[] } {
+  page(
+    frame: Buffer,
+    result: JsonNode,
+    node: JsonNode,
+    list: ReadonlyArray<Record<string, unknown> | null>,
+    first: boolean,
+  ): { hide: Set<number>; splices: readonly Splice[] } {
     this.pins.serverNamed(memberString(frame, metaServerInfo(frame, result) ?? undefined, 'name') ?? null);
     const last = result.members?.get('nextCursor')?.type !== 'string';
     const hide = this.pins.listed(list, first, last);
@@ -88,11 +94,19 @@ export class ToolHooks {
   private found(found: Found, where: string): readonly Splice[] {
     if (found.splices.length === 0) return NONE;
     addCounts(this.counts, found.counts);
-    this.record('hidden_characters', { where, places: found.places, counts: found.counts, session_counts: { ...this.counts }, session_total: totalOf(this.counts) });
+    this.record('hidden_characters', {
+      where,
+      places: found.places,
+      counts: found.counts,
+      session_counts: { ...this.counts },
+      session_total: totalOf(this.counts),
+    });
     const fresh = found.places.filter((p) => !this.said.has(p));
     if (fresh.length > 0) {
       for (const p of fresh) this.said.add(p);
-      this.diag(`wrote out ${totalOf(found.counts)} hidden character(s) in ${where} (${fresh.join(', ')}) as \\uXXXX before the client saw them (--sanitize${where.startsWith('tools/call') ? '-results' : ''})`);
+      this.diag(
+        `wrote out ${totalOf(found.counts)} hidden character(s) in ${where} (${fresh.join(', ')}) as \\uXXXX before the client saw them (--sanitize${where.startsWith('tools/call') ? '-results' : ''})`,
+      );
     }
     return found.splices;
   }

@@ -72,7 +72,19 @@ export function identityLabel(identity: Identity): string {
 }
 
 export function emptyPins(identity: Identity, now = new Date().toISOString()): PinFile {
-  return { version: 1, id: identityId(identity), identity, created_at: now, updated_at: now, instructions: null, tools: Object.create(null) as PinFile['tools'], pending: Object.create(null) as PinFile['pending'], pending_instructions: null, listed_at: null, announced_at: null };
+  return {
+    version: 1,
+    id: identityId(identity),
+    identity,
+    created_at: now,
+    updated_at: now,
+    instructions: null,
+    tools: Object.create(null) as PinFile['tools'],
+    pending: Object.create(null) as PinFile['pending'],
+    pending_instructions: null,
+    listed_at: null,
+    announced_at: null,
+  };
 }
 
 /** The pins directory for a configured state directory (not created; may not exist). */
@@ -113,7 +125,9 @@ export class PinStore {
   all(): { pins: PinFile[]; unreadable: Array<{ file: string; error: string }> } {
     let names: string[];
     try {
-      names = readdirSync(this.dir).filter((n) => /^[0-9a-f]{32}\.json$/.test(n)).sort();
+      names = readdirSync(this.dir)
+        .filter((n) => /^[0-9a-f]{32}\.json$/.test(n))
+        .sort();
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { pins: [], unreadable: [] };
       throw error;
@@ -154,8 +168,16 @@ export class PinStore {
       closeSync(fd);
       recordPinFile(dir, key, pins.id, fileHash(text), by);
     } catch (error) {
-      try { closeSync(fd); } catch { /* closed already */ }
-      try { unlinkSync(temp); } catch { /* best effort */ }
+      try {
+        closeSync(fd);
+      } catch {
+        /* closed already */
+      }
+      try {
+        unlinkSync(temp);
+      } catch {
+        /* best effort */
+      }
       throw error;
     }
     renameSync(temp, join(dir, `${pins.id}.json`));
@@ -185,4 +207,3 @@ export class PinStore {
     return pinFileProblem(readDecisions(this.dir), key, id, file);
   }
 }
-

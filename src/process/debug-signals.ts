@@ -47,15 +47,18 @@ const RECHECK_MS = [100, 1000];
 function closeStrayInspector(): void {
   const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
   if (!process.features.inspector || flags.some((flag) => /^--inspect/.test(flag))) return;
-  void import('node:inspector').then((inspector) => {
-    const check = (): void => {
-      if (inspector.url() === undefined) return;
-      inspector.close();
-      noted('inspector');
-    };
-    check();
-    for (const ms of RECHECK_MS) setTimeout(check, ms).unref();
-  }, () => {});
+  void import('node:inspector').then(
+    (inspector) => {
+      const check = (): void => {
+        if (inspector.url() === undefined) return;
+        inspector.close();
+        noted('inspector');
+      };
+      check();
+      for (const ms of RECHECK_MS) setTimeout(check, ms).unref();
+    },
+    () => {},
+  );
 }
 
 /** Send the reports (those so far and those to come) to `to`. */

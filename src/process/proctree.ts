@@ -47,7 +47,16 @@ export function readProc(pid: number): ProcInfo | null {
   const fields = text.slice(close + 2).split(' ');
   // fields[0] is state (field 3); ppid is field 4, pgrp 5, session 6, starttime 22.
   if (fields[0] === 'Z') return null; // a zombie is already dead
-  return { pid, ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]), start: fields[19] ?? '', comm, utime: Number(fields[11]), stime: Number(fields[12]) };
+  return {
+    pid,
+    ppid: Number(fields[1]),
+    pgid: Number(fields[2]),
+    sid: Number(fields[3]),
+    start: fields[19] ?? '',
+    comm,
+    utime: Number(fields[11]),
+    stime: Number(fields[12]),
+  };
 }
 
 /** Every living (non-zombie) process, or null without procfs. */
@@ -206,7 +215,10 @@ export class DescendantTracker {
   private readonly markedInGroup = new Set<number>();
   private swept = false;
 
-  constructor(private readonly root: number, private readonly findMarked: (() => ProcInfo[] | null) | null = null) {}
+  constructor(
+    private readonly root: number,
+    private readonly findMarked: (() => ProcInfo[] | null) | null = null,
+  ) {}
 
   snapshot(): void {
     for (const info of descendantsOf(this.root)) this.known.set(info.pid, info);

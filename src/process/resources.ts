@@ -69,7 +69,6 @@ interface Seen {
   hwmBytes: number;
 }
 
-
 /** Samples one process tree from the server's spawn to its end. */
 export class ResourceMeter {
   private readonly seen = new Map<string, Seen>();
@@ -173,7 +172,18 @@ export class ResourceMeter {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     if (!this.available || this.root === null) {
-      this.finished = { method: 'unavailable', cpu_user_ms: null, cpu_system_ms: null, peak_rss_bytes: null, samples: 0, processes_seen: 0, sampled_cpu_ms: null, reaped_cpu_ms: null, peak_process: null, sampling_ms: 0 };
+      this.finished = {
+        method: 'unavailable',
+        cpu_user_ms: null,
+        cpu_system_ms: null,
+        peak_rss_bytes: null,
+        samples: 0,
+        processes_seen: 0,
+        sampled_cpu_ms: null,
+        reaped_cpu_ms: null,
+        peak_process: null,
+        sampling_ms: 0,
+      };
       return this.finished;
     }
     for (const s of this.seen.values()) this.retire(s);

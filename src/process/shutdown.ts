@@ -122,7 +122,9 @@ async function within(promise: Promise<unknown>, ms: number, skip?: () => Promis
 async function until(done: () => boolean, ms: number, skip?: () => Promise<void>): Promise<boolean> {
   const deadline = Date.now() + ms;
   let skipped = false;
-  void skip?.().then(() => { skipped = true; });
+  void skip?.().then(() => {
+    skipped = true;
+  });
   while (Date.now() < deadline && !skipped) {
     if (done()) return true;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));

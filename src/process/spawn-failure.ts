@@ -69,7 +69,8 @@ function notFound(command: string, place: SpawnPlace): SpawnFailure {
     if (!isFile(path)) return { status: EXIT_CANNOT_EXECUTE, why: `its interpreter ${JSON.stringify(interpreter)} (from its #! line) was not found${crlf}` };
     return { status: EXIT_CANNOT_EXECUTE, why: `its interpreter ${JSON.stringify(interpreter)} (from its #! line) could not be started` };
   }
-  if (head?.subarray(0, 4).equals(ELF_MAGIC)) return { status: EXIT_CANNOT_EXECUTE, why: `${JSON.stringify(file)} is a program whose loader (ELF interpreter) is missing` };
+  if (head?.subarray(0, 4).equals(ELF_MAGIC))
+    return { status: EXIT_CANNOT_EXECUTE, why: `${JSON.stringify(file)} is a program whose loader (ELF interpreter) is missing` };
   return { status: EXIT_CANNOT_EXECUTE, why: `${JSON.stringify(file)} exists but could not be run (ENOENT)` };
 }
 

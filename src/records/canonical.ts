@@ -29,7 +29,9 @@ function writeSorted(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : writeSorted(item))).join(',')}]`;
   const object = value as Record<string, unknown>;
-  const members = Object.keys(object).sort().map((key) => `${JSON.stringify(key)}:${writeSorted(object[key])}`);
+  const members = Object.keys(object)
+    .sort()
+    .map((key) => `${JSON.stringify(key)}:${writeSorted(object[key])}`);
   return `{${members.join(',')}}`;
 }
 

@@ -71,7 +71,9 @@ export function prevHex(prev: string): string {
 export const RAW_DIGEST_CHARS = 32;
 
 // One call into the crypto binding instead of three, where Node has it (20.12+).
-const oneShot: ((alg: string, data: string | NodeJS.ArrayBufferView, encoding: 'hex' | 'binary') => string) | undefined = (crypto as { hash?: typeof crypto.hash }).hash;
+const oneShot: ((alg: string, data: string | NodeJS.ArrayBufferView, encoding: 'hex' | 'binary') => string) | undefined = (
+  crypto as { hash?: typeof crypto.hash }
+).hash;
 
 /** SHA-256 (HMAC-SHA256 with a key) of some text (of its UTF-8 bytes) or bytes, as hex or as latin1 (one character a byte). */
 function digest(data: string | NodeJS.ArrayBufferView, key: Buffer | undefined, encoding: 'hex' | 'binary'): string {
@@ -125,13 +127,22 @@ export class RecordShape {
   private readonly made = new WeakSet<unknown[]>();
 
   /** `times`: fields whose values are times in ms (Date.now()) or null, written as toISOString() spells them. */
-  constructor(readonly type: string, readonly fields: readonly string[], readonly times: readonly string[] = []) {
+  constructor(
+    readonly type: string,
+    readonly fields: readonly string[],
+    readonly times: readonly string[] = [],
+  ) {
     for (const field of fields) {
       if (CHAIN_FIELDS.includes(field)) throw new TypeError(`record body may not set '${field}' (type '${type}')`);
     }
     if (new Set(fields).size !== fields.length) throw new TypeError(`record shape '${type}' names a field twice`);
     // A Map: field names come from outside, and `chain['__proto__']` would read the prototype.
-    const chain = new Map([['seq', SEQ], ['prev', PREV], ['ts', TS], ['type', TYPE]]);
+    const chain = new Map([
+      ['seq', SEQ],
+      ['prev', PREV],
+      ['ts', TS],
+      ['type', TYPE],
+    ]);
     const keys = [...fields, ...chain.keys()].sort();
     this.from = keys.map((k) => chain.get(k) ?? fields.indexOf(k));
     this.time = keys.map((k) => !chain.has(k) && times.includes(k));
@@ -199,8 +210,7 @@ export class RecordShape {
         else if (at === PREV) {
           if (prev.length === RAW_DIGEST_CHARS) out.hexOf(prev);
           else out.ascii(prev);
-        }
-        else if (at === TS) {
+        } else if (at === TS) {
           if (typeof ts === 'number') out.isoTime(ts, false);
           else out.ascii(ts);
         }

@@ -35,11 +35,17 @@ export function loadAuditKey(keyFile: string, recordDir: string): Buffer {
     throw new GuardError('ERR_RECORD_KEY', `--audit-key-file cannot read '${keyFile}': ${describe(error)}`);
   }
   if (read.tooBig) {
-    throw new GuardError('ERR_RECORD_KEY', `--audit-key-file '${keyFile}' holds more than ${MAX_KEY_BYTES} bytes, the most a key file may hold; use ${MIN_KEY_BYTES} to ${MAX_KEY_BYTES} random bytes (head -c 32 /dev/urandom > FILE)`);
+    throw new GuardError(
+      'ERR_RECORD_KEY',
+      `--audit-key-file '${keyFile}' holds more than ${MAX_KEY_BYTES} bytes, the most a key file may hold; use ${MIN_KEY_BYTES} to ${MAX_KEY_BYTES} random bytes (head -c 32 /dev/urandom > FILE)`,
+    );
   }
   const key = read.bytes;
   if (key.length < MIN_KEY_BYTES) {
-    throw new GuardError('ERR_RECORD_KEY', `--audit-key-file '${keyFile}' holds ${key.length} bytes; use at least ${MIN_KEY_BYTES} random bytes (head -c 32 /dev/urandom > FILE)`);
+    throw new GuardError(
+      'ERR_RECORD_KEY',
+      `--audit-key-file '${keyFile}' holds ${key.length} bytes; use at least ${MIN_KEY_BYTES} random bytes (head -c 32 /dev/urandom > FILE)`,
+    );
   }
   return key;
 }

@@ -62,7 +62,7 @@ export function liveness(start: LogRecord | undefined, header?: LogRecord): Live
   const pid = start?.mcpguard_pid ?? header?.writer_pid;
   if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return 'unknown';
   const recorded = start?.mcpguard_start;
-  const identity = typeof recorded === 'object' && recorded !== null ? recorded as Partial<StartIdentity> : null;
+  const identity = typeof recorded === 'object' && recorded !== null ? (recorded as Partial<StartIdentity>) : null;
   if (identity !== null && typeof identity.host === 'string' && identity.host !== hostname()) return 'unknown';
   const exists = pidExists(pid);
   if (exists === false) return 'crashed';
@@ -130,7 +130,12 @@ function bootId(): string | null {
 function psStartMs(pid: number): number | null | undefined {
   let text: string;
   try {
-    text = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], { encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, LC_ALL: 'C', TZ: process.env.TZ ?? '' } }).trim();
+    text = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], {
+      encoding: 'utf8',
+      timeout: 2000,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, LC_ALL: 'C', TZ: process.env.TZ ?? '' },
+    }).trim();
   } catch (error) {
     // ps exits 1 when no process matches.
     return (error as { status?: unknown }).status === 1 ? null : undefined;

@@ -56,10 +56,17 @@ export function ensureWritableRecordDir(configured: string): string {
   try {
     fd = openSync(probe, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   } catch (error) {
-    throw refusal(configured, `cannot hold mcpguard's files: creating a file in ${dir === configured ? 'it' : `'${dir}'`} failed: ${whyNotWritable(error, dir)}`);
+    throw refusal(
+      configured,
+      `cannot hold mcpguard's files: creating a file in ${dir === configured ? 'it' : `'${dir}'`} failed: ${whyNotWritable(error, dir)}`,
+    );
   }
   closeSync(fd);
-  try { unlinkSync(probe); } catch { /* a file that cannot be removed is harmless: readers only read *.jsonl */ }
+  try {
+    unlinkSync(probe);
+  } catch {
+    /* a file that cannot be removed is harmless: readers only read *.jsonl */
+  }
   return dir;
 }
 
@@ -94,14 +101,21 @@ function locate(configured: string, writing: boolean): string {
     // Only you or root can have made a symlink you or root own: that one was set up on purpose.
     // It is resolved once here, so nothing later follows it again.
     if (writing && !trustedOwner(st.uid)) {
-      throw refusal(configured, `is a symbolic link owned by uid ${st.uid}; mcpguard follows a symlink for its records only when you or root own it. Use the directory it points to directly, if you trust it, or choose another`);
+      throw refusal(
+        configured,
+        `is a symbolic link owned by uid ${st.uid}; mcpguard follows a symlink for its records only when you or root own it. Use the directory it points to directly, if you trust it, or choose another`,
+      );
     }
     const target = attempt(configured, () => readlinkSync(configured));
     try {
       dir = realpathSync(configured);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw refusal(configured, `is a symbolic link to '${target}', which cannot be followed: ${describe(error)}`);
-      throw refusal(configured, `is a symbolic link to '${target}', which does not exist${writing ? '; mcpguard creates no directory through a symlink: create it, or point --record-dir at a directory' : ''}`);
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+        throw refusal(configured, `is a symbolic link to '${target}', which cannot be followed: ${describe(error)}`);
+      throw refusal(
+        configured,
+        `is a symbolic link to '${target}', which does not exist${writing ? '; mcpguard creates no directory through a symlink: create it, or point --record-dir at a directory' : ''}`,
+      );
     }
     st = attempt(configured, () => lstatSync(dir));
     via = `(a symbolic link to '${dir}') `;
@@ -113,7 +127,10 @@ function locate(configured: string, writing: boolean): string {
   }
   if ((st.mode & STICKY) === 0) {
     if (!writing) return dir;
-    throw refusal(configured, `${via}is ${writableBy(st.mode)} (mode ${octal(st.mode)}), so others could delete or replace records in it; run chmod go-w '${dir}', or choose another record directory`);
+    throw refusal(
+      configured,
+      `${via}is ${writableBy(st.mode)} (mode ${octal(st.mode)}), so others could delete or replace records in it; run chmod go-w '${dir}', or choose another record directory`,
+    );
   }
   // Shared and sticky, like /tmp: others cannot remove or rename what is ours in it, so our own subdirectory is safe.
   const own = join(dir, sharedSubdirName());
@@ -123,13 +140,20 @@ function locate(configured: string, writing: boolean): string {
     if (writing) throw refusal(own, 'vanished right after it was created');
     return own;
   }
-  const problem = ownSt.isSymbolicLink() ? 'is a symbolic link'
-    : !ownSt.isDirectory() ? 'is not a directory'
-      : !ownedByMe(ownSt) ? `is owned by uid ${ownSt.uid}, not by you (uid ${currentUid()})`
-        : (ownSt.mode & 0o077) !== 0 ? `has mode ${octal(ownSt.mode)}, not 0700`
+  const problem = ownSt.isSymbolicLink()
+    ? 'is a symbolic link'
+    : !ownSt.isDirectory()
+      ? 'is not a directory'
+      : !ownedByMe(ownSt)
+        ? `is owned by uid ${ownSt.uid}, not by you (uid ${currentUid()})`
+        : (ownSt.mode & 0o077) !== 0
+          ? `has mode ${octal(ownSt.mode)}, not 0700`
           : null;
   if (problem !== null) {
-    throw refusal(own, `(mcpguard's own directory in the shared '${dir}') ${problem}; mcpguard does not change it: remove it, or choose another record directory`);
+    throw refusal(
+      own,
+      `(mcpguard's own directory in the shared '${dir}') ${problem}; mcpguard does not change it: remove it, or choose another record directory`,
+    );
   }
   return own;
 }
@@ -154,9 +178,12 @@ function makePrivateDirs(configured: string): void {
       const parent = dirname(path);
       const code = (error as NodeJS.ErrnoException).code;
       const link = code === 'ENOENT' ? danglingTarget(parent) : null;
-      const why = link !== null ? `its parent '${parent}' is a symbolic link to '${link}', which does not exist`
-        : code === 'ENOENT' ? `its parent '${parent}' exists but cannot hold a directory${filesystemNote(parent)}`
-          : `${describe(error)}${filesystemNote(parent)}`;
+      const why =
+        link !== null
+          ? `its parent '${parent}' is a symbolic link to '${link}', which does not exist`
+          : code === 'ENOENT'
+            ? `its parent '${parent}' exists but cannot hold a directory${filesystemNote(parent)}`
+            : `${describe(error)}${filesystemNote(parent)}`;
       throw new GuardError('ERR_RECORD_DIR', `cannot create record directory '${configured}'${path === configured ? '' : ` (at '${path}')`}: ${why}`);
     }
   }
@@ -167,14 +194,25 @@ function danglingTarget(path: string): string | null {
   try {
     if (!lstatSync(path).isSymbolicLink()) return null;
     const target = readlinkSync(path);
-    try { realpathSync(path); return null; } catch { return target; }
+    try {
+      realpathSync(path);
+      return null;
+    } catch {
+      return target;
+    }
   } catch {
     return null;
   }
 }
 
 // Kernel pseudo-filesystems by their statfs magic (linux/magic.h): nothing of mcpguard's can live there.
-const PSEUDO_FILESYSTEMS = new Map([[0x9fa0, 'procfs'], [0x62656572, 'sysfs'], [0x63677270, 'cgroup2'], [0x27e0eb, 'cgroup'], [0x64626720, 'debugfs']]);
+const PSEUDO_FILESYSTEMS = new Map([
+  [0x9fa0, 'procfs'],
+  [0x62656572, 'sysfs'],
+  [0x63677270, 'cgroup2'],
+  [0x27e0eb, 'cgroup'],
+  [0x64626720, 'debugfs'],
+]);
 
 /** " (on procfs, a kernel pseudo-filesystem)" when `path` is on one, else "". */
 function filesystemNote(path: string): string {
@@ -194,7 +232,11 @@ function whyNotWritable(error: unknown, dir: string): string {
   if (code === 'EROFS') return `${what} (the filesystem is mounted read-only)`;
   if (code === 'EACCES' || code === 'EPERM') {
     let st: Stats | null = null;
-    try { st = lstatSync(dir); } catch { /* reported below without the mode */ }
+    try {
+      st = lstatSync(dir);
+    } catch {
+      /* reported below without the mode */
+    }
     const mode = st === null ? '' : ` (mode ${octal(st.mode)}, owner uid ${st.uid}; you are uid ${currentUid()})`;
     return `${what}${mode}${note}`;
   }

@@ -109,7 +109,10 @@ export class LineReader {
   /** Bytes read so far; reading stops at `limit` (the file as it was when a follower took its snapshot). */
   private consumed = 0;
 
-  constructor(path: string, private readonly limit = Infinity) {
+  constructor(
+    path: string,
+    private readonly limit = Infinity,
+  ) {
     this.fd = openLog(path);
   }
 
@@ -274,7 +277,7 @@ function readSpan(fd: number, position: number, length: number): Buffer {
 function visitContaining(data: Buffer, end: number, needles: readonly Buffer[], visit: (record: Record<string, unknown>) => void): void {
   // Each needle's next place at or after `pos` (-1: none before `end`), found once and searched again only when passed.
   const next = needles.map(() => -2);
-  for (let pos = 0; ;) {
+  for (let pos = 0; ; ) {
     let hit = -1;
     for (let i = 0; i < needles.length; i++) {
       if (next[i] === -2 || (next[i]! !== -1 && next[i]! < pos)) {
@@ -308,7 +311,10 @@ export const FOLLOW_POLL_MS = 200;
  * is skipped.
  */
 export function forEachLine(
-  file: string, from: number, keep: ((line: Buffer) => boolean) | readonly Buffer[] | null, visit: (record: Record<string, unknown>) => void,
+  file: string,
+  from: number,
+  keep: ((line: Buffer) => boolean) | readonly Buffer[] | null,
+  visit: (record: Record<string, unknown>) => void,
   /** Stop after about this many bytes (whole lines); a caller that holds what it visits reads less at a time. */
   batch = READ_BYTES,
 ): { offset: number; eof: boolean } {
@@ -327,7 +333,7 @@ export function forEachLine(
     // One buffer, reused: an unfinished line moves to its start and the next read lands after it.
     let buf = Buffer.allocUnsafe(2 * CHUNK_BYTES);
     let have = 0;
-    for (let at = from; offset - from < batch;) {
+    for (let at = from; offset - from < batch; ) {
       if (buf.length - have < CHUNK_BYTES) {
         const bigger = Buffer.allocUnsafe(2 * buf.length); // a line longer than the buffer
         buf.copy(bigger, 0, 0, have);
@@ -362,4 +368,3 @@ export function forEachLine(
   }
   return { offset, eof };
 }
-

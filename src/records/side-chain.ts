@@ -30,7 +30,13 @@ export interface SideChainKind {
 
 /** One side chain, open for appending. */
 export class SideChain {
-  private constructor(private readonly path: string, private readonly fd: number, private seq: number, private prev: string, private readonly key: Buffer | undefined) {}
+  private constructor(
+    private readonly path: string,
+    private readonly fd: number,
+    private seq: number,
+    private prev: string,
+    private readonly key: Buffer | undefined,
+  ) {}
 
   /**
    * Open (or start) the chain at `path` for appending with `key` (the audit
@@ -43,11 +49,24 @@ export class SideChain {
       if (!fstatSync(fd).isFile()) throw new Error(`${path}: not a regular file`);
       if (fstatSync(fd).size === 0) {
         const chain = new SideChain(path, fd, 0, ZERO_HASH, key);
-        chain.write([{ type: 'header', log_id: kind.logId, alg: chainAlg(key), key_id: key === undefined ? null : keyId(key), created_at: new Date().toISOString(), version: RECORD_VERSION, writer_pid: process.pid }]);
+        chain.write([
+          {
+            type: 'header',
+            log_id: kind.logId,
+            alg: chainAlg(key),
+            key_id: key === undefined ? null : keyId(key),
+            created_at: new Date().toISOString(),
+            version: RECORD_VERSION,
+            writer_pid: process.pid,
+          },
+        ]);
         return chain;
       }
       const edges = readLogEdges(path, 1, 1);
-      if (edges.torn) throw new Error(`${path} ends in an incomplete line (${kind.writer} was killed mid-write); run mcpguard verify, and move the file aside to start a new chain`);
+      if (edges.torn)
+        throw new Error(
+          `${path} ends in an incomplete line (${kind.writer} was killed mid-write); run mcpguard verify, and move the file aside to start a new chain`,
+        );
       const header = parseRecord(edges.head[0] ?? Buffer.alloc(0));
       const lastLine = edges.tail.at(-1);
       const last = lastLine === undefined ? null : parseRecord(lastLine);
@@ -69,7 +88,11 @@ export class SideChain {
   }
 
   close(): void {
-    try { closeSync(this.fd); } catch { /* gone either way */ }
+    try {
+      closeSync(this.fd);
+    } catch {
+      /* gone either way */
+    }
   }
 
   private write(records: LogRecord[]): void {
@@ -95,7 +118,9 @@ function keyProblem(header: LogRecord, key: Buffer | undefined, kind: SideChainK
     return null;
   }
   if (alg !== 'sha256') return `unknown hash algorithm ${JSON.stringify(header.alg)}`;
-  return key === undefined ? null : `the ${kind.noun} are a plain SHA-256 chain but an audit key was given: writing with the key would mix the two (move the file aside to start a signed chain)`;
+  return key === undefined
+    ? null
+    : `the ${kind.noun} are a plain SHA-256 chain but an audit key was given: writing with the key would mix the two (move the file aside to start a signed chain)`;
 }
 
 /** How a side chain verifies: `ok`, or what is wrong and on which 1-based line. */
@@ -123,11 +148,16 @@ export function verifySideChain(bytes: Buffer, kind: SideChainKind, key: Buffer 
     const record = parseRecord(line);
     if (record === null) return bad('tampered', i, 'not a JSON object');
     let text: string;
-    try { text = canonical(record); } catch { text = ''; }
+    try {
+      text = canonical(record);
+    } catch {
+      text = '';
+    }
     if (!Buffer.from(text).equals(line)) return bad('tampered', i, 'not in canonical form: the line was edited');
     if (i === 0) {
       if (record.type !== 'header' || record.log_id !== kind.logId) return bad('tampered', 0, `record 0 is not the header of a chain of ${kind.noun}`);
-      if (record.version !== RECORD_VERSION) return bad('version', 0, `a version ${JSON.stringify(record.version)} chain: this mcpguard verifies version ${RECORD_VERSION}`);
+      if (record.version !== RECORD_VERSION)
+        return bad('version', 0, `a version ${JSON.stringify(record.version)} chain: this mcpguard verifies version ${RECORD_VERSION}`);
       alg = record.alg === 'sha256' || record.alg === 'hmac-sha256' ? record.alg : null;
       const problem = keyProblem(record, key, kind);
       if (alg === null || problem !== null) return bad(alg === null ? 'tampered' : 'key', 0, problem ?? 'unknown hash algorithm');
@@ -137,7 +167,7 @@ export function verifySideChain(bytes: Buffer, kind: SideChainKind, key: Buffer 
     if (record.seq !== i) return bad('tampered', i, `expected seq ${i}, found ${String(record.seq)}: a record is missing, repeated or moved`);
     if (record.prev !== prev) return bad('tampered', i, `prev is not the hash of line ${i}: that line was altered or replaced`);
     const { hash, ...unhashed } = record;
-    if (hash !== recordHash(unhashed, key)) return bad('tampered', i, 'the record\'s hash does not match the record: it was altered');
+    if (hash !== recordHash(unhashed, key)) return bad('tampered', i, "the record's hash does not match the record: it was altered");
     prev = lineHash(Buffer.concat([line, Buffer.from('\n')]), key);
   }
   if (tail !== null) return bad('torn', lines.length, `last line is incomplete: ${kind.writer} was killed in the middle of writing it`);

@@ -78,7 +78,12 @@ export class SessionLog {
   private readonly queuedTs: number[] = [];
   private queuedCount = 0;
 
-  private constructor(sessionId: string, path: string, fd: number, private readonly opts: RecordStoreOptions) {
+  private constructor(
+    sessionId: string,
+    path: string,
+    fd: number,
+    private readonly opts: RecordStoreOptions,
+  ) {
     this.sessionId = sessionId;
     this.path = path;
     this.fd = fd;
@@ -116,8 +121,14 @@ export class SessionLog {
     } catch (error) {
       // A log without its header proves nothing; do not leave it behind.
       log.close();
-      try { unlinkSync(path); } catch { /* already gone or unwritable: the error below says enough */ }
-      throw error instanceof GuardError ? error : new GuardError('ERR_RECORD_WRITE', `cannot write session log '${path}': ${describe(error)}`, EXIT_RECORD_FAILURE);
+      try {
+        unlinkSync(path);
+      } catch {
+        /* already gone or unwritable: the error below says enough */
+      }
+      throw error instanceof GuardError
+        ? error
+        : new GuardError('ERR_RECORD_WRITE', `cannot write session log '${path}': ${describe(error)}`, EXIT_RECORD_FAILURE);
     }
     return log;
   }
@@ -246,7 +257,11 @@ export class SessionLog {
 
   private ensureOpen(): void {
     if (this.fd === null) {
-      throw new GuardError('ERR_RECORD_CLOSED', `session log '${this.path}' is ${this.failure === null ? 'sealed' : `unusable after an earlier failure (${this.failure})`}`, EXIT_RECORD_FAILURE);
+      throw new GuardError(
+        'ERR_RECORD_CLOSED',
+        `session log '${this.path}' is ${this.failure === null ? 'sealed' : `unusable after an earlier failure (${this.failure})`}`,
+        EXIT_RECORD_FAILURE,
+      );
     }
   }
 
@@ -320,7 +335,11 @@ export class SessionLog {
     if (this.fd === null) return;
     const fd = this.fd;
     this.fd = null;
-    try { closeSync(fd); } catch { /* EBADF: the descriptor is gone either way */ }
+    try {
+      closeSync(fd);
+    } catch {
+      /* EBADF: the descriptor is gone either way */
+    }
   }
 }
 
@@ -335,5 +354,9 @@ function event(type: string, body: Record<string, unknown>): LogRecord {
 
 function syncDirectory(dir: string): void {
   const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  try { fsyncSync(fd); } finally { closeSync(fd); }
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -87,11 +87,13 @@ export class CallTable {
     for (const item of items) {
       if (item.kind === 'request') {
         // Answering with the reused id would pair the error with the request in flight.
-        if (this.inFlight.has(item.idKey) || seen?.has(item.idKey) || ownsId(item.idKey)) return { reason: `request id ${JSON.stringify(item.id)} is already in flight`, id: null };
+        if (this.inFlight.has(item.idKey) || seen?.has(item.idKey) || ownsId(item.idKey))
+          return { reason: `request id ${JSON.stringify(item.id)} is already in flight`, id: null };
         seen?.add(item.idKey);
       } else if (item.kind === 'response') {
         if (ownsId(item.idKey) && items.length === 1) continue;
-        if (!this.childRequests.has(item.idKey) || seen?.has(`r${item.idKey}`)) return { reason: `response to id ${JSON.stringify(item.id)}, which the server did not ask (or was already answered)`, id: null };
+        if (!this.childRequests.has(item.idKey) || seen?.has(`r${item.idKey}`))
+          return { reason: `response to id ${JSON.stringify(item.id)}, which the server did not ask (or was already answered)`, id: null };
         seen?.add(`r${item.idKey}`);
       }
     }
@@ -108,7 +110,9 @@ export class CallTable {
   unasked(response: Response): string | null {
     const call = this.inFlight.get(response.idKey);
     if (call === undefined) return `${JSON.stringify(response.id)}, which no client request in flight has`;
-    return call.dispatchedAt === null ? `${JSON.stringify(response.id)}, a request mcpguard has not sent to the server (the gate holds it, or it waits to be written)` : null;
+    return call.dispatchedAt === null
+      ? `${JSON.stringify(response.id)}, a request mcpguard has not sent to the server (the gate holds it, or it waits to be written)`
+      : null;
   }
 
   /**

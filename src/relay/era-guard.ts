@@ -9,8 +9,16 @@ import { escapeBytes, type Diagnostics } from '../mask/diagnostics.js';
 import { idKey, memberId, membersOf, memberString, type Message, type Notification, type Request, type RequestId, type Response } from '../wire/jsonrpc.js';
 import type { Rejection } from './observer.js';
 import {
-  EraTracker, META_SUBSCRIPTION_ID, STREAM_METHODS, checkServerResult, readMeta, resultType,
-  type EraRules, type RequestMeta, type RuleKind, type Violation,
+  EraTracker,
+  META_SUBSCRIPTION_ID,
+  STREAM_METHODS,
+  checkServerResult,
+  readMeta,
+  resultType,
+  type EraRules,
+  type RequestMeta,
+  type RuleKind,
+  type Violation,
 } from '../mcp/era.js';
 import { LegLinker } from '../mcp/legs.js';
 import { stringValue } from '../wire/json-scan.js';
@@ -73,7 +81,12 @@ export class EraGuard {
       let meta = NO_META;
       let violation: Violation | null = null;
       if (item.kind === 'response') {
-        if (this.modern) violation = { rule: 'client_response', reason: 'a client must not write JSON-RPC responses in 2026-07-28 (servers send it no requests)', severity: 'refuse' };
+        if (this.modern)
+          violation = {
+            rule: 'client_response',
+            reason: 'a client must not write JSON-RPC responses in 2026-07-28 (servers send it no requests)',
+            severity: 'refuse',
+          };
       } else {
         if (item.params?.members?.has('_meta')) meta = readMeta(frame, item.params);
         violation = this.tracker.checkClient(item.method, meta, item.kind === 'request');
@@ -125,10 +138,18 @@ export class EraGuard {
   serverMessage(item: Request | Notification): Violation | null {
     if (!this.modern) return null;
     if (item.kind === 'request') {
-      return { rule: 'server_request', reason: 'a 2026-07-28 server must not write JSON-RPC requests (they travel inside an input_required result)', severity: 'refuse' };
+      return {
+        rule: 'server_request',
+        reason: 'a 2026-07-28 server must not write JSON-RPC requests (they travel inside an input_required result)',
+        severity: 'refuse',
+      };
     }
     if (item.method !== 'notifications/cancelled' || this.openListen(item) !== undefined) return null;
-    return { rule: 'stray_server_cancel', reason: 'a 2026-07-28 server may send notifications/cancelled only to end an open subscriptions/listen', severity: 'refuse' };
+    return {
+      rule: 'stray_server_cancel',
+      reason: 'a 2026-07-28 server may send notifications/cancelled only to end an open subscriptions/listen',
+      severity: 'refuse',
+    };
   }
 
   /**
@@ -150,9 +171,14 @@ export class EraGuard {
     const listen = call !== undefined && STREAM_METHODS.has(call.method!) ? call : undefined;
     if (listen?.state === null) return null;
     // A string id shown quoted and escaped, a number as written: "7" and 7 are different ids.
-    const shown = tag.type === 'string' ? escapeBytes(Buffer.from(stringValue(item.frame, tag)))
-      : tag.type === 'number' && tag.end - tag.start <= 32 ? item.frame.toString('latin1', tag.start, tag.end) : `(a ${tag.type})`;
-    if (listen?.cancelRequested === true) return { late: true, reason: `a notification for subscription id ${shown}, which the client closed before the server read its cancel` };
+    const shown =
+      tag.type === 'string'
+        ? escapeBytes(Buffer.from(stringValue(item.frame, tag)))
+        : tag.type === 'number' && tag.end - tag.start <= 32
+          ? item.frame.toString('latin1', tag.start, tag.end)
+          : `(a ${tag.type})`;
+    if (listen?.cancelRequested === true)
+      return { late: true, reason: `a notification for subscription id ${shown}, which the client closed before the server read its cancel` };
     return { late: false, reason: `notification for subscription id ${shown}, which no open subscriptions/listen has (it ended, or never was)` };
   }
 

@@ -9,9 +9,17 @@ import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS } from './calls.js';
 import { newCall, type Call, type CallState } from '../mcp/call.js';
 import type { Diagnostics } from '../mask/diagnostics.js';
 import {
-  cancellation, errorResponse, idKey, memberId, memberString,
-  CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT,
-  type Classified, type Message, type Request,
+  cancellation,
+  errorResponse,
+  idKey,
+  memberId,
+  memberString,
+  CONNECTION_CLOSED,
+  INTERNAL_ERROR,
+  REQUEST_TIMEOUT,
+  type Classified,
+  type Message,
+  type Request,
 } from '../wire/jsonrpc.js';
 import type { Rejection, SessionObserver } from './observer.js';
 import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from '../mcp/era.js';
@@ -56,11 +64,21 @@ export interface RelayCounters {
   eraProbesDeclined: number;
 }
 
-
 export class CallKeeper {
   readonly calls = new CallTable();
   readonly counters: RelayCounters = {
-    clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {}, eraProbesDeclined: 0,
+    clientFrames: 0,
+    childFrames: 0,
+    rejectedClient: 0,
+    noiseLines: 0,
+    noiseBytes: 0,
+    lateResponses: 0,
+    ignoredClientBytes: 0,
+    undelivered: 0,
+    states: {},
+    shapeRejections: 0,
+    eraViolations: {},
+    eraProbesDeclined: 0,
   };
   /** The session's protocol era, learned from what passes, and its rules. */
   readonly eras: EraGuard;
@@ -75,16 +93,25 @@ export class CallKeeper {
     private readonly observers: readonly SessionObserver[],
     gate: ((io: GateIO) => Gate) | null,
   ) {
-    this.eras = new EraGuard(options.eraRules, this.counters.eraViolations, diag, (r) => this.notify(r), (key) => this.calls.inFlight.get(key));
-    this.gate = gate === null ? null : gate({
-      toChild: (frame, delivery) => this.toChild.write(frame, delivery),
-      toClient: (frame) => this.toClient.write(frame),
-      diag: (line) => this.diag.line(line),
-      modern: () => this.eras.modern,
-      version: () => this.eras.tracker.version,
-      clientClosed: () => this.clientClosed,
-      idTaken: (key) => this.idTaken(key),
-    });
+    this.eras = new EraGuard(
+      options.eraRules,
+      this.counters.eraViolations,
+      diag,
+      (r) => this.notify(r),
+      (key) => this.calls.inFlight.get(key),
+    );
+    this.gate =
+      gate === null
+        ? null
+        : gate({
+            toChild: (frame, delivery) => this.toChild.write(frame, delivery),
+            toClient: (frame) => this.toClient.write(frame),
+            diag: (line) => this.diag.line(line),
+            modern: () => this.eras.modern,
+            version: () => this.eras.tracker.version,
+            clientClosed: () => this.clientClosed,
+            idTaken: (key) => this.idTaken(key),
+          });
   }
 
   /**
@@ -98,7 +125,7 @@ export class CallKeeper {
 
   /** A request's call, with what its era and its metadata say about it. */
   startCall(item: Request, meta: RequestMeta): Call {
-    const tool = item.method === 'tools/call' ? memberString(item.frame, item.params, 'name') ?? null : null;
+    const tool = item.method === 'tools/call' ? (memberString(item.frame, item.params, 'name') ?? null) : null;
     const call = newCall(item.id, item.idKey, item.method, tool);
     this.calls.inFlight.set(item.idKey, call);
     this.eras.callStarted(call, item, meta);
@@ -136,7 +163,8 @@ export class CallKeeper {
     if (n === 0 || this.calls.childRequests.size + n <= MAX_SERVER_REQUESTS) return true;
     const reason = `${MAX_SERVER_REQUESTS} requests of the server already wait for the client's answer, the most mcpguard keeps open`;
     for (const item of items) {
-      if (item.kind === 'request') this.toChild.write(errorResponse(item.id, INTERNAL_ERROR, `mcpguard: ${reason}; request not forwarded to the client`, { state: 'rejected' }));
+      if (item.kind === 'request')
+        this.toChild.write(errorResponse(item.id, INTERNAL_ERROR, `mcpguard: ${reason}; request not forwarded to the client`, { state: 'rejected' }));
     }
     // Counted with the server's other refused lines (the summary's rejected.child).
     this.counters.noiseLines++;
@@ -159,7 +187,10 @@ export class CallKeeper {
     }
     // Decided at once (the common case): the call goes out in order with the lines around it.
     if (!(outcome instanceof Promise)) return this.settle(call, outcome);
-    outcome.then((decided) => this.settle(call, decided), (error: Error) => this.settle(call, reviewFailed(call, error)));
+    outcome.then(
+      (decided) => this.settle(call, decided),
+      (error: Error) => this.settle(call, reviewFailed(call, error)),
+    );
   }
 
   /** The gate's outcome for a call, unless the call ended meanwhile (cancelled, timed out, session over). */
@@ -227,11 +258,14 @@ export class CallKeeper {
 
   /** The child's stdin was closed (EPIPE) before the calls' bytes got in: the server never saw them. */
   callsUndelivered(started: Call | readonly Call[], error: Error): void {
-    for (const call of Array.isArray(started) ? started as readonly Call[] : [started as Call]) {
+    for (const call of Array.isArray(started) ? (started as readonly Call[]) : [started as Call]) {
       if (call.state !== null) continue;
       this.counters.undelivered++;
       call.dispatchedAt = null;
-      const why = error instanceof QueueRefusal ? error.message : `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
+      const why =
+        error instanceof QueueRefusal
+          ? error.message
+          : `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
       this.end(call, 'cancelled_before_dispatch', why);
       this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
     }
@@ -304,7 +338,10 @@ export class CallKeeper {
         card.answered_at = new Date().toISOString();
         card.answer = 'client_closed';
       }
-      this.settleNow(call, refusal(call, 'denied', 'not approved: the client closed its input before the approval card was answered', this.eras.modern) as Refused);
+      this.settleNow(
+        call,
+        refusal(call, 'denied', 'not approved: the client closed its input before the approval card was answered', this.eras.modern) as Refused,
+      );
     }
   }
 
@@ -419,8 +456,6 @@ export class CallKeeper {
     this.toClient.write(errorResponse(call.requestId, code, message, { state: call.state }));
   }
 
-
-
   notify(rejection: Rejection): void {
     for (const o of this.observers) o.rejected?.(rejection);
   }
@@ -436,12 +471,20 @@ function requestsIn(items: readonly Message[]): number {
 
 /** The refusal of a call the gate could not check. */
 function reviewFailed(call: Call, error: Error): Outcome {
-  return { kind: 'refuse', state: 'rejected', reason: `mcpguard could not check the call: ${error.message}`, answer: errorResponse(call.requestId, INTERNAL_ERROR, 'mcpguard: the call could not be checked; not forwarded', { state: 'rejected' }) };
+  return {
+    kind: 'refuse',
+    state: 'rejected',
+    reason: `mcpguard could not check the call: ${error.message}`,
+    answer: errorResponse(call.requestId, INTERNAL_ERROR, 'mcpguard: the call could not be checked; not forwarded', { state: 'rejected' }),
+  };
 }
 
 /** A forwarded line's Delivery: what the writer reports goes to the keeper, for the line's calls. */
 class CallDelivery implements Delivery {
-  constructor(private readonly keeper: CallKeeper, private readonly started: Call | readonly Call[]) {}
+  constructor(
+    private readonly keeper: CallKeeper,
+    private readonly started: Call | readonly Call[],
+  ) {}
 
   dispatched(): void {
     this.keeper.callsDispatched(this.started);

@@ -8,9 +8,22 @@ import { escapeBytes, type Diagnostics } from '../mask/diagnostics.js';
 import { processMasker } from '../mask/mask.js';
 import type { LineEvent } from '../wire/framing.js';
 import {
-  classifyFrame, errorResponse, idKey, memberId, memberType, peekAnswerId, peekId,
-  INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
-  type Classified, type Message, type RequestId, type Response,
+  classifyFrame,
+  errorResponse,
+  idKey,
+  memberId,
+  memberType,
+  peekAnswerId,
+  peekId,
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  METHOD_NOT_FOUND,
+  PARSE_ERROR,
+  type Classified,
+  type Message,
+  type RequestId,
+  type Response,
 } from '../wire/jsonrpc.js';
 import type { SessionObserver } from './observer.js';
 import type { RequestMeta, RuleKind } from '../mcp/era.js';
@@ -152,7 +165,14 @@ export class Relay {
   private clientEvent(event: LineEvent, slot: Message[] | null): void {
     if (this.inputClosed) return this.refuseAfterClose(event);
     if (event.kind === 'oversize') {
-      return this.reject(event.line, INVALID_REQUEST, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, peekId(event.head), null, event.bytes);
+      return this.reject(
+        event.line,
+        INVALID_REQUEST,
+        `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`,
+        peekId(event.head),
+        null,
+        event.bytes,
+      );
     }
     if (event.kind === 'partial') {
       return this.reject(event.line, PARSE_ERROR, 'incomplete line at end of input (no newline)', peekId(event.bytes), event.bytes, event.bytes.length);
@@ -163,7 +183,8 @@ export class Relay {
       return this.reject(event.line, message.code, message.reason, id, event.frame, event.frame.length - 1, message.method);
     }
     // An answer to a request of a server generation that is gone (--restart): nobody is left to take it.
-    if (message.kind === 'response' && this.keeper.retiredChildRequests.delete(message.idKey)) return this.diag.line(`dropped the client's answer to id ${JSON.stringify(message.id)}: the server that asked was restarted`);
+    if (message.kind === 'response' && this.keeper.retiredChildRequests.delete(message.idKey))
+      return this.diag.line(`dropped the client's answer to id ${JSON.stringify(message.id)}: the server that asked was restarted`);
     const items = message.kind === 'batch' ? message.items : one(slot, message);
     const problem = this.calls.lineProblem(items, this.ownsId);
     if (problem !== null) return this.reject(event.line, INVALID_REQUEST, problem.reason, problem.id, event.frame, event.frame.length - 1);
@@ -210,7 +231,16 @@ export class Relay {
   private checkShapes(line: number, frame: Buffer, items: readonly Message[], metas: readonly RequestMeta[]): boolean {
     if (this.gate !== null && items.length > 1 && items.some((item) => item.kind === 'request' && item.method === 'tools/call')) {
       // A batch is forwarded whole or not at all, and a gated call may have to wait: it must come on its own line.
-      this.reject(line, INVALID_REQUEST, 'a batch may not carry tools/call while the gate is on (--validate-args or --policy): send each tools/call on its own line', null, frame, frame.length - 1, null, 'method_shape');
+      this.reject(
+        line,
+        INVALID_REQUEST,
+        'a batch may not carry tools/call while the gate is on (--validate-args or --policy): send each tools/call on its own line',
+        null,
+        frame,
+        frame.length - 1,
+        null,
+        'method_shape',
+      );
       return false;
     }
     for (let i = 0; i < items.length; i++) {
@@ -225,7 +255,16 @@ export class Relay {
         this.counters.rejectedClient++;
         this.counters.shapeRejections++;
         this.diag.line(`refused client line ${line}: method_shape: ${reason}`);
-        this.keeper.notify({ direction: 'client', line, code: null, reason, frame: frame.subarray(0, -1), bytes: frame.length - 1, rule: 'method_shape', action: 'refused' });
+        this.keeper.notify({
+          direction: 'client',
+          line,
+          code: null,
+          reason,
+          frame: frame.subarray(0, -1),
+          bytes: frame.length - 1,
+          rule: 'method_shape',
+          action: 'refused',
+        });
       }
       return false;
     }
@@ -269,7 +308,11 @@ export class Relay {
       return;
     }
     if (!forward) return;
-    this.toChild.write(frame, started.length === 0 ? undefined : this.keeper.delivery(started.length === 1 ? started[0]! : started), started.length === 1 ? started[0] : undefined);
+    this.toChild.write(
+      frame,
+      started.length === 0 ? undefined : this.keeper.delivery(started.length === 1 ? started[0]! : started),
+      started.length === 1 ? started[0] : undefined,
+    );
   }
 
   /**
@@ -277,17 +320,32 @@ export class Relay {
    * A line that breaks only an era rule (`rule`) was well-formed: the stream
    * is still in step, so it never closes the session.
    */
-  private reject(line: number, code: number, reason: string, readId: RequestId | null, frame: Buffer | null, bytes: number, method: string | null = null, rule: RuleKind | 'method_shape' | null = null): void {
+  private reject(
+    line: number,
+    code: number,
+    reason: string,
+    readId: RequestId | null,
+    frame: Buffer | null,
+    bytes: number,
+    method: string | null = null,
+    rule: RuleKind | 'method_shape' | null = null,
+  ): void {
     this.counters.rejectedClient++;
     if (rule === 'method_shape') this.counters.shapeRejections++;
     else if (rule !== null) this.counters.eraViolations[rule] = (this.counters.eraViolations[rule] ?? 0) + 1;
     // Answering with an id still in flight would pair this error with that request.
     const id = readId !== null && this.calls.inFlight.has(idKey(readId)) ? null : readId;
     this.toClient.write(errorResponse(id, code, `mcpguard rejected the frame: ${processMasker().text(reason)}`, rule === null ? undefined : { rule }));
-    this.diag.line(`rejected client line ${line}: ${rule === null ? '' : `${rule}: `}${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`);
+    this.diag.line(
+      `rejected client line ${line}: ${rule === null ? '' : `${rule}: `}${reason}${frame ? `: ${escapeBytes(frame.subarray(0, frame.length - (frame.at(-1) === 10 ? 1 : 0)))}` : ''}`,
+    );
     // A request with a readable id still gets its one final record; it never had an attempt.
     if (id !== null) this.keeper.end(newCall(id, null, method, null), 'rejected', reason);
-    this.keeper.notify(rule === null ? { direction: 'client', line, code, reason, frame, bytes } : { direction: 'client', line, code, reason, frame, bytes, rule, action: 'refused' });
+    this.keeper.notify(
+      rule === null
+        ? { direction: 'client', line, code, reason, frame, bytes }
+        : { direction: 'client', line, code, reason, frame, bytes, rule, action: 'refused' },
+    );
     if (this.options.onInvalid === 'close' && rule === null) {
       this.inputClosed = true;
       this.requestEnd('invalid_client_frame');
@@ -308,13 +366,20 @@ export class Relay {
   }
 
   private childEvent(event: LineEvent, slot: Message[] | null): void {
-    if (event.kind === 'oversize') return this.unreadable(event.line, `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`, event.head, event.bytes, peekAnswerId(event.head));
+    if (event.kind === 'oversize')
+      return this.unreadable(
+        event.line,
+        `line of ${event.bytes} bytes exceeds --max-frame-bytes ${this.options.maxFrameBytes}`,
+        event.head,
+        event.bytes,
+        peekAnswerId(event.head),
+      );
     // Cut off by the end of the server's output: the session is ending, and its end answers the call with how the server went.
     if (event.kind === 'partial') return this.noise(event.line, 'incomplete line at end of output (no newline)', event.bytes, event.bytes.length);
     const message: Classified = classifyFrame(event.frame, this.classifyOptions());
     if (message.kind === 'invalid') {
       // A line that names a method is a request or notification: its id is not an answer's.
-      const id = message.method !== null ? null : message.id ?? (message.code === PARSE_ERROR ? peekAnswerId(event.frame) : null);
+      const id = message.method !== null ? null : (message.id ?? (message.code === PARSE_ERROR ? peekAnswerId(event.frame) : null));
       return this.unreadable(event.line, message.reason, event.frame, event.frame.length - 1, id);
     }
     const items = message.kind === 'batch' ? message.items : one(slot, message);
@@ -325,7 +390,12 @@ export class Relay {
       const marker = item.kind === 'response' && this.calls.inFlight.has(item.idKey) ? reservedMarker(item) : null;
       if (marker !== null) return this.refuseImpersonation(event.line, event.frame, items, marker);
       if (item.kind === 'request' && this.gate?.ownsId(item.idKey)) {
-        return this.noise(event.line, `server request id ${JSON.stringify(item.id)} is the id of a request mcpguard itself has open with the client`, event.frame, event.frame.length - 1);
+        return this.noise(
+          event.line,
+          `server request id ${JSON.stringify(item.id)} is the id of a request mcpguard itself has open with the client`,
+          event.frame,
+          event.frame.length - 1,
+        );
       }
       const unasked = item.kind === 'response' ? this.calls.unasked(item) : null;
       if (unasked !== null) return this.noise(event.line, `response to id ${unasked}`, event.frame, event.frame.length - 1);
@@ -356,8 +426,7 @@ export class Relay {
         if (item.method === 'notifications/tools/list_changed') this.gate?.tools.forget();
         const listen = this.eras.endedListen(item);
         if (listen !== undefined) this.keeper.end(listen, 'stream_ended', 'closed by the server (notifications/cancelled)');
-      }
-      else {
+      } else {
         const call = this.calls.inFlight.get(item.idKey)!;
         this.calls.inFlight.delete(item.idKey);
         if (call.state !== null) {
@@ -373,7 +442,8 @@ export class Relay {
         }
         const failedTool = toolError(call, item) && outcome.state === 'completed';
         const state = failedTool ? 'tool_error' : outcome.state;
-        if (state === 'error' && call.method === 'server/discover' && memberId(item.frame, item.body, 'code') === METHOD_NOT_FOUND) this.counters.eraProbesDeclined++;
+        if (state === 'error' && call.method === 'server/discover' && memberId(item.frame, item.body, 'code') === METHOD_NOT_FOUND)
+          this.counters.eraProbesDeclined++;
         const detail = failedTool ? TOOL_ERROR_DETAIL : outcome.detail;
         if (first === null) {
           first = call;
@@ -384,10 +454,16 @@ export class Relay {
         }
         if (!this.serverNamed) this.learnServerInfo(call, item);
         if (items.length !== 1) continue;
-        const gated = this.gate === null || item.isError ? null
-          : call.method === 'tools/list' ? this.gate.toolsListed(call, call.cursor, item.body, item.frame)
-          : call.method === 'tools/call' ? this.gate.checkOutput(call, item)
-          : call.method === 'initialize' || call.method === 'server/discover' ? this.gate.serverAnnounced(call, item) : null;
+        const gated =
+          this.gate === null || item.isError
+            ? null
+            : call.method === 'tools/list'
+              ? this.gate.toolsListed(call, call.cursor, item.body, item.frame)
+              : call.method === 'tools/call'
+                ? this.gate.checkOutput(call, item)
+                : call.method === 'initialize' || call.method === 'server/discover'
+                  ? this.gate.serverAnnounced(call, item)
+                  : null;
         const decorated = gated ?? this.decorate?.(call, item) ?? null;
         if (decorated !== null) frame = decorated;
       }
@@ -464,7 +540,6 @@ export class Relay {
     this.keeper.notify({ direction: 'child', line, code: null, reason, frame: shown, bytes: length });
     if (this.options.onChildNoise === 'close') this.requestEnd('child_noise');
   }
-
 }
 
 /** `slot` holding just `message` (a fresh array without a slot). */

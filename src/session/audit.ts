@@ -36,16 +36,42 @@ export const DISPATCH_WAIT_MS = 20;
 // The records every call writes, in the order of the values passed for them (the times as ms, written as ISO 8601).
 const ATTEMPT = new RecordShape('call_attempt', ['call_id', 'request_id', 'method', 'tool', 'started_at', 'decision'], ['started_at']);
 const DISPATCHED = new RecordShape('call_dispatched', ['call_id', 'dispatched_at', 'generation'], ['dispatched_at']);
-const END = new RecordShape('call_end', [
-  'call_id', 'session_id', 'request_id', 'method', 'tool', 'state', 'detail', 'cancel_requested',
-  'stderr_bytes_seen', 'stderr_bytes_retained', 'stderr_truncated', 'stderr_shared_window', 'stderr',
-  'exit_status', 'stream_end', 'started_at', 'dispatched_at', 'ended_at',
-  'protocol_version', 'traceparent', 'chain', 'continues', 'linked_by', 'request_state_sha256', 'flags', 'decision',
-  // The server generation the call was dispatched to (--restart; 1 without it; null: it never reached a server).
-  'generation',
-  // Where the call's stderr ends in the session's stream (null: none); its bytes are [stderr_stream_end - stderr_bytes_seen, stderr_stream_end).
-  'stderr_stream_end',
-], ['started_at', 'dispatched_at', 'ended_at']);
+const END = new RecordShape(
+  'call_end',
+  [
+    'call_id',
+    'session_id',
+    'request_id',
+    'method',
+    'tool',
+    'state',
+    'detail',
+    'cancel_requested',
+    'stderr_bytes_seen',
+    'stderr_bytes_retained',
+    'stderr_truncated',
+    'stderr_shared_window',
+    'stderr',
+    'exit_status',
+    'stream_end',
+    'started_at',
+    'dispatched_at',
+    'ended_at',
+    'protocol_version',
+    'traceparent',
+    'chain',
+    'continues',
+    'linked_by',
+    'request_state_sha256',
+    'flags',
+    'decision',
+    // The server generation the call was dispatched to (--restart; 1 without it; null: it never reached a server).
+    'generation',
+    // Where the call's stderr ends in the session's stream (null: none); its bytes are [stderr_stream_end - stderr_bytes_seen, stderr_stream_end).
+    'stderr_stream_end',
+  ],
+  ['started_at', 'dispatched_at', 'ended_at'],
+);
 
 export class AuditLog implements SessionObserver {
   readonly log: SessionLog;
@@ -74,17 +100,20 @@ export class AuditLog implements SessionObserver {
   sessionStarted(info: { command: string; args: readonly string[]; cwd: string; options: Record<string, unknown> }): void {
     this.givenName = typeof info.options.name === 'string' ? info.options.name : null;
     this.command = info.command;
-    this.append('session_start', this.masker.value({
-      ...(this.givenName === null ? {} : { name: this.givenName }),
-      command: info.command,
-      args: [...info.args],
-      cwd: info.cwd,
-      mcpguard_pid: process.pid,
-      // Which process that pid is: `running` vs `crashed` is decided by it (records/live.ts), never by a missing seal.
-      mcpguard_start: ownStartIdentity(),
-      started_at: new Date().toISOString(),
-      options: info.options,
-    }));
+    this.append(
+      'session_start',
+      this.masker.value({
+        ...(this.givenName === null ? {} : { name: this.givenName }),
+        command: info.command,
+        args: [...info.args],
+        cwd: info.cwd,
+        mcpguard_pid: process.pid,
+        // Which process that pid is: `running` vs `crashed` is decided by it (records/live.ts), never by a missing seal.
+        mcpguard_start: ownStartIdentity(),
+        started_at: new Date().toISOString(),
+        options: info.options,
+      }),
+    );
   }
 
   childSpawned(pid: number): void {
@@ -111,8 +140,12 @@ export class AuditLog implements SessionObserver {
   callStarted(call: Call): boolean {
     const m = this.masker;
     const v = ATTEMPT.values();
-    v[0] = call.callId; v[1] = maskId(m, call.requestId); v[2] = maskText(m, call.method); v[3] = maskText(m, call.tool);
-    v[4] = call.startedAt; v[5] = maskedDecision(m, call);
+    v[0] = call.callId;
+    v[1] = maskId(m, call.requestId);
+    v[2] = maskText(m, call.method);
+    v[3] = maskText(m, call.tool);
+    v[4] = call.startedAt;
+    v[5] = maskedDecision(m, call);
     return this.shaped(ATTEMPT, v, 'now');
   }
 
@@ -124,7 +157,9 @@ export class AuditLog implements SessionObserver {
    */
   callDispatched(call: Call): void {
     const v = DISPATCHED.values();
-    v[0] = call.callId; v[1] = call.dispatchedAt; v[2] = call.generation;
+    v[0] = call.callId;
+    v[1] = call.dispatchedAt;
+    v[2] = call.generation;
     this.shaped(DISPATCHED, v, 'later');
   }
 
@@ -132,12 +167,34 @@ export class AuditLog implements SessionObserver {
     const stderr = call.stderr;
     const m = this.masker;
     const v = END.values();
-    v[0] = call.callId; v[1] = this.sessionId; v[2] = maskId(m, call.requestId); v[3] = maskText(m, call.method); v[4] = maskText(m, call.tool);
-    v[5] = call.state; v[6] = maskText(m, call.detail); v[7] = call.cancelRequested;
-    v[8] = stderr?.seen ?? 0; v[9] = stderr?.retained ?? 0; v[10] = stderr?.truncated ?? false; v[11] = stderr?.shared ?? false; v[12] = maskText(m, stderr?.text ?? null);
-    v[13] = call.exitStatus; v[14] = call.streamEnd; v[15] = call.startedAt; v[16] = call.dispatchedAt; v[17] = call.endedAt;
-    v[18] = maskText(m, call.protocolVersion); v[19] = maskText(m, call.traceparent); v[20] = call.chain; v[21] = call.continues; v[22] = call.linkedBy;
-    v[23] = call.requestStateHash; v[24] = call.flags; v[25] = maskedDecision(m, call); v[26] = call.generation; v[27] = stderr?.end ?? null;
+    v[0] = call.callId;
+    v[1] = this.sessionId;
+    v[2] = maskId(m, call.requestId);
+    v[3] = maskText(m, call.method);
+    v[4] = maskText(m, call.tool);
+    v[5] = call.state;
+    v[6] = maskText(m, call.detail);
+    v[7] = call.cancelRequested;
+    v[8] = stderr?.seen ?? 0;
+    v[9] = stderr?.retained ?? 0;
+    v[10] = stderr?.truncated ?? false;
+    v[11] = stderr?.shared ?? false;
+    v[12] = maskText(m, stderr?.text ?? null);
+    v[13] = call.exitStatus;
+    v[14] = call.streamEnd;
+    v[15] = call.startedAt;
+    v[16] = call.dispatchedAt;
+    v[17] = call.endedAt;
+    v[18] = maskText(m, call.protocolVersion);
+    v[19] = maskText(m, call.traceparent);
+    v[20] = call.chain;
+    v[21] = call.continues;
+    v[22] = call.linkedBy;
+    v[23] = call.requestStateHash;
+    v[24] = call.flags;
+    v[25] = maskedDecision(m, call);
+    v[26] = call.generation;
+    v[27] = stderr?.end ?? null;
     if (call.dispatchedAt !== null) this.log.withdrawQueued(DISPATCHED, call.callId);
     this.shaped(END, v, 'turn');
   }

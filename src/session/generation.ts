@@ -161,7 +161,11 @@ export class Generation {
   /** The one shutdown sequence for this generation's tree (once; later calls get the same report). */
   shutdown(skip: () => Promise<void>): Promise<ShutdownReport> {
     this.shutdownDone ??= (async () => {
-      const report = await shutdownTree({ pgid: this.pid, closeStdin: () => this.toChild.end(), exited: this.exited, tracker: this.tracker }, this.options.graceMs, skip);
+      const report = await shutdownTree(
+        { pgid: this.pid, closeStdin: () => this.toChild.end(), exited: this.exited, tracker: this.tracker },
+        this.options.graceMs,
+        skip,
+      );
       if (this.sampler !== null) clearInterval(this.sampler);
       this.watchdog.disarm();
       return report;

@@ -123,15 +123,21 @@ export async function replayHandshake(watch: HandshakeWatch, io: ReplayIO): Prom
     const answer = await asker.ask('initialize', watch.initParams);
     if (asker.exited) return died;
     if (answer === null) return { ok: false, kind: 'failed', reason: `the restarted server did not answer initialize within ${io.waitMs} ms` };
-    if (!isObject(answer.result)) return { ok: false, kind: 'failed', reason: `the restarted server refused initialize: ${JSON.stringify(answer.error ?? null).slice(0, 200)}` };
+    if (!isObject(answer.result))
+      return { ok: false, kind: 'failed', reason: `the restarted server refused initialize: ${JSON.stringify(answer.error ?? null).slice(0, 200)}` };
     const hello = helloOf(answer.result);
     const before = watch.hello;
     if (before !== null) {
       if (hello.protocolVersion !== before.protocolVersion) {
-        return { ok: false, kind: 'incompatible', reason: `the restarted server negotiated protocol version ${JSON.stringify(hello.protocolVersion)}, the session uses ${JSON.stringify(before.protocolVersion)}` };
+        return {
+          ok: false,
+          kind: 'incompatible',
+          reason: `the restarted server negotiated protocol version ${JSON.stringify(hello.protocolVersion)}, the session uses ${JSON.stringify(before.protocolVersion)}`,
+        };
       }
       const missing = missingCapabilities(before.capabilities, hello.capabilities);
-      if (missing.length > 0) return { ok: false, kind: 'incompatible', reason: `the restarted server no longer declares the capabilities ${missing.join(', ')}` };
+      if (missing.length > 0)
+        return { ok: false, kind: 'incompatible', reason: `the restarted server no longer declares the capabilities ${missing.join(', ')}` };
     }
     if (watch.initialized !== null) io.send(watch.initialized);
     const caps = before?.capabilities ?? hello.capabilities;
@@ -208,7 +214,11 @@ async function listTools(asker: OwnRequests): Promise<unknown[] | null> {
 
 /** Same tools, whatever their order in the list. */
 function sameTools(a: unknown[], b: unknown[]): boolean {
-  const key = (list: unknown[]) => list.map((tool) => canonical(tool)).sort().join('\n');
+  const key = (list: unknown[]) =>
+    list
+      .map((tool) => canonical(tool))
+      .sort()
+      .join('\n');
   return a.length === b.length && key(a) === key(b);
 }
 
@@ -234,7 +244,10 @@ export function missingCapabilities(before: Json, after: Json): string[] {
 }
 
 function helloOf(result: Json): ServerHello {
-  return { protocolVersion: typeof result.protocolVersion === 'string' ? result.protocolVersion : null, capabilities: isObject(result.capabilities) ? result.capabilities : {} };
+  return {
+    protocolVersion: typeof result.protocolVersion === 'string' ? result.protocolVersion : null,
+    capabilities: isObject(result.capabilities) ? result.capabilities : {},
+  };
 }
 
 function parse(frame: Buffer): Json | null {
@@ -245,4 +258,3 @@ function parse(frame: Buffer): Json | null {
     return null;
   }
 }
-

@@ -19,9 +19,7 @@ export interface RestartOptions {
   waitMs: number;
 }
 
-export type RestartDecision =
-  | { restart: true; delayMs: number; attempt: number }
-  | { restart: false; why: 'not_enabled' | 'clean_exit' | 'limit' };
+export type RestartDecision = { restart: true; delayMs: number; attempt: number } | { restart: false; why: 'not_enabled' | 'clean_exit' | 'limit' };
 
 export class RestartPolicy {
   /** When each restart within the window was decided (ms since the epoch). */
@@ -29,7 +27,10 @@ export class RestartPolicy {
   /** Restarts over the whole session. */
   count = 0;
 
-  constructor(readonly options: RestartOptions, private readonly random: () => number = Math.random) {}
+  constructor(
+    readonly options: RestartOptions,
+    private readonly random: () => number = Math.random,
+  ) {}
 
   get enabled(): boolean {
     return this.options.mode !== 'never';

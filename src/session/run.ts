@@ -86,10 +86,13 @@ export async function runRelay(p: Prepared): Promise<number> {
   diagStream.on('drain', () => stderr.resumeMirror());
   const decorate = c.excerptOnError ? excerptDecorator(stderr) : undefined;
   let session: Session | undefined;
-  const audit = p.records === null ? null : new AuditLog({ dir: p.records.dir, fsync: c.fsync, key: p.records.key }, p.sessionId, (error) => {
-    diag.line(`cannot write the audit log: ${error.message}; ending the session`);
-    session?.end('record_failure');
-  });
+  const audit =
+    p.records === null
+      ? null
+      : new AuditLog({ dir: p.records.dir, fsync: c.fsync, key: p.records.key }, p.sessionId, (error) => {
+          diag.line(`cannot write the audit log: ${error.message}; ending the session`);
+          session?.end('record_failure');
+        });
   audit?.sessionStarted({ command: p.command, args: p.args, cwd: process.cwd(), options: c.recorded });
   const probe = new ProbeWatch();
   let isProbe = false;
@@ -202,15 +205,32 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
 function supervisionRecords(audit: AuditLog | null): Pick<SessionIO, 'onGeneration' | 'onGenerationEnd' | 'onRestarted'> {
   return {
     onGeneration: (g) => audit?.generationStarted(g),
-    onGenerationEnd: (g) => audit?.generationEnded({
-      generation: g.generation, pid: g.pid, started_at: new Date(g.startedAt).toISOString(), ended_at: new Date(g.endedAt).toISOString(),
-      exit_code: g.exitCode, signal: g.signal, status: g.status, stream_end: g.streamEnd, signals_sent: g.signalsSent, survivors: g.survivors,
-      stderr_bytes_seen: g.stderrBytes, stderr_tail: g.stderrTail,
-      next: g.next, delay_ms: g.delayMs,
-    }),
-    onRestarted: (r) => audit?.restarted({
-      generation: r.generation, handshake_replayed: r.replayed, tools_changed: r.toolsChanged, list_changed_sent: r.listChangedSent, client_warned: r.warned, state_lost: r.stateLost,
-    }),
+    onGenerationEnd: (g) =>
+      audit?.generationEnded({
+        generation: g.generation,
+        pid: g.pid,
+        started_at: new Date(g.startedAt).toISOString(),
+        ended_at: new Date(g.endedAt).toISOString(),
+        exit_code: g.exitCode,
+        signal: g.signal,
+        status: g.status,
+        stream_end: g.streamEnd,
+        signals_sent: g.signalsSent,
+        survivors: g.survivors,
+        stderr_bytes_seen: g.stderrBytes,
+        stderr_tail: g.stderrTail,
+        next: g.next,
+        delay_ms: g.delayMs,
+      }),
+    onRestarted: (r) =>
+      audit?.restarted({
+        generation: r.generation,
+        handshake_replayed: r.replayed,
+        tools_changed: r.toolsChanged,
+        list_changed_sent: r.listChangedSent,
+        client_warned: r.warned,
+        state_lost: r.stateLost,
+      }),
   };
 }
 
@@ -271,5 +291,3 @@ function excerptDecorator(stderr: StderrTap): (call: Call, response: Response) =
     return excerpt === null ? null : withMetaEntry(response, STDERR_META_KEY, excerpt);
   };
 }
-
-

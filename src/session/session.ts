@@ -47,7 +47,10 @@ export class Session {
   /** Buffers of large joined frames, both directions: the writers give them back after the write. */
   private readonly joins = new JoinPool();
 
-  constructor(private readonly options: SessionOptions, private readonly io: SessionIO) {
+  constructor(
+    private readonly options: SessionOptions,
+    private readonly io: SessionIO,
+  ) {
     // Created before the child so a client that is already gone is noticed; the
     // pressure callback is bound to the child's stdout once it exists. A client
     // that stops reading is also not read from: the answers mcpguard writes on
@@ -144,10 +147,18 @@ export class Session {
     link.goUp(this.gen.toChild);
 
     // Client stdin → relay.
-    const clientLines = new LineSplitter(options.maxFrameBytes, watch === null ? (event) => relay.fromClient(event) : (event) => {
-      watch.clientLine(event);
-      relay.fromClient(event);
-    }, this.inputGate, this.joins, new FramePrescan());
+    const clientLines = new LineSplitter(
+      options.maxFrameBytes,
+      watch === null
+        ? (event) => relay.fromClient(event)
+        : (event) => {
+            watch.clientLine(event);
+            relay.fromClient(event);
+          },
+      this.inputGate,
+      this.joins,
+      new FramePrescan(),
+    );
     this.resumeLines = () => clientLines.resume();
     const onInput = (chunk: Buffer) => clientLines.push(chunk);
     io.input.on('data', onInput);
@@ -173,7 +184,8 @@ export class Session {
       // A generation stopped because it closed a pipe failed, whatever it exited with.
       const decision = restart === null ? null : restart.decide(gen.exit!, Date.now(), gen.lostStream !== null);
       if (decision === null || !decision.restart) {
-        if (decision !== null && decision.why === 'limit') stoppedBy = `--max-restarts ${options.restart!.maxRestarts} within --restart-window ${options.restart!.windowMs} ms reached`;
+        if (decision !== null && decision.why === 'limit')
+          stoppedBy = `--max-restarts ${options.restart!.maxRestarts} within --restart-window ${options.restart!.windowMs} ms reached`;
         this.end(decision !== null && decision.why === 'limit' ? 'restart_limit' : 'child_exit');
         break;
       }
@@ -184,7 +196,9 @@ export class Session {
       link.requeue(gen.toChild.takeQueued());
       this.holdInput('byChild', false);
       const how = gen.lostStream === null ? 'exited' : 'was stopped and exited';
-      io.diag.line(`the server (generation ${gen.number}, pid ${gen.pid}) ${how} (${describeExit(gen.exit!.code, gen.exit!.signal)}) with the client connected; restarting it in ${decision.delayMs} ms (restart ${decision.attempt})`);
+      io.diag.line(
+        `the server (generation ${gen.number}, pid ${gen.pid}) ${how} (${describeExit(gen.exit!.code, gen.exit!.signal)}) with the client connected; restarting it in ${decision.delayMs} ms (restart ${decision.attempt})`,
+      );
       await this.closeGeneration(gen, `restart in ${decision.delayMs} ms`, decision.delayMs);
       relay.serverRestarted();
       const slept = await Promise.race([delay(decision.delayMs).then(() => true), this.endRequested.then(() => false)]);
@@ -233,7 +247,9 @@ export class Session {
     const ownExit = this.reason === 'child_exit' || this.reason === 'restart_limit' || (this.reason === 'restart_failed' && exitSoFar !== null);
     relay.answerPending(
       ownExit ? 'unknown_after_dispatch' : 'cancelled_after_dispatch',
-      ownExit ? `the server exited (${describeExit(exit.code, exit.signal)}) before answering` : `the session ended (${this.reason}) before the server answered`,
+      ownExit
+        ? `the server exited (${describeExit(exit.code, exit.signal)}) before answering`
+        : `the session ended (${this.reason}) before the server answered`,
       { exitStatus: { code: exit.code, signal: exit.signal }, streamEnd },
     );
     link.close(new Error('the session ended while the server was being restarted'));
@@ -281,32 +297,42 @@ export class Session {
 
   /** Wire one generation's pipes to the relay and the stderr sink. */
   private startGeneration(n: number, started: StartedChild, reclaimer: ReadBufferReclaimer, watchdog: Watchdog | undefined, relay: () => Relay): Generation {
-    const gen: Generation = new Generation(n, started, this.options, {
-      line: (event) => {
-        if (this.intercept?.(event)) return;
-        this.watch?.serverLine(event);
-        relay().fromChild(event);
+    const gen: Generation = new Generation(
+      n,
+      started,
+      this.options,
+      {
+        line: (event) => {
+          if (this.intercept?.(event)) return;
+          this.watch?.serverLine(event);
+          relay().fromChild(event);
+        },
+        stderr: (chunk) => {
+          this.stderrBytes += chunk.length;
+          this.io.stderr.write(chunk, relay().inFlightCallIds());
+        },
+        pressure: (full) => this.holdInput('byChild', full),
+        stdinStalled: () =>
+          this.io.diag.line(
+            `the server (pid ${gen.pid}) took nothing from its stdin for ${STDIN_STALL_MS} ms with mcpguard's queue to it full; reading the client again, and refusing the requests that do not fit until it reads`,
+          ),
+        joins: this.joins,
+        streamLost: (what, reason) => {
+          if (this.reason !== null || gen.lostStream !== null) return;
+          if (this.options.restart !== null) {
+            // A server that stopped talking but runs on is a failed server: stop it, and the restart loop takes over.
+            gen.lostStream = what;
+            this.io.diag.line(`${what} while still running (generation ${n}, pid ${gen.pid}); stopping it to start it again (--restart)`);
+            void gen.shutdown(() => new Promise<void>((resolve) => this.escalations.push(resolve)));
+            return;
+          }
+          this.io.diag.line(`${what} while still running; ending the session`);
+          this.end(reason);
+        },
       },
-      stderr: (chunk) => {
-        this.stderrBytes += chunk.length;
-        this.io.stderr.write(chunk, relay().inFlightCallIds());
-      },
-      pressure: (full) => this.holdInput('byChild', full),
-      stdinStalled: () => this.io.diag.line(`the server (pid ${gen.pid}) took nothing from its stdin for ${STDIN_STALL_MS} ms with mcpguard's queue to it full; reading the client again, and refusing the requests that do not fit until it reads`),
-      joins: this.joins,
-      streamLost: (what, reason) => {
-        if (this.reason !== null || gen.lostStream !== null) return;
-        if (this.options.restart !== null) {
-          // A server that stopped talking but runs on is a failed server: stop it, and the restart loop takes over.
-          gen.lostStream = what;
-          this.io.diag.line(`${what} while still running (generation ${n}, pid ${gen.pid}); stopping it to start it again (--restart)`);
-          void gen.shutdown(() => new Promise<void>((resolve) => this.escalations.push(resolve)));
-          return;
-        }
-        this.io.diag.line(`${what} while still running; ending the session`);
-        this.end(reason);
-      },
-    }, reclaimer, watchdog);
+      reclaimer,
+      watchdog,
+    );
     this.pauseChildStdout = (full) => gen.pauseStdout(full);
     return gen;
   }
@@ -328,7 +354,14 @@ export class Session {
     // A modern-era server has no handshake: every request carries what it needs.
     if (relay.modern() || this.watch === null) return { ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false };
     return await Promise.race([
-      replayHandshake(this.watch, { send: (frame) => gen.toChild.write(frame), intercept: (take) => (this.intercept = take), waitMs, generation: gen.number, taken: (key) => relay.idTaken(key), exited: gen.exited }),
+      replayHandshake(this.watch, {
+        send: (frame) => gen.toChild.write(frame),
+        intercept: (take) => (this.intercept = take),
+        waitMs,
+        generation: gen.number,
+        taken: (key) => relay.idTaken(key),
+        exited: gen.exited,
+      }),
       this.endRequested.then((): ReplayOutcome => ({ ok: true, replayed: false, toolsChanged: null, listChanged: false, logging: false })),
     ]);
   }
@@ -338,7 +371,14 @@ export class Session {
     if (outcome.toolsChanged === true && outcome.listChanged) this.toClient.write(notification('notifications/tools/list_changed', {}));
     const lost = `mcpguard restarted the MCP server (now generation ${n}) after it exited; what it kept in memory (subscriptions, log level, open streams) is gone${outcome.toolsChanged === true ? '; its tool list changed' : ''}`;
     if (outcome.logging) this.toClient.write(notification('notifications/message', { level: 'warning', logger: 'mcpguard', data: lost }));
-    this.io.onRestarted?.({ generation: n, replayed: outcome.replayed, toolsChanged: outcome.toolsChanged, listChangedSent: outcome.toolsChanged === true && outcome.listChanged, warned: outcome.logging, stateLost: lost });
+    this.io.onRestarted?.({
+      generation: n,
+      replayed: outcome.replayed,
+      toolsChanged: outcome.toolsChanged,
+      listChangedSent: outcome.toolsChanged === true && outcome.listChanged,
+      warned: outcome.logging,
+      stateLost: lost,
+    });
   }
 
   /** Shut down what is left of a crashed generation, relay its last lines, answer its calls, record it. */
@@ -358,12 +398,30 @@ export class Session {
 
   private link: (call: Call) => boolean = () => false;
 
-  private recordGeneration(gen: Generation, exit: ExitInfo, streamEnd: { stdout: StreamEnd; stderr: StreamEnd }, shutdown: ShutdownReport, next: string, delayMs: number | null): void {
+  private recordGeneration(
+    gen: Generation,
+    exit: ExitInfo,
+    streamEnd: { stdout: StreamEnd; stderr: StreamEnd },
+    shutdown: ShutdownReport,
+    next: string,
+    delayMs: number | null,
+  ): void {
     gen.recorded = true;
     this.io.onGenerationEnd?.({
-      generation: gen.number, pid: gen.pid, startedAt: gen.startedAt, endedAt: exit.at,
-      exitCode: exit.code, signal: exit.signal, status: exitCodeOf(exit.code, exit.signal, constants.signals as unknown as Record<string, number>),
-      stderrBytes: gen.stderrBytes, stderrTail: gen.stderrTail(), streamEnd, signalsSent: shutdown.signals, survivors: shutdown.survivors, next, delayMs,
+      generation: gen.number,
+      pid: gen.pid,
+      startedAt: gen.startedAt,
+      endedAt: exit.at,
+      exitCode: exit.code,
+      signal: exit.signal,
+      status: exitCodeOf(exit.code, exit.signal, constants.signals as unknown as Record<string, number>),
+      stderrBytes: gen.stderrBytes,
+      stderrTail: gen.stderrTail(),
+      streamEnd,
+      signalsSent: shutdown.signals,
+      survivors: shutdown.survivors,
+      next,
+      delayMs,
     });
   }
 
@@ -372,12 +430,39 @@ export class Session {
     this.io.diag.line(`cannot start ${JSON.stringify(this.options.command)}: ${message}`);
     this.reason = 'spawn_failed';
     return {
-      endReason: 'spawn_failed', pid: null, exitCode: null, signal: null, status, spawnError: message,
-      forcedKill: false, unkillable: false, signalsSent: [], survivors: [], foundByMarker: null, triggerToExitMs: null,
-      streamEnd: { stdout: 'not_started', stderr: 'not_started' }, stderrBytes: 0,
-      counters: { clientFrames: 0, childFrames: 0, rejectedClient: 0, noiseLines: 0, noiseBytes: 0, lateResponses: 0, ignoredClientBytes: 0, undelivered: 0, states: {}, shapeRejections: 0, eraViolations: {}, eraProbesDeclined: 0 },
+      endReason: 'spawn_failed',
+      pid: null,
+      exitCode: null,
+      signal: null,
+      status,
+      spawnError: message,
+      forcedKill: false,
+      unkillable: false,
+      signalsSent: [],
+      survivors: [],
+      foundByMarker: null,
+      triggerToExitMs: null,
+      streamEnd: { stdout: 'not_started', stderr: 'not_started' },
+      stderrBytes: 0,
+      counters: {
+        clientFrames: 0,
+        childFrames: 0,
+        rejectedClient: 0,
+        noiseLines: 0,
+        noiseBytes: 0,
+        lateResponses: 0,
+        ignoredClientBytes: 0,
+        undelivered: 0,
+        states: {},
+        shapeRejections: 0,
+        eraViolations: {},
+        eraProbesDeclined: 0,
+      },
       protocol: { era: 'unknown', version: null, decidedBy: null },
-      outputDropped: 0, outputUnflushedBytes: 0, startedAt, endedAt: Date.now(),
+      outputDropped: 0,
+      outputUnflushedBytes: 0,
+      startedAt,
+      endedAt: Date.now(),
     };
   }
 }

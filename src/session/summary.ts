@@ -72,7 +72,8 @@ function exitText(r: Record<string, unknown>): string {
 
 /** `12 (completed 10, error 2)` from the per-state counts. */
 function callsText(value: unknown): string {
-  const states = typeof value === 'object' && value !== null ? Object.entries(value as Record<string, unknown>).filter(([, n]) => typeof n === 'number' && n > 0) : [];
+  const states =
+    typeof value === 'object' && value !== null ? Object.entries(value as Record<string, unknown>).filter(([, n]) => typeof n === 'number' && n > 0) : [];
   const total = states.reduce((sum, [, n]) => sum + (n as number), 0);
   return states.length === 0 ? '0' : `${total} (${states.map(([state, n]) => `${state} ${String(n)}`).join(', ')})`;
 }
@@ -91,10 +92,13 @@ function stderrText(value: unknown): string | null {
   if (seen === null) return null;
   // Stderr written during a call is kept with that call's record; only what came outside calls is the session's tail.
   const outside = num(s.tail_bytes_seen);
-  const parts = outside === null
-    ? [`${bytes(seen)} seen`, `${bytes(num(s.bytes_retained) ?? 0)} kept${s.truncated === true ? ' (truncated)' : ''}`]
-    : [`${bytes(seen)} seen: ${bytes(seen - outside)} during calls (kept with each call)`,
-      `${bytes(outside)} outside calls${outside > 0 ? `, ${bytes(num(s.bytes_retained) ?? 0)} of it kept as the session's tail` : ''}${s.truncated === true ? ' (truncated)' : ''}`];
+  const parts =
+    outside === null
+      ? [`${bytes(seen)} seen`, `${bytes(num(s.bytes_retained) ?? 0)} kept${s.truncated === true ? ' (truncated)' : ''}`]
+      : [
+          `${bytes(seen)} seen: ${bytes(seen - outside)} during calls (kept with each call)`,
+          `${bytes(outside)} outside calls${outside > 0 ? `, ${bytes(num(s.bytes_retained) ?? 0)} of it kept as the session's tail` : ''}${s.truncated === true ? ' (truncated)' : ''}`,
+        ];
   const suppressed = num(s.suppressed_bytes) ?? 0;
   if (suppressed > 0) parts.push(`${bytes(suppressed)} not mirrored`);
   const redactions = num(s.redactions) ?? 0;

@@ -64,7 +64,8 @@ export class StderrTap implements SessionObserver {
   ) {
     this.redactor = new Redactor({ env });
     this.store = new StderrStore({ callBytes: options.callBytes, processBytes: options.processBytes, retain: options.retain });
-    this.mirror = options.passthroughBytes === null ? null : new Passthrough({ limitBytes: options.passthroughBytes, write: mirrorWrite, onCapReached: onMirrorCap });
+    this.mirror =
+      options.passthroughBytes === null ? null : new Passthrough({ limitBytes: options.passthroughBytes, write: mirrorWrite, onCapReached: onMirrorCap });
   }
 
   /** A raw chunk from the child's stderr and the calls in flight when it arrived. */

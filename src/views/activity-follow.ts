@@ -25,7 +25,10 @@ export type FollowEnd = 'ended' | 'crashed' | 'stopped';
  * false once output should stop (the reader went away).
  */
 export async function followActivity(
-  file: string, sessionId: string, from: number, start: LogRecord | undefined,
+  file: string,
+  sessionId: string,
+  from: number,
+  start: LogRecord | undefined,
   emit: (row: ActivityRow) => Promise<boolean>,
 ): Promise<FollowEnd> {
   let offset = from;
@@ -39,12 +42,14 @@ export async function followActivity(
       if (r.type === 'session_end' || r.type === 'seal') ended = true;
     });
     offset = read.offset;
-    for (const row of rows) if (!await emit(row)) return 'stopped';
+    for (const row of rows) if (!(await emit(row))) return 'stopped';
     if (ended) return 'ended';
     if (!read.eof) continue;
     if (rows.length === 0 && ++idle % LIVENESS_EVERY === 0 && liveness(start) !== 'running') {
       // One more read: the session record may have come just before mcpguard exited.
-      const last = forEachLine(file, offset, null, (r) => { if (r.type === 'session_end') ended = true; });
+      const last = forEachLine(file, offset, null, (r) => {
+        if (r.type === 'session_end') ended = true;
+      });
       offset = last.offset;
       if (!ended) return 'crashed';
       continue;
@@ -57,18 +62,37 @@ export async function followActivity(
 /** A record's row: a call's start or end, or a rejection; null for anything else (dispatch, session records). */
 function rowOf(r: LogRecord, sessionId: string): ActivityRow | null {
   if (r.type === 'reject') {
-    return { kind: 'reject', session_id: sessionId, time: str(r.ts), direction: str(r.direction), line: r.line ?? null, code: r.code ?? null, reason: str(r.reason), fingerprint: r.fingerprint ?? null };
+    return {
+      kind: 'reject',
+      session_id: sessionId,
+      time: str(r.ts),
+      direction: str(r.direction),
+      line: r.line ?? null,
+      code: r.code ?? null,
+      reason: str(r.reason),
+      fingerprint: r.fingerprint ?? null,
+    };
   }
   if (!isCallRecord(r) || (r.type !== 'call_attempt' && r.type !== 'call_end')) return null;
   const end = r.type === 'call_end';
   const started = timeOf(r.started_at);
   const ended = timeOf(r.ended_at);
   return {
-    kind: 'call', session_id: sessionId, call_id: r.call_id, time: str(end ? r.ended_at : r.ts), request_id: r.request_id ?? null,
-    method: str(r.method), tool: str(r.tool), state: end ? str(r.state) ?? 'unknown' : 'open',
-    stderr_bytes_seen: end ? num(r.stderr_bytes_seen) : null, stderr_bytes_retained: end ? num(r.stderr_bytes_retained) : null,
+    kind: 'call',
+    session_id: sessionId,
+    call_id: r.call_id,
+    time: str(end ? r.ended_at : r.ts),
+    request_id: r.request_id ?? null,
+    method: str(r.method),
+    tool: str(r.tool),
+    state: end ? (str(r.state) ?? 'unknown') : 'open',
+    stderr_bytes_seen: end ? num(r.stderr_bytes_seen) : null,
+    stderr_bytes_retained: end ? num(r.stderr_bytes_retained) : null,
     stderr_truncated: end && typeof r.stderr_truncated === 'boolean' ? r.stderr_truncated : null,
     duration_ms: end && started !== null && ended !== null ? ended - started : null,
-    chain: str(r.chain), leg: null, detail: end ? str(r.detail) : null, generation: end ? num(r.generation) : null,
+    chain: str(r.chain),
+    leg: null,
+    detail: end ? str(r.detail) : null,
+    generation: end ? num(r.generation) : null,
   };
 }

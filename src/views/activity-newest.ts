@@ -35,7 +35,11 @@ function* backwardRecords(file: string): Generator<LogRecord> {
  * `unreadable` by number (from the forward pass).
  */
 export function* activityRowsNewestFirst(
-  file: string, sessionId: string, ended: boolean, grouped = false, unreadable: (line: number) => void = () => {},
+  file: string,
+  sessionId: string,
+  ended: boolean,
+  grouped = false,
+  unreadable: (line: number) => void = () => {},
   /** Told what the forward pass found, before the first row. */
   planned: (p: Plan) => void = () => {},
 ): Generator<ActivityRow> {
@@ -49,8 +53,14 @@ export function* activityRowsNewestFirst(
   for (const r of backwardRecords(file)) {
     if (r.type === 'reject') {
       yield {
-        kind: 'reject', session_id: sessionId, time: str(r.ts), direction: str(r.direction), line: r.line ?? null,
-        code: r.code ?? null, reason: str(r.reason), fingerprint: r.fingerprint ?? null,
+        kind: 'reject',
+        session_id: sessionId,
+        time: str(r.ts),
+        direction: str(r.direction),
+        line: r.line ?? null,
+        code: r.code ?? null,
+        reason: str(r.reason),
+        fingerprint: r.fingerprint ?? null,
       };
       continue;
     }
@@ -92,9 +102,22 @@ export function* activityRowsNewestFirst(
 
 function blankRow(r: LogRecord & { call_id: string }, sessionId: string): CallRow {
   return {
-    kind: 'call', session_id: sessionId, call_id: r.call_id, time: str(r.ts), request_id: r.request_id ?? null,
-    method: str(r.method), tool: str(r.tool), state: 'open', stderr_bytes_seen: null, stderr_bytes_retained: null,
-    stderr_truncated: null, duration_ms: null, chain: null, leg: null, detail: null, generation: null,
+    kind: 'call',
+    session_id: sessionId,
+    call_id: r.call_id,
+    time: str(r.ts),
+    request_id: r.request_id ?? null,
+    method: str(r.method),
+    tool: str(r.tool),
+    state: 'open',
+    stderr_bytes_seen: null,
+    stderr_bytes_retained: null,
+    stderr_truncated: null,
+    duration_ms: null,
+    chain: null,
+    leg: null,
+    detail: null,
+    generation: null,
   };
 }
 

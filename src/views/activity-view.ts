@@ -58,15 +58,22 @@ export async function activityView(ctx: ViewContext, q: ActivityQuery): Promise<
     restarted = p.generations > 1;
     if (!ctx.json) grid = new StreamingTable(columns(ctx.clock.zone, restarted), ctx.style);
   };
-  const rows = snapshot === null
-    ? activityRowsNewestFirst(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line), planned)
-    : lastOf(activityRows(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line), snapshot, planned), q);
+  const rows =
+    snapshot === null
+      ? activityRowsNewestFirst(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line), planned)
+      : lastOf(
+          activityRows(ref.file, ref.sessionId, ended, !ctx.json, (line) => unreadable.push(line), snapshot, planned),
+          q,
+        );
   if (!ctx.json) {
     const start = sessionRow({ ...ends, unreadable: [], sealed: ends.seal !== undefined, records: 0, calls: 0, rejected: 0 });
-    ctx.output.write(titleLine(`session ${ref.sessionId}  ${start.name}${start.probe ? ' (probe)' : ''}  ${ctx.clock.full(start.started_at)}`, ref.file, ctx.style.width));
+    ctx.output.write(
+      titleLine(`session ${ref.sessionId}  ${start.name}${start.probe ? ' (probe)' : ''}  ${ctx.clock.full(start.started_at)}`, ref.file, ctx.style.width),
+    );
   }
   const table = (): StreamingTable => grid ?? (grid = new StreamingTable(columns(ctx.clock.zone, restarted), ctx.style));
-  const line = (row: ActivityRow, at: number | null): string => ctx.json ? `${jsonLine(withAge(row, at))}\n` : table().add(...activityCells(row, ctx, at, restarted));
+  const line = (row: ActivityRow, at: number | null): string =>
+    ctx.json ? `${jsonLine(withAge(row, at))}\n` : table().add(...activityCells(row, ctx, at, restarted));
   let shown = 0;
   try {
     for (const row of rows) {
@@ -75,7 +82,7 @@ export async function activityView(ctx: ViewContext, q: ActivityQuery): Promise<
       if (snapshot === null && q.since !== null && row.time !== null && Date.parse(row.time) < q.since - SINCE_SLACK_MS) break;
       if (!passes(row, q.filters)) continue;
       shown++;
-      if (!await emit(ctx.output, line(row, now))) return 0;
+      if (!(await emit(ctx.output, line(row, now)))) return 0;
     }
   } finally {
     rows.return(undefined); // closes the log when the listing stops early
@@ -90,7 +97,10 @@ export async function activityView(ctx: ViewContext, q: ActivityQuery): Promise<
     await ctx.output.flush();
     return going && !ctx.output.closed;
   });
-  if (how === 'crashed') ctx.io.stderr.write(`mcpguard activity: the session's mcpguard (pid ${String(ends.start?.mcpguard_pid ?? '?')}) is gone without a session record: it crashed\n`);
+  if (how === 'crashed')
+    ctx.io.stderr.write(
+      `mcpguard activity: the session's mcpguard (pid ${String(ends.start?.mcpguard_pid ?? '?')}) is gone without a session record: it crashed\n`,
+    );
   return 0;
 }
 
@@ -116,7 +126,7 @@ function* lastOf(rows: Generator<ActivityRow>, q: ActivityQuery): Generator<Acti
 function withAge(row: ActivityRow, now: number | null): ActivityRow {
   if (now === null || row.kind !== 'call' || row.state !== 'open') return row;
   const since = row.time === null ? NaN : Date.parse(row.time);
-  return Number.isFinite(since) ? { ...row, open_ms: now - since } as ActivityRow : row;
+  return Number.isFinite(since) ? ({ ...row, open_ms: now - since } as ActivityRow) : row;
 }
 
 /** An open call's age in a running session: `12.30s+` (it is still going). */
@@ -127,24 +137,45 @@ function openAge(r: ActivityRow & { kind: 'call' }, now: number | null): string 
 }
 
 /** A row's cells, its colours, and its reason on a line of its own (a long reason would widen every row). */
-function activityCells(r: ActivityRow, ctx: ViewContext, now: number | null, restarted: boolean): [string[], { colours: Array<Colour | undefined>; notes: string[] }] {
+function activityCells(
+  r: ActivityRow,
+  ctx: ViewContext,
+  now: number | null,
+  restarted: boolean,
+): [string[], { colours: Array<Colour | undefined>; notes: string[] }] {
   const time = ctx.clock.clock(r.time);
   // With a GEN column, the cells after TIME (and their colours) move one to the right.
   const gen = (cells: Array<string>, colours: Array<Colour | undefined>, value: string): [string[], Array<Colour | undefined>] =>
-    restarted ? [[...cells.slice(0, 2), value, ...cells.slice(2)], [...colours.slice(0, 2), undefined, ...colours.slice(2)]] : [cells, colours];
+    restarted
+      ? [
+          [...cells.slice(0, 2), value, ...cells.slice(2)],
+          [...colours.slice(0, 2), undefined, ...colours.slice(2)],
+        ]
+      : [cells, colours];
   if (r.kind === 'reject') {
     const code = r.code !== null ? ` (${String(r.code)})` : '';
-    const [cells, colours] = gen(['(rejected)', time, '-', '-', `from ${r.direction ?? '?'}`, '-', '-'], [undefined, undefined, undefined, undefined, 'yellow'], '-');
+    const [cells, colours] = gen(
+      ['(rejected)', time, '-', '-', `from ${r.direction ?? '?'}`, '-', '-'],
+      [undefined, undefined, undefined, undefined, 'yellow'],
+      '-',
+    );
     return [cells, { colours, notes: [`${r.reason ?? '?'}${code}`] }];
   }
   const state = r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)` : r.state;
   const failed = FAILED_STATES.has(r.state) || (r.chain_state !== undefined && FAILED_STATES.has(r.chain_state));
-  const notes = r.detail !== null && r.state !== 'tool_error' && (failed || r.state.startsWith('cancelled_'))
-    ? [r.detail.split('\n')[0]!] : [];
-  const [cells, colours] = gen([
-    r.leg !== null && r.leg > 1 ? `  ↳ ${r.call_id}` : r.call_id, time, r.method ?? '-', r.tool ?? '-', state,
-    r.stderr_bytes_seen === null ? '-' : `${r.stderr_bytes_seen}/${r.stderr_bytes_retained ?? '-'}${r.stderr_truncated ? ' truncated' : ''}`,
-    openAge(r, now) ?? formatDuration(r.duration_ms),
-  ], [undefined, undefined, undefined, undefined, failed ? 'red' : r.state === 'open' ? 'yellow' : undefined], r.generation === null ? '-' : String(r.generation));
+  const notes = r.detail !== null && r.state !== 'tool_error' && (failed || r.state.startsWith('cancelled_')) ? [r.detail.split('\n')[0]!] : [];
+  const [cells, colours] = gen(
+    [
+      r.leg !== null && r.leg > 1 ? `  ↳ ${r.call_id}` : r.call_id,
+      time,
+      r.method ?? '-',
+      r.tool ?? '-',
+      state,
+      r.stderr_bytes_seen === null ? '-' : `${r.stderr_bytes_seen}/${r.stderr_bytes_retained ?? '-'}${r.stderr_truncated ? ' truncated' : ''}`,
+      openAge(r, now) ?? formatDuration(r.duration_ms),
+    ],
+    [undefined, undefined, undefined, undefined, failed ? 'red' : r.state === 'open' ? 'yellow' : undefined],
+    r.generation === null ? '-' : String(r.generation),
+  );
   return [cells, { colours, notes }];
 }

@@ -16,17 +16,40 @@ import { isCallRecord, num, str, timeOf } from './views.js';
 
 /** One call, or one rejected frame, as a row of `mcpguard activity`. */
 export type ActivityRow =
-  | { kind: 'call'; session_id: string; call_id: string; time: string | null; request_id: unknown; method: string | null; tool: string | null;
-      state: string; stderr_bytes_seen: number | null; stderr_bytes_retained: number | null; stderr_truncated: boolean | null; duration_ms: number | null;
+  | {
+      kind: 'call';
+      session_id: string;
+      call_id: string;
+      time: string | null;
+      request_id: unknown;
+      method: string | null;
+      tool: string | null;
+      state: string;
+      stderr_bytes_seen: number | null;
+      stderr_bytes_retained: number | null;
+      stderr_truncated: boolean | null;
+      duration_ms: number | null;
       /** A multi-round call (2026-07-28 input_required): the first leg's call id, and this row's leg number from 1; else null. */
-      chain: string | null; leg: number | null;
+      chain: string | null;
+      leg: number | null;
       /** Why it ended, for calls refused before dispatch (rejected, denied) and other endings with a reason. */
       detail: string | null;
       /** The server generation it was dispatched to (1 unless the session ran with --restart and restarted); null: it never reached a server. */
       generation: number | null;
       /** On a chain's first leg: how many legs it has so far, and the state of the latest. */
-      legs?: number; chain_state?: string }
-  | { kind: 'reject'; session_id: string; time: string | null; direction: string | null; line: unknown; code: unknown; reason: string | null; fingerprint: unknown };
+      legs?: number;
+      chain_state?: string;
+    }
+  | {
+      kind: 'reject';
+      session_id: string;
+      time: string | null;
+      direction: string | null;
+      line: unknown;
+      code: unknown;
+      reason: string | null;
+      fingerprint: unknown;
+    };
 
 export type CallRow = Extract<ActivityRow, { kind: 'call' }>;
 
@@ -123,7 +146,11 @@ function* rowsOf(slot: Slot): Generator<ActivityRow> {
  * are not records are skipped and told to `unreadable` by number.
  */
 export function* activityRows(
-  file: string, sessionId: string, ended: boolean, grouped = false, unreadable: (line: number) => void = () => {},
+  file: string,
+  sessionId: string,
+  ended: boolean,
+  grouped = false,
+  unreadable: (line: number) => void = () => {},
   /** Read only this many bytes of the log (`activity --follow` goes on from there). */
   limit = Infinity,
   /** Told what the first pass found, before the first row. */
@@ -139,15 +166,41 @@ export function* activityRows(
   const gathering = new Map<string, Slot>();
   for (const r of records(file, undefined, limit)) {
     if (r.type === 'reject') {
-      waiting.push({ row: { kind: 'reject', session_id: sessionId, time: str(r.ts), direction: str(r.direction), line: r.line ?? null,
-        code: r.code ?? null, reason: str(r.reason), fingerprint: r.fingerprint ?? null }, done: true });
+      waiting.push({
+        row: {
+          kind: 'reject',
+          session_id: sessionId,
+          time: str(r.ts),
+          direction: str(r.direction),
+          line: r.line ?? null,
+          code: r.code ?? null,
+          reason: str(r.reason),
+          fingerprint: r.fingerprint ?? null,
+        },
+        done: true,
+      });
     } else if (isCallRecord(r)) {
       let slot = byCall.get(r.call_id);
       if (slot === undefined) {
         const never = unfinished.has(r.call_id);
-        const row: CallRow = { kind: 'call', session_id: sessionId, call_id: r.call_id, time: str(r.ts), request_id: r.request_id ?? null,
-          method: str(r.method), tool: str(r.tool), state: never && ended ? 'no_final_record' : 'open', stderr_bytes_seen: null, stderr_bytes_retained: null,
-          stderr_truncated: null, duration_ms: null, chain: null, leg: null, detail: null, generation: null };
+        const row: CallRow = {
+          kind: 'call',
+          session_id: sessionId,
+          call_id: r.call_id,
+          time: str(r.ts),
+          request_id: r.request_id ?? null,
+          method: str(r.method),
+          tool: str(r.tool),
+          state: never && ended ? 'no_final_record' : 'open',
+          stderr_bytes_seen: null,
+          stderr_bytes_retained: null,
+          stderr_truncated: null,
+          duration_ms: null,
+          chain: null,
+          leg: null,
+          detail: null,
+          generation: null,
+        };
         const head = heads.get(r.call_id);
         if (head !== undefined) Object.assign(row, { legs: head.legs, chain_state: head.state });
         slot = { row, done: never };
@@ -185,8 +238,11 @@ export function endCall(row: CallRow, r: LogRecord, leg: number | null): void {
   const started = timeOf(r.started_at);
   const ended = timeOf(r.ended_at);
   Object.assign(row, {
-    method: str(r.method) ?? row.method, tool: str(r.tool) ?? row.tool, state: str(r.state) ?? 'unknown',
-    stderr_bytes_seen: num(r.stderr_bytes_seen), stderr_bytes_retained: num(r.stderr_bytes_retained),
+    method: str(r.method) ?? row.method,
+    tool: str(r.tool) ?? row.tool,
+    state: str(r.state) ?? 'unknown',
+    stderr_bytes_seen: num(r.stderr_bytes_seen),
+    stderr_bytes_retained: num(r.stderr_bytes_retained),
     stderr_truncated: typeof r.stderr_truncated === 'boolean' ? r.stderr_truncated : null,
     duration_ms: started !== null && ended !== null ? ended - started : null,
     chain: str(r.chain),

@@ -9,7 +9,6 @@ import { openLog } from '../records/read.js';
 
 const CHUNK = 1 << 20;
 
-
 export class BackwardLineReader {
   private fd: number | null;
   /** File offset of buf[0]. */
@@ -19,7 +18,10 @@ export class BackwardLineReader {
   /** The unread lines are buf[0, end); buf[end - 1] is a newline, or end is 0. -1: the last newline is not found yet. */
   private end = -1;
 
-  constructor(path: string, private readonly chunk = CHUNK) {
+  constructor(
+    path: string,
+    private readonly chunk = CHUNK,
+  ) {
     this.fd = openLog(path);
     this.bufStart = fstatSync(this.fd).size;
   }

@@ -33,15 +33,44 @@ export type { CommandIO } from './view-kit.js';
 export type RecordsCommandName = 'sessions' | 'activity' | 'show' | 'verify';
 
 type Values = {
-  'record-dir'?: string; json?: boolean; utc?: boolean; color?: string; 'audit-key-file'?: string; 'allow-unsealed'?: boolean;
-  'max-count'?: string; since?: string; until?: string; name?: string; failed?: boolean; state?: string; tool?: string;
-  running?: boolean; follow?: boolean;
+  'record-dir'?: string;
+  json?: boolean;
+  utc?: boolean;
+  color?: string;
+  'audit-key-file'?: string;
+  'allow-unsealed'?: boolean;
+  'max-count'?: string;
+  since?: string;
+  until?: string;
+  name?: string;
+  failed?: boolean;
+  state?: string;
+  tool?: string;
+  running?: boolean;
+  follow?: boolean;
 };
 
 const COMMON = { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, utc: { type: 'boolean' }, color: { type: 'string' } } as const;
 const OPTIONS = {
-  sessions: { ...COMMON, 'max-count': { type: 'string', short: 'n' }, since: { type: 'string' }, until: { type: 'string' }, name: { type: 'string' }, failed: { type: 'boolean' }, running: { type: 'boolean' } },
-  activity: { ...COMMON, 'max-count': { type: 'string', short: 'n' }, since: { type: 'string' }, until: { type: 'string' }, state: { type: 'string' }, tool: { type: 'string' }, failed: { type: 'boolean' }, follow: { type: 'boolean', short: 'f' } },
+  sessions: {
+    ...COMMON,
+    'max-count': { type: 'string', short: 'n' },
+    since: { type: 'string' },
+    until: { type: 'string' },
+    name: { type: 'string' },
+    failed: { type: 'boolean' },
+    running: { type: 'boolean' },
+  },
+  activity: {
+    ...COMMON,
+    'max-count': { type: 'string', short: 'n' },
+    since: { type: 'string' },
+    until: { type: 'string' },
+    state: { type: 'string' },
+    tool: { type: 'string' },
+    failed: { type: 'boolean' },
+    follow: { type: 'boolean', short: 'f' },
+  },
   show: COMMON,
   // verify colours its statuses on a terminal (NO_COLOR respected) and has no times to show: no --color, no --utc.
   verify: { 'record-dir': COMMON['record-dir'], json: COMMON.json, 'audit-key-file': { type: 'string' }, 'allow-unsealed': { type: 'boolean' } },
@@ -55,7 +84,9 @@ const COLOR_VALUES = ['auto', 'always', 'never'];
  * reader (or the reader has gone away: that is not an error).
  */
 export async function runRecordsCommand(
-  name: RecordsCommandName | 'logs' | 'prune', argv: string[], io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
+  name: RecordsCommandName | 'logs' | 'prune',
+  argv: string[],
+  io: CommandIO = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   if (io.stdout === process.stdout) {
     tolerateEpipe();
@@ -99,11 +130,17 @@ export async function runRecordsCommand(
 }
 
 async function runCommand(name: RecordsCommandName, argv: string[], io: CommandIO, output: Output): Promise<number> {
-  const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard ${name}: ${message}\n`); return code; };
+  const fail = (message: string, code: number): number => {
+    io.stderr.write(`mcpguard ${name}: ${message}\n`);
+    return code;
+  };
   let values: Values;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: argv, options: OPTIONS[name], allowPositionals: true, strict: true }) as { values: Values; positionals: string[] });
+    ({ values, positionals } = parseArgs({ args: argv, options: OPTIONS[name], allowPositionals: true, strict: true }) as {
+      values: Values;
+      positionals: string[];
+    });
   } catch (error) {
     return fail(optionError(error as Error, argv), EXIT_USAGE);
   }
@@ -111,7 +148,8 @@ async function runCommand(name: RecordsCommandName, argv: string[], io: CommandI
   if (positionals.length > max) return fail(`unexpected argument '${positionals[max]}'`, EXIT_USAGE);
   if (positionals.length < min) return fail('expects a SESSION or CALL_ID (a unique prefix), or a log file', EXIT_USAGE);
   if (values['record-dir'] === '') return fail("--record-dir expects a directory, got ''", EXIT_USAGE);
-  if (values.color !== undefined && !COLOR_VALUES.includes(values.color)) return fail(`--color expects one of ${COLOR_VALUES.join(', ')}, got '${values.color}'`, EXIT_USAGE);
+  if (values.color !== undefined && !COLOR_VALUES.includes(values.color))
+    return fail(`--color expects one of ${COLOR_VALUES.join(', ')}, got '${values.color}'`, EXIT_USAGE);
   const utc = values.utc === true;
   const now = Date.now();
   let limit: number | null = null;
@@ -119,7 +157,8 @@ async function runCommand(name: RecordsCommandName, argv: string[], io: CommandI
   try {
     // Every value is checked before anything is read: a typo is exit 125, never an empty listing.
     if (values['max-count'] !== undefined) {
-      if (!/^\d{1,9}$/.test(values['max-count'])) throw new GuardError('bad_option', `-n/--max-count expects a whole number of rows, got '${values['max-count']}'`);
+      if (!/^\d{1,9}$/.test(values['max-count']))
+        throw new GuardError('bad_option', `-n/--max-count expects a whole number of rows, got '${values['max-count']}'`);
       limit = Number(values['max-count']);
     }
     filters = {
@@ -141,15 +180,32 @@ async function runCommand(name: RecordsCommandName, argv: string[], io: CommandI
   // A missing default directory, or no own subdirectory yet in a shared one, only means nothing was recorded yet.
   if (kind === 'other' || (kind === 'none' && values['record-dir'] !== undefined && dir === configured)) {
     const problem = kind === 'none' ? 'does not exist' : 'not a directory';
-    return fail(values['record-dir'] === undefined ? `record directory '${dir}': ${problem}` : `--record-dir expects a directory, got '${values['record-dir']}' (${problem})`, EXIT_USAGE);
+    return fail(
+      values['record-dir'] === undefined
+        ? `record directory '${dir}': ${problem}`
+        : `--record-dir expects a directory, got '${values['record-dir']}' (${problem})`,
+      EXIT_USAGE,
+    );
   }
   const style = tableStyle(io, values.color);
   const json = values.json === true;
   try {
     if (name === 'verify') {
-      return verifyView({
-        dir, configured, exists: kind === 'dir', json, keyFile: values['audit-key-file'], allowUnsealed: values['allow-unsealed'] === true, style,
-      }, (text) => { output.write(text); }, io);
+      return verifyView(
+        {
+          dir,
+          configured,
+          exists: kind === 'dir',
+          json,
+          keyFile: values['audit-key-file'],
+          allowUnsealed: values['allow-unsealed'] === true,
+          style,
+        },
+        (text) => {
+          output.write(text);
+        },
+        io,
+      );
     }
     const logs = kind === 'dir' ? listLogs(dir, (file, reason) => skipped(io, file, reason)) : [];
     const ctx: ViewContext = { output, io, dir, logs, json, clock: new Clock(utc, now), style };
@@ -159,7 +215,10 @@ async function runCommand(name: RecordsCommandName, argv: string[], io: CommandI
       return code;
     };
     if (name === 'sessions') return elsewhere(await sessionsView(ctx, filters.sessions, limit, values.running === true));
-    if (name === 'activity') return elsewhere(await activityView(ctx, { session: positionals[0], filters: filters.calls, limit, since: filters.since, follow: values.follow === true }));
+    if (name === 'activity')
+      return elsewhere(
+        await activityView(ctx, { session: positionals[0], filters: filters.calls, limit, since: filters.since, follow: values.follow === true }),
+      );
     return elsewhere(await showView(ctx, positionals[0]!));
   } catch (error) {
     if (error instanceof GuardError) return fail(error.message, error.exitCode);
@@ -168,8 +227,16 @@ async function runCommand(name: RecordsCommandName, argv: string[], io: CommandI
 }
 
 const VALUE_NAMES: Record<string, string> = {
-  '--record-dir': 'a directory', '--audit-key-file': 'a key file', '--since': 'a time', '--until': 'a time', '--name': 'a name or a glob',
-  '--state': 'a call state', '--tool': 'a tool name or a glob', '--color': 'auto, always or never', '--max-count': 'a number of rows', '-n': 'a number of rows',
+  '--record-dir': 'a directory',
+  '--audit-key-file': 'a key file',
+  '--since': 'a time',
+  '--until': 'a time',
+  '--name': 'a name or a glob',
+  '--state': 'a call state',
+  '--tool': 'a tool name or a glob',
+  '--color': 'auto, always or never',
+  '--max-count': 'a number of rows',
+  '-n': 'a number of rows',
 };
 
 // parseArgs' messages, reworded to name the option and the value as the rest of mcpguard does.
@@ -178,7 +245,8 @@ function optionError(error: Error, argv: string[]): string {
   if (/^Unknown option/.test(error.message)) return `unknown option '${option}'`;
   if (/argument missing/.test(error.message)) return `${option} expects ${VALUE_NAMES[option] ?? 'a value'}, got nothing`;
   // `-n -1`: a value that looks like an option.
-  if (/argument is ambiguous/.test(error.message)) return `${option} expects ${VALUE_NAMES[option] ?? 'a value'}, got '${argv[argv.indexOf(option) + 1] ?? ''}'`;
+  if (/argument is ambiguous/.test(error.message))
+    return `${option} expects ${VALUE_NAMES[option] ?? 'a value'}, got '${argv[argv.indexOf(option) + 1] ?? ''}'`;
   const given = argv.find((arg) => arg.startsWith(`${option}=`));
   if (given !== undefined) return `${option} takes no value, got '${given.slice(option.length + 1)}'`;
   return error.message;
@@ -198,7 +266,9 @@ function optionError(error: Error, argv: string[]): string {
 function keepYoungGenerationSmall(): void {
   try {
     setFlagsFromString('--semi-space-growth-factor=1');
-  } catch { /* an engine without the flag */ }
+  } catch {
+    /* an engine without the flag */
+  }
 }
 
 let epipeTolerated = false;

@@ -62,7 +62,12 @@ export function otherPlaces(dir: string, env: NodeJS.ProcessEnv = process.env): 
  * command (`command` and its `args` again) that reads it.
  */
 export function nothingHereNote(
-  command: string, dir: string, explicit: string | undefined, said: boolean, args: readonly string[] = [], env: NodeJS.ProcessEnv = process.env,
+  command: string,
+  dir: string,
+  explicit: string | undefined,
+  said: boolean,
+  args: readonly string[] = [],
+  env: NodeJS.ProcessEnv = process.env,
 ): string {
   const chosen = `the record directory ${chosenBy(explicit, env)}`;
   let text = `mcpguard ${command}: ${said ? `'${printable(dir)}' is ${chosen}` : `no sessions in '${printable(dir)}', ${chosen}`}\n`;

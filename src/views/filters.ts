@@ -17,13 +17,30 @@ export type Predicate<T> = (item: T) => boolean;
  * fate is unknown because the server went away with them in flight.
  */
 export const FAILED_STATES: ReadonlySet<string> = new Set([
-  'error', 'tool_error', 'rejected', 'denied', 'timed_out_after_dispatch', 'unknown_after_dispatch', 'no_final_record',
+  'error',
+  'tool_error',
+  'rejected',
+  'denied',
+  'timed_out_after_dispatch',
+  'unknown_after_dispatch',
+  'no_final_record',
 ]);
 
 /** Every state `--state` accepts: the final states, and `open` / `no_final_record` for calls without a final record. */
 export const CALL_STATES: readonly string[] = [
-  'completed', 'error', 'tool_error', 'rejected', 'denied', 'cancelled_before_dispatch', 'cancelled_after_dispatch',
-  'timed_out_after_dispatch', 'unknown_after_dispatch', 'input_required', 'stream_ended', 'open', 'no_final_record',
+  'completed',
+  'error',
+  'tool_error',
+  'rejected',
+  'denied',
+  'cancelled_before_dispatch',
+  'cancelled_after_dispatch',
+  'timed_out_after_dispatch',
+  'unknown_after_dispatch',
+  'input_required',
+  'stream_ended',
+  'open',
+  'no_final_record',
 ];
 
 /**
@@ -33,8 +50,13 @@ export const CALL_STATES: readonly string[] = [
  * here, `unknown`, is not counted).
  */
 export function sessionFailed(row: SessionRow): boolean {
-  return (row.exit_code !== null && row.exit_code !== 0) || row.forced_kill === true || row.spawn_failed === true || (row.failed_calls ?? 0) > 0
-    || row.liveness === 'crashed';
+  return (
+    (row.exit_code !== null && row.exit_code !== 0) ||
+    row.forced_kill === true ||
+    row.spawn_failed === true ||
+    (row.failed_calls ?? 0) > 0 ||
+    row.liveness === 'crashed'
+  );
 }
 
 /** A glob (`*`, `?`, `[...]`) as an anchored RegExp; everything else matches itself. */
@@ -103,7 +125,8 @@ export function callFilters(values: FilterValues, utc: boolean, now = Date.now()
   if (values.state !== undefined) {
     const states = values.state.split(',').map((s) => s.trim());
     const unknown = states.find((s) => !CALL_STATES.includes(s));
-    if (unknown !== undefined) throw new GuardError('bad_option', `--state expects one or more of ${CALL_STATES.join(', ')} (comma-separated), got '${values.state}'`);
+    if (unknown !== undefined)
+      throw new GuardError('bad_option', `--state expects one or more of ${CALL_STATES.join(', ')} (comma-separated), got '${values.state}'`);
     filters.push((r) => r.kind === 'call' && states.includes(r.state));
   }
   if (values.tool !== undefined) {

@@ -23,7 +23,10 @@ function widthsOf(cells: string[][], columns: number): number[] {
 }
 
 function layout(row: string[], widths: number[]): string {
-  return row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  return row
+    .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+    .join('  ')
+    .trimEnd();
 }
 
 /** How a column gives way on a narrow terminal. */
@@ -79,8 +82,16 @@ export interface RowExtras {
  */
 export function fitColumns(columns: readonly Column[], natural: readonly number[], limit: number | null): number[] {
   if (limit === null) return [...natural];
-  const droppable = columns.map((c, i) => [c.drop, i] as const).filter(([d]) => d !== undefined).sort((a, b) => a[0]! - b[0]!).map(([, i]) => i);
-  const shrinkable = columns.map((c, i) => [c.shrink ?? 0, i] as const).filter(([, i]) => columns[i]!.clip !== undefined).sort((a, b) => a[0] - b[0]).map(([, i]) => i);
+  const droppable = columns
+    .map((c, i) => [c.drop, i] as const)
+    .filter(([d]) => d !== undefined)
+    .sort((a, b) => a[0]! - b[0]!)
+    .map(([, i]) => i);
+  const shrinkable = columns
+    .map((c, i) => [c.shrink ?? 0, i] as const)
+    .filter(([, i]) => columns[i]!.clip !== undefined)
+    .sort((a, b) => a[0] - b[0])
+    .map(([, i]) => i);
   for (let k = 0; ; k++) {
     const hidden = new Set(droppable.slice(0, k));
     const widths = natural.map((w, i) => (hidden.has(i) ? -1 : w));
@@ -99,7 +110,7 @@ export function fitColumns(columns: readonly Column[], natural: readonly number[
         if ((c.last === true) !== (round === 'last')) continue;
         // A date loses its whole `YYYY-` or nothing.
         if (c.clip === 'year') widths[i] = Math.max(natural[i]! - 5, c.header.length);
-        else widths[i] = Math.max(Math.min(natural[i]!, round === 'soft' ? c.soft ?? c.min ?? 8 : c.min ?? 8), widths[i]! - over);
+        else widths[i] = Math.max(Math.min(natural[i]!, round === 'soft' ? (c.soft ?? c.min ?? 8) : (c.min ?? 8)), widths[i]! - over);
       }
     }
     if (total() <= limit || k >= droppable.length) return widths;
@@ -156,7 +167,10 @@ export class StreamingTable {
     this.cutColumns = this.widths.map((w, i) => w >= 0 && w < natural[i]!);
     const rows = this.pending!;
     this.pending = null;
-    let text = this.render(headers.map((h, i) => clip(h, Math.max(1, this.widths[i]!))), undefined);
+    let text = this.render(
+      headers.map((h, i) => clip(h, Math.max(1, this.widths[i]!))),
+      undefined,
+    );
     for (const r of rows) text += this.render(r.cells, r.extras);
     return text;
   }
@@ -215,7 +229,9 @@ export { clip, clipMiddle };
 export function fieldLine(name: string, pad: number, value: string, width: number | null): string {
   const text = printable(value);
   if (width === null || 4 + pad + text.length <= width) return `  ${name.padEnd(pad)}  ${text}\n`;
-  return `  ${name}\n${wrap(text, width - 6).map((line) => `      ${line}\n`).join('')}`;
+  return `  ${name}\n${wrap(text, width - 6)
+    .map((line) => `      ${line}\n`)
+    .join('')}`;
 }
 
 /** `text` in lines of at most `width` characters, broken after a space where there is one. */

@@ -38,7 +38,10 @@ export function inStreamOrder(blocks: Block[], printed: number): { blocks: Block
   const calls = blocks.filter((b) => b.kind === 'call');
   const rest = blocks.filter((b) => b.kind !== 'call');
   // Stable: blocks that cannot be placed keep their file order, after those that can.
-  const sorted = calls.map((b, i) => ({ b, i, k: key(b) })).sort((x, y) => x.k - y.k || x.i - y.i).map((x) => x.b);
+  const sorted = calls
+    .map((b, i) => ({ b, i, k: key(b) }))
+    .sort((x, y) => x.k - y.k || x.i - y.i)
+    .map((x) => x.b);
   let to = printed;
   for (const b of sorted) {
     const span = spanOf(b);

@@ -81,23 +81,34 @@ export interface Block {
  * `output` (the caller drains it); resolves to the exit code.
  */
 export async function runLogsCommand(argv: string[], io: CommandIO, output: Output): Promise<number> {
-  const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard logs: ${message}\n`); return code; };
+  const fail = (message: string, code: number): number => {
+    io.stderr.write(`mcpguard logs: ${message}\n`);
+    return code;
+  };
   let values: { 'record-dir'?: string; json?: boolean; tail?: string; follow?: boolean; utc?: boolean };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
-      args: argv, allowPositionals: true, strict: true,
+      args: argv,
+      allowPositionals: true,
+      strict: true,
       options: {
-        'record-dir': { type: 'string' }, json: { type: 'boolean' }, tail: { type: 'string', short: 'n' }, follow: { type: 'boolean', short: 'f' }, utc: { type: 'boolean' },
+        'record-dir': { type: 'string' },
+        json: { type: 'boolean' },
+        tail: { type: 'string', short: 'n' },
+        follow: { type: 'boolean', short: 'f' },
+        utc: { type: 'boolean' },
       },
     }));
   } catch (error) {
     return fail((error as Error).message.replace(/\. To specify a positional argument.*$/s, ''), EXIT_USAGE);
   }
-  if (positionals.length !== 1) return fail(positionals.length === 0 ? 'expects a SESSION or CALL id (or a unique prefix)' : `unexpected argument '${positionals[1]}'`, EXIT_USAGE);
+  if (positionals.length !== 1)
+    return fail(positionals.length === 0 ? 'expects a SESSION or CALL id (or a unique prefix)' : `unexpected argument '${positionals[1]}'`, EXIT_USAGE);
   let tail: number | null = null;
   if (values.tail !== undefined) {
-    if (!/^\d+$/.test(values.tail) || !Number.isSafeInteger(Number(values.tail))) return fail(`--tail expects a whole number of lines, got '${values.tail}'`, EXIT_USAGE);
+    if (!/^\d+$/.test(values.tail) || !Number.isSafeInteger(Number(values.tail)))
+      return fail(`--tail expects a whole number of lines, got '${values.tail}'`, EXIT_USAGE);
     tail = Number(values.tail);
   }
   if (values['record-dir'] === '') return fail("--record-dir expects a directory, got ''", EXIT_USAGE);
@@ -140,7 +151,10 @@ export async function runLogsCommand(argv: string[], io: CommandIO, output: Outp
     if (kept !== null) {
       kept.push(...blocks);
       keptLines += blocks.reduce((n, b) => n + (b.text === null ? 0 : splitKeepingEnds(b.text).length), 0);
-      if (keptLines > 2 * tail! + 1000) { kept = lastLines(kept, tail!); keptLines = tail!; }
+      if (keptLines > 2 * tail! + 1000) {
+        kept = lastLines(kept, tail!);
+        keptLines = tail!;
+      }
       return;
     }
     // Output is written as the log is read, never all at once: a slow reader holds the reading back.
@@ -163,7 +177,8 @@ export async function runLogsCommand(argv: string[], io: CommandIO, output: Outp
       await emit(last);
     }
     if (source.oneCall && r.done && shown === 0) return fail(`call ${source.name} has no final record: its session ended without one`, 1);
-    if (source.oneCall && !r.done && values.follow !== true) return fail(`call ${source.name} has no final record yet (still running, or its session crashed): no stderr recorded; --follow waits for it`, 1);
+    if (source.oneCall && !r.done && values.follow !== true)
+      return fail(`call ${source.name} has no final record yet (still running, or its session crashed): no stderr recorded; --follow waits for it`, 1);
     let idle = 0;
     let writer: LogRecord | undefined;
     while (values.follow === true && !r.done && !stopped()) {
@@ -179,7 +194,9 @@ export async function runLogsCommand(argv: string[], io: CommandIO, output: Outp
       await emit(r.blocks);
       if (r.done) break;
       await emit(source.drain());
-      io.stderr.write(`mcpguard logs: the session's mcpguard (pid ${String(writer?.mcpguard_pid ?? '?')}) is gone without a session record: it crashed${source.oneCall ? `; call ${source.name} never ended` : ''}\n`);
+      io.stderr.write(
+        `mcpguard logs: the session's mcpguard (pid ${String(writer?.mcpguard_pid ?? '?')}) is gone without a session record: it crashed${source.oneCall ? `; call ${source.name} never ended` : ''}\n`,
+      );
       return source.oneCall ? 1 : 0;
     }
   } catch (error) {
@@ -297,16 +314,25 @@ function sessionSource(follow: boolean, file: string): Source {
     read() {
       const blocks: Block[] = [];
       let eof: boolean;
-      ({ offset, eof } = forEachLine(file, offset, null, (record) => {
-        if (record.type === 'header' && typeof record.log_id === 'string') sessionId = record.log_id;
-        if (record.type === 'call_attempt' && typeof record.call_id === 'string') open.add(record.call_id);
-        if (record.type === 'call_end' && typeof record.call_id === 'string') open.delete(record.call_id);
-        const block = sessionBlock(record, sessionId);
-        if (block !== null) { held.push(block); heldBytes += block.text?.length ?? 0; }
-        if (record.type === 'session_end') done = true;
-        // A call that never ends (a hang to the end, a crash) must not hold the rest back without bound.
-        if (held.length > 0 && (open.size === 0 || heldBytes > HELD_BYTES)) blocks.push(...release());
-      }, SESSION_BATCH));
+      ({ offset, eof } = forEachLine(
+        file,
+        offset,
+        null,
+        (record) => {
+          if (record.type === 'header' && typeof record.log_id === 'string') sessionId = record.log_id;
+          if (record.type === 'call_attempt' && typeof record.call_id === 'string') open.add(record.call_id);
+          if (record.type === 'call_end' && typeof record.call_id === 'string') open.delete(record.call_id);
+          const block = sessionBlock(record, sessionId);
+          if (block !== null) {
+            held.push(block);
+            heldBytes += block.text?.length ?? 0;
+          }
+          if (record.type === 'session_end') done = true;
+          // A call that never ends (a hang to the end, a crash) must not hold the rest back without bound.
+          if (held.length > 0 && (open.size === 0 || heldBytes > HELD_BYTES)) blocks.push(...release());
+        },
+        SESSION_BATCH,
+      ));
       // Without --follow nothing more will come: calls left open (the session crashed) end the ordering here.
       if (held.length > 0 && (done || (eof && !follow))) blocks.push(...release());
       return { blocks, done, eof };
@@ -326,9 +352,21 @@ function sessionBlock(record: Record<string, unknown>, sessionId: string): Block
   let marker: string | null = null;
   if (truncated) ({ marker, text } = splitMarker(text));
   return {
-    kind: 'session_tail', session_id: sessionId, call_id: null, method: null, tool: null, state: null, ended_at: str(record.ended_at),
-    bytes_seen: typeof s.tail_bytes_seen === 'number' ? s.tail_bytes_seen : Buffer.byteLength(text), bytes_retained: null, truncated, marker, text,
-    stream_end: null, shown_above: 0, also_open: [],
+    kind: 'session_tail',
+    session_id: sessionId,
+    call_id: null,
+    method: null,
+    tool: null,
+    state: null,
+    ended_at: str(record.ended_at),
+    bytes_seen: typeof s.tail_bytes_seen === 'number' ? s.tail_bytes_seen : Buffer.byteLength(text),
+    bytes_retained: null,
+    truncated,
+    marker,
+    text,
+    stream_end: null,
+    shown_above: 0,
+    also_open: [],
   };
 }
 
@@ -339,9 +377,21 @@ function callBlock(r: Record<string, unknown>, sessionId: string): Block {
   // The marker is mcpguard's only when the record says bytes were lost: the child cannot forge one.
   if (truncated && text !== null) ({ marker, text } = splitMarker(text));
   return {
-    kind: 'call', session_id: sessionId, call_id: str(r.call_id), method: str(r.method), tool: str(r.tool), state: str(r.state), ended_at: str(r.ended_at),
-    bytes_seen: num(r.stderr_bytes_seen), bytes_retained: num(r.stderr_bytes_retained), truncated, marker, text,
-    stream_end: typeof r.stderr_stream_end === 'number' ? r.stderr_stream_end : null, shown_above: 0, also_open: [],
+    kind: 'call',
+    session_id: sessionId,
+    call_id: str(r.call_id),
+    method: str(r.method),
+    tool: str(r.tool),
+    state: str(r.state),
+    ended_at: str(r.ended_at),
+    bytes_seen: num(r.stderr_bytes_seen),
+    bytes_retained: num(r.stderr_bytes_retained),
+    truncated,
+    marker,
+    text,
+    stream_end: typeof r.stderr_stream_end === 'number' ? r.stderr_stream_end : null,
+    shown_above: 0,
+    also_open: [],
   };
 }
 
@@ -357,7 +407,10 @@ function lastLines(blocks: Block[], n: number): Block[] {
   let left = n;
   for (let i = blocks.length - 1; i >= 0 && left > 0; i--) {
     const b = blocks[i]!;
-    if (b.text === null) { out.push(b); continue; }
+    if (b.text === null) {
+      out.push(b);
+      continue;
+    }
     const lines = splitKeepingEnds(b.text);
     const kept = lines.slice(Math.max(0, lines.length - left));
     left -= kept.length;
@@ -374,11 +427,12 @@ function render(b: Block, header: boolean, clock: Clock): string {
   let out = '';
   if (header) {
     const when = b.ended_at === null ? '' : `  ${clock.full(b.ended_at)}`;
-    out += b.kind === 'call'
-      ? `==> call ${b.call_id ?? '?'}  ${b.method ?? '-'}${b.tool === null ? '' : ` ${b.tool}`}  ${b.state ?? '-'}${when}${b.also_open.length === 0 ? '' : `  (with ${b.also_open.join(', ')})`} <==\n`
-      : `==> session ${b.session_id}: stderr outside any call${when} <==\n`;
+    out +=
+      b.kind === 'call'
+        ? `==> call ${b.call_id ?? '?'}  ${b.method ?? '-'}${b.tool === null ? '' : ` ${b.tool}`}  ${b.state ?? '-'}${when}${b.also_open.length === 0 ? '' : `  (with ${b.also_open.join(', ')})`} <==\n`
+        : `==> session ${b.session_id}: stderr outside any call${when} <==\n`;
     // What overlapping calls share is printed once, under the first of them.
-    if (b.shown_above > 0) out += `[${b.shown_above} bytes shown above${b.text === '' ? ', all of this call\'s' : ''}]\n`;
+    if (b.shown_above > 0) out += `[${b.shown_above} bytes shown above${b.text === '' ? ", all of this call's" : ''}]\n`;
   }
   if (b.marker !== null) out += `${b.marker}\n`;
   if (b.text === null) return `${out}[stderr text not in the record: ${b.bytes_seen} bytes seen; the record predates stderr text]\n`;

@@ -85,7 +85,10 @@ export class Output {
       taken = true;
       this.onWake();
     });
-    while (!taken && !this.closed) await new Promise<void>((resolve) => { this.wake = resolve; });
+    while (!taken && !this.closed)
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
   }
 
   private readonly onWake = (): void => {

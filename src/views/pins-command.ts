@@ -50,7 +50,10 @@ function grid(columns: Column[], rows: string[][], look: Look): string {
 }
 
 class Failure extends Error {
-  constructor(message: string, readonly code: number) {
+  constructor(
+    message: string,
+    readonly code: number,
+  ) {
     super(message);
   }
 }
@@ -60,7 +63,12 @@ export async function runPinsCommand(argv: readonly string[], io: IO = { stdout:
   let values: { 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string; utc?: boolean };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: [...argv], options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, 'audit-key-file': { type: 'string' }, utc: { type: 'boolean' } }, allowPositionals: true, strict: true }));
+    ({ values, positionals } = parseArgs({
+      args: [...argv],
+      options: { 'record-dir': { type: 'string' }, json: { type: 'boolean' }, 'audit-key-file': { type: 'string' }, utc: { type: 'boolean' } },
+      allowPositionals: true,
+      strict: true,
+    }));
   } catch (error) {
     io.stderr.write(`mcpguard pins: ${(error as Error).message} (see mcpguard pins --help)\n`);
     return EXIT_USAGE;
@@ -84,7 +92,9 @@ export async function runPinsCommand(argv: readonly string[], io: IO = { stdout:
     return fail((error as Error).message, error instanceof GuardError ? error.exitCode : EXIT_USAGE);
   }
   const store = new PinStore(stateDir);
-  const out = (text: string): void => { io.stdout.write(text); };
+  const out = (text: string): void => {
+    io.stdout.write(text);
+  };
   const json = values.json === true;
   const look: Look = { style: tableStyle({ stdout: io.stdout, stderr: io.stderr, env: io.env }, undefined), clock: new Clock(values.utc === true) };
   try {
@@ -93,16 +103,39 @@ export async function runPinsCommand(argv: readonly string[], io: IO = { stdout:
     const pins = find(store, positionals[0]!);
     // A pin file that is not the one last recorded is shown with a warning, never accepted (that would vouch for it).
     const problem = store.problem(pins.id, key);
-    if (problem !== null && verb === 'accept') throw new Failure(`the pins of ${shown(identityLabel(pins.identity))} are refused: ${problem}; accepting would vouch for them. See mcpguard verify; mcpguard pins forget ${pins.id} starts them again`, 1);
-    if (problem !== null) io.stderr.write(`mcpguard pins ${verb}: warning: the pins of ${shown(identityLabel(pins.identity))} are refused by mcpguard sessions: ${problem}\n`);
+    if (problem !== null && verb === 'accept')
+      throw new Failure(
+        `the pins of ${shown(identityLabel(pins.identity))} are refused: ${problem}; accepting would vouch for them. See mcpguard verify; mcpguard pins forget ${pins.id} starts them again`,
+        1,
+      );
+    if (problem !== null)
+      io.stderr.write(`mcpguard pins ${verb}: warning: the pins of ${shown(identityLabel(pins.identity))} are refused by mcpguard sessions: ${problem}\n`);
     if (verb === 'show') return show(store, pins, json, out, look);
     if (verb === 'diff') return diff(pins, json, out, look);
     if (verb === 'accept') return accept(store, pins, positionals[1], key, json, out);
     const held = Object.keys(pins.pending).length + (pins.pending_instructions === null ? 0 : 1);
-    decide(store.prepareDir(), key, [{ type: 'pins_forgotten', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command, tools: Object.keys(pins.tools).length, held }], () => {
-      if (!store.forget(pins.id, key, 'mcpguard pins forget')) throw new Error(`${pins.id}.json was already gone`);
-    });
-    out(json ? `${jsonLine({ id: pins.id, forgotten: true })}\n` : `forgot the pins of ${shown(identityLabel(pins.identity))} (${pins.id}); the next session pins what the server lists then\n`);
+    decide(
+      store.prepareDir(),
+      key,
+      [
+        {
+          type: 'pins_forgotten',
+          pin_id: pins.id,
+          server: identityLabel(pins.identity),
+          command: pins.identity.command,
+          tools: Object.keys(pins.tools).length,
+          held,
+        },
+      ],
+      () => {
+        if (!store.forget(pins.id, key, 'mcpguard pins forget')) throw new Error(`${pins.id}.json was already gone`);
+      },
+    );
+    out(
+      json
+        ? `${jsonLine({ id: pins.id, forgotten: true })}\n`
+        : `forgot the pins of ${shown(identityLabel(pins.identity))} (${pins.id}); the next session pins what the server lists then\n`,
+    );
     return 0;
   } catch (error) {
     if (error instanceof Failure) return fail(error.message, error.code);
@@ -114,20 +147,41 @@ function list(store: PinStore, json: boolean, out: (text: string) => void, io: I
   const { pins, unreadable } = store.all();
   for (const u of unreadable) io.stderr.write(`mcpguard pins: ${u.file}: skipped: ${u.error}\n`);
   const rows = pins.map((p) => ({
-    id: p.id, name: p.identity.name, server_name: p.identity.server_name, command: p.identity.command,
-    tools: Object.keys(p.tools).length, held: Object.keys(p.pending).length + (p.pending_instructions === null ? 0 : 1),
-    created_at: p.created_at, updated_at: p.updated_at, file: join(store.dir, `${p.id}.json`),
+    id: p.id,
+    name: p.identity.name,
+    server_name: p.identity.server_name,
+    command: p.identity.command,
+    tools: Object.keys(p.tools).length,
+    held: Object.keys(p.pending).length + (p.pending_instructions === null ? 0 : 1),
+    created_at: p.created_at,
+    updated_at: p.updated_at,
+    file: join(store.dir, `${p.id}.json`),
   }));
   if (json) for (const r of rows) out(`${jsonLine(r)}\n`);
   else {
     // COMMAND gives way first (cut in its middle: its end names the server's script), then NAME, then the time's year.
     const columns: Column[] = [
-      { header: 'ID' }, { header: 'NAME', clip: 'end', min: 8, soft: 16, shrink: 1 }, { header: 'COMMAND', clip: 'middle', min: 16, soft: 32, shrink: 0 },
-      { header: 'TOOLS' }, { header: 'HELD' }, { header: `UPDATED ${look.clock.zone}`, clip: 'year', shrink: 2 },
+      { header: 'ID' },
+      { header: 'NAME', clip: 'end', min: 8, soft: 16, shrink: 1 },
+      { header: 'COMMAND', clip: 'middle', min: 16, soft: 32, shrink: 0 },
+      { header: 'TOOLS' },
+      { header: 'HELD' },
+      { header: `UPDATED ${look.clock.zone}`, clip: 'year', shrink: 2 },
     ];
-    out(grid(columns, rows.map((r) => [
-      r.id.slice(0, 12), shown(r.name ?? r.server_name ?? '-'), shown(r.command), String(r.tools), String(r.held), look.clock.date(r.updated_at),
-    ]), look));
+    out(
+      grid(
+        columns,
+        rows.map((r) => [
+          r.id.slice(0, 12),
+          shown(r.name ?? r.server_name ?? '-'),
+          shown(r.command),
+          String(r.tools),
+          String(r.held),
+          look.clock.date(r.updated_at),
+        ]),
+        look,
+      ),
+    );
   }
   return rows.length === 0 && unreadable.length === 0 ? 1 : 0;
 }
@@ -139,22 +193,42 @@ function find(store: PinStore, name: string): PinFile {
   const matches = byId.length > 0 ? byId : pins.filter((p) => p.identity.name === name || (p.identity.name === null && p.identity.server_name === name));
   if (matches.length === 1) return matches[0]!;
   if (matches.length === 0) throw new Failure(`no pins named '${shown(name)}' (see mcpguard pins list)`, 1);
-  throw new Failure(`'${shown(name)}' names ${matches.length} pin files; use the id: ${matches.map((p) => `${p.id.slice(0, 12)} (${shown(p.identity.command)})`).join(', ')}`, 1);
+  throw new Failure(
+    `'${shown(name)}' names ${matches.length} pin files; use the id: ${matches.map((p) => `${p.id.slice(0, 12)} (${shown(p.identity.command)})`).join(', ')}`,
+    1,
+  );
 }
 
 function show(store: PinStore, pins: PinFile, json: boolean, out: (text: string) => void, look: Look): number {
   const file = join(store.dir, `${pins.id}.json`);
   if (json) {
-    out(`${jsonLine({ kind: 'server', id: pins.id, ...pins.identity, file, created_at: pins.created_at, updated_at: pins.updated_at, instructions_sha256: pins.instructions?.sha256 ?? null, instructions_held: pins.pending_instructions !== null })}\n`);
-    for (const [tool, t] of Object.entries(pins.tools)) out(`${jsonLine({ kind: 'tool', tool, sha256: t.sha256, pinned_at: t.pinned_at, held: pins.pending[tool]?.kind ?? null })}\n`);
-    for (const [tool, p] of Object.entries(pins.pending)) if (!Object.hasOwn(pins.tools, tool)) out(`${jsonLine({ kind: 'tool', tool, sha256: null, pinned_at: null, held: p.kind })}\n`);
+    out(
+      `${jsonLine({ kind: 'server', id: pins.id, ...pins.identity, file, created_at: pins.created_at, updated_at: pins.updated_at, instructions_sha256: pins.instructions?.sha256 ?? null, instructions_held: pins.pending_instructions !== null })}\n`,
+    );
+    for (const [tool, t] of Object.entries(pins.tools))
+      out(`${jsonLine({ kind: 'tool', tool, sha256: t.sha256, pinned_at: t.pinned_at, held: pins.pending[tool]?.kind ?? null })}\n`);
+    for (const [tool, p] of Object.entries(pins.pending))
+      if (!Object.hasOwn(pins.tools, tool)) out(`${jsonLine({ kind: 'tool', tool, sha256: null, pinned_at: null, held: p.kind })}\n`);
     return 0;
   }
-  out(`Pins ${pins.id}\n  server:  ${shown(identityLabel(pins.identity))}${pins.identity.name === null ? '' : ' (--name)'}\n  command: ${shown(pins.identity.command)}\n  file:    ${file}\n  pinned:  ${look.clock.full(pins.created_at)}, updated ${look.clock.full(pins.updated_at)}\n  instructions: ${pins.instructions === null ? 'none' : pins.instructions.sha256.slice(0, 16)}${pins.pending_instructions === null ? '' : ' (a change is held)'}\n\n`);
+  out(
+    `Pins ${pins.id}\n  server:  ${shown(identityLabel(pins.identity))}${pins.identity.name === null ? '' : ' (--name)'}\n  command: ${shown(pins.identity.command)}\n  file:    ${file}\n  pinned:  ${look.clock.full(pins.created_at)}, updated ${look.clock.full(pins.updated_at)}\n  instructions: ${pins.instructions === null ? 'none' : pins.instructions.sha256.slice(0, 16)}${pins.pending_instructions === null ? '' : ' (a change is held)'}\n\n`,
+  );
   const rows = Object.entries(pins.tools).map(([tool, t]) => [tool, t.sha256.slice(0, 16), look.clock.date(t.pinned_at), pins.pending[tool]?.kind ?? '']);
   for (const [tool, p] of Object.entries(pins.pending)) if (!Object.hasOwn(pins.tools, tool)) rows.push([tool, '-', '-', p.kind]);
-  const columns: Column[] = [{ header: 'TOOL', clip: 'end', min: 16, shrink: 0 }, { header: 'SHA256' }, { header: `PINNED ${look.clock.zone}`, clip: 'year', shrink: 1 }, { header: 'HELD' }];
-  out(grid(columns, rows.map((r) => r.map(shown)), look));
+  const columns: Column[] = [
+    { header: 'TOOL', clip: 'end', min: 16, shrink: 0 },
+    { header: 'SHA256' },
+    { header: `PINNED ${look.clock.zone}`, clip: 'year', shrink: 1 },
+    { header: 'HELD' },
+  ];
+  out(
+    grid(
+      columns,
+      rows.map((r) => r.map(shown)),
+      look,
+    ),
+  );
   return 0;
 }
 
@@ -163,26 +237,56 @@ function diff(pins: PinFile, json: boolean, out: (text: string) => void, look: L
   const changes = heldChanges(pins);
   if (json) for (const c of changes) out(`${jsonLine(c)}\n`);
   else if (changes.length === 0) out(`nothing held for ${shown(identityLabel(pins.identity))}: what it lists matches its pins\n`);
-  else for (const c of changes) out(`== ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`}: ${c.kind} (seen ${look.clock.full(c.seen_at)})\n${c.diff.map((l) => `  ${l}\n`).join('')}`);
+  else
+    for (const c of changes)
+      out(
+        `== ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`}: ${c.kind} (seen ${look.clock.full(c.seen_at)})\n${c.diff.map((l) => `  ${l}\n`).join('')}`,
+      );
   return 0;
 }
 
-interface HeldChange { tool: string | null; kind: string; seen_at: string; before_sha256: string | null; after_sha256: string | null; diff: string[] }
+interface HeldChange {
+  tool: string | null;
+  kind: string;
+  seen_at: string;
+  before_sha256: string | null;
+  after_sha256: string | null;
+  diff: string[];
+}
 
 function heldChanges(pins: PinFile): HeldChange[] {
   const changes: HeldChange[] = Object.entries(pins.pending).map(([tool, p]) => {
     const pinned = pins.tools[tool];
-    const lines = p.kind === 'removed' ? ['no longer listed'] : p.kind === 'added' || pinned === undefined ? ['new tool'] : diffLines(diffTool(pinned.definition, p.definition!));
+    const lines =
+      p.kind === 'removed'
+        ? ['no longer listed']
+        : p.kind === 'added' || pinned === undefined
+          ? ['new tool']
+          : diffLines(diffTool(pinned.definition, p.definition!));
     return { tool, kind: p.kind, seen_at: p.seen_at, before_sha256: pinned?.sha256 ?? null, after_sha256: p.sha256, diff: lines.map(shown) };
   });
   const i = pins.pending_instructions;
-  if (i !== null) changes.push({ tool: null, kind: 'instructions', seen_at: i.seen_at, before_sha256: pins.instructions?.sha256 ?? null, after_sha256: i.sha256, diff: [shown(wordDiff(pins.instructions?.text ?? '', i.text ?? ''))] });
+  if (i !== null)
+    changes.push({
+      tool: null,
+      kind: 'instructions',
+      seen_at: i.seen_at,
+      before_sha256: pins.instructions?.sha256 ?? null,
+      after_sha256: i.sha256,
+      diff: [shown(wordDiff(pins.instructions?.text ?? '', i.text ?? ''))],
+    });
   return changes;
 }
 
 function accept(store: PinStore, pins: PinFile, tool: string | undefined, key: Buffer | undefined, json: boolean, out: (text: string) => void): number {
   const changes = heldChanges(pins).filter((c) => tool === undefined || c.tool === tool);
-  if (changes.length === 0) throw new Failure(tool === undefined ? `nothing held for ${shown(identityLabel(pins.identity))}` : `no change of tool '${shown(tool)}' is held for ${shown(identityLabel(pins.identity))}`, 1);
+  if (changes.length === 0)
+    throw new Failure(
+      tool === undefined
+        ? `nothing held for ${shown(identityLabel(pins.identity))}`
+        : `no change of tool '${shown(tool)}' is held for ${shown(identityLabel(pins.identity))}`,
+      1,
+    );
   const now = new Date().toISOString();
   for (const c of changes) {
     if (c.tool === null) {
@@ -197,12 +301,22 @@ function accept(store: PinStore, pins: PinFile, tool: string | undefined, key: B
     delete pins.pending[c.tool];
   }
   const decisions = changes.map((c) => ({
-    type: 'pin_accepted', pin_id: pins.id, server: identityLabel(pins.identity), command: pins.identity.command,
-    tool: c.tool, change: c.kind, before_sha256: c.before_sha256, after_sha256: c.after_sha256,
+    type: 'pin_accepted',
+    pin_id: pins.id,
+    server: identityLabel(pins.identity),
+    command: pins.identity.command,
+    tool: c.tool,
+    change: c.kind,
+    before_sha256: c.before_sha256,
+    after_sha256: c.after_sha256,
   }));
   decide(store.prepareDir(), key, decisions, () => store.write(pins, key, 'mcpguard pins accept'));
   for (const c of changes) {
-    out(json ? `${jsonLine({ id: pins.id, tool: c.tool, kind: c.kind, accepted: true, sha256: c.after_sha256 })}\n` : `accepted: ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`} (${c.kind})\n`);
+    out(
+      json
+        ? `${jsonLine({ id: pins.id, tool: c.tool, kind: c.kind, accepted: true, sha256: c.after_sha256 })}\n`
+        : `accepted: ${c.tool === null ? 'instructions' : `tool ${shown(c.tool)}`} (${c.kind})\n`,
+    );
   }
   return 0;
 }
@@ -213,21 +327,38 @@ function log(store: PinStore, name: string | undefined, key: Buffer | undefined,
   if (bytes === null) throw new Failure(`no decision recorded in ${store.dir}`, 1);
   const verdict = verifyDecisions(bytes, key);
   const intact = verdict.status === 'ok';
-  if (!intact) io.stderr.write(`mcpguard pins log: ${store.dir}/decisions.log does not verify (${verdict.status}${verdict.line === null ? '' : ` at line ${verdict.line}`}: ${verdict.reason}); what follows is what it says\n`);
-  const wanted = (r: Record<string, unknown>): boolean => name === undefined
-    || (/^[0-9a-f]{4,32}$/.test(name) && typeof r.pin_id === 'string' && r.pin_id.startsWith(name)) || r.server === name;
+  if (!intact)
+    io.stderr.write(
+      `mcpguard pins log: ${store.dir}/decisions.log does not verify (${verdict.status}${verdict.line === null ? '' : ` at line ${verdict.line}`}: ${verdict.reason}); what follows is what it says\n`,
+    );
+  const wanted = (r: Record<string, unknown>): boolean =>
+    name === undefined || (/^[0-9a-f]{4,32}$/.test(name) && typeof r.pin_id === 'string' && r.pin_id.startsWith(name)) || r.server === name;
   const records = decisionRecords(bytes).filter(wanted);
   if (json) for (const r of records) out(`${jsonLine(processMasker().value(r))}\n`);
   else {
     const columns: Column[] = [
-      { header: `TIME ${look.clock.zone}`, clip: 'year', shrink: 2 }, { header: 'PIN' }, { header: 'SERVER', clip: 'end', min: 8, shrink: 0 },
-      { header: 'DECISION', last: true, clip: 'end', min: 16 }, { header: 'TOOL', clip: 'end', min: 8, shrink: 1 }, { header: 'USER', clip: 'end', min: 8, drop: 0 },
+      { header: `TIME ${look.clock.zone}`, clip: 'year', shrink: 2 },
+      { header: 'PIN' },
+      { header: 'SERVER', clip: 'end', min: 8, shrink: 0 },
+      { header: 'DECISION', last: true, clip: 'end', min: 16 },
+      { header: 'TOOL', clip: 'end', min: 8, shrink: 1 },
+      { header: 'USER', clip: 'end', min: 8, drop: 0 },
     ];
-    out(grid(columns, records.map((r) => [
-      look.clock.date(typeof r.ts === 'string' ? r.ts : null), String(r.pin_id ?? '-').slice(0, 12), shown(String(r.server ?? '-')),
-      (r.type === 'pin_accepted' ? `accepted ${String(r.change)}` : `forgot ${String(r.tools)} tools`) + (typeof r.undone === 'string' ? ` (undone: ${r.undone})` : ''),
-      r.type === 'pin_accepted' ? (r.tool === null ? '(instructions)' : shown(String(r.tool))) : '-', String(r.user ?? '-'),
-    ]), look));
+    out(
+      grid(
+        columns,
+        records.map((r) => [
+          look.clock.date(typeof r.ts === 'string' ? r.ts : null),
+          String(r.pin_id ?? '-').slice(0, 12),
+          shown(String(r.server ?? '-')),
+          (r.type === 'pin_accepted' ? `accepted ${String(r.change)}` : `forgot ${String(r.tools)} tools`) +
+            (typeof r.undone === 'string' ? ` (undone: ${r.undone})` : ''),
+          r.type === 'pin_accepted' ? (r.tool === null ? '(instructions)' : shown(String(r.tool))) : '-',
+          String(r.user ?? '-'),
+        ]),
+        look,
+      ),
+    );
   }
   if (records.length === 0 && name !== undefined) io.stderr.write(`mcpguard pins log: no decision about '${name}'\n`);
   return intact && records.length > 0 ? 0 : 1;

@@ -20,14 +20,30 @@ import { applyPrune, planPrune, summaryLine, survey, type Candidate, type PruneP
 import { AGE_EXAMPLE, SIZE_EXAMPLE, formatBytes, parseAge, parseSize, parseRetain, type RetainRules } from './retain-rules.js';
 
 const OPTIONS = {
-  'older-than': { type: 'string' }, 'max-size': { type: 'string' }, 'dry-run': { type: 'boolean' },
-  'record-dir': { type: 'string' }, json: { type: 'boolean' }, 'audit-key-file': { type: 'string' }, utc: { type: 'boolean' },
+  'older-than': { type: 'string' },
+  'max-size': { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  'record-dir': { type: 'string' },
+  json: { type: 'boolean' },
+  'audit-key-file': { type: 'string' },
+  utc: { type: 'boolean' },
 } as const;
 
 /** Run `mcpguard prune` with its arguments; resolves to the exit code. */
 export async function runPruneCommand(argv: string[], io: CommandIO): Promise<number> {
-  const fail = (message: string, code: number): number => { io.stderr.write(`mcpguard prune: ${message}\n`); return code; };
-  let values: { 'older-than'?: string; 'max-size'?: string; 'dry-run'?: boolean; 'record-dir'?: string; json?: boolean; 'audit-key-file'?: string; utc?: boolean };
+  const fail = (message: string, code: number): number => {
+    io.stderr.write(`mcpguard prune: ${message}\n`);
+    return code;
+  };
+  let values: {
+    'older-than'?: string;
+    'max-size'?: string;
+    'dry-run'?: boolean;
+    'record-dir'?: string;
+    json?: boolean;
+    'audit-key-file'?: string;
+    utc?: boolean;
+  };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true }));
@@ -63,7 +79,11 @@ export async function runPruneCommand(argv: string[], io: CommandIO): Promise<nu
     return fail((error as Error).message, error instanceof GuardError ? error.exitCode : EXIT_USAGE);
   }
   if (!isDir(dir)) {
-    if (values['record-dir'] !== undefined && dir === configured) return fail(`--record-dir expects a directory, got '${printable(values['record-dir'])}' (${exists(dir) ? 'not a directory' : 'does not exist'})`, EXIT_USAGE);
+    if (values['record-dir'] !== undefined && dir === configured)
+      return fail(
+        `--record-dir expects a directory, got '${printable(values['record-dir'])}' (${exists(dir) ? 'not a directory' : 'does not exist'})`,
+        EXIT_USAGE,
+      );
     io.stderr.write(`mcpguard prune: no records in '${dir}': nothing to remove\n`);
     return 0;
   }
@@ -93,10 +113,15 @@ export async function runPruneCommand(argv: string[], io: CommandIO): Promise<nu
       // Local time with the zone in the header, as the other views (--utc: UTC); --json keeps ISO UTC.
       const clock = new Clock(values.utc === true);
       const ended = (ms: number): string => clock.date(new Date(ms).toISOString());
-      io.stdout.write(table(['ACTION', 'SESSION', 'STATE', `ENDED ${clock.zone}`, 'SIZE', 'WHY'], [
-        ...removed.map((r) => [dryRun ? 'would remove' : 'removed', r.sessionId, r.state, ended(r.endedMs), formatBytes(r.bytes), why(r, rules)]),
-        ...failed.map((f) => ['kept', f.removal.sessionId, f.removal.state, ended(f.removal.endedMs), formatBytes(f.removal.bytes), f.error]),
-      ]));
+      io.stdout.write(
+        table(
+          ['ACTION', 'SESSION', 'STATE', `ENDED ${clock.zone}`, 'SIZE', 'WHY'],
+          [
+            ...removed.map((r) => [dryRun ? 'would remove' : 'removed', r.sessionId, r.state, ended(r.endedMs), formatBytes(r.bytes), why(r, rules)]),
+            ...failed.map((f) => ['kept', f.removal.sessionId, f.removal.state, ended(f.removal.endedMs), formatBytes(f.removal.bytes), f.error]),
+          ],
+        ),
+      );
     }
     io.stdout.write(summaryLine(plan, rules, dryRun, removed.length, removedBytes));
   }
@@ -110,15 +135,29 @@ function why(r: Removal, rules: RetainRules): string {
 
 function removalJson(r: Removal, action: string): Record<string, unknown> {
   return {
-    action, session_id: r.sessionId, file: r.file, state: r.state, created_at: r.createdAt || null, ended_at: new Date(r.endedMs).toISOString(),
-    bytes: r.bytes, records: r.records, reason: r.reason,
+    action,
+    session_id: r.sessionId,
+    file: r.file,
+    state: r.state,
+    created_at: r.createdAt || null,
+    ended_at: new Date(r.endedMs).toISOString(),
+    bytes: r.bytes,
+    records: r.records,
+    reason: r.reason,
   };
 }
 
 function summaryJson(plan: PrunePlan, dryRun: boolean, removed: number, removedBytes: number): Record<string, unknown> {
   return {
-    summary: true, dry_run: dryRun, removed, removed_bytes: removedBytes, bytes_before: plan.totalBytes, bytes_after: plan.totalBytes - removedBytes,
-    kept: plan.keep.length, kept_running: plan.keep.filter((c) => c.state === 'running').length, kept_unknown: plan.keep.filter((c) => c.state === 'unknown').length,
+    summary: true,
+    dry_run: dryRun,
+    removed,
+    removed_bytes: removedBytes,
+    bytes_before: plan.totalBytes,
+    bytes_after: plan.totalBytes - removedBytes,
+    kept: plan.keep.length,
+    kept_running: plan.keep.filter((c) => c.state === 'running').length,
+    kept_unknown: plan.keep.filter((c) => c.state === 'unknown').length,
   };
 }
 
@@ -157,9 +196,18 @@ function turn(): Promise<void> {
 }
 
 function isDir(path: string): boolean {
-  try { return statSync(path).isDirectory(); } catch { return false; }
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function exists(path: string): boolean {
-  try { statSync(path); return true; } catch { return false; }
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -67,7 +67,7 @@ export function surveyLog(file: string): Candidate {
   const last = lastLine === undefined ? null : parseRecord(lastLine);
   const end = edges.tail.map(parseRecord).find((r) => r?.type === 'session_end') ?? undefined;
   const sealed = last?.type === 'seal' && !edges.torn;
-  const endedMs = [last?.ts, end?.ended_at].map((t) => typeof t === 'string' ? Date.parse(t) : NaN).find(Number.isFinite) ?? lstatSync(file).mtimeMs;
+  const endedMs = [last?.ts, end?.ended_at].map((t) => (typeof t === 'string' ? Date.parse(t) : NaN)).find(Number.isFinite) ?? lstatSync(file).mtimeMs;
   return {
     file,
     name: basename(file),
@@ -95,8 +95,7 @@ export function* survey(dir: string, skipped: (file: string, reason: string) => 
 
 /** Which logs go: with --older-than, every removable one that ended before the cutoff; then, oldest first, until the rest fit --max-size. */
 export function planPrune(candidates: Candidate[], rules: RetainRules, now: number, listedAt: string): PrunePlan {
-  const ordered = [...candidates].sort((a, b) =>
-    a.createdAt === b.createdAt ? (a.name < b.name ? -1 : 1) : (a.createdAt < b.createdAt ? -1 : 1));
+  const ordered = [...candidates].sort((a, b) => (a.createdAt === b.createdAt ? (a.name < b.name ? -1 : 1) : a.createdAt < b.createdAt ? -1 : 1));
   const removable = (c: Candidate): boolean => c.state === 'sealed' || c.state === 'crashed';
   const totalBytes = ordered.reduce((n, c) => n + c.bytes, 0);
   const remove: Removal[] = [];
@@ -154,9 +153,20 @@ export function applyPrune(dir: string, plan: PrunePlan, rules: RetainRules, key
         continue;
       }
       chain.append({
-        type: 'pruned', session_id: r.sessionId, file: r.name, state: r.state, records: r.records, bytes: r.bytes,
-        seal_hash: r.sealHash, last_line_sha256: r.lastLineSha256, created_at: r.createdAt || null, ended_at: new Date(r.endedMs).toISOString(),
-        reason: r.reason, rule, by, pid: process.pid,
+        type: 'pruned',
+        session_id: r.sessionId,
+        file: r.name,
+        state: r.state,
+        records: r.records,
+        bytes: r.bytes,
+        seal_hash: r.sealHash,
+        last_line_sha256: r.lastLineSha256,
+        created_at: r.createdAt || null,
+        ended_at: new Date(r.endedMs).toISOString(),
+        reason: r.reason,
+        rule,
+        by,
+        pid: process.pid,
       });
       try {
         unlinkSync(r.file);
@@ -167,10 +177,19 @@ export function applyPrune(dir: string, plan: PrunePlan, rules: RetainRules, key
       }
     }
     const keptNames = [...plan.keep.map((c) => c.name), ...outcome.failed.map((f) => f.removal.name)];
-    const kept = keptSet(keptNames.map((name) => ({ name, createdAt: createdOf(plan, name) })), plan.listedAt);
+    const kept = keptSet(
+      keptNames.map((name) => ({ name, createdAt: createdOf(plan, name) })),
+      plan.listedAt,
+    );
     chain.append({
-      type: 'prune_run', by, rule, listed_at: plan.listedAt, removed: outcome.removed.length,
-      removed_bytes: outcome.removed.reduce((n, r) => n + r.bytes, 0), kept: kept.count, kept_sha256: kept.sha256,
+      type: 'prune_run',
+      by,
+      rule,
+      listed_at: plan.listedAt,
+      removed: outcome.removed.length,
+      removed_bytes: outcome.removed.reduce((n, r) => n + r.bytes, 0),
+      kept: kept.count,
+      kept_sha256: kept.sha256,
     });
   } finally {
     chain?.close();
@@ -189,7 +208,10 @@ function createdOf(plan: PrunePlan, name: string): string {
  * counted on either side), sorted, and their SHA-256.
  */
 export function keptSet(logs: Array<{ name: string; createdAt: string }>, listedAt: string): { count: number; sha256: string; names: string[] } {
-  const names = logs.filter((l) => l.createdAt < listedAt).map((l) => l.name).sort();
+  const names = logs
+    .filter((l) => l.createdAt < listedAt)
+    .map((l) => l.name)
+    .sort();
   return { count: names.length, sha256: createHash('sha256').update(names.join('\n')).digest('hex'), names };
 }
 

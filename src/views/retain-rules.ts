@@ -13,11 +13,29 @@ export interface RetainRules {
   maxSize: string | null;
 }
 
-const AGE_UNITS = new Map([['s', 1000], ['m', 60_000], ['h', 3_600_000], ['d', 86_400_000], ['w', 7 * 86_400_000]]);
+const AGE_UNITS = new Map([
+  ['s', 1000],
+  ['m', 60_000],
+  ['h', 3_600_000],
+  ['d', 86_400_000],
+  ['w', 7 * 86_400_000],
+]);
 // A Map: the suffix is user input (see base/option-table.ts).
 const SIZE_UNITS = new Map([
-  ['', 1], ['b', 1], ['k', 1024], ['kb', 1024], ['kib', 1024], ['m', 1024 ** 2], ['mb', 1024 ** 2], ['mib', 1024 ** 2],
-  ['g', 1024 ** 3], ['gb', 1024 ** 3], ['gib', 1024 ** 3], ['t', 1024 ** 4], ['tb', 1024 ** 4], ['tib', 1024 ** 4],
+  ['', 1],
+  ['b', 1],
+  ['k', 1024],
+  ['kb', 1024],
+  ['kib', 1024],
+  ['m', 1024 ** 2],
+  ['mb', 1024 ** 2],
+  ['mib', 1024 ** 2],
+  ['g', 1024 ** 3],
+  ['gb', 1024 ** 3],
+  ['gib', 1024 ** 3],
+  ['t', 1024 ** 4],
+  ['tb', 1024 ** 4],
+  ['tib', 1024 ** 4],
 ]);
 
 /** `30d`, `12h`, `90m`, `3600s`, `2w` in ms; null when it is not one. */
@@ -61,6 +79,9 @@ export function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes;
   let i = 0;
-  while (value >= 1024 && i < units.length - 1) { value /= 1024; i++; }
+  while (value >= 1024 && i < units.length - 1) {
+    value /= 1024;
+    i++;
+  }
   return i === 0 ? `${bytes} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[i]}`;
 }

@@ -36,9 +36,7 @@ function columns(zone: string): Column[] {
 }
 
 /** List the sessions that pass `filters`, newest first, at most `limit` of them. */
-export async function sessionsView(
-  ctx: ViewContext, filters: Array<Predicate<SessionRow>>, limit: number | null, runningOnly = false,
-): Promise<number> {
+export async function sessionsView(ctx: ViewContext, filters: Array<Predicate<SessionRow>>, limit: number | null, runningOnly = false): Promise<number> {
   const grid = new StreamingTable(columns(ctx.clock.zone), ctx.style);
   let shown = 0;
   for (let i = ctx.logs.length - 1; i >= 0 && (limit === null || shown < limit); i--) {
@@ -57,7 +55,7 @@ export async function sessionsView(
     if (runningOnly && live !== 'running') continue;
     if (!passes(r, filters)) continue;
     shown++;
-    if (!await emit(ctx.output, ctx.json ? `${jsonLine(r)}\n` : sessionLine(grid, r, live, ctx))) return 0;
+    if (!(await emit(ctx.output, ctx.json ? `${jsonLine(r)}\n` : sessionLine(grid, r, live, ctx)))) return 0;
   }
   if (!ctx.json) ctx.output.write(grid.end());
   return 0;
@@ -66,14 +64,38 @@ export async function sessionsView(
 function sessionLine(grid: StreamingTable, r: SessionRow, live: Liveness | null, ctx: ViewContext): string {
   const failed = sessionFailed(r);
   const red: Colour | undefined = failed ? 'red' : undefined;
-  return grid.add([
-    r.session_id, r.name, ctx.clock.date(r.started_at), formatDuration(r.duration_ms), r.command.join(' ') || '-',
-    r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'), live === null ? endText(r) : liveText(live, r),
-    r.exit_code !== null ? String(r.exit_code) : r.signal ?? '-', r.restarts === null ? '-' : String(r.restarts), String(r.calls), String(r.rejected), r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
-  ], {
-    colours: [undefined, undefined, undefined, undefined, undefined, undefined, red, red, (r.restarts ?? 0) > 0 ? 'yellow' : undefined, (r.failed_calls ?? 0) > 0 ? 'red' : undefined,
-      undefined, r.torn ? 'red' : r.sealed ? undefined : 'yellow'],
-  });
+  return grid.add(
+    [
+      r.session_id,
+      r.name,
+      ctx.clock.date(r.started_at),
+      formatDuration(r.duration_ms),
+      r.command.join(' ') || '-',
+      r.protocol_version ?? (r.era !== null && r.era !== 'unknown' ? r.era : '-'),
+      live === null ? endText(r) : liveText(live, r),
+      r.exit_code !== null ? String(r.exit_code) : (r.signal ?? '-'),
+      r.restarts === null ? '-' : String(r.restarts),
+      String(r.calls),
+      String(r.rejected),
+      r.torn ? 'torn' : r.sealed ? 'yes' : 'no',
+    ],
+    {
+      colours: [
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        red,
+        red,
+        (r.restarts ?? 0) > 0 ? 'yellow' : undefined,
+        (r.failed_calls ?? 0) > 0 ? 'red' : undefined,
+        undefined,
+        r.torn ? 'red' : r.sealed ? undefined : 'yellow',
+      ],
+    },
+  );
 }
 
 /** An unsealed session: `running` while its mcpguard lives, else `crashed` (after its end reason, if it wrote one); `unknown` when that cannot be told. */
@@ -83,5 +105,5 @@ function liveText(live: Liveness, r: SessionRow): string {
 
 /** A probe session's end says so; its exit was not waited for (the EXIT column then shows '-'). */
 function endText(r: SessionRow): string {
-  return r.probe ? `${r.end_reason ?? '-'} (probe)` : r.end_reason ?? '-';
+  return r.probe ? `${r.end_reason ?? '-'} (probe)` : (r.end_reason ?? '-');
 }

@@ -27,16 +27,19 @@ export async function showView(ctx: ViewContext, wanted: string): Promise<number
   const found = findCall(logs, wanted);
   if ('none' in found) return notFound(io, `no ${wanted.startsWith('c_') ? 'call' : 'session or call'} '${printable(wanted)}' in '${dir}'`);
   if ('ambiguous' in found) {
-    return notFound(io, `'${printable(wanted)}' matches ${found.ambiguous.length >= 20 ? 'many' : found.ambiguous.length} calls (${found.ambiguous.slice(0, 3).join(', ')}${found.ambiguous.length > 3 ? ', ...' : ''}); give more of the id`);
+    return notFound(
+      io,
+      `'${printable(wanted)}' matches ${found.ambiguous.length >= 20 ? 'many' : found.ambiguous.length} calls (${found.ambiguous.slice(0, 3).join(', ')}${found.ambiguous.length > 3 ? ', ...' : ''}); give more of the id`,
+    );
   }
   if (json) {
-    for (const r of found.records) if (!await emit(output, `${jsonLine(r)}\n`)) return 0;
+    for (const r of found.records) if (!(await emit(output, `${jsonLine(r)}\n`))) return 0;
     return 0;
   }
   output.write(titleLine(`call ${printable(found.callId)} in session ${found.log.sessionId}`, found.log.file, ctx.style.width));
   for (const record of found.records) {
     output.write(`\n#${String(record.seq)}  ${ctx.clock.fullMs(typeof record.ts === 'string' ? record.ts : null)}  ${printable(String(record.type))}\n`);
-    if (!await emit(output, fields(record, ctx.clock, ctx.style.width))) return 0;
+    if (!(await emit(output, fields(record, ctx.clock, ctx.style.width)))) return 0;
   }
   return 0;
 }
@@ -54,7 +57,9 @@ const CHAIN_ONLY = new Set(['seq', 'ts', 'type', 'prev', 'hash', 'call_id']);
  */
 function fields(record: LogRecord, clock: Clock, width: number | null): string {
   const shown: Array<[string, unknown]> = [];
-  for (const k of Object.keys(record).filter((key) => !CHAIN_ONLY.has(key)).sort()) {
+  for (const k of Object.keys(record)
+    .filter((key) => !CHAIN_ONLY.has(key))
+    .sort()) {
     const v = record[k];
     if (k === 'decision' && isObject(v)) {
       for (const [dk, dv] of Object.entries(v)) shown.push([`decision.${dk}`, dk === 'rule' && typeof dv === 'number' ? `policy rule ${dv + 1}` : dv]);
@@ -62,10 +67,17 @@ function fields(record: LogRecord, clock: Clock, width: number | null): string {
   }
   const kept = shown.filter(([, v]) => !empty(v));
   const pad = Math.max(0, ...kept.map(([k]) => k.length));
-  return kept.map(([k, v]) => fieldLine(k, pad, k.endsWith('_at') && typeof v === 'string' && !Number.isNaN(Date.parse(v)) ? clock.fullMs(v)
-    : typeof v === 'string' ? v : JSON.stringify(v), width)).join('');
+  return kept
+    .map(([k, v]) =>
+      fieldLine(
+        k,
+        pad,
+        k.endsWith('_at') && typeof v === 'string' && !Number.isNaN(Date.parse(v)) ? clock.fullMs(v) : typeof v === 'string' ? v : JSON.stringify(v),
+        width,
+      ),
+    )
+    .join('');
 }
-
 
 function empty(v: unknown): boolean {
   return v === null || v === undefined || v === '' || (Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0);

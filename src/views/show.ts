@@ -13,10 +13,12 @@ import { Clock } from './when.js';
 import { bytes } from '../session/summary.js';
 
 /** The session block (or, with `json`, its session_start and session_end records, one per line); times as `clock` shows them. */
-export function showSession(
-  log: LogSummary, json: boolean, clock = new Clock(false), columns: number | null = null, live: Liveness | null = null,
-): string {
-  if (json) return [log.start, log.end].filter((r) => r !== undefined).map((r) => `${jsonLine(r)}\n`).join('');
+export function showSession(log: LogSummary, json: boolean, clock = new Clock(false), columns: number | null = null, live: Liveness | null = null): string {
+  if (json)
+    return [log.start, log.end]
+      .filter((r) => r !== undefined)
+      .map((r) => `${jsonLine(r)}\n`)
+      .join('');
   const row = sessionRow(log);
   const start = log.start ?? {};
   const end = log.end;
@@ -36,7 +38,12 @@ export function showSession(
       ['ended', `${clock.full(str(end.ended_at))}  (after ${formatDuration(row.duration_ms)})`],
       ['end reason', `${str(end.end_reason) ?? '-'}${end.probe === true ? ' (probe: sealed before the server exited)' : ''}`],
       ['exit', exitText(end)],
-      ['protocol', [str(end.era), str(end.protocol_version), str(end.era_decided_by) === null ? null : `decided by ${str(end.era_decided_by)!}`].filter((p) => p !== null).join(', ') || '-'],
+      [
+        'protocol',
+        [str(end.era), str(end.protocol_version), str(end.era_decided_by) === null ? null : `decided by ${str(end.era_decided_by)!}`]
+          .filter((p) => p !== null)
+          .join(', ') || '-',
+      ],
       ['server pid', numText(end.pid)],
       ['signals sent', list(end.signals_sent) || 'none'],
       ['forced kill', `${yesNo(end.forced_kill)}${end.unkillable === true ? ' (unkillable: the server outlived SIGKILL)' : ''}`],
@@ -47,7 +54,11 @@ export function showSession(
       ['rejected', rejectedText(end.rejected, row.rejected)],
     );
     // Only a session run with --restart has these fields.
-    if (typeof end.restarts === 'number') lines.splice(lines.findIndex(([k]) => k === 'exit') + 1, 0, ['restarts', `${end.restarts} (${numText(end.generations)} server generations)${typeof end.restarts_stopped_by === 'string' ? `; stopped: ${end.restarts_stopped_by}` : ''}`]);
+    if (typeof end.restarts === 'number')
+      lines.splice(lines.findIndex(([k]) => k === 'exit') + 1, 0, [
+        'restarts',
+        `${end.restarts} (${numText(end.generations)} server generations)${typeof end.restarts_stopped_by === 'string' ? `; stopped: ${end.restarts_stopped_by}` : ''}`,
+      ]);
     lines.push(...resourceLines(end.resources));
   }
   lines.push(['records', `${log.records}, ${log.torn ? 'torn (the last line is cut)' : log.sealed ? 'sealed' : 'not sealed'}`]);
@@ -92,7 +103,9 @@ function stderrText(end: LogRecord): string {
   // During a call, stderr is kept with that call's record (mcpguard logs); outside calls, in the session's tail below.
   if (typeof s.tail_bytes_seen === 'number') {
     parts[0] = `${seen} bytes seen: ${seen - s.tail_bytes_seen} during calls`;
-    parts.push(`${s.tail_bytes_seen} outside calls${typeof s.bytes_retained === 'number' && s.tail_bytes_seen > 0 ? ` (${s.bytes_retained} kept)` : ''}${s.truncated === true ? ' (truncated)' : ''}`);
+    parts.push(
+      `${s.tail_bytes_seen} outside calls${typeof s.bytes_retained === 'number' && s.tail_bytes_seen > 0 ? ` (${s.bytes_retained} kept)` : ''}${s.truncated === true ? ' (truncated)' : ''}`,
+    );
   } else if (typeof s.bytes_retained === 'number') parts.push(`${s.bytes_retained} kept${s.truncated === true ? ' (truncated)' : ''}`);
   if (typeof s.mirrored_bytes === 'number') parts.push(`${s.mirrored_bytes} mirrored`);
   if (typeof s.suppressed_bytes === 'number' && s.suppressed_bytes > 0) parts.push(`${s.suppressed_bytes} not mirrored`);
@@ -140,10 +153,20 @@ function resourceLines(value: unknown): Array<[string, string]> {
     const o = (typeof p === 'object' && p !== null ? p : {}) as { user?: unknown; system?: unknown };
     return `${secs(o.user)} + ${secs(o.system)}`;
   };
-  const peak = (typeof r.peak_process === 'object' && r.peak_process !== null ? r.peak_process : null) as { pid?: unknown; comm?: unknown; rss_bytes?: unknown } | null;
-  const largest = peak !== null && typeof peak.rss_bytes === 'number' ? `; largest process ${bytes(peak.rss_bytes)}, pid ${String(peak.pid)}${typeof peak.comm === 'string' ? ` (${peak.comm})` : ''}` : '';
+  const peak = (typeof r.peak_process === 'object' && r.peak_process !== null ? r.peak_process : null) as {
+    pid?: unknown;
+    comm?: unknown;
+    rss_bytes?: unknown;
+  } | null;
+  const largest =
+    peak !== null && typeof peak.rss_bytes === 'number'
+      ? `; largest process ${bytes(peak.rss_bytes)}, pid ${String(peak.pid)}${typeof peak.comm === 'string' ? ` (${peak.comm})` : ''}`
+      : '';
   return [
-    ['cpu', `${secs(r.cpu_user_ms)} user + ${secs(r.cpu_system_ms)} sys (sampled ${pair(r.sampled_cpu_ms)}, reaped ${r.reaped_cpu_ms === null ? '-' : pair(r.reaped_cpu_ms)})`],
+    [
+      'cpu',
+      `${secs(r.cpu_user_ms)} user + ${secs(r.cpu_system_ms)} sys (sampled ${pair(r.sampled_cpu_ms)}, reaped ${r.reaped_cpu_ms === null ? '-' : pair(r.reaped_cpu_ms)})`,
+    ],
     ['peak rss', `${typeof r.peak_rss_bytes === 'number' ? bytes(r.peak_rss_bytes) : '-'}${largest}`],
     ['processes', `${numText(r.processes_seen)} seen in ${numText(r.samples)} samples`],
   ];

@@ -67,9 +67,16 @@ export function indexTombstones(bytes: Buffer): TombstoneIndex {
   for (const line of bytes.toString('utf8').split('\n')) {
     const r = line === '' ? null : parseRecord(Buffer.from(line));
     if (r === null || typeof r.type !== 'string') continue;
-    if (r.type === 'pruned' && typeof r.file === 'string') { pruned.set(r.file, r); after.push(r); }
-    else if (r.type === 'prune_undone' && typeof r.file === 'string') { pruned.delete(r.file); after = after.filter((a) => a.file !== r.file); }
-    else if (r.type === 'prune_run') { lastRun = r; after = []; }
+    if (r.type === 'pruned' && typeof r.file === 'string') {
+      pruned.set(r.file, r);
+      after.push(r);
+    } else if (r.type === 'prune_undone' && typeof r.file === 'string') {
+      pruned.delete(r.file);
+      after = after.filter((a) => a.file !== r.file);
+    } else if (r.type === 'prune_run') {
+      lastRun = r;
+      after = [];
+    }
   }
   return { pruned, lastRun, prunedAfterRun: after };
 }
@@ -93,12 +100,20 @@ export function takePruneLock(dir: string): (() => void) | string {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return `cannot create ${path}: ${describe(error)}`;
       let holder: LogRecord | null = null;
-      try { holder = parseRecord(readFileSync(path)); } catch { /* gone meanwhile: try again */ }
+      try {
+        holder = parseRecord(readFileSync(path));
+      } catch {
+        /* gone meanwhile: try again */
+      }
       // An empty lock may be one being written this moment: young, it counts as held.
       if (holder === null ? youngerThan(path, 10_000) : liveness(holder) !== 'crashed') {
         return `another prune holds ${path} (mcpguard pid ${String(holder?.mcpguard_pid ?? '?')})`;
       }
-      try { unlinkSync(path); } catch { /* someone else took it over: the next open says so */ }
+      try {
+        unlinkSync(path);
+      } catch {
+        /* someone else took it over: the next open says so */
+      }
       continue;
     }
     writeSync(fd, JSON.stringify({ mcpguard_pid: process.pid, mcpguard_start: ownStartIdentity() }));
@@ -107,7 +122,11 @@ export function takePruneLock(dir: string): (() => void) | string {
     return () => {
       if (released) return;
       released = true;
-      try { unlinkSync(path); } catch { /* already gone */ }
+      try {
+        unlinkSync(path);
+      } catch {
+        /* already gone */
+      }
     };
   }
   return `cannot take ${path}: it keeps coming back`;

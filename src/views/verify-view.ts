@@ -14,11 +14,7 @@ import type { CommandIO } from './view-kit.js';
 import type { TableStyle } from './format.js';
 import { isIntact, verifyDir, type VerifyResult } from './verify.js';
 
-const COLUMNS: Column[] = [
-  { header: 'STATUS' },
-  { header: 'FILE', clip: 'middle', min: 24 },
-  { header: 'RECORDS' },
-];
+const COLUMNS: Column[] = [{ header: 'STATUS' }, { header: 'FILE', clip: 'middle', min: 24 }, { header: 'RECORDS' }];
 
 export interface VerifyQuery {
   dir: string;
@@ -41,9 +37,12 @@ export function verifyView(q: VerifyQuery, out: (text: string) => void, io: Comm
     for (const r of results) {
       const detail = r.reason === null ? [] : [r.line === null ? r.reason : `line ${r.line} (seq ${r.line - 1}): ${r.reason}`];
       // `live` (a running session's intact log) and `pruned` (gone, its tombstone kept) are intact: lower case.
-      out(grid.add([isIntact(r.status) ? r.status : r.status.toUpperCase(), r.file, String(r.records)], {
-        colours: [r.status === 'ok' ? 'green' : isIntact(r.status) ? undefined : crashOnly(r) ? 'yellow' : 'red'], notes: detail,
-      }));
+      out(
+        grid.add([isIntact(r.status) ? r.status : r.status.toUpperCase(), r.file, String(r.records)], {
+          colours: [r.status === 'ok' ? 'green' : isIntact(r.status) ? undefined : crashOnly(r) ? 'yellow' : 'red'],
+          notes: detail,
+        }),
+      );
     }
     out(grid.end());
     const counts = new Map<string, number>();

@@ -67,7 +67,11 @@ export interface VerifyResult {
 type Verdict = Omit<VerifyResult, 'file'>;
 
 class Bad extends Error {
-  constructor(readonly status: VerifyStatus, readonly line: number, reason: string) {
+  constructor(
+    readonly status: VerifyStatus,
+    readonly line: number,
+    reason: string,
+  ) {
     super(reason);
   }
 }
@@ -83,10 +87,21 @@ export function verifyBytes(bytes: Buffer, key?: Buffer, logId?: string): Verdic
  * asked for, so a reader may reuse its buffer), then the bytes after the last
  * newline. Also hands back the first two records, for the liveness check.
  */
-function verifyLines(lines: Iterable<Buffer>, rest: () => Buffer | null, key: Buffer | undefined, logId: string | undefined): { verdict: Verdict; first: Array<LogRecord | null> } {
+function verifyLines(
+  lines: Iterable<Buffer>,
+  rest: () => Buffer | null,
+  key: Buffer | undefined,
+  logId: string | undefined,
+): { verdict: Verdict; first: Array<LogRecord | null> } {
   const state = { prev: ZERO_HASH, alg: null as ChainAlg | null, logId: null as string | null, sealed: false };
-  const verdict = (status: VerifyStatus, records: number, line: number | null, reason: string | null): Verdict =>
-    ({ status, records, line, reason, log_id: state.logId, alg: state.alg });
+  const verdict = (status: VerifyStatus, records: number, line: number | null, reason: string | null): Verdict => ({
+    status,
+    records,
+    line,
+    reason,
+    log_id: state.logId,
+    alg: state.alg,
+  });
   const first: Array<LogRecord | null> = [];
   let count = 0;
   try {
@@ -110,14 +125,17 @@ function verifyLines(lines: Iterable<Buffer>, rest: () => Buffer | null, key: Bu
     return { verdict: verdict(error.status, error.line - 1, error.line, error.message), first };
   }
   if (count === 0) return { verdict: verdict('unsealed', 0, null, 'empty file: no header (crash before the first record, or truncated)'), first };
-  if (!state.sealed) return { verdict: verdict('unsealed', count, null, 'ended without seal: crash or truncation (no record follows the last one to vouch for it)'), first };
+  if (!state.sealed)
+    return { verdict: verdict('unsealed', count, null, 'ended without seal: crash or truncation (no record follows the last one to vouch for it)'), first };
   return { verdict: verdict('ok', count, null, null), first };
 }
 
 function checkRecord(
-  line: Buffer, seq: number,
+  line: Buffer,
+  seq: number,
   state: { prev: string; alg: ChainAlg | null; logId: string | null; sealed: boolean },
-  key: Buffer | undefined, logId: string | undefined,
+  key: Buffer | undefined,
+  logId: string | undefined,
 ): void {
   const at = seq + 1;
   const record = parseRecord(line);
@@ -130,11 +148,15 @@ function checkRecord(
     throw new Bad('tampered', at, `expected seq ${seq}, found ${String(record.seq)}: a record is ${found}`);
   }
   if (record.prev !== state.prev) {
-    throw new Bad('tampered', at, seq === 0 ? 'the header\'s prev is not the zero hash' : `prev is not the hash of line ${seq}: that line was altered or replaced`);
+    throw new Bad(
+      'tampered',
+      at,
+      seq === 0 ? "the header's prev is not the zero hash" : `prev is not the hash of line ${seq}: that line was altered or replaced`,
+    );
   }
   const { hash, ...unhashed } = record;
   if (record.type === 'seal') {
-    if (hash !== recordHash(unhashed, key)) throw new Bad('tampered', at, 'the seal\'s hash does not match the seal: it was altered');
+    if (hash !== recordHash(unhashed, key)) throw new Bad('tampered', at, "the seal's hash does not match the seal: it was altered");
     if (record.records !== seq + 1) throw new Bad('tampered', at, `seal counts ${String(record.records)} records, the file holds ${seq + 1}`);
     state.sealed = true;
   } else if (hash !== undefined) {
@@ -145,10 +167,7 @@ function checkRecord(
 
 const NEWLINE = Buffer.from('\n');
 
-function checkHeader(
-  record: LogRecord, state: { alg: ChainAlg | null; logId: string | null },
-  key: Buffer | undefined, logId: string | undefined,
-): void {
+function checkHeader(record: LogRecord, state: { alg: ChainAlg | null; logId: string | null }, key: Buffer | undefined, logId: string | undefined): void {
   const { type, alg, key_id: id, log_id: recordLogId, version } = record;
   if (type !== 'header') throw new Bad('tampered', 1, 'record 0 is not a header');
   if (version !== RECORD_VERSION) {
@@ -183,7 +202,15 @@ function isCanonical(record: LogRecord, line: Buffer): boolean {
  * streamed (one chunk in memory, whatever its size).
  */
 export function verifyFile(path: string, key?: Buffer): VerifyResult {
-  const unreadable = (error: unknown): VerifyResult => ({ file: path, status: 'unreadable', records: 0, line: null, reason: describe(error), log_id: null, alg: null });
+  const unreadable = (error: unknown): VerifyResult => ({
+    file: path,
+    status: 'unreadable',
+    records: 0,
+    line: null,
+    reason: describe(error),
+    log_id: null,
+    alg: null,
+  });
   let reader: LineReader;
   try {
     reader = new LineReader(path);
@@ -192,7 +219,9 @@ export function verifyFile(path: string, key?: Buffer): VerifyResult {
   }
   let checked: ReturnType<typeof verifyLines>;
   try {
-    const lines = (function* () { for (let line = reader.next(); line !== null; line = reader.next()) yield line; })();
+    const lines = (function* () {
+      for (let line = reader.next(); line !== null; line = reader.next()) yield line;
+    })();
     checked = verifyLines(lines, () => reader.rest, key, basename(path).replace(/\.jsonl$/, ''));
   } catch (error) {
     return unreadable(error); // a read that failed half-way (EIO)
@@ -205,12 +234,17 @@ export function verifyFile(path: string, key?: Buffer): VerifyResult {
     const header = first[0] ?? undefined;
     const start = first[1]?.type === 'session_start' ? first[1] : undefined;
     if (liveness(start, header) === 'running') {
-      return { file: path, ...verdict, status: 'live', line: null, reason: `session running: its mcpguard (pid ${String(start?.mcpguard_pid)}) is alive; the log is sealed when the session ends` };
+      return {
+        file: path,
+        ...verdict,
+        status: 'live',
+        line: null,
+        reason: `session running: its mcpguard (pid ${String(start?.mcpguard_pid)}) is alive; the log is sealed when the session ends`,
+      };
     }
   }
   return { file: path, ...verdict };
 }
-
 
 /**
  * Verify every `*.jsonl` file in `dir`, in name order, then the tombstone
@@ -250,7 +284,10 @@ function verifyPinDecisions(dir: string, key: Buffer | undefined): VerifyResult[
   } catch {
     names = [];
   }
-  const ids = new Set([...names.map((n) => n.slice(0, -5)), ...(bytes === null ? [] : [...lastPinFiles(bytes)].filter(([, sha]) => sha !== null).map(([id]) => id))]);
+  const ids = new Set([
+    ...names.map((n) => n.slice(0, -5)),
+    ...(bytes === null ? [] : [...lastPinFiles(bytes)].filter(([, sha]) => sha !== null).map(([id]) => id)),
+  ]);
   const files: VerifyResult[] = [];
   for (const id of [...ids].sort()) {
     let problem: string | null;
@@ -259,7 +296,8 @@ function verifyPinDecisions(dir: string, key: Buffer | undefined): VerifyResult[
     } catch (error) {
       problem = describe(error);
     }
-    if (problem !== null) files.push({ file: join(pinsDir, `${id}.json`), status: 'tampered', records: 0, line: null, reason: problem, log_id: 'pin_file', alg: null });
+    if (problem !== null)
+      files.push({ file: join(pinsDir, `${id}.json`), status: 'tampered', records: 0, line: null, reason: problem, log_id: 'pin_file', alg: null });
   }
   return [...chain, ...files];
 }
@@ -288,16 +326,20 @@ function verifyTombstones(dir: string, files: string[], results: VerifyResult[],
   const present = new Set(files.map((f) => basename(f)));
   const rows: VerifyResult[] = [chain];
   for (const [name, t] of index.pruned) {
-    const when = `pruned ${String(t.ts)} by ${t.by === 'retain' ? 'a session\'s --retain' : 'mcpguard prune'} (${t.reason === 'max-size' ? `over --max-size ${String((t.rule as LogRecord | null)?.max_size)}` : `ended more than ${String((t.rule as LogRecord | null)?.older_than)} before it`})`;
+    const when = `pruned ${String(t.ts)} by ${t.by === 'retain' ? "a session's --retain" : 'mcpguard prune'} (${t.reason === 'max-size' ? `over --max-size ${String((t.rule as LogRecord | null)?.max_size)}` : `ended more than ${String((t.rule as LogRecord | null)?.older_than)} before it`})`;
     if (present.has(name)) {
       const row = results.find((r) => basename(r.file) === name);
       if (row !== undefined && row.reason === null) row.reason = `${when}, but the file is here: an interrupted prune, or restored`;
       continue;
     }
     rows.push({
-      file: join(dir, name), status: 'pruned', records: typeof t.records === 'number' ? t.records : 0, line: null,
+      file: join(dir, name),
+      status: 'pruned',
+      records: typeof t.records === 'number' ? t.records : 0,
+      line: null,
       reason: `${when}; ${String(t.state)}, ${String(t.bytes)} bytes${typeof t.seal_hash === 'string' ? `, seal ${t.seal_hash.slice(0, 16)}` : ''}`,
-      log_id: typeof t.session_id === 'string' ? t.session_id : null, alg: chain.alg,
+      log_id: typeof t.session_id === 'string' ? t.session_id : null,
+      alg: chain.alg,
     });
   }
   const run = index.lastRun;
@@ -307,17 +349,26 @@ function verifyTombstones(dir: string, files: string[], results: VerifyResult[],
       try {
         const header = parseRecord(readLogEdges(file, 1, 0).head[0] ?? Buffer.alloc(0));
         logs.push({ name: basename(file), createdAt: typeof header?.created_at === 'string' ? header.created_at : '' });
-      } catch { /* unreadable: prune skipped it too */ }
+      } catch {
+        /* unreadable: prune skipped it too */
+      }
     }
-    for (const t of index.prunedAfterRun) if (!present.has(String(t.file))) logs.push({ name: String(t.file), createdAt: typeof t.created_at === 'string' ? t.created_at : '' });
+    for (const t of index.prunedAfterRun)
+      if (!present.has(String(t.file))) logs.push({ name: String(t.file), createdAt: typeof t.created_at === 'string' ? t.created_at : '' });
     const now = keptSet(logs, run.listed_at);
     if (now.sha256 !== run.kept_sha256) {
       const gone = run.kept - now.count;
       rows.push({
-        file: dir, status: 'missing', records: 0, line: null, log_id: null, alg: chain.alg,
-        reason: gone > 0
-          ? `${gone} log${gone === 1 ? '' : 's'} that the prune of ${String(run.ts)} kept ${gone === 1 ? 'is' : 'are'} gone without a tombstone: deleted by hand?`
-          : `the logs created before the prune of ${String(run.ts)} are not the ${run.kept} it kept: logs were deleted and others added by hand`,
+        file: dir,
+        status: 'missing',
+        records: 0,
+        line: null,
+        log_id: null,
+        alg: chain.alg,
+        reason:
+          gone > 0
+            ? `${gone} log${gone === 1 ? '' : 's'} that the prune of ${String(run.ts)} kept ${gone === 1 ? 'is' : 'are'} gone without a tombstone: deleted by hand?`
+            : `the logs created before the prune of ${String(run.ts)} are not the ${run.kept} it kept: logs were deleted and others added by hand`,
       });
     }
   }

@@ -41,8 +41,12 @@ export const MIN_WIDTH = 80;
 export function tableStyle(io: CommandIO, color: string | undefined): TableStyle {
   const env = io.env ?? process.env;
   const tty = io.stdout.isTTY === true;
-  const columns = tty && typeof io.stdout.columns === 'number' && io.stdout.columns > 0 ? io.stdout.columns
-    : /^\d{1,5}$/.test(env.COLUMNS ?? '') && Number(env.COLUMNS) > 0 ? Number(env.COLUMNS) : null;
+  const columns =
+    tty && typeof io.stdout.columns === 'number' && io.stdout.columns > 0
+      ? io.stdout.columns
+      : /^\d{1,5}$/.test(env.COLUMNS ?? '') && Number(env.COLUMNS) > 0
+        ? Number(env.COLUMNS)
+        : null;
   return {
     width: columns === null ? null : Math.max(MIN_WIDTH, columns),
     color: color === 'always' || ((color ?? 'auto') === 'auto' && tty && (env.NO_COLOR ?? '') === ''),
@@ -95,7 +99,9 @@ export function pickSession(logs: LogRef[], wanted: string | undefined, dir: str
   if (exact !== undefined) return exact;
   const prefixed = logs.filter((l) => l.sessionId.startsWith(wanted));
   if (prefixed.length === 1) return prefixed[0]!;
-  return prefixed.length === 0 ? `no session '${printable(wanted)}' in '${dir}'` : `'${printable(wanted)}' matches ${prefixed.length} sessions; give more of the id`;
+  return prefixed.length === 0
+    ? `no session '${printable(wanted)}' in '${dir}'`
+    : `'${printable(wanted)}' matches ${prefixed.length} sessions; give more of the id`;
 }
 
 /**

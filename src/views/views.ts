@@ -62,8 +62,7 @@ export function listLogs(dir: string, skipped: (file: string, reason: string) =>
       skipped(file, describe(error));
     }
   }
-  return logs.sort((a, b) =>
-    a.createdAt === b.createdAt ? (a.sessionId < b.sessionId ? -1 : 1) : (a.createdAt < b.createdAt ? -1 : 1));
+  return logs.sort((a, b) => (a.createdAt === b.createdAt ? (a.sessionId < b.sessionId ? -1 : 1) : a.createdAt < b.createdAt ? -1 : 1));
 }
 
 /** A log's first and last records: its header and session_start, its session_end and seal (those it has). */
@@ -87,7 +86,11 @@ function readEnds(file: string): LogEnds & { all: Buffer[] | null } {
   const end = [tail.at(-2), last].find((r) => r?.type === 'session_end') ?? undefined;
   return {
     ...refOf(file, head[0]?.type === 'header' ? head[0] : undefined),
-    start: head.find((r) => r?.type === 'session_start') ?? undefined, end, seal, torn: edges.torn, all: edges.all,
+    start: head.find((r) => r?.type === 'session_start') ?? undefined,
+    end,
+    seal,
+    torn: edges.torn,
+    all: edges.all,
     serverInfo: head.find((r) => r?.type === 'server_info') ?? undefined,
   };
 }
@@ -109,7 +112,9 @@ export function summarizeLog(file: string): LogSummary {
   const seal = ends.seal;
   if (seal === undefined || typeof seal.records !== 'number' || counts === null || counts.rejected === null) {
     const reader = new LineReader(file);
-    const lines = (function* () { for (let line = reader.next(); line !== null; line = reader.next()) yield line; })();
+    const lines = (function* () {
+      for (let line = reader.next(); line !== null; line = reader.next()) yield line;
+    })();
     try {
       return scan(file, lines, () => reader.torn);
     } finally {
@@ -167,8 +172,7 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
         protocol = r.protocol_version;
         negotiated = r.method === 'initialize'; // initialize's answer settles it; any other call's only stands in until then
       }
-    }
-    else if (r.type === 'reject') rejects++;
+    } else if (r.type === 'reject') rejects++;
     else if (r.type === 'restart') restarts++;
     else if (r.type === 'session_start') start ??= r;
     else if (r.type === 'session_end') end ??= r;
@@ -176,9 +180,19 @@ function scan(file: string, lines: Iterable<Buffer>, torn: boolean | (() => bool
   }
   const counts = end === undefined ? null : countsOf(end);
   return {
-    ...refOf(file, header), start, end, serverInfo, seal: last?.type === 'seal' ? last : undefined, unreadable,
-    torn: typeof torn === 'function' ? torn() : torn, sealed: last?.type === 'seal', records,
-    calls: counts?.calls ?? callCount, rejected: counts?.rejected ?? rejects, restartsSeen: restarts, protocolSeen: protocol,
+    ...refOf(file, header),
+    start,
+    end,
+    serverInfo,
+    seal: last?.type === 'seal' ? last : undefined,
+    unreadable,
+    torn: typeof torn === 'function' ? torn() : torn,
+    sealed: last?.type === 'seal',
+    records,
+    calls: counts?.calls ?? callCount,
+    rejected: counts?.rejected ?? rejects,
+    restartsSeen: restarts,
+    protocolSeen: protocol,
   };
 }
 
@@ -242,7 +256,7 @@ export function sessionRow(log: LogSummary): SessionRow {
     calls: log.calls,
     rejected: log.rejected,
     era: str(end?.era),
-    protocol_version: end === undefined ? log.protocolSeen ?? null : str(end.protocol_version),
+    protocol_version: end === undefined ? (log.protocolSeen ?? null) : str(end.protocol_version),
     sealed: log.sealed,
     torn: log.torn,
     records: log.records,

@@ -5,7 +5,13 @@
  */
 import { GuardError } from '../base/errors.js';
 
-const UNITS = new Map([['s', 1000], ['m', 60_000], ['h', 3_600_000], ['d', 86_400_000], ['w', 7 * 86_400_000]]);
+const UNITS = new Map([
+  ['s', 1000],
+  ['m', 60_000],
+  ['h', 3_600_000],
+  ['d', 86_400_000],
+  ['w', 7 * 86_400_000],
+]);
 const FORMS = 'e.g. 2026-11-30, 2026-11-30 14:05, 2026-11-30T14:05:00Z, 2h, 30m, 7d, today, yesterday';
 
 /**
@@ -73,7 +79,10 @@ export class Clock {
   readonly zone: string;
   private readonly offset: number;
 
-  constructor(readonly utc: boolean, now = Date.now()) {
+  constructor(
+    readonly utc: boolean,
+    now = Date.now(),
+  ) {
     this.offset = utc ? 0 : -new Date(now).getTimezoneOffset();
     this.zone = utc ? 'UTC' : offsetText(this.offset);
   }

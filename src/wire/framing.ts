@@ -246,8 +246,12 @@ export class LineSplitter {
     }
     if (this.pendingBytes === 0) return;
     // An assembly buffer given out as the partial bytes never goes back to the pool.
-    const bytes = this.assembly !== null ? this.assembly.subarray(0, this.pendingBytes)
-      : this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    const bytes =
+      this.assembly !== null
+        ? this.assembly.subarray(0, this.pendingBytes)
+        : this.pending.length === 1
+          ? this.pending[0]!
+          : Buffer.concat(this.pending, this.pendingBytes);
     this.watch?.reset();
     this.reset();
     this.onEvent({ kind: 'partial', line: ++this.lineNo, bytes });

@@ -123,10 +123,10 @@ class TwoMembers extends SlotMembers {
   constructor(stack: ReadonlyArray<string | MemberValue>, from: number, count: number) {
     super();
     this.size = count;
-    this.k0 = count > 0 ? stack[from] as string : undefined;
-    this.v0 = count > 0 ? stack[from + 1] as MemberValue : 0;
-    this.k1 = count > 1 ? stack[from + 2] as string : undefined;
-    this.v1 = count > 1 ? stack[from + 3] as MemberValue : 0;
+    this.k0 = count > 0 ? (stack[from] as string) : undefined;
+    this.v0 = count > 0 ? (stack[from + 1] as MemberValue) : 0;
+    this.k1 = count > 1 ? (stack[from + 2] as string) : undefined;
+    this.v1 = count > 1 ? (stack[from + 3] as MemberValue) : 0;
   }
 
   protected slot(key: string): number {
@@ -168,8 +168,8 @@ class FourMembers extends SlotMembers {
     this.v1 = stack[from + 3] as MemberValue;
     this.k2 = stack[from + 4] as string;
     this.v2 = stack[from + 5] as MemberValue;
-    this.k3 = count > 3 ? stack[from + 6] as string : undefined;
-    this.v3 = count > 3 ? stack[from + 7] as MemberValue : 0;
+    this.k3 = count > 3 ? (stack[from + 6] as string) : undefined;
+    this.v3 = count > 3 ? (stack[from + 7] as MemberValue) : 0;
   }
 
   protected slot(key: string): number {

@@ -113,7 +113,6 @@ function scanWith(scanner: Scanner, buf: Buffer, start: number, end: number, roo
   }
 }
 
-
 /**
  * Long strings already found valid while their frame was still arriving
  * (json-prescan.ts): `starts[k]` is a string's opening quote, `ends[k]` the

@@ -22,11 +22,20 @@ export const MAX_DEPTH = 512;
 export const RECORD_OBJECT_LEVELS = 2;
 
 export class ScanError {
-  constructor(readonly reason: string, readonly offset: number) {}
+  constructor(
+    readonly reason: string,
+    readonly offset: number,
+  ) {}
 }
 
-const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c, COLON = 0x3a;
-const LBRACE = 0x7b, RBRACE = 0x7d, LBRACKET = 0x5b, RBRACKET = 0x5d;
+const QUOTE = 0x22,
+  BACKSLASH = 0x5c,
+  COMMA = 0x2c,
+  COLON = 0x3a;
+const LBRACE = 0x7b,
+  RBRACE = 0x7d,
+  LBRACKET = 0x5b,
+  RBRACKET = 0x5d;
 
 export function describe(byte: number): string {
   if (byte >= 0x21 && byte < 0x7f) return `'${String.fromCharCode(byte)}'`;
@@ -79,7 +88,11 @@ export class Scanner {
   /** A line scan (scanRootInto): the one offset where a CR may stand. -1: a CR is whitespace anywhere (plain JSON). */
   crOnlyAt = -1;
 
-  constructor(private buf: Buffer, private end: number, private hints: ScanHints | undefined) {}
+  constructor(
+    private buf: Buffer,
+    private end: number,
+    private hints: ScanHints | undefined,
+  ) {}
 
   /** Ready for a scan of `buf` up to `end`, as if new (stacks keep their capacity, the SIMD check its lookup). */
   reset(buf: Buffer, end: number, hints: ScanHints | undefined): void {
@@ -255,7 +268,8 @@ export class Scanner {
       }
       const keyAt = pos;
       pos = this.skipWs(keyEndPos);
-      if (pos >= end || buf[pos] !== COLON) this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
+      if (pos >= end || buf[pos] !== COLON)
+        this.fail(pos >= end ? 'unexpected end of input (truncated JSON)' : `expected ':' after a key, got ${describe(buf[pos]!)}`, pos);
       pos = this.skipWs(pos + 1);
       // A walked object's loop stays small: recording a member is a call of its own.
       pos = recorded ? this.recordMember(pos, level, record, keyAt, keyEndPos) : this.skip(pos, level + 1);

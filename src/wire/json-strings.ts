@@ -21,7 +21,10 @@ export function firstControlBytes(buf: Buffer, i: number, stop: number): number 
 export function firstFlaggedWord(words: Int32Array, k: number, kEnd: number): number {
   // Four words a step; the caller checks the last few bytes one at a time.
   while (k < kEnd) {
-    const a = words[k]!, b = words[k + 1]!, c = words[k + 2]!, d = words[k + 3]!;
+    const a = words[k]!,
+      b = words[k + 1]!,
+      c = words[k + 2]!,
+      d = words[k + 3]!;
     if ((((a - 0x20202020) & ~a) | ((b - 0x20202020) & ~b) | ((c - 0x20202020) & ~c) | ((d - 0x20202020) & ~d)) & 0x80808080) return k;
     k += 4;
   }
@@ -49,12 +52,45 @@ export function decodeString(buf: Buffer, start: number, end: number): string {
  * constants instead of being decoded into a new string each time.
  */
 const COMMON_STRINGS = [
-  'jsonrpc', '2.0', 'id', 'method', 'params', 'result', 'error', 'code', 'message', 'data', '_meta',
-  'name', 'arguments', 'content', 'isError', 'structuredContent', 'requestId', 'reason',
-  'progressToken', 'progress', 'total', 'cursor', 'nextCursor', 'uri',
-  'protocolVersion', 'capabilities', 'clientInfo', 'serverInfo',
-  'initialize', 'ping', 'tools/call', 'tools/list', 'resources/read', 'resources/list', 'prompts/get', 'prompts/list',
-  'notifications/initialized', 'notifications/cancelled', 'notifications/progress',
+  'jsonrpc',
+  '2.0',
+  'id',
+  'method',
+  'params',
+  'result',
+  'error',
+  'code',
+  'message',
+  'data',
+  '_meta',
+  'name',
+  'arguments',
+  'content',
+  'isError',
+  'structuredContent',
+  'requestId',
+  'reason',
+  'progressToken',
+  'progress',
+  'total',
+  'cursor',
+  'nextCursor',
+  'uri',
+  'protocolVersion',
+  'capabilities',
+  'clientInfo',
+  'serverInfo',
+  'initialize',
+  'ping',
+  'tools/call',
+  'tools/list',
+  'resources/read',
+  'resources/list',
+  'prompts/get',
+  'prompts/list',
+  'notifications/initialized',
+  'notifications/cancelled',
+  'notifications/progress',
 ];
 /** COMMON_STRINGS by byte length: each as its text and its char codes (all ASCII). */
 const COMMON_BY_LENGTH: Array<Array<{ text: string; codes: number[] }> | undefined> = [];

@@ -136,7 +136,9 @@ function classifyNode(frame: Buffer, node: JsonNode): Message | Invalid {
   if (hasMethod) {
     // Every member is one of these when the count of those present is the size (no key iterator per line).
     const allowed = 2 + (hasId ? 1 : 0) + (m.has('params') ? 1 : 0);
-    if (m.size !== allowed) for (const key of m.keys()) if (!REQUEST_KEYS.has(key)) return failed(INVALID_REQUEST, id, method, `unexpected member ${JSON.stringify(key)} in a request or notification`);
+    if (m.size !== allowed)
+      for (const key of m.keys())
+        if (!REQUEST_KEYS.has(key)) return failed(INVALID_REQUEST, id, method, `unexpected member ${JSON.stringify(key)} in a request or notification`);
     if (method === null) return failed(INVALID_REQUEST, id, method, '"method" must be a string');
     const params = m.get('params');
     if (params !== undefined && params.type !== 'object') return failed(INVALID_PARAMS, id, method, `"params" must be an object, got ${params.type}`);
@@ -145,7 +147,9 @@ function classifyNode(frame: Buffer, node: JsonNode): Message | Invalid {
   }
 
   const allowed = 1 + (hasId ? 1 : 0) + (m.has('result') ? 1 : 0) + (m.has('error') ? 1 : 0);
-  if (m.size !== allowed) for (const key of m.keys()) if (!RESPONSE_KEYS.has(key)) return failed(INVALID_REQUEST, id, method, `unexpected member ${JSON.stringify(key)} in a response`);
+  if (m.size !== allowed)
+    for (const key of m.keys())
+      if (!RESPONSE_KEYS.has(key)) return failed(INVALID_REQUEST, id, method, `unexpected member ${JSON.stringify(key)} in a response`);
   if (!hasId) return failed(INVALID_REQUEST, id, method, 'neither "method" nor "id": not a request, notification or response');
   const result = m.get('result');
   const error = m.get('error');

@@ -82,7 +82,10 @@ export class FrameWriter {
   private refusing = false;
   private stallTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly stream: Writable, private readonly options: FrameWriterOptions) {
+  constructor(
+    private readonly stream: Writable,
+    private readonly options: FrameWriterOptions,
+  ) {
     stream.on('drain', () => this.flush());
     stream.on('error', (error: Error) => this.close(error, false));
     stream.on('close', () => this.close(new Error('destination closed'), this.ending));
@@ -193,7 +196,9 @@ export class FrameWriter {
     const joins = this.options.joins;
     const accepted = joins?.owns(frame)
       ? this.stream.write(frame, (error) => (error ? delivery?.undelivered(error) : joins.release(frame)))
-      : delivery === undefined ? this.stream.write(frame) : this.stream.write(frame, (error) => error && delivery.undelivered(error));
+      : delivery === undefined
+        ? this.stream.write(frame)
+        : this.stream.write(frame, (error) => error && delivery.undelivered(error));
     delivery?.dispatched();
     if (!accepted) this.waitingForDrain = true;
   }

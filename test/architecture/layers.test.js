@@ -20,7 +20,10 @@ function layers() {
 }
 
 function sources(dir = SRC) {
-  return readdirSync(dir, { recursive: true }).map(String).filter((f) => f.endsWith('.ts')).map((f) => join(dir, f));
+  return readdirSync(dir, { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => join(dir, f));
 }
 
 /** Every relative module a file names: static imports and re-exports (type-only too) and dynamic import(). */
@@ -28,7 +31,8 @@ export function importsOf(text) {
   const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
   const specs = [];
   // Either quote: the house writes '…', but a "…" import must not slip past.
-  for (const m of code.matchAll(/\b(?:import|export)\s[^'";]*?\sfrom\s*(['"])([^'"]+)\1|\bimport\s*\(\s*(['"])([^'"]+)\3\s*\)|\bimport\s+(['"])([^'"]+)\5/g)) specs.push(m[2] ?? m[4] ?? m[6]);
+  for (const m of code.matchAll(/\b(?:import|export)\s[^'";]*?\sfrom\s*(['"])([^'"]+)\1|\bimport\s*\(\s*(['"])([^'"]+)\3\s*\)|\bimport\s+(['"])([^'"]+)\5/g))
+    specs.push(m[2] ?? m[4] ?? m[6]);
   return specs.filter((s) => s.startsWith('.'));
 }
 
@@ -36,9 +40,18 @@ const folderOf = (file) => file.slice(SRC.length + 1).split('/')[0];
 
 test('importsOf finds every form of import, and nothing in comments', () => {
   const text = [
-    "import { a } from './a.js';", "import type { B } from '../b/b.js';", "export { c } from './c.js';", "export type { D } from './d.js';",
-    "const e = await import('../e/e.js');", "import './f.js';", '// import { x } from "./no.js" and from \'./no2.js\'', "/* import { y } from './no3.js'; */",
-    "import {\n  g,\n  type H,\n} from '../g/g.js';", "import { z } from 'node:fs';", 'import { i } from "../i/i.js";', 'const j = await import("./j.js");',
+    "import { a } from './a.js';",
+    "import type { B } from '../b/b.js';",
+    "export { c } from './c.js';",
+    "export type { D } from './d.js';",
+    "const e = await import('../e/e.js');",
+    "import './f.js';",
+    '// import { x } from "./no.js" and from \'./no2.js\'',
+    "/* import { y } from './no3.js'; */",
+    "import {\n  g,\n  type H,\n} from '../g/g.js';",
+    "import { z } from 'node:fs';",
+    'import { i } from "../i/i.js";',
+    'const j = await import("./j.js");',
   ].join('\n');
   assert.deepEqual(importsOf(text).sort(), ['./a.js', '../b/b.js', './c.js', './d.js', '../e/e.js', './f.js', '../g/g.js', '../i/i.js', './j.js'].sort());
 });
@@ -66,7 +79,9 @@ test('every folder of src/ is a layer in docs/architecture.md, and no folder imp
 test('layout: at most two loose files in src/, none over 500 lines, a test/ folder for every src/ folder', () => {
   const loose = readdirSync(SRC).filter((f) => f.endsWith('.ts'));
   assert.ok(loose.length <= 2, `loose files in src/: ${loose.join(', ')}`);
-  const long = sources().map((f) => [relative(ROOT, f), readFileSync(f, 'utf8').split('\n').length - 1]).filter(([, n]) => n > 500);
+  const long = sources()
+    .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8').split('\n').length - 1])
+    .filter(([, n]) => n > 500);
   assert.deepEqual(long, [], 'files over 500 lines');
   const missing = readdirSync(SRC).filter((f) => statSync(join(SRC, f)).isDirectory() && !existsSync(join(ROOT, 'test', f)));
   assert.deepEqual(missing, [], 'src/ folders without a test/ folder');

@@ -17,7 +17,9 @@ test('defaults: null for off, [] for repeatable options', () => {
 test('a retain value goes through the check the table gives it; its wording names the option and the value', () => {
   assert.equal(parseOptionValue('keep', TABLE.keep, 'good'), 'good');
   assert.throws(() => parseOptionValue('keep', TABLE.keep, 'bad'), { name: 'GuardError', message: "--keep expects good, got 'bad'" });
-  assert.throws(() => parseOptionValue('keep', TABLE.keep, 7, "--config 'c.json' key \"keep\""), { message: '--config \'c.json\' key "keep" expects a string such as "30d,1G", got 7' });
+  assert.throws(() => parseOptionValue('keep', TABLE.keep, 7, '--config \'c.json\' key "keep"'), {
+    message: '--config \'c.json\' key "keep" expects a string such as "30d,1G", got 7',
+  });
 });
 
 test('parseArgv: an inherited name is no option; an optional duration takes off', () => {

@@ -27,18 +27,34 @@ describe('the Python fixture server', () => {
     assert.equal(report.protocol_version, 'auto');
     assert.deepEqual(messages, []);
     // The probe's answer (-32601) makes it legacy; initialize then goes to a new process.
-    assert.deepEqual({ ...run.era, probe_process: null }, {
-      era: 'legacy', protocol_version: '2025-11-25', decided_by: 'discover_error', probe_process: null,
-      how: 'server/discover answered with error -32601 "Method not found"; initialize went to a new process, as the SDK v2 client does',
-    });
+    assert.deepEqual(
+      { ...run.era, probe_process: null },
+      {
+        era: 'legacy',
+        protocol_version: '2025-11-25',
+        decided_by: 'discover_error',
+        probe_process: null,
+        how: 'server/discover answered with error -32601 "Method not found"; initialize went to a new process, as the SDK v2 client does',
+      },
+    );
     const probe = run.era.probe_process;
     assert.deepEqual([probe.step.method, probe.step.id, probe.step.outcome], ['server/discover', 'mcpguard-discover', 'error']);
     assert.deepEqual(probe.stdout, { bytes: probe.stdout.bytes, lines: 1, messages: 1, notifications: 0, server_requests: [] });
     assert.deepEqual([probe.exit.code, probe.exit.how], [0, 'after_stdin_closed']);
     assert.deepEqual(probe.stderr, { bytes: STDERR.length, masked: 0, excerpt: STDERR });
-    assert.deepEqual(run.steps.map((s) => [s.method, s.id, s.outcome]), [['initialize', 1, 'answered'], ['tools/list', 2, 'answered'], ['ping', 'mcpguard-ping', 'answered']]);
+    assert.deepEqual(
+      run.steps.map((s) => [s.method, s.id, s.outcome]),
+      [
+        ['initialize', 1, 'answered'],
+        ['tools/list', 2, 'answered'],
+        ['ping', 'mcpguard-ping', 'answered'],
+      ],
+    );
     assert.deepEqual(run.server, { protocol_version: '2025-11-25', name: 'check-server', version: '1.0', tools: ['add', 'fail'] });
-    assert.deepEqual({ ...run.exit, ms_after_stdin_closed: 0 }, { code: 0, signal: null, how: 'after_stdin_closed', ms_after_stdin_closed: 0, signals_sent: [], survivors: [] });
+    assert.deepEqual(
+      { ...run.exit, ms_after_stdin_closed: 0 },
+      { code: 0, signal: null, how: 'after_stdin_closed', ms_after_stdin_closed: 0, signals_sent: [], survivors: [] },
+    );
     assert.deepEqual(run.stdout, { bytes: run.stdout.bytes, lines: 3, messages: 3, notifications: 0, server_requests: [] });
     assert.deepEqual(run.stderr, { bytes: STDERR.length, masked: 0, excerpt: STDERR });
   });
@@ -47,7 +63,9 @@ describe('the Python fixture server', () => {
     const r = await check(['--', ...SERVER]);
     assert.equal(r.code, 0);
     const text = r.stdout.replace(/\d+ ms after/g, 'N ms after').replace(/answered in \d+ ms/g, 'answered in N ms');
-    assert.equal(text, `mcpguard check -- python3 ${fixture('check-server.py')}
+    assert.equal(
+      text,
+      `mcpguard check -- python3 ${fixture('check-server.py')}
 protocol auto, start timeout 30000 ms, timeout 10000 ms, grace 5000 ms
 
 run 1 of 1: ok
@@ -63,7 +81,8 @@ run 1 of 1: ok
     | check-server: bye
 
 result: ok, 1 clean run
-`);
+`,
+    );
   });
 
   test('banner at start: line 1, bytes escaped; text and JSON list the same findings', { timeout: 60000 }, async () => {
@@ -73,15 +92,29 @@ result: ok, 1 clean run
     assert.equal(j.report.result, 'violations');
     assert.deepEqual(j.messages, expected);
     assert.deepEqual(j.run.violations[0], {
-      stream: 'stdout', kind: 'non_protocol', line: 1, bytes: String.raw`"loading optional extension\n"`, length: 27,
-      reason: notJson('l'), message: expected[0],
+      stream: 'stdout',
+      kind: 'non_protocol',
+      line: 1,
+      bytes: String.raw`"loading optional extension\n"`,
+      length: 27,
+      reason: notJson('l'),
+      message: expected[0],
     });
     // The protocol still worked: the finding is the only problem.
-    assert.deepEqual(j.run.steps.map((s) => s.outcome), ['answered', 'answered', 'answered']);
+    assert.deepEqual(
+      j.run.steps.map((s) => s.outcome),
+      ['answered', 'answered', 'answered'],
+    );
 
     const t = await check(['--protocol-version', '2025-11-25', '--', ...SERVER], { env: { NOISE: 'banner' } });
     assert.equal(t.code, 1);
-    assert.deepEqual(t.stdout.split('\n').filter((l) => l.startsWith('  ✗ ')).map((l) => l.slice(4)), expected);
+    assert.deepEqual(
+      t.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('  ✗ '))
+        .map((l) => l.slice(4)),
+      expected,
+    );
     assert.match(t.stdout, /^run 1 of 1: FAIL, 1 violation$/m);
     assert.match(t.stdout, /\nresult: FAIL, 1 violation \(1 of 1 run failed\)\n$/);
   });
@@ -102,9 +135,14 @@ result: ok, 1 clean run
   test('a response to an unknown id', { timeout: 60000 }, async () => {
     const { code, run, messages } = await checkJson(['--', ...SERVER], { env: { NOISE: 'unknown-id' } });
     assert.equal(code, 1);
-    assert.deepEqual(messages, [String.raw`response to an unknown id on line 3: "{\"jsonrpc\": \"2.0\", \"id\": 99, \"result\": {}}\n" (no request with id 99 was sent)`]);
+    assert.deepEqual(messages, [
+      String.raw`response to an unknown id on line 3: "{\"jsonrpc\": \"2.0\", \"id\": 99, \"result\": {}}\n" (no request with id 99 was sent)`,
+    ]);
     // The real answer that followed still counts.
-    assert.deepEqual(run.steps.map((s) => s.outcome), ['answered', 'answered', 'answered']);
+    assert.deepEqual(
+      run.steps.map((s) => s.outcome),
+      ['answered', 'answered', 'answered'],
+    );
   });
 
   test('a bad id type: the line is invalid and the request stays unanswered', { timeout: 60000 }, async () => {
@@ -129,7 +167,10 @@ result: ok, 1 clean run
     const { code, messages } = await checkJson(['--protocol-version', '2025-11-25', '--max-frame-bytes', '100', '--start-timeout', '1500', '--', ...SERVER]);
     assert.equal(code, 1);
     assert.equal(messages.length, 2);
-    assert.match(messages[0], /^oversize line on line 1: "\{\\"jsonrpc\\": \\"2\.0\\", \\"id\\": 1, .*"…\(\+\d+ bytes\) \(\d+ bytes, over --max-frame-bytes 100\)$/);
+    assert.match(
+      messages[0],
+      /^oversize line on line 1: "\{\\"jsonrpc\\": \\"2\.0\\", \\"id\\": 1, .*"…\(\+\d+ bytes\) \(\d+ bytes, over --max-frame-bytes 100\)$/,
+    );
     assert.equal(messages[1], 'initialize: no response within --start-timeout 1500 ms');
   });
 
@@ -168,11 +209,20 @@ result: ok, 1 clean run
   test('--call: a good call is clean; an isError result and an unknown tool are findings', { timeout: 90000 }, async () => {
     const good = await checkJson(['--call', 'add', '--args', '{"a":2,"b":3}', '--', ...SERVER]);
     assert.equal(good.code, 0);
-    assert.deepEqual(good.run.steps.at(-1), { method: 'tools/call', label: 'tools/call "add"', id: 3, outcome: 'answered', ms: good.run.steps.at(-1).ms, detail: '' });
+    assert.deepEqual(good.run.steps.at(-1), {
+      method: 'tools/call',
+      label: 'tools/call "add"',
+      id: 3,
+      outcome: 'answered',
+      ms: good.run.steps.at(-1).ms,
+      detail: '',
+    });
 
     const failing = await checkJson(['--call', 'fail', '--', ...SERVER]);
     assert.equal(failing.code, 1);
-    assert.deepEqual(failing.messages, [String.raw`tools/call "fail": the result has "isError": true: "{\"content\": [{\"type\": \"text\", \"text\": \"it failed\"}], \"isError\": true}"`]);
+    assert.deepEqual(failing.messages, [
+      String.raw`tools/call "fail": the result has "isError": true: "{\"content\": [{\"type\": \"text\", \"text\": \"it failed\"}], \"isError\": true}"`,
+    ]);
 
     const unknown = await checkJson(['--call', 'nope', '--', ...SERVER]);
     assert.equal(unknown.code, 1);
@@ -181,7 +231,10 @@ result: ok, 1 clean run
 
   test('--env reaches the server, its value is masked on stderr and never reported', { timeout: 60000 }, async () => {
     const secret = 'sk-test-0123456789abcdef';
-    const { code, report, run, messages, stdout } = await checkJson(['--protocol-version', '2025-11-25', '--env', 'NOISE=banner', '--env', `API_TOKEN=${secret}`, '--', ...SERVER], { env: { SECRET_LOG: '1' } });
+    const { code, report, run, messages, stdout } = await checkJson(
+      ['--protocol-version', '2025-11-25', '--env', 'NOISE=banner', '--env', `API_TOKEN=${secret}`, '--', ...SERVER],
+      { env: { SECRET_LOG: '1' } },
+    );
     assert.equal(code, 1);
     assert.equal(messages.length, 1);
     assert.match(messages[0], /^non-protocol stdout on line 1: "loading optional extension\\n"/);
@@ -198,7 +251,10 @@ result: ok, 1 clean run
     assert.equal(run.stderr.bytes, STDERR.length + flood);
     const excerpt = run.stderr.excerpt;
     assert.ok(Buffer.byteLength(excerpt) < 64 * 1024 + 200, `${Buffer.byteLength(excerpt)} bytes`);
-    assert.match(excerpt, new RegExp(`^\\[stderr truncated: kept first 32768 and last 32768 of ${STDERR.length + flood} bytes, omitted \\d+\\]\ncheck-server: ready\n`));
+    assert.match(
+      excerpt,
+      new RegExp(`^\\[stderr truncated: kept first 32768 and last 32768 of ${STDERR.length + flood} bytes, omitted \\d+\\]\ncheck-server: ready\n`),
+    );
     assert.match(excerpt, /\ncheck-server: bye\n$/);
   });
 
@@ -213,13 +269,19 @@ result: ok, 1 clean run
     assert.equal(code, 0);
     assert.deepEqual(messages, []);
     assert.deepEqual(run.stdout.server_requests, ['ping']);
-    assert.equal(run.stderr.excerpt, 'check-server: ready\ncheck-server: the client answered {"id": "s1", "jsonrpc": "2.0", "result": {}}\ncheck-server: bye\n');
+    assert.equal(
+      run.stderr.excerpt,
+      'check-server: ready\ncheck-server: the client answered {"id": "s1", "jsonrpc": "2.0", "result": {}}\ncheck-server: bye\n',
+    );
   });
 
   test('names the server chose cannot forge a line of the text report', { timeout: 60000 }, async () => {
     const r = await check(['--', ...SERVER], { env: { NOISE: 'forged-name' } });
     assert.equal(r.code, 0);
-    assert.deepEqual(r.stdout.split('\n').filter((l) => l.startsWith('result:')), ['result: ok, 1 clean run']);
+    assert.deepEqual(
+      r.stdout.split('\n').filter((l) => l.startsWith('result:')),
+      ['result: ok, 1 clean run'],
+    );
     assert.match(r.stdout, /server "check-server\\nresult: ok, 1 clean run" 1\.0\n/);
     assert.match(r.stdout, /2 tools: add\\u202e\\x1b\[2J, fail\n/);
     assert.doesNotMatch(r.stdout, /[\u001b\u202e]/);
@@ -229,7 +291,13 @@ result: ok, 1 clean run
     const { code, report } = await checkJson(['--protocol-version', '2025-11-25', '--runs', '2', '--', ...SERVER], { env: { NOISE: 'banner' } });
     assert.equal(code, 1);
     assert.equal(report.violations, 2);
-    assert.deepEqual(report.runs.map((r) => [r.run, r.result, r.violations.length]), [[1, 'violations', 1], [2, 'violations', 1]]);
+    assert.deepEqual(
+      report.runs.map((r) => [r.run, r.result, r.violations.length]),
+      [
+        [1, 'violations', 1],
+        [2, 'violations', 1],
+      ],
+    );
   });
 });
 
@@ -241,7 +309,10 @@ describe('@modelcontextprotocol/server-everything', () => {
     assert.equal(run.server.name, 'mcp-servers/everything');
     assert.equal(run.server.protocol_version, '2025-11-25');
     assert.ok(run.server.tools.includes('echo'));
-    assert.deepEqual(run.steps.map((s) => s.outcome), ['answered', 'answered', 'answered', 'answered']);
+    assert.deepEqual(
+      run.steps.map((s) => s.outcome),
+      ['answered', 'answered', 'answered', 'answered'],
+    );
     assert.equal(run.exit.how, 'after_stdin_closed');
     assert.equal(run.exit.code, 0);
     assert.equal(run.stderr.excerpt, 'Starting default (STDIO) server...\n');
@@ -258,16 +329,34 @@ describe('@modelcontextprotocol/server-everything', () => {
       'initialize: no response before the server exited',
       'shutdown: the server exited before stdin was closed (exit status 1)',
     ]);
-    assert.deepEqual(run.violations.map((v) => [v.stream, v.kind, v.line ?? v.step ?? null]), [
-      ['stdout', 'non_protocol', 1], ['stdout', 'non_protocol', 2], ['stdout', 'non_protocol', 3], ['stdout', 'non_protocol', 4],
-      ['behaviour', 'unanswered', 'initialize'], ['behaviour', 'exited_early', null],
-    ]);
-    assert.deepEqual(run.steps.map((s) => s.outcome), ['gone', 'not_sent', 'not_sent']);
+    assert.deepEqual(
+      run.violations.map((v) => [v.stream, v.kind, v.line ?? v.step ?? null]),
+      [
+        ['stdout', 'non_protocol', 1],
+        ['stdout', 'non_protocol', 2],
+        ['stdout', 'non_protocol', 3],
+        ['stdout', 'non_protocol', 4],
+        ['behaviour', 'unanswered', 'initialize'],
+        ['behaviour', 'exited_early', null],
+      ],
+    );
+    assert.deepEqual(
+      run.steps.map((s) => s.outcome),
+      ['gone', 'not_sent', 'not_sent'],
+    );
     assert.deepEqual([run.exit.code, run.exit.how], [1, 'before_stdin_closed']);
-    assert.equal(run.stderr.excerpt, [
-      '-'.repeat(53), '  Everything Server Launcher', '  Usage: node ./index.js [stdio|sse|streamableHttp]',
-      '  Default transport: stdio', '-'.repeat(53), 'Unknown transport: bogus', '',
-    ].join('\n'));
+    assert.equal(
+      run.stderr.excerpt,
+      [
+        '-'.repeat(53),
+        '  Everything Server Launcher',
+        '  Usage: node ./index.js [stdio|sse|streamableHttp]',
+        '  Default transport: stdio',
+        '-'.repeat(53),
+        'Unknown transport: bogus',
+        '',
+      ].join('\n'),
+    );
   });
 });
 
@@ -279,7 +368,10 @@ describe('exit status 2: could not run', () => {
       [['--env', 'NOVALUE', '--', 'true'], "--env expects KEY=VALUE, got 'NOVALUE'"],
       [['--call', 'x', '--args', '[1]', '--', 'true'], "--args expects a JSON object, got '[1]'"],
       [['--args', '{}', '--', 'true'], "--args needs --call NAME, got --args '{}' alone"],
-      [['--protocol-version', '2027-01-01', '--', 'true'], '--protocol-version expects one of auto, 2026-07-28, 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, got \'2027-01-01\''],
+      [
+        ['--protocol-version', '2027-01-01', '--', 'true'],
+        "--protocol-version expects one of auto, 2026-07-28, 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, got '2027-01-01'",
+      ],
       [['--cwd', '/no/such/dir', '--', 'true'], "--cwd expects an existing directory, got '/no/such/dir'"],
       [['--verbose', '--', 'true'], 'unknown option --verbose (see mcpguard check --help)'],
       [['--'], 'no command to check: mcpguard check [options] -- <command> [args...]'],
@@ -330,7 +422,8 @@ describe('the CI example', () => {
         const script = [
           `mcpguard() { ${JSON.stringify(process.execPath)} ${JSON.stringify(join(ROOT, 'bin', 'mcpguard.js'))} "$@"; }`,
           `my-mcp-server() { :; }`, // only ever a word after --, never run by the shell
-          command.replace(/--call echo --args '\{"message":"hello"\}'/, `--call add --args '{"a":1,"b":2}'`)
+          command
+            .replace(/--call echo --args '\{"message":"hello"\}'/, `--call add --args '{"a":1,"b":2}'`)
             .replace(/-- my-mcp-server/, `-- python3 ${JSON.stringify(join(FIXTURES, 'check-server.py'))}`),
         ].join('\n');
         const run = spawnSync('bash', ['-ec', script], { cwd: tmp, env: { ...process.env, RUNNER_TEMP: tmp }, encoding: 'utf8', timeout: 50000 });

@@ -32,7 +32,11 @@ describe('help everywhere', () => {
   test('every subcommand prints its own usage for --help, -h and help NAME, and exits 0', { timeout: TIMEOUT * 2 }, async () => {
     for (const name of SUBCOMMANDS) {
       const pages = [];
-      for (const args of [[name, '--help'], [name, '-h'], ['help', name]]) {
+      for (const args of [
+        [name, '--help'],
+        [name, '-h'],
+        ['help', name],
+      ]) {
         const r = await runGuard(args, { timeout: TIMEOUT }).done;
         assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
         assert.equal(r.stderr, '', args.join(' '));
@@ -56,7 +60,12 @@ describe('help everywhere', () => {
         // Each option the page names is one the view accepts.
         const named = [...page.matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1]);
         for (const option of named) {
-          const args = option === '--record-dir' ? [view, `${option}=${dir}`] : option === '--audit-key-file' ? [view, `--record-dir=${dir}`, `${option}=/nonexistent-key`] : [view, `--record-dir=${dir}`, option];
+          const args =
+            option === '--record-dir'
+              ? [view, `${option}=${dir}`]
+              : option === '--audit-key-file'
+                ? [view, `--record-dir=${dir}`, `${option}=/nonexistent-key`]
+                : [view, `--record-dir=${dir}`, option];
           const run = await runGuard(args, { timeout: TIMEOUT }).done;
           assert.doesNotMatch(run.stderr, /unknown option/, `${view} accepts ${option}`);
         }
@@ -64,7 +73,9 @@ describe('help everywhere', () => {
       const verify = await runGuard(['verify', '--help'], { timeout: TIMEOUT }).done;
       assert.match(verify.stdout.toString(), /--allow-unsealed/);
       assert.match(verify.stdout.toString(), /\b2 intact, but some log is unsealed/);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('help for something that is no subcommand is exit 125 with a suggestion', { timeout: TIMEOUT }, async () => {
@@ -76,7 +87,14 @@ describe('help everywhere', () => {
 
 describe('a mistyped subcommand is refused, a server command still runs', () => {
   test('sesions, verfy, activty: "did you mean", exit 125, nothing spawned', { timeout: TIMEOUT }, async () => {
-    for (const [typo, meant] of [['sesions', 'sessions'], ['verfy', 'verify'], ['activty', 'activity'], ['shwo', 'show'], ['chekc', 'check'], ['SESSIONS', 'sessions']]) {
+    for (const [typo, meant] of [
+      ['sesions', 'sessions'],
+      ['verfy', 'verify'],
+      ['activty', 'activity'],
+      ['shwo', 'show'],
+      ['chekc', 'check'],
+      ['SESSIONS', 'sessions'],
+    ]) {
       const r = await runGuard([typo, '--json'], { timeout: TIMEOUT }).done;
       assert.equal(r.code, 125, `${typo}: ${r.stderr}`);
       assert.ok(r.stderr.includes(`unknown command '${typo}': did you mean '${meant}'?`), r.stderr);
@@ -116,7 +134,9 @@ describe('a mistyped subcommand is refused, a server command still runs', () => 
       const notFound = await runGuard(['--', 'sesions'], { env: off, timeout: TIMEOUT }).done;
       assert.equal(notFound.code, 127, notFound.stderr);
       assert.equal(readFileSync(marker, 'utf8'), 'ran\nran\n', 'the server ran twice: after --, and from PATH without it');
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('sh, go, ls, node, python3, ./verify and show.py are commands, never taken for subcommands', () => {
@@ -144,18 +164,26 @@ async function assertRefused(recordDir, problem, { env = {}, command } = {}) {
   try {
     const marker = join(dir, 'child-ran');
     const args = [`--record-dir=${recordDir}`, '--', 'sh', '-c', `touch '${marker}'`];
-    const r = await (command ? runCommand(command[0], [...command.slice(1), process.execPath, BIN, ...args], { env, timeout: 10000 }) : runGuard(args, { env, timeout: 10000 })).done;
+    const r = await (command
+      ? runCommand(command[0], [...command.slice(1), process.execPath, BIN, ...args], { env, timeout: 10000 })
+      : runGuard(args, { env, timeout: 10000 })
+    ).done;
     assert.equal(r.code, 125, r.stderr);
     assert.ok(r.stderr.includes(`'${recordDir}'`), `names the directory: ${r.stderr}`);
     assert.match(r.stderr, problem);
     assert.equal(existsSync(marker), false, 'the server never started');
     assert.equal(r.stderr.split('\n').filter(Boolean).length, 1, `one line: ${r.stderr}`);
-  } finally { cleanup(); }
+  } finally {
+    cleanup();
+  }
 }
 
 describe('a bad record directory fails fast and clearly, before the server starts', () => {
   test('/proc/nope and /proc/self/x/y: an error naming procfs, not an endless mkdir', { timeout: TIMEOUT }, async () => {
-    await assertRefused('/proc/nope', /cannot create record directory '\/proc\/nope': its parent '\/proc' exists but cannot hold a directory \('\/proc' is on procfs/);
+    await assertRefused(
+      '/proc/nope',
+      /cannot create record directory '\/proc\/nope': its parent '\/proc' exists but cannot hold a directory \('\/proc' is on procfs/,
+    );
     await assertRefused('/proc/self/x/y', /\(at '\/proc\/self\/x'\)/);
     await assertRefused('/proc', /cannot hold mcpguard's files: .*ENOENT.*procfs/);
   });
@@ -174,10 +202,15 @@ describe('a bad record directory fails fast and clearly, before the server start
       await assertRefused(join(dir, 'to-file'), new RegExp(`\\(a symbolic link to '${file}'\\) is not a directory`));
       await assertRefused(join(dir, 'to-proc'), /is a symbolic link to '\/proc\/nope', which does not exist/);
       assert.deepEqual(readdirSync(dir).sort(), ['dangling', 'file', 'to-file', 'to-proc'], 'nothing was created');
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
-  test('a read-only directory of your own: the mode and the uid, not a bare EPERM', { timeout: TIMEOUT, skip: isRoot && hasSetpriv ? false : 'needs root and setpriv to run mcpguard as another user' }, async () => {
+  test('a read-only directory of your own: the mode and the uid, not a bare EPERM', {
+    timeout: TIMEOUT,
+    skip: isRoot && hasSetpriv ? false : 'needs root and setpriv to run mcpguard as another user',
+  }, async () => {
     const { dir, cleanup } = tempDir();
     try {
       chmodSync(dir, 0o755);
@@ -185,9 +218,15 @@ describe('a bad record directory fails fast and clearly, before the server start
       mkdirSync(ro, { mode: 0o500 });
       chownSync(ro, 65534, 65534);
       const asNobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
-      await assertRefused(ro, /cannot hold mcpguard's files: creating a file in it failed: EACCES: permission denied \(mode 0500, owner uid 65534; you are uid 65534\)/, { command: asNobody, env: { HOME: dir } });
+      await assertRefused(
+        ro,
+        /cannot hold mcpguard's files: creating a file in it failed: EACCES: permission denied \(mode 0500, owner uid 65534; you are uid 65534\)/,
+        { command: asNobody, env: { HOME: dir } },
+      );
       assert.deepEqual(readdirSync(ro), []);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('--records best-effort: the server runs anyway, and mcpguard says records are off and why', { timeout: TIMEOUT }, async () => {
@@ -208,8 +247,14 @@ describe('a bad record directory fails fast and clearly, before the server start
       assert.doesNotMatch(ok.stderr, /records are off/);
       assert.equal(sessionEnd(ok.stderr).records, undefined);
       assert.equal(readdirSync(records).filter((f) => f.endsWith('.jsonl')).length, 1);
-      assert.deepEqual(readdirSync(records).filter((f) => !f.endsWith('.jsonl')), [], 'no probe file left behind');
-    } finally { cleanup(); }
+      assert.deepEqual(
+        readdirSync(records).filter((f) => !f.endsWith('.jsonl')),
+        [],
+        'no probe file left behind',
+      );
+    } finally {
+      cleanup();
+    }
   });
 });
 
@@ -218,7 +263,11 @@ describe('shell completion', () => {
   async function complete(words) {
     const script = (await runGuard(['completion', 'bash'], { timeout: TIMEOUT }).done).stdout.toString();
     const quoted = words.map((w) => `'${w}'`).join(' ');
-    const r = spawnSync('bash', ['--norc', '-c', `${script}\nCOMP_WORDS=(${quoted}); COMP_CWORD=${words.length - 1}; _mcpguard; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8', timeout: TIMEOUT });
+    const r = spawnSync(
+      'bash',
+      ['--norc', '-c', `${script}\nCOMP_WORDS=(${quoted}); COMP_CWORD=${words.length - 1}; _mcpguard; printf '%s\\n' "\${COMPREPLY[@]}"`],
+      { encoding: 'utf8', timeout: TIMEOUT },
+    );
     assert.equal(r.status, 0, r.stderr);
     return r.stdout.split('\n').filter(Boolean);
   }
@@ -249,14 +298,21 @@ describe('shell completion', () => {
 
 const hasZsh = spawnSync('zsh', ['--version']).status === 0;
 
-test('zsh: the script completes subcommands, options, values and the server command', { timeout: TIMEOUT, skip: hasZsh ? false : 'zsh is not installed' }, async () => {
+test('zsh: the script completes subcommands, options, values and the server command', {
+  timeout: TIMEOUT,
+  skip: hasZsh ? false : 'zsh is not installed',
+}, async () => {
   const script = (await runGuard(['completion', 'zsh'], { timeout: TIMEOUT }).done).stdout.toString();
   assert.equal(spawnSync('zsh', ['-n', '-c', script]).status, 0, 'zsh parses it');
   // compadd and the file completers exist only inside a completion widget: stand-ins print what they were given
   // (zsh itself then keeps the words that match what is typed).
-  const stubs = 'compadd() { while [[ $1 != -- ]]; do shift; done; shift; print -l -- "$@"; }; compdef() {}; _files() { print FILES; }; _path_files() { print DIRS; }; _command_names() { print COMMANDS; }';
+  const stubs =
+    'compadd() { while [[ $1 != -- ]]; do shift; done; shift; print -l -- "$@"; }; compdef() {}; _files() { print FILES; }; _path_files() { print DIRS; }; _command_names() { print COMMANDS; }';
   const complete = (words) => {
-    const r = spawnSync('zsh', ['-f', '-c', `${stubs}\n${script}\nwords=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=\${#words}; _mcpguard`], { encoding: 'utf8', timeout: TIMEOUT });
+    const r = spawnSync('zsh', ['-f', '-c', `${stubs}\n${script}\nwords=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=\${#words}; _mcpguard`], {
+      encoding: 'utf8',
+      timeout: TIMEOUT,
+    });
     assert.equal(r.status, 0, r.stderr);
     return r.stdout.split('\n').filter(Boolean);
   };

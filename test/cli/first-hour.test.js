@@ -24,7 +24,11 @@ test('--help names what --record-dir, --config, --audit-key-file and --approve-c
 function bashComplete(words) {
   const script = spawnSync(process.execPath, [BIN, 'completion', 'bash'], { encoding: 'utf8', timeout: TIMEOUT }).stdout;
   const array = words.map((w) => `'${w}'`).join(' ');
-  const run = spawnSync('bash', ['--norc', '-c', `${script}\nCOMP_WORDS=(${array}); COMP_CWORD=${words.length - 1}; _mcpguard; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8', timeout: TIMEOUT });
+  const run = spawnSync(
+    'bash',
+    ['--norc', '-c', `${script}\nCOMP_WORDS=(${array}); COMP_CWORD=${words.length - 1}; _mcpguard; printf '%s\\n' "\${COMPREPLY[@]}"`],
+    { encoding: 'utf8', timeout: TIMEOUT },
+  );
   assert.equal(run.status, 0, run.stderr);
   return run.stdout.split('\n').filter(Boolean);
 }

@@ -40,7 +40,10 @@ for (const [argv, message] of [
   [['--grace'], /--grace expects a value/],
 ]) {
   test(`rejects ${argv.join(' ')} naming the option and the value`, () => {
-    assert.throws(() => parseArgv(argv, RUN_OPTIONS), (error) => error.name === 'GuardError' && error.exitCode === 125 && message.test(error.message));
+    assert.throws(
+      () => parseArgv(argv, RUN_OPTIONS),
+      (error) => error.name === 'GuardError' && error.exitCode === 125 && message.test(error.message),
+    );
   });
 }
 
@@ -61,10 +64,17 @@ test('repeatable options collect their values in order; counts have bounds', () 
 // Names every plain object inherits: none of them is an option, on the command line or in a config file.
 const INHERITED = ['toString', 'constructor', '__proto__', 'hasOwnProperty', 'valueOf', '__defineGetter__'];
 
-for (const [label, table] of [['mcpguard', RUN_OPTIONS], ['mcpguard check', CHECK_OPTIONS]]) {
+for (const [label, table] of [
+  ['mcpguard', RUN_OPTIONS],
+  ['mcpguard check', CHECK_OPTIONS],
+]) {
   test(`${label}: inherited names are unknown options, with or without a value, and eat nothing`, () => {
     for (const name of INHERITED) {
-      assert.throws(() => parseArgv([`--${name}`, 'python3', '-c', 'pass'], table), isGuardError('unknown_option', new RegExp(`^unknown option --${name} `)), name);
+      assert.throws(
+        () => parseArgv([`--${name}`, 'python3', '-c', 'pass'], table),
+        isGuardError('unknown_option', new RegExp(`^unknown option --${name} `)),
+        name,
+      );
       assert.throws(() => parseArgv([`--${name}=1`, '--', 'x'], table), isGuardError('unknown_option', new RegExp(`^unknown option --${name} `)), name);
     }
   });
@@ -81,7 +91,11 @@ test('config keys: inherited names (and an own "__proto__" from JSON.parse) are 
     writeFileSync(file, text);
     const key = Object.keys(JSON.parse(text))[0];
     const parsed = parseArgv(['--', 'x'], RUN_OPTIONS);
-    assert.throws(() => applyConfigFile(parsed, RUN_OPTIONS, file), (e) => e.code === 'bad_config' && e.message === `--config '${file}': unknown key "${key}"`, name);
+    assert.throws(
+      () => applyConfigFile(parsed, RUN_OPTIONS, file),
+      (e) => e.code === 'bad_config' && e.message === `--config '${file}': unknown key "${key}"`,
+      name,
+    );
     assert.equal(Object.getPrototypeOf(parsed.values), Object.prototype);
     assert.equal(parsed.values.grace, 5000);
   }
@@ -94,7 +108,13 @@ test('durations above 2^31-1 ms are refused, naming the option, the value and th
     [['--drain-ms', '2147484s'], "'2147484s'"],
   ]) {
     const name = argv[0].replace(/=.*/, '');
-    assert.throws(() => parseArgv(argv, RUN_OPTIONS), isGuardError('bad_option', new RegExp(`^${name} expects at most 2147483647 ms \\(about 24\\.8 days, the longest a Node timer can wait\\), got ${shown}$`)));
+    assert.throws(
+      () => parseArgv(argv, RUN_OPTIONS),
+      isGuardError(
+        'bad_option',
+        new RegExp(`^${name} expects at most 2147483647 ms \\(about 24\\.8 days, the longest a Node timer can wait\\), got ${shown}$`),
+      ),
+    );
   }
   assert.equal(parseArgv(['--grace', '2147483647', 'x'], RUN_OPTIONS).values.grace, 2147483647);
   for (const name of ['start-timeout', 'timeout', 'grace']) {
@@ -106,9 +126,15 @@ test('durations above 2^31-1 ms are refused, naming the option, the value and th
 });
 
 test('byte counts that become a Buffer or a string are capped at what Node can hold', () => {
-  assert.throws(() => parseArgv(['--max-frame-bytes', '1GiB'], RUN_OPTIONS), isGuardError('bad_option', /--max-frame-bytes expects at most \d+ bytes \(the longest string Node can hold; .*\), got '1GiB'$/));
+  assert.throws(
+    () => parseArgv(['--max-frame-bytes', '1GiB'], RUN_OPTIONS),
+    isGuardError('bad_option', /--max-frame-bytes expects at most \d+ bytes \(the longest string Node can hold; .*\), got '1GiB'$/),
+  );
   assert.throws(() => parseArgv(['--max-frame-bytes', '1GiB'], CHECK_OPTIONS), /--max-frame-bytes expects at most \d+ bytes/);
-  assert.throws(() => parseArgv(['--stderr-process-bytes', '5GiB'], RUN_OPTIONS), /--stderr-process-bytes expects at most \d+ bytes \(the most one Node Buffer can hold\), got '5GiB'$/);
+  assert.throws(
+    () => parseArgv(['--stderr-process-bytes', '5GiB'], RUN_OPTIONS),
+    /--stderr-process-bytes expects at most \d+ bytes \(the most one Node Buffer can hold\), got '5GiB'$/,
+  );
   assert.throws(() => parseArgv(['--stderr-excerpt-bytes', '512MiB'], RUN_OPTIONS), /--stderr-excerpt-bytes expects at most \d+ bytes/);
   // A counter only: any safe size is fine.
   assert.equal(parseArgv(['--stderr-passthrough-bytes', '1024GiB', 'x'], RUN_OPTIONS).values['stderr-passthrough-bytes'], 1024 ** 4);
@@ -122,19 +148,30 @@ test('config files: a key given twice anywhere is refused, naming the file, the 
     // Escapes do not hide a duplicate: the keys are compared decoded.
     ['dup-escaped.json', '{"grace": "1s", "gr\\u0061ce": "9s"}', 'duplicate key "grace" at line 1, column 17'],
     // Inside the policy object a config may hold: the deny would have become an allow.
-    ['dup-policy.json', '{"policy": {"rules": [\n  {"tool": "exec", "decision": "deny", "decision": "allow"}]}}', 'duplicate key "decision" at line 2, column 40'],
+    [
+      'dup-policy.json',
+      '{"policy": {"rules": [\n  {"tool": "exec", "decision": "deny", "decision": "allow"}]}}',
+      'duplicate key "decision" at line 2, column 40',
+    ],
   ];
   for (const [name, text, where] of cases) {
     const file = join(dir, name);
     writeFileSync(file, text);
-    assert.throws(() => applyConfigFile(parseArgv(['x'], RUN_OPTIONS), RUN_OPTIONS, file), (e) => e.code === 'bad_config' && e.message === `--config '${file}': ${where}; a key may appear only once`, name);
+    assert.throws(
+      () => applyConfigFile(parseArgv(['x'], RUN_OPTIONS), RUN_OPTIONS, file),
+      (e) => e.code === 'bad_config' && e.message === `--config '${file}': ${where}; a key may appear only once`,
+      name,
+    );
   }
 });
 
 test('config files: too big, empty, or a directory are refused naming the file', () => {
   const big = join(dir, 'big.json');
   writeFileSync(big, `{"grace": 1${' '.repeat(1024 * 1024)}}`);
-  assert.throws(() => applyConfigFile(parseArgv(['x'], RUN_OPTIONS), RUN_OPTIONS, big), (e) => e.code === 'bad_config' && e.message === `--config '${big}' holds more than 1048576 bytes, the most a config file may hold`);
+  assert.throws(
+    () => applyConfigFile(parseArgv(['x'], RUN_OPTIONS), RUN_OPTIONS, big),
+    (e) => e.code === 'bad_config' && e.message === `--config '${big}' holds more than 1048576 bytes, the most a config file may hold`,
+  );
   const empty = join(dir, 'empty.json');
   writeFileSync(empty, ' \n');
   assert.throws(() => applyConfigFile(parseArgv(['x'], RUN_OPTIONS), RUN_OPTIONS, empty), /--config '.*empty\.json' is empty/);

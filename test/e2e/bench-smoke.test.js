@@ -19,7 +19,11 @@ function runBench(ms, args = ARGS) {
     child.stdout.on('data', (c) => (stdout += c));
     child.stderr.on('data', (c) => (stderr += c));
     const timer = setTimeout(() => {
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
       reject(new Error(`bench did not finish in ${ms} ms; stderr:\n${stderr}`));
     }, ms);
     child.once('error', reject);
@@ -32,9 +36,15 @@ function runBench(ms, args = ARGS) {
 
 /** The table's data rows as objects. */
 function tableRows(stdout) {
-  return stdout.split('\n')
+  return stdout
+    .split('\n')
     .filter((l) => l.startsWith('| ') && !l.startsWith('| row '))
-    .map((l) => l.slice(1, -1).split('|').map((c) => c.trim()))
+    .map((l) =>
+      l
+        .slice(1, -1)
+        .split('|')
+        .map((c) => c.trim()),
+    )
     .map(([row, variant, median, ratio, target]) => ({ row, variant, median, ratio, target }));
 }
 
@@ -53,7 +63,11 @@ test('bench/run.js --quick --rows=latency prints the latency rows with numbers',
   for (const [stat, name] of Object.entries(ROW_NAMES)) {
     const mine = rows.filter((r) => r.row === name);
     // The four variants of issue 7, in order; mcpguard variants with other options may sit between them.
-    assert.deepEqual(mine.map((r) => r.variant).filter((v) => VARIANTS.includes(v)), VARIANTS, `${stat} rows:\n${stdout}`);
+    assert.deepEqual(
+      mine.map((r) => r.variant).filter((v) => VARIANTS.includes(v)),
+      VARIANTS,
+      `${stat} rows:\n${stdout}`,
+    );
     for (const r of mine) {
       const value = Number(r.median);
       assert.ok(Number.isFinite(value) && value > 0, `${stat} ${r.variant}: median '${r.median}' is not a positive number`);
@@ -75,7 +89,11 @@ test('bench/run.js --quick --rows=consent prints the approval-card rows, quiet a
   const card = (q) => `consent: tools/call written → approval card at the client, ${q} (µs), calls 21-70 × 1 rounds`;
   for (const name of [card('p50'), card('p99'), "consent: accept written → the call's result, p50 (µs), same calls"]) {
     const mine = rows.filter((r) => r.row === name);
-    assert.deepEqual(mine.map((r) => r.variant), ['server quiet', 'server flooding its stderr'], `${name}:\n${stdout}`);
+    assert.deepEqual(
+      mine.map((r) => r.variant),
+      ['server quiet', 'server flooding its stderr'],
+      `${name}:\n${stdout}`,
+    );
     for (const r of mine) assert.ok(Number(r.median) > 0, `${name} ${r.variant}: median '${r.median}' is not a positive number`);
     assert.equal(mine[0].ratio, 'baseline');
     assert.match(mine[1].ratio, /^\d+\.\d\d× quiet$/);

@@ -21,7 +21,13 @@ describe('SDK Client → mcpguard → stdlib Python server', { timeout: TIMEOUT 
   const stderr = [];
 
   before(async () => {
-    transport = new StdioClientTransport({ command: process.execPath, args: [BIN, '--', 'python3', SERVER], stderr: 'pipe', cwd: ROOT, env: { ...process.env } });
+    transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, '--', 'python3', SERVER],
+      stderr: 'pipe',
+      cwd: ROOT,
+      env: { ...process.env },
+    });
     transport.stderr.on('data', (chunk) => stderr.push(chunk));
     client = new Client({ name: 'mcpguard-python-test', version: '1.0.0' });
     await client.connect(transport);
@@ -30,7 +36,10 @@ describe('SDK Client → mcpguard → stdlib Python server', { timeout: TIMEOUT 
   after(async () => {
     const pid = transport?.pid;
     await client?.close().catch(() => {});
-    if (pid) try { process.kill(pid, 'SIGKILL'); } catch {}
+    if (pid)
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
     const log = Buffer.concat(stderr).toString('utf8');
     // The server's stderr is relayed, it saw stdin close, and nothing was rejected or diverted.
     assert.match(log, /stdlib_server: started/, log);
@@ -38,7 +47,7 @@ describe('SDK Client → mcpguard → stdlib Python server', { timeout: TIMEOUT 
     assert.doesNotMatch(log, /mcpguard: rejected|is not JSON-RPC/, log);
   });
 
-  test('initialize negotiated the SDK\'s protocol version', () => {
+  test("initialize negotiated the SDK's protocol version", () => {
     assert.deepEqual(client.getServerVersion(), { name: 'stdlib-server', version: '1.0.0' });
     assert.deepEqual(client.getServerCapabilities(), { tools: {} });
     assert.equal(client.getInstructions(), 'Adds numbers.');
@@ -46,7 +55,10 @@ describe('SDK Client → mcpguard → stdlib Python server', { timeout: TIMEOUT 
 
   test('tools/list has the one tool', async () => {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ['add']);
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      ['add'],
+    );
     assert.deepEqual(tools[0].inputSchema.required, ['a', 'b']);
   });
 
@@ -65,10 +77,13 @@ describe('SDK Client → mcpguard → stdlib Python server', { timeout: TIMEOUT 
   test('concurrent calls are each answered once, matched by id', async () => {
     const calls = Array.from({ length: 20 }, (_, i) => client.callTool({ name: 'add', arguments: { a: i, b: 1000 } }));
     const results = await Promise.all(calls);
-    assert.deepEqual(results.map((r) => r.structuredContent.sum), Array.from({ length: 20 }, (_, i) => i + 1000));
+    assert.deepEqual(
+      results.map((r) => r.structuredContent.sum),
+      Array.from({ length: 20 }, (_, i) => i + 1000),
+    );
   });
 
-  test('an unknown method comes back as the server\'s -32601', async () => {
+  test("an unknown method comes back as the server's -32601", async () => {
     await assert.rejects(client.listPrompts(), (e) => e instanceof McpError && e.code === -32601);
   });
 
@@ -85,14 +100,25 @@ function runDirect(input) {
   child.stderr.resume();
   child.stdin.end(input);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error('python3 did not finish')); }, TIMEOUT);
-    child.on('close', (code) => { clearTimeout(timer); resolve({ code, stdout: Buffer.concat(out) }); });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('python3 did not finish'));
+    }, TIMEOUT);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: Buffer.concat(out) });
+    });
   });
 }
 
 describe('raw bytes → mcpguard → stdlib Python server', () => {
   const session = [
-    frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+    frame({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    }),
     frame({ jsonrpc: '2.0', method: 'notifications/initialized' }),
     frame({ jsonrpc: '2.0', id: 'two', method: 'tools/list' }),
     frame({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'add', arguments: { a: 2, b: 40 } } }),
@@ -102,13 +128,16 @@ describe('raw bytes → mcpguard → stdlib Python server', () => {
     frame({ jsonrpc: '2.0', id: 6, method: 'resources/list' }),
   ].join('');
 
-  test('a clean session: every request answered once, exit 0, stdout byte-identical to the server\'s own', { timeout: TIMEOUT }, async () => {
+  test("a clean session: every request answered once, exit 0, stdout byte-identical to the server's own", { timeout: TIMEOUT }, async () => {
     const { done } = runGuardUngated(['--', 'python3', SERVER], { input: session });
     const r = await done;
     assert.equal(r.code, 0, r.stderr);
     assertProtocolStdout(r.stdout);
     const out = messages(r.stdout);
-    assert.deepEqual(out.map((m) => m.id), [1, 'two', 3, 4, 5, 6]);
+    assert.deepEqual(
+      out.map((m) => m.id),
+      [1, 'two', 3, 4, 5, 6],
+    );
     assert.equal(out[0].result.protocolVersion, '2025-06-18');
     assert.deepEqual(out[2].result.structuredContent, { sum: 42 });
     assert.equal(out[3].result.isError, true);
@@ -127,19 +156,34 @@ describe('raw bytes → mcpguard → stdlib Python server', () => {
   });
 
   test('reject mode: a frame Python would accept (NaN) never reaches the server; the session goes on', { timeout: TIMEOUT }, async () => {
-    const input = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })
-      + '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":NaN,"b":1}}}\n'
-      + '{"jsonrpc":"2.0","id":8,"method":"ping","id":9}\n'
-      + frame({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } });
+    const input =
+      frame({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }) +
+      '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add","arguments":{"a":NaN,"b":1}}}\n' +
+      '{"jsonrpc":"2.0","id":8,"method":"ping","id":9}\n' +
+      frame({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } });
     const { done } = runGuardUngated(['--on-invalid=reject', '--', 'python3', SERVER], { input });
     const r = await done;
     assert.equal(r.code, 0, r.stderr);
     const out = messages(r.stdout);
     // mcpguard answers a rejection at once, so it may overtake the server's answers.
     const rejections = out.filter((m) => m.error);
-    assert.deepEqual(rejections.map((m) => [m.id, m.error.code]), [[7, -32700], [null, -32700]]);
+    assert.deepEqual(
+      rejections.map((m) => [m.id, m.error.code]),
+      [
+        [7, -32700],
+        [null, -32700],
+      ],
+    );
     assert.match(rejections[0].error.message, /^mcpguard rejected the frame: /);
-    assert.deepEqual(out.filter((m) => m.result).map((m) => m.id), [1, 10]);
+    assert.deepEqual(
+      out.filter((m) => m.result).map((m) => m.id),
+      [1, 10],
+    );
     assert.deepEqual(out.find((m) => m.id === 10).result.structuredContent, { sum: 3 });
     // The server's own log: it saw initialize and id 10, nothing else.
     const served = r.stderr.split('\n').filter((l) => l.startsWith('server| stdlib_server: request'));

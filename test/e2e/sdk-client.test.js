@@ -26,7 +26,10 @@ async function disconnect(peer) {
   const pid = peer.transport.pid;
   await peer.client.close().catch(() => {});
   // close() escalates to SIGKILL itself; this only covers a close() that threw early.
-  if (pid) try { process.kill(pid, 'SIGKILL'); } catch {}
+  if (pid)
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
 }
 
 describe('SDK Client: mcpguard is transparent in front of mcp-server-everything', { timeout: TIMEOUT }, () => {
@@ -34,10 +37,7 @@ describe('SDK Client: mcpguard is transparent in front of mcp-server-everything'
   let guarded;
 
   before(async () => {
-    [direct, guarded] = await Promise.all([
-      connect(SERVER, ['stdio']),
-      connect(process.execPath, [BIN, '--', SERVER, 'stdio']),
-    ]);
+    [direct, guarded] = await Promise.all([connect(SERVER, ['stdio']), connect(process.execPath, [BIN, '--', SERVER, 'stdio'])]);
   });
 
   after(async () => {
@@ -45,7 +45,7 @@ describe('SDK Client: mcpguard is transparent in front of mcp-server-everything'
     // Only now is mcpguard's stderr complete: nothing was rejected or diverted.
     if (guarded) {
       const log = guarded.stderr();
-      assert.match(log, /Starting default \(STDIO\) server/, 'the child\'s stderr is relayed');
+      assert.match(log, /Starting default \(STDIO\) server/, "the child's stderr is relayed");
       assert.doesNotMatch(log, /mcpguard: rejected/, log);
       assert.doesNotMatch(log, /is not JSON-RPC/, log);
     }
@@ -79,7 +79,7 @@ describe('SDK Client: mcpguard is transparent in front of mcp-server-everything'
     assert.deepEqual(b, a);
   });
 
-  test('tools/call with a schema error: the server refuses it directly; mcpguard refuses it first, against the server\'s own inputSchema, naming each failing place', async () => {
+  test("tools/call with a schema error: the server refuses it directly; mcpguard refuses it first, against the server's own inputSchema, naming each failing place", async () => {
     const args = { name: 'get-sum', arguments: { a: 'two' } };
     const [a, b] = await Promise.all([direct.client.callTool(args), guarded.client.callTool(args)]);
     assert.equal(a.isError, true, "the server's own refusal");
@@ -102,8 +102,16 @@ describe('SDK Client: mcpguard is transparent in front of mcp-server-everything'
     // client handles notifications a microtask later than responses, so when both
     // lines arrive in one read the last notification finds its handler already
     // gone (with or without mcpguard). Steps 1-3 are always delivered, in order.
-    const steps = [[1, 4], [2, 4], [3, 4], [4, 4]];
-    for (const [who, got] of [['direct', a.progress], ['guarded', b.progress]]) {
+    const steps = [
+      [1, 4],
+      [2, 4],
+      [3, 4],
+      [4, 4],
+    ];
+    for (const [who, got] of [
+      ['direct', a.progress],
+      ['guarded', b.progress],
+    ]) {
       const seen = got.map((p) => [p.progress, p.total]);
       assert.ok(seen.length >= 3, `${who}: at least 3 progress notifications, got ${JSON.stringify(seen)}`);
       assert.deepEqual(seen, steps.slice(0, seen.length), `${who}: in order`);

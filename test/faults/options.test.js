@@ -35,7 +35,9 @@ function oneLine(stderr) {
 }
 
 describe('files that decide what is allowed', () => {
-  test('a policy file with a duplicate key ("deny" then "allow") is refused at start, naming the file, the key and where; nothing starts', { timeout: 20000 }, async () => {
+  test('a policy file with a duplicate key ("deny" then "allow") is refused at start, naming the file, the key and where; nothing starts', {
+    timeout: 20000,
+  }, async () => {
     const policy = file('dup-policy.json', '{"default": "allow", "rules": [\n  {"tool": "exec", "decision": "deny", "decision": "allow"}\n]}');
     const { marker, command } = markerCommand();
     const r = await runGuard([`--policy=${policy}`, '--', ...command], { timeout: 15000 }).done;
@@ -91,7 +93,10 @@ describe('durations Node cannot wait for', () => {
       const { marker, command } = markerCommand();
       const r = await runGuard([option, '2147483648', '--', ...command]).done;
       assert.equal(r.code, 125, r.stderr);
-      assert.equal(oneLine(r.stderr), `mcpguard: ${option} expects at most 2147483647 ms (about 24.8 days, the longest a Node timer can wait), got '2147483648'`);
+      assert.equal(
+        oneLine(r.stderr),
+        `mcpguard: ${option} expects at most 2147483647 ms (about 24.8 days, the longest a Node timer can wait), got '2147483648'`,
+      );
       assert.equal(existsSync(marker), false);
     });
   }
@@ -223,11 +228,14 @@ describe('files that never end', () => {
     assert.equal(existsSync(marker), false);
   });
 
-  test('a --config FIFO whose writer trickles a byte now and then: refused at the overall deadline, naming the option and the file', { timeout: 45000 }, async () => {
+  test('a --config FIFO whose writer trickles a byte now and then: refused at the overall deadline, naming the option and the file', {
+    timeout: 45000,
+  }, async () => {
     const fifo = join(dir, 'trickle-fifo');
     if (!existsSync(fifo)) assert.equal((await runCommand('mkfifo', [fifo]).done).code, 0);
     // Opened read-write, the FIFO has a writer before mcpguard opens it; a byte a second keeps the silence timer from firing.
-    const trickle = 'import os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR)\nos.write(fd, b"{")\nprint("ready", flush=True)\nfor _ in range(40):\n    time.sleep(1)\n    os.write(fd, b" ")\n';
+    const trickle =
+      'import os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR)\nos.write(fd, b"{")\nprint("ready", flush=True)\nfor _ in range(40):\n    time.sleep(1)\n    os.write(fd, b" ")\n';
     const writer = runCommand('python3', ['-c', trickle, fifo], { timeout: 44000 });
     writer.done.catch(() => {});
     try {
@@ -235,22 +243,35 @@ describe('files that never end', () => {
       const { marker, command } = markerCommand();
       const c = await runGuard(['--config', fifo, '--', ...command], { timeout: 30000 }).done;
       assert.equal(c.code, 125);
-      assert.match(oneLine(c.stderr), new RegExp(`^mcpguard: --config cannot read '${fifo}': not read to its end within 10000 ms \\(\\d+ bytes so far: a FIFO or terminal whose writer trickles\\)$`));
+      assert.match(
+        oneLine(c.stderr),
+        new RegExp(
+          `^mcpguard: --config cannot read '${fifo}': not read to its end within 10000 ms \\(\\d+ bytes so far: a FIFO or terminal whose writer trickles\\)$`,
+        ),
+      );
       assert.equal(existsSync(marker), false, 'nothing started');
-    } finally { writer.child.kill('SIGKILL'); }
+    } finally {
+      writer.child.kill('SIGKILL');
+    }
   });
 
   test('a config and a key from process substitution (a FIFO with a slow writer) still work', { timeout: 20000 }, async () => {
     const records = join(dir, 'substitution-records');
     const script = `exec "$0" "$1" --record-dir="$2" --config <(sleep 0.3; printf '{"grace": "2s"}') --audit-key-file <(head -c 32 /dev/urandom) -- python3 "$3"`;
-    const r = await runCommand('bash', ['-c', script, process.execPath, join(fixture('..'), '..', 'bin', 'mcpguard.js'), records, fixture('stdlib_server.py')], {
-      input: frame({ jsonrpc: '2.0', id: 1, method: 'ping' }),
-    }).done;
+    const r = await runCommand(
+      'bash',
+      ['-c', script, process.execPath, join(fixture('..'), '..', 'bin', 'mcpguard.js'), records, fixture('stdlib_server.py')],
+      {
+        input: frame({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+      },
+    ).done;
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(messages(r.stdout), [{ jsonrpc: '2.0', id: 1, result: {} }]);
     assert.equal(sessionEnd(r.stderr).status, 0);
     const [log] = readdirSync(records).filter((f) => f.endsWith('.jsonl'));
-    const start = readLines(join(records, log)).map((l) => JSON.parse(l)).find((x) => x.type === 'session_start');
+    const start = readLines(join(records, log))
+      .map((l) => JSON.parse(l))
+      .find((x) => x.type === 'session_start');
     assert.equal(start.options.grace, 2000, 'the config was read');
     assert.equal(start.options['audit-key'], true, 'the key was read');
   });

@@ -4,9 +4,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import {
-  chmodSync, chownSync, existsSync, lchownSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync,
-} from 'node:fs';
+import { chmodSync, chownSync, existsSync, lchownSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SessionLog } from '../../dist/records/store.js';
 import { BIN, fixture, frame, killStarted, runCommand, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
@@ -26,7 +24,10 @@ const hasPrlimit = spawnSync('prlimit', ['--version']).status === 0;
 async function recordedSession(recordDir, scratch, extra = {}) {
   const marker = join(scratch, `ran-${Date.now()}-${Math.random()}`);
   const r = await runGuard([`--record-dir=${recordDir}`, '--', 'python3', fixture('recorder.py')], {
-    input: tool(1, 'record', { v: 1 }), env: { RECORD_ACTIONS: marker }, timeout: TIMEOUT, ...extra,
+    input: tool(1, 'record', { v: 1 }),
+    env: { RECORD_ACTIONS: marker },
+    timeout: TIMEOUT,
+    ...extra,
   }).done;
   return { ...r, ran: existsSync(marker) };
 }
@@ -65,7 +66,9 @@ describe('the record directory: only what mcpguard made gets a mode, an existing
       // A second session reuses the subdirectory as it is.
       assert.equal((await recordedSession(shared, dir)).code, 0);
       assert.equal(logsIn(own).length, 2);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('an existing own subdirectory in a sticky directory that is not private is refused, not chmodded', { timeout: TIMEOUT }, async () => {
@@ -88,13 +91,18 @@ describe('the record directory: only what mcpguard made gets a mode, an existing
       symlinkSync(elsewhere, join(planted, `mcpguard-${uid}`));
       await assertRefused(planted, dir, /is a symbolic link/);
       assert.deepEqual(readdirSync(elsewhere), []);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('a group-writable or world-writable directory without the sticky bit is refused, and left as it was', { timeout: TIMEOUT }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      for (const [name, bits, problem] of [['group', 0o770, /group-writable \(mode 0770\)/], ['world', 0o707, /world-writable \(mode 0707\)/]]) {
+      for (const [name, bits, problem] of [
+        ['group', 0o770, /group-writable \(mode 0770\)/],
+        ['world', 0o707, /world-writable \(mode 0707\)/],
+      ]) {
         const loose = join(dir, name);
         mkdirSync(loose);
         chmodSync(loose, bits);
@@ -103,7 +111,9 @@ describe('the record directory: only what mcpguard made gets a mode, an existing
         assert.equal(mode(loose), bits);
         assert.deepEqual(readdirSync(loose), []);
       }
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('an existing 0755 directory of ours keeps its mode; records are written, files 0600', { timeout: TIMEOUT }, async () => {
@@ -119,7 +129,9 @@ describe('the record directory: only what mcpguard made gets a mode, an existing
       const logs = logsIn(records);
       assert.equal(logs.length, 1);
       assert.equal(mode(join(records, logs[0])), 0o600);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('a directory made fresh, and every missing parent made with it, is 0700 even under umask 0277', { timeout: TIMEOUT }, async () => {
@@ -127,11 +139,15 @@ describe('the record directory: only what mcpguard made gets a mode, an existing
     try {
       const records = join(dir, 'missing', 'parent', 'records');
       // The umask would leave mkdir's directories 0500: only mcpguard can make them 0700.
-      const r = await runCommand('sh', ['-c', 'umask 0277; exec "$@"', 'sh', process.execPath, BIN, `--record-dir=${records}`, '--', 'true'], { timeout: TIMEOUT }).done;
+      const r = await runCommand('sh', ['-c', 'umask 0277; exec "$@"', 'sh', process.execPath, BIN, `--record-dir=${records}`, '--', 'true'], {
+        timeout: TIMEOUT,
+      }).done;
       assert.equal(r.code, 0, r.stderr);
       for (const made of [join(dir, 'missing'), join(dir, 'missing', 'parent'), records]) assert.equal(mode(made), 0o700, made);
       assert.equal(mode(join(records, logsIn(records)[0])), 0o600);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('a symlink you own as the record directory is followed once; its target is checked like any directory', { timeout: TIMEOUT }, async () => {
@@ -156,7 +172,9 @@ describe('the record directory: only what mcpguard made gets a mode, an existing
       symlinkSync(loose, looseLink);
       await assertRefused(looseLink, dir, /world-writable/);
       assert.equal(mode(loose), 0o777);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('a symlink or a directory owned by someone else is refused', { timeout: TIMEOUT, skip: isRoot ? false : 'needs root to give files away' }, async () => {
@@ -175,7 +193,9 @@ describe('the record directory: only what mcpguard made gets a mode, an existing
       await assertRefused(theirs, dir, /owned by uid 65534, not by you/);
       assert.equal(mode(theirs), 0o700);
       assert.equal(statSync(theirs).uid, NOBODY);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 });
 
@@ -190,11 +210,16 @@ describe('record files are never opened through a symlink', () => {
       symlinkSync(victim, join(records, 's_fixed_1.jsonl'));
       symlinkSync(join(dir, 'would-be-created'), join(records, 's_fixed_2.jsonl'));
       for (const id of ['s_fixed_1', 's_fixed_2']) {
-        assert.throws(() => SessionLog.create({ dir: records, fsync: false }, id), (e) => e.code === 'ERR_RECORD_OPEN' && e.exitCode === 74);
+        assert.throws(
+          () => SessionLog.create({ dir: records, fsync: false }, id),
+          (e) => e.code === 'ERR_RECORD_OPEN' && e.exitCode === 74,
+        );
       }
       assert.equal(readFileSync(victim, 'utf8'), 'keep me\n');
       assert.equal(existsSync(join(dir, 'would-be-created')), false);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('verify and the views do not read a log through a symlink', { timeout: TIMEOUT }, async () => {
@@ -210,7 +235,11 @@ describe('record files are never opened through a symlink', () => {
       const [theirs] = logsIn(other);
       symlinkSync(join(other, theirs), join(records, theirs));
       const verify = await runGuard(['verify', `--record-dir=${records}`, '--json'], { timeout: TIMEOUT }).done;
-      const results = verify.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
+      const results = verify.stdout
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       const linked = results.find((x) => x.file.endsWith(theirs));
       assert.equal(linked.status, 'unreadable');
       assert.match(linked.reason, /symbolic link/);
@@ -219,13 +248,18 @@ describe('record files are never opened through a symlink', () => {
       assert.equal(sessions.code, 0, sessions.stderr);
       assert.equal(sessions.stdout.toString().trim().split('\n').length, 1);
       assert.match(sessions.stderr, /skipped: a symbolic link/);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 });
 
 describe('a failing audit log shows in the exit status', { skip: hasPrlimit ? false : 'needs prlimit (util-linux) to cap file sizes' }, () => {
   /** The byte lengths of a session log's lines (newlines included). */
-  const lineSizes = (file) => readFileSync(file, 'utf8').split(/(?<=\n)/).map((l) => Buffer.byteLength(l));
+  const lineSizes = (file) =>
+    readFileSync(file, 'utf8')
+      .split(/(?<=\n)/)
+      .map((l) => Buffer.byteLength(l));
 
   /**
    * mcpguard under RLIMIT_FSIZE = `limit` bytes: the first write past it is
@@ -235,9 +269,15 @@ describe('a failing audit log shows in the exit status', { skip: hasPrlimit ? fa
    */
   function cappedGuard(limit, recordDir, scratch, options) {
     // The same options as the calibration run's (runGuard adds --validate-args=off there).
-    return runCommand('prlimit', [`--fsize=${limit}`, '--', process.execPath, BIN, '--validate-args=off', `--record-dir=${recordDir}`, '--', 'python3', fixture('recorder.py')], {
-      env: { RECORD_ACTIONS: join(scratch, 'actions') }, timeout: TIMEOUT, ...options,
-    });
+    return runCommand(
+      'prlimit',
+      [`--fsize=${limit}`, '--', process.execPath, BIN, '--validate-args=off', `--record-dir=${recordDir}`, '--', 'python3', fixture('recorder.py')],
+      {
+        env: { RECORD_ACTIONS: join(scratch, 'actions') },
+        timeout: TIMEOUT,
+        ...options,
+      },
+    );
   }
 
   test('a write that fails mid-session ends the session, and mcpguard exits 74 though the server exited 0', { timeout: TIMEOUT * 2 }, async () => {
@@ -256,13 +296,18 @@ describe('a failing audit log shows in the exit status', { skip: hasPrlimit ? fa
       assert.match(r.stderr, /cannot write the audit log/);
       const summary = sessionEnd(r.stderr);
       assert.equal(summary.end_reason, 'record_failure');
-      assert.equal(summary.exit_code, 0, 'the server\'s own status is kept in the summary');
+      assert.equal(summary.exit_code, 0, "the server's own status is kept in the summary");
       assert.equal(existsSync(join(dir, 'actions')), false, 'the unrecorded call never reached the server');
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   // The one refusal of an unrecorded call is the same whichever way the call went: straight out, or through the gate.
-  for (const [how, gate] of [['ungated', []], ['gated (--policy)', ['--policy', 'POLICY']]]) {
+  for (const [how, gate] of [
+    ['ungated', []],
+    ['gated (--policy)', ['--policy', 'POLICY']],
+  ]) {
     test(`a ${how} call whose attempt cannot be recorded gets one answer, rejected, and never reaches the server`, { timeout: TIMEOUT * 2 }, async () => {
       const { dir, cleanup } = tempDir();
       try {
@@ -271,7 +316,10 @@ describe('a failing audit log shows in the exit status', { skip: hasPrlimit ? fa
         const options = gate.map((a) => (a === 'POLICY' ? policy : a));
         const input = tool(7, 'record', { v: 1 });
         const calibration = join(dir, 'calibr'); // as long as 'capped'
-        const r0 = await runGuard(['--validate-args=off', ...options, `--record-dir=${calibration}`, '--', 'python3', fixture('recorder.py')], { input, timeout: TIMEOUT }).done;
+        const r0 = await runGuard(['--validate-args=off', ...options, `--record-dir=${calibration}`, '--', 'python3', fixture('recorder.py')], {
+          input,
+          timeout: TIMEOUT,
+        }).done;
         assert.equal(r0.code, 0, r0.stderr);
         const log = join(calibration, logsIn(calibration)[0]);
         const lines = readFileSync(log, 'utf8').split(/(?<=\n)/);
@@ -280,12 +328,32 @@ describe('a failing audit log shows in the exit status', { skip: hasPrlimit ? fa
         // Everything before the call's write-ahead attempt fits; the attempt does not.
         const limit = lines.slice(0, attempt).reduce((n, l) => n + Buffer.byteLength(l), 0) + Math.floor(Buffer.byteLength(lines[attempt]) / 2);
         const args = ['--validate-args=off', ...options, `--record-dir=${join(dir, 'capped')}`, '--', 'python3', fixture('recorder.py')];
-        const r = await runCommand('prlimit', [`--fsize=${limit}`, '--', process.execPath, BIN, ...args], { input, env: { RECORD_ACTIONS: join(dir, 'actions') }, timeout: TIMEOUT }).done;
+        const r = await runCommand('prlimit', [`--fsize=${limit}`, '--', process.execPath, BIN, ...args], {
+          input,
+          env: { RECORD_ACTIONS: join(dir, 'actions') },
+          timeout: TIMEOUT,
+        }).done;
         assert.equal(r.code, 74, r.stderr);
-        const answers = r.stdout.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l));
-        assert.deepEqual(answers, [{ jsonrpc: '2.0', id: 7, error: { code: -32603, message: 'mcpguard: the audit record could not be written; request not forwarded', data: { source: 'mcpguard', state: 'rejected' } } }]);
+        const answers = r.stdout
+          .toString()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l));
+        assert.deepEqual(answers, [
+          {
+            jsonrpc: '2.0',
+            id: 7,
+            error: {
+              code: -32603,
+              message: 'mcpguard: the audit record could not be written; request not forwarded',
+              data: { source: 'mcpguard', state: 'rejected' },
+            },
+          },
+        ]);
         assert.equal(existsSync(join(dir, 'actions')), false, 'the unrecorded call never reached the server');
-      } finally { cleanup(); }
+      } finally {
+        cleanup();
+      }
     });
   }
 
@@ -300,6 +368,8 @@ describe('a failing audit log shows in the exit status', { skip: hasPrlimit ? fa
       const r = await g.done;
       assert.equal(r.code, 74, r.stderr);
       assert.equal(sessionEnd(r.stderr).end_reason, 'record_failure');
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 });

@@ -9,7 +9,17 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  PLANTED_ENV, PLANTED_SHAPES, assertNoPlanted, findPlanted, fixture, frame, killStarted, runCommand, runGuard, sessionEnd, tempDir,
+  PLANTED_ENV,
+  PLANTED_SHAPES,
+  assertNoPlanted,
+  findPlanted,
+  fixture,
+  frame,
+  killStarted,
+  runCommand,
+  runGuard,
+  sessionEnd,
+  tempDir,
 } from '../helpers/run.js';
 
 after(killStarted);
@@ -36,7 +46,10 @@ async function guarded(args, { input = '', env = {}, server = SERVER } = {}) {
     const result = await done;
     const files = readdirSync(dir).filter((f) => f.endsWith('.jsonl'));
     const text = files.map((f) => readFileSync(join(dir, f), 'utf8')).join('');
-    const records = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const records = text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     return { ...result, recordText: text, records };
   } finally {
     cleanup();
@@ -65,14 +78,22 @@ describe('rejected client frames', () => {
   const memberFrame = `{"jsonrpc":"2.0","id":3,"method":"ping","${TOKEN}":1}\n`;
   const idFrame = `{"jsonrpc":"2.0","id":"${SK}","method":"tools/call","params":"run"}\n`;
 
-  for (const [name, bad] of [['a bearer token', bearerFrame], ['an sk- key', skFrame], ['an env secret as a member name', memberFrame], ['an sk- key as the id', idFrame]]) {
+  for (const [name, bad] of [
+    ['a bearer token', bearerFrame],
+    ['an sk- key', skFrame],
+    ['an env secret as a member name', memberFrame],
+    ['an sk- key as the id', idFrame],
+  ]) {
     test(`${name}, on-invalid close: stderr, the answer and the records show none of it`, { timeout: 30000 }, async () => {
       const r = await guarded([], { input: bad });
       assertClean(r);
       const line = diagLines(r.stderr).find((l) => l.includes('rejected client line 1'));
       assert.ok(line, r.stderr);
       assert.match(line, /\[REDACTED/);
-      assert.ok(r.records.some((rec) => rec.type === 'reject' || rec.state === 'rejected'), r.recordText);
+      assert.ok(
+        r.records.some((rec) => rec.type === 'reject' || rec.state === 'rejected'),
+        r.recordText,
+      );
     });
   }
 
@@ -85,11 +106,21 @@ describe('rejected client frames', () => {
     // The quote of the sk- frame keeps the key's prefix and the frame's length.
     assert.match(rejected[1], /sk-\[REDACTED\]/);
     const reasons = r.records.filter((rec) => rec.type === 'reject').map((rec) => rec.reason);
-    assert.ok(reasons.some((reason) => reason.includes('[REDACTED:MCPGUARD_TEST_API_TOKEN]')), reasons.join('\n'));
+    assert.ok(
+      reasons.some((reason) => reason.includes('[REDACTED:MCPGUARD_TEST_API_TOKEN]')),
+      reasons.join('\n'),
+    );
     const ended = r.records.find((rec) => rec.type === 'call_end' && typeof rec.request_id === 'string');
     assert.equal(ended.request_id, 'sk-[REDACTED]');
-    const answers = r.stdout.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l));
-    assert.ok(answers.some((a) => a.error.message.includes('[REDACTED:MCPGUARD_TEST_API_TOKEN]')), r.stdout.toString());
+    const answers = r.stdout
+      .toString()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    assert.ok(
+      answers.some((a) => a.error.message.includes('[REDACTED:MCPGUARD_TEST_API_TOKEN]')),
+      r.stdout.toString(),
+    );
   });
 });
 
@@ -113,17 +144,12 @@ describe('env secrets longer than 64 bytes', () => {
   test('masked to their last byte: plain, with \\/ for /, after a near copy, and beside a value with the same first 64 bytes', { timeout: 30000 }, async () => {
     const twin = `${LONG.slice(0, 64)}${'Q'.repeat(80)}`;
     const periodic = `${'A'.repeat(70)}9f3Kd81LxQpT0wVb`;
-    const lines = [
-      `plain ${LONG} end`,
-      `json {"v":"${LONG.replace(/\//g, '\\/')}"} end`,
-      `near ${LONG.slice(0, 66)}${LONG} end`,
-      `periodic A${periodic} end`,
-    ];
+    const lines = [`plain ${LONG} end`, `json {"v":"${LONG.replace(/\//g, '\\/')}"} end`, `near ${LONG.slice(0, 66)}${LONG} end`, `periodic A${periodic} end`];
     const r = await guarded([], {
       env: { STDERR_LINES: JSON.stringify(lines), STDOUT_LINES: JSON.stringify(lines), TWIN_SECRET: twin, PERIODIC_SECRET: periodic },
     });
     assertClean(r);
-    for (const text of [r.stderr, r.recordText]) assert.ok(!text.includes('9f3Kd81LxQpT0wVb'), 'the periodic value\'s tail');
+    for (const text of [r.stderr, r.recordText]) assert.ok(!text.includes('9f3Kd81LxQpT0wVb'), "the periodic value's tail");
     assert.match(r.stderr, /^server\| plain \[REDACTED:(MCPGUARD_TEST_LONG_SECRET|TWIN_SECRET)\] end$/m);
     assert.match(r.stderr, /^server\| json \{"v":"\[REDACTED:\w+\]"\} end$/m);
     assert.match(r.stderr, /^server\| periodic \[REDACTED:PERIODIC_SECRET\] end$/m);
@@ -207,7 +233,12 @@ describe('the planted-secret scan itself', () => {
 
   test('an unmasked path through mcpguard is caught: a forwarded answer carrying an env secret', { timeout: 30000 }, async () => {
     // Answers are forwarded as they came (never masked): the stdout scan sees the value.
-    const input = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    const input = frame({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
     const { done } = runGuard(['--records', 'off', '--', ...SERVER], { input, env: { SERVER_NAME: JSON.stringify(TOKEN) } });
     await assert.rejects(done, /planted secret leaked in the stdout of .*MCPGUARD_TEST_API_TOKEN/s);
   });

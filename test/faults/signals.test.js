@@ -16,10 +16,16 @@ const ping = (id) => frame({ jsonrpc: '2.0', id, method: 'ping' });
 
 /** Records of the one session in `dir` written so far (whole lines only). */
 function records(dir) {
-  return readdirSync(dir).filter((f) => f.endsWith('.jsonl')).flatMap((f) => {
-    const text = readFileSync(join(dir, f), 'utf8');
-    return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  });
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .flatMap((f) => {
+      const text = readFileSync(join(dir, f), 'utf8');
+      return text
+        .slice(0, text.lastIndexOf('\n') + 1)
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+    });
 }
 
 async function until(done, what, ms = 10000) {
@@ -33,8 +39,12 @@ async function until(done, what, ms = 10000) {
 /** Collects a running mcpguard's stdout messages as they arrive. */
 function collect(g) {
   const seen = { out: Buffer.alloc(0), err: '' };
-  g.child.stdout.on('data', (c) => { seen.out = Buffer.concat([seen.out, c]); });
-  g.child.stderr.on('data', (c) => { seen.err += c; });
+  g.child.stdout.on('data', (c) => {
+    seen.out = Buffer.concat([seen.out, c]);
+  });
+  g.child.stderr.on('data', (c) => {
+    seen.err += c;
+  });
   return seen;
 }
 
@@ -42,7 +52,10 @@ function collect(g) {
 function inspectorPortOpen() {
   return new Promise((resolve) => {
     const socket = connect(9229, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -80,7 +93,9 @@ describe('SIGQUIT', () => {
       assert.equal(log.at(-1).type, 'seal');
       const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 0, v.stdout.toString() + v.stderr);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('check: SIGQUIT interrupts the run like SIGTERM (reported, server stopped)', { timeout: 30000 }, async () => {
@@ -115,7 +130,10 @@ describe('SIGUSR1 and SIGUSR2', () => {
     const r = await g.done;
     assert.equal(r.signal, null);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(messages(r.stdout).map((m) => m.id), [1, 2]);
+    assert.deepEqual(
+      messages(r.stdout).map((m) => m.id),
+      [1, 2],
+    );
     assert.doesNotMatch(r.stderr, /Debugger listening|Starting inspector/);
     assert.equal(r.stderr.match(/mcpguard: ignored SIGUSR1: mcpguard does not open a debugger\n/g).length, 1);
     assert.equal(r.stderr.match(/mcpguard: ignored SIGUSR2\n/g).length, 1);

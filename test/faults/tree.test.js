@@ -12,7 +12,12 @@ import { fixture, frame, killStarted, readLines, runGuard, runGuardUngated, sess
 
 const linux = process.platform === 'linux';
 const DAEMON = fixture('daemon.py');
-const init = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+const init = frame({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+});
 
 const dirs = [];
 const cleanups = [];
@@ -35,9 +40,19 @@ function workDir() {
   return dir;
 }
 
-const kill = (pid) => { try { process.kill(pid, 'SIGKILL'); } catch {} };
+const kill = (pid) => {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {}
+};
 const readPid = (path) => (existsSync(path) ? Number(readFileSync(path, 'utf8')) : null);
-const cmdline = (pid) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'latin1'); } catch { return ''; } };
+const cmdline = (pid) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+  } catch {
+    return '';
+  }
+};
 
 /** The state letter of /proc/PID/stat (R, S, T, Z, ...), or null if the process is gone. */
 function state(pid) {
@@ -75,7 +90,9 @@ function pidsMarkedWith(id) {
 }
 
 function pidsWhoseCmdlineHas(text) {
-  return readdirSync('/proc').filter((n) => /^\d+$/.test(n) && Number(n) !== process.pid && cmdline(n).includes(text)).map(Number);
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n) && Number(n) !== process.pid && cmdline(n).includes(text))
+    .map(Number);
 }
 
 /**
@@ -86,7 +103,9 @@ async function guardWithDaemon(mode, options) {
   const dir = workDir();
   const g = runGuard([...options, '--', 'python3', DAEMON, dir, mode], { keepOpen: true, timeout: 25000 });
   let out = '';
-  g.child.stdout.on('data', (chunk) => { out += chunk; });
+  g.child.stdout.on('data', (chunk) => {
+    out += chunk;
+  });
   g.child.stdin.write(init);
   assert.ok(await eventually(() => out.includes('"id": 1'), 15000), 'no initialize answer');
   const sessionId = readFileSync(join(dir, 'env'), 'utf8');
@@ -104,7 +123,10 @@ describe('a double-forked daemon', { skip: !linux && 'needs /proc' }, () => {
     const s = sessionEnd(r.stderr);
     assert.equal(s.end_reason, 'client_eof');
     assert.ok(await eventually(() => !alive(daemon), 3000), `daemon ${daemon} survived`);
-    assert.deepEqual(s.found_by_marker.map((p) => p.pid), [daemon]);
+    assert.deepEqual(
+      s.found_by_marker.map((p) => p.pid),
+      [daemon],
+    );
     assert.deepEqual(s.survivors, []);
     assert.equal(s.forced_kill, false, 'SIGTERM was enough');
   });
@@ -115,7 +137,10 @@ describe('a double-forked daemon', { skip: !linux && 'needs /proc' }, () => {
     const r = await g.done;
     const s = sessionEnd(r.stderr);
     assert.ok(await eventually(() => !alive(daemon), 3000), `daemon ${daemon} survived`);
-    assert.deepEqual(s.found_by_marker.map((p) => p.pid), [daemon]);
+    assert.deepEqual(
+      s.found_by_marker.map((p) => p.pid),
+      [daemon],
+    );
     assert.equal(s.forced_kill, true);
     assert.deepEqual(s.survivors, []);
   });
@@ -126,7 +151,10 @@ describe('a double-forked daemon', { skip: !linux && 'needs /proc' }, () => {
     g.child.stdin.end();
     const s = sessionEnd((await g.done).stderr);
     assert.ok(await eventually(() => !alive(daemon), 3000), `daemon ${daemon} survived`);
-    assert.deepEqual(s.found_by_marker.map((p) => p.pid), [daemon]);
+    assert.deepEqual(
+      s.found_by_marker.map((p) => p.pid),
+      [daemon],
+    );
     assert.equal(s.forced_kill, false, 'SIGTERM and SIGCONT were enough');
   });
 
@@ -177,7 +205,7 @@ describe('a double-forked daemon', { skip: !linux && 'needs /proc' }, () => {
 });
 
 describe('the session marker', () => {
-  test('the child sees MCPGUARD_SESSION_ID equal to the summary\'s session_id and the audit log\'s id', { timeout: 30000 }, async () => {
+  test("the child sees MCPGUARD_SESSION_ID equal to the summary's session_id and the audit log's id", { timeout: 30000 }, async () => {
     const records = workDir();
     const { g, sessionId } = await guardWithDaemon('plain', ['--grace=2000', `--record-dir=${records}`]);
     g.child.stdin.end();
@@ -188,7 +216,7 @@ describe('the session marker', () => {
     assert.equal(header.log_id, sessionId);
   });
 
-  test('with --records off there is still a session id, in the summary and the child\'s environment', { timeout: 30000 }, async () => {
+  test("with --records off there is still a session id, in the summary and the child's environment", { timeout: 30000 }, async () => {
     const { g, sessionId } = await guardWithDaemon('plain', ['--grace=2000', '--records=off']);
     g.child.stdin.end();
     const s = sessionEnd((await g.done).stderr);
@@ -196,12 +224,15 @@ describe('the session marker', () => {
     assert.equal(s.session_id, sessionId);
   });
 
-  test('only the child\'s tree carries it: not mcpguard, not its watchdog', { timeout: 30000, skip: !linux && 'needs /proc' }, async () => {
+  test("only the child's tree carries it: not mcpguard, not its watchdog", { timeout: 30000, skip: !linux && 'needs /proc' }, async () => {
     const { g, sessionId, server, daemon } = await guardWithDaemon('plain', ['--grace=2000', '--records=off']);
     try {
       const watchdogs = pidsWhoseCmdlineHas(sessionId).filter((pid) => cmdline(pid).startsWith('/bin/sh'));
       assert.equal(watchdogs.length, 1, 'the watchdog carries the id in its script');
-      assert.deepEqual(pidsMarkedWith(sessionId), [server, daemon].sort((a, b) => a - b));
+      assert.deepEqual(
+        pidsMarkedWith(sessionId),
+        [server, daemon].sort((a, b) => a - b),
+      );
     } finally {
       g.child.stdin.end();
       await g.done;
@@ -214,9 +245,15 @@ describe('a descendant that leaves the group during the shutdown', { skip: !linu
     const dir = workDir();
     const pidfile = join(dir, 'pids');
     const call = frame({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'leaver', arguments: {} } });
-    const g = runGuardUngated(['--grace=500', '--records=off', '--', 'python3', fixture('lifecycle.py')], { keepOpen: true, timeout: 25000, env: { PIDFILE: pidfile } });
+    const g = runGuardUngated(['--grace=500', '--records=off', '--', 'python3', fixture('lifecycle.py')], {
+      keepOpen: true,
+      timeout: 25000,
+      env: { PIDFILE: pidfile },
+    });
     let out = '';
-    g.child.stdout.on('data', (chunk) => { out += chunk; });
+    g.child.stdout.on('data', (chunk) => {
+      out += chunk;
+    });
     g.child.stdin.write(init + call);
     assert.ok(await eventually(() => /"id": 2/.test(out), 15000), 'no answer to the call');
     g.child.stdin.end(); // at once: no periodic sample could have seen it either (its parent shell is long gone)
@@ -228,6 +265,10 @@ describe('a descendant that leaves the group during the shutdown', { skip: !linu
     if (!dead) kill(leaver);
     assert.ok(dead || s.survivors.some((p) => p.pid === leaver), `process ${leaver} left the group on SIGTERM, survived, and is not named`);
     assert.ok(dead, 'it was killed (SIGKILL: it outlived SIGTERM)');
-    assert.deepEqual(s.found_by_marker.map((p) => p.pid), [leaver], 'only the marker found it');
+    assert.deepEqual(
+      s.found_by_marker.map((p) => p.pid),
+      [leaver],
+      'only the marker found it',
+    );
   });
 });

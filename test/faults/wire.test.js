@@ -10,14 +10,27 @@ import { fixture, frame, killStarted, readLines, runGuard, runGuardUngated, sess
 
 after(killStarted);
 
-const init = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+const init = frame({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+});
 const tool = (id, name, args = {}) => frame({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const parseLines = (buf) => buf.toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const parseLines = (buf) =>
+  buf
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 async function eventually(done, ms = 10000) {
   const end = Date.now() + ms;
-  while (Date.now() < end) { if (done()) return true; await sleep(25); }
+  while (Date.now() < end) {
+    if (done()) return true;
+    await sleep(25);
+  }
   return done();
 }
 
@@ -26,7 +39,9 @@ function peakMiB(pid) {
   try {
     const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
     return m ? Number(m[1]) / 1024 : null;
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 /** mcpguard with stdin open and stdout collected as it comes (or not read at all with `paused`). */
@@ -78,7 +93,7 @@ describe('one id, one answer', () => {
     const out = parseLines(r.stdout);
     const seven = out.filter((m) => m.id === 7);
     assert.equal(seven.length, 1, JSON.stringify(seven));
-    assert.equal(seven[0].error.data.state, 'cancelled_after_dispatch', 'the one answer is the hang call\'s own ending');
+    assert.equal(seven[0].error.data.state, 'cancelled_after_dispatch', "the one answer is the hang call's own ending");
     assert.equal(out.filter((m) => m.id === 8).length, 1);
     assert.match(r.stderr, /request id 7 arrived after the session closed while a request with that id is in flight/);
   });
@@ -122,8 +137,16 @@ describe('a server that closes one of its pipes and stays alive', () => {
       assert.equal((r.stderr.match(/the server closed its stdin/g) ?? []).length, 1, r.stderr);
       const file = readLines(join(dir, `${s.session_id}.jsonl`)).map((l) => JSON.parse(l));
       const ends = file.filter((x) => x.type === 'call_end' && x.method === 'tools/call');
-      assert.deepEqual(ends.map((x) => [x.request_id, x.state, x.dispatched_at]), [[2, 'cancelled_before_dispatch', null], [3, 'cancelled_before_dispatch', null]]);
-    } finally { cleanup(); }
+      assert.deepEqual(
+        ends.map((x) => [x.request_id, x.state, x.dispatched_at]),
+        [
+          [2, 'cancelled_before_dispatch', null],
+          [3, 'cancelled_before_dispatch', null],
+        ],
+      );
+    } finally {
+      cleanup();
+    }
   });
 
   test('closed stdout: the session ends (its answers can no longer arrive) and the call in flight is answered once', { timeout: 30000 }, async () => {
@@ -161,7 +184,9 @@ describe('ids come back as the client wrote them', () => {
   });
 
   test('an integer id beyond 2^53 is refused with its own digits, unrounded', { timeout: 30000 }, async () => {
-    const r = await runGuardUngated(['--on-invalid=reject', '--', 'python3', fixture('lifecycle.py')], { input: '{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}\n' }).done;
+    const r = await runGuardUngated(['--on-invalid=reject', '--', 'python3', fixture('lifecycle.py')], {
+      input: '{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}\n',
+    }).done;
     const text = r.stdout.toString();
     assert.match(text, /^\{"jsonrpc":"2\.0","id":12345678901234567890,"error":\{"code":-32600,/);
   });
@@ -177,14 +202,18 @@ describe('ids come back as the client wrote them', () => {
       g.child.stdin.end();
       const r = await g.done;
       assert.match(r.stdout.toString(), /^\{"jsonrpc":"2\.0","id":"\\u0061b\\\/c","error":\{"code":-32001,/);
-      const cancel = readFileSync(lines, 'utf8').split('\n').find((l) => l.includes('notifications/cancelled'));
+      const cancel = readFileSync(lines, 'utf8')
+        .split('\n')
+        .find((l) => l.includes('notifications/cancelled'));
       assert.match(cancel, /"requestId":"\\u0061b\\\/c"/);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 });
 
 describe('a server that stops reading its stdin', () => {
-  test('10,000 requests queued, then the client\'s EOF: the session ends, each request is answered once, the log is sealed', { timeout: 90000 }, async () => {
+  test("10,000 requests queued, then the client's EOF: the session ends, each request is answered once, the log is sealed", { timeout: 90000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
       const N = 10000; // ~400 KB: far more than the server's pipe and mcpguard's queue (16 MiB at 16 KiB a frame) hold
@@ -199,19 +228,33 @@ describe('a server that stops reading its stdin', () => {
       const answers = parseLines(r.stdout);
       const ids = answers.map((m) => m.id).sort((a, b) => a - b);
       assert.equal(ids.length, N - 1, 'one answer per request');
-      assert.deepEqual(ids, Array.from({ length: N - 1 }, (_, i) => i + 1));
+      assert.deepEqual(
+        ids,
+        Array.from({ length: N - 1 }, (_, i) => i + 1),
+      );
       const s = sessionEnd(r.stderr);
       assert.equal(s.end_reason, 'client_eof');
       // The ones mcpguard could not queue were refused as it read them; the queued ones when the server was stopped.
-      const refused = answers.filter((m) => /took nothing from its stdin for \d+ ms with mcpguard's queue to it full; not delivered/.test(m.error?.message ?? ''));
+      const refused = answers.filter((m) =>
+        /took nothing from its stdin for \d+ ms with mcpguard's queue to it full; not delivered/.test(m.error?.message ?? ''),
+      );
       assert.ok(refused.length > 0, 'some requests were refused while the server did not read');
       assert.ok(refused.every((m) => m.error.data.state === 'cancelled_before_dispatch'));
-      assert.equal((r.stderr.match(/took nothing from its stdin for \d+ ms with mcpguard's queue to it full; reading the client again/g) ?? []).length, 1, r.stderr);
+      assert.equal(
+        (r.stderr.match(/took nothing from its stdin for \d+ ms with mcpguard's queue to it full; reading the client again/g) ?? []).length,
+        1,
+        r.stderr,
+      );
       const verify = await runGuard(['verify', `--record-dir=${dir}`], { timeout: 30000 }).done;
       assert.equal(verify.code, 0, verify.stdout.toString() + verify.stderr);
       const file = readLines(join(dir, `${s.session_id}.jsonl`)).map((l) => JSON.parse(l));
-      assert.deepEqual(file.slice(-2).map((x) => x.type), ['session_end', 'seal']);
-    } finally { cleanup(); }
+      assert.deepEqual(
+        file.slice(-2).map((x) => x.type),
+        ['session_end', 'seal'],
+      );
+    } finally {
+      cleanup();
+    }
   });
 });
 
@@ -235,10 +278,16 @@ describe('a server that stops reading its stdin, then reads again', () => {
     const byId = new Map();
     for (const m of answers) byId.set(m.id, (byId.get(m.id) ?? 0) + 1);
     assert.equal(byId.size, 2 * N - 1);
-    assert.ok([...byId.values()].every((n) => n === 1), 'one answer per request');
+    assert.ok(
+      [...byId.values()].every((n) => n === 1),
+      'one answer per request',
+    );
     const refused = answers.filter((m) => m.error?.data?.state === 'cancelled_before_dispatch');
     assert.ok(refused.length > 0, 'some of the first burst were refused while the server did not read');
-    assert.ok(refused.every((m) => m.id < N), 'none of the second burst was refused');
+    assert.ok(
+      refused.every((m) => m.id < N),
+      'none of the second burst was refused',
+    );
     assert.ok(answers.filter((m) => m.id >= N).every((m) => m.result !== undefined));
   });
 });

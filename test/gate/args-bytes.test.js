@@ -18,7 +18,12 @@ after(killStarted);
 
 const TIMEOUT = 60000;
 const SERVER = ['python3', fixture('args-server.py')];
-const init = { jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+const init = {
+  jsonrpc: '2.0',
+  id: 'init',
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+};
 
 /** About `size` bytes of JSON string body: ASCII, multibyte, astral, raw and escaped, quotes and backslashes. */
 function body(size) {
@@ -35,7 +40,8 @@ function body(size) {
 const BIG = body(1024 * 1024);
 
 /** A tools/call line written by hand (odd whitespace kept), with `args` as the arguments' JSON text. */
-const callLine = (id, name, args) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/call","params":{"name":${JSON.stringify(name)}, "arguments" :${args}}}\n`;
+const callLine = (id, name, args) =>
+  `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/call","params":{"name":${JSON.stringify(name)}, "arguments" :${args}}}\n`;
 
 async function session() {
   const c = conversation(SERVER, ['--validate-args=on'], {}, TIMEOUT);
@@ -53,7 +59,7 @@ function serverLines(c) {
   if (!existsSync(path)) return [];
   const all = readFileSync(path);
   const lines = [];
-  for (let at = 0; at < all.length;) {
+  for (let at = 0; at < all.length; ) {
     const nl = all.indexOf(0x0a, at);
     const end = nl === -1 ? all.length : nl + 1;
     lines.push(all.subarray(at, end));
@@ -87,17 +93,39 @@ describe('large arguments checked from their bytes', () => {
       assert.equal(calls.length, 3);
       for (const [i, line] of lines.entries()) assert.ok(calls[i].equals(Buffer.from(line)), `call ${i + 1} arrived byte for byte`);
       for (const id of [1, 2, 3]) assert.equal(endOf(r.records, id).state, 'completed');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   // Each fault twice: in a 1 MiB call (read from bytes) and in a small one (the value path). Same refusal, nothing at the server.
   const FAULTS = [
-    { what: 'a string argument that is an array', tool: 'echo', args: (blob) => `{"size":3,"blob":["${blob}"]}`, expect: '- /blob: type: must be string (got array)' },
+    {
+      what: 'a string argument that is an array',
+      tool: 'echo',
+      args: (blob) => `{"size":3,"blob":["${blob}"]}`,
+      expect: '- /blob: type: must be string (got array)',
+    },
     { what: 'a missing required property', tool: 'write', args: (blob) => `{"content":"${blob}"}`, expect: '- /path: required: is required' },
-    { what: 'an extra property with additionalProperties false', tool: 'echo', args: (blob) => `{"blob":"x","extra":"${blob}"}`, expect: '- /extra: additionalProperties: is not allowed' },
+    {
+      what: 'an extra property with additionalProperties false',
+      tool: 'echo',
+      args: (blob) => `{"blob":"x","extra":"${blob}"}`,
+      expect: '- /extra: additionalProperties: is not allowed',
+    },
     { what: 'a number out of bounds', tool: 'echo', args: (blob) => `{"size":0,"blob":"${blob}"}`, expect: '- /size: minimum: must be >= 1' },
-    { what: 'an integer that is not one', tool: 'echo', args: (blob) => `{"size":1.5,"blob":"${blob}"}`, expect: '- /size: type: must be integer (got number)' },
-    { what: 'an enum member that is not one', tool: 'write', args: (blob) => `{"path":"p","content":"${blob}","mode":"\\u0077x"}`, expect: '- /mode: enum: must be one of "w", "a"' },
+    {
+      what: 'an integer that is not one',
+      tool: 'echo',
+      args: (blob) => `{"size":1.5,"blob":"${blob}"}`,
+      expect: '- /size: type: must be integer (got number)',
+    },
+    {
+      what: 'an enum member that is not one',
+      tool: 'write',
+      args: (blob) => `{"path":"p","content":"${blob}","mode":"\\u0077x"}`,
+      expect: '- /mode: enum: must be one of "w", "a"',
+    },
   ];
   for (const fault of FAULTS) {
     test(`refused, as a small call with the same fault is: ${fault.what}`, { timeout: TIMEOUT }, async () => {
@@ -107,12 +135,21 @@ describe('large arguments checked from their bytes', () => {
         c.child.stdin.write(callLine('small', fault.tool, fault.args('small')));
         const big = refusalText(await c.waitFor((m) => m.id === 'big', 'the refusal of the large call'));
         const small = refusalText(await c.waitFor((m) => m.id === 'small', 'the refusal of the small call'));
-        assert.equal(big, `mcpguard refused this call before it reached the server: Invalid arguments for tool "${fault.tool}": they do not match the tool's inputSchema, so the call was not sent.\n${fault.expect}\nCorrect the arguments and call the tool again.`);
+        assert.equal(
+          big,
+          `mcpguard refused this call before it reached the server: Invalid arguments for tool "${fault.tool}": they do not match the tool's inputSchema, so the call was not sent.\n${fault.expect}\nCorrect the arguments and call the tool again.`,
+        );
         assert.equal(big, small, 'the same refusal, whichever path found it');
         const r = await c.finish();
-        assert.deepEqual(serverLines(c).filter((l) => l.includes('"tools/call"')), [], 'zero bytes of either call at the server');
+        assert.deepEqual(
+          serverLines(c).filter((l) => l.includes('"tools/call"')),
+          [],
+          'zero bytes of either call at the server',
+        );
         for (const id of ['big', 'small']) assert.equal(endOf(r.records, id).state, 'rejected');
-      } finally { c.cleanup(); }
+      } finally {
+        c.cleanup();
+      }
     });
   }
 });

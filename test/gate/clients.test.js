@@ -56,12 +56,25 @@ async function session({ connect, server, policy, approvalTimeoutMs, sessions, s
   const policyFile = join(tmp.dir, 'policy.json');
   const linesFile = join(tmp.dir, 'server-lines');
   writeFileSync(policyFile, JSON.stringify(policy));
-  const guard = [BIN, '--record-dir', dirs.records, ...GATE(policyFile),
+  const guard = [
+    BIN,
+    '--record-dir',
+    dirs.records,
+    ...GATE(policyFile),
     ...(approvalTimeoutMs === undefined ? [] : ['--approval-timeout', String(approvalTimeoutMs)]),
-    '--', process.execPath, TEE, dirs.serverWire, '--', ...server(dirs.pids)];
+    '--',
+    process.execPath,
+    TEE,
+    dirs.serverWire,
+    '--',
+    ...server(dirs.pids),
+  ];
   const peer = connect({
-    command: process.execPath, args: [TEE, dirs.clientWire, '--', process.execPath, ...guard],
-    cwd: ROOT, env: { ...process.env, ...PLANTED_VARS, RECORD_LINES: linesFile }, stderr: 'pipe',
+    command: process.execPath,
+    args: [TEE, dirs.clientWire, '--', process.execPath, ...guard],
+    cwd: ROOT,
+    env: { ...process.env, ...PLANTED_VARS, RECORD_LINES: linesFile },
+    stderr: 'pipe',
   });
   const stderr = [];
   peer.transport.stderr.on('data', (chunk) => stderr.push(chunk));
@@ -70,7 +83,10 @@ async function session({ connect, server, policy, approvalTimeoutMs, sessions, s
   let pid = null;
   const kill = () => {
     pid ??= peer.transport.pid;
-    if (pid && isOurs(pid, dirs.clientWire)) try { process.kill(pid, 'SIGKILL'); } catch {}
+    if (pid && isOurs(pid, dirs.clientWire))
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
   };
   cleanups.push(() => {
     kill();
@@ -94,7 +110,11 @@ async function session({ connect, server, policy, approvalTimeoutMs, sessions, s
   const logs = await assertAllVerify(dirs.records, sessions);
   // Every line of these real peers was acceptable: nothing refused as malformed, no era rule broken.
   for (const log of logs) {
-    assert.deepEqual(log.records.filter((r) => r.type === 'reject'), [], log.file);
+    assert.deepEqual(
+      log.records.filter((r) => r.type === 'reject'),
+      [],
+      log.file,
+    );
     const end = log.records.find((r) => r.type === 'session_end');
     assert.deepEqual([end.rejected, end.era_violations], [{ client: 0, child: 0 }, {}], log.file);
   }
@@ -113,7 +133,12 @@ async function session({ connect, server, policy, approvalTimeoutMs, sessions, s
 /** True while `pid` runs a command that names `dir` (without /proc: while `pid` runs at all). */
 function isOurs(pid, dir) {
   if (!existsSync('/proc/self/cmdline')) {
-    try { process.kill(pid, 0); return true; } catch { return false; }
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
   }
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir);
@@ -128,7 +153,12 @@ const callEnds = (log, tool) => log.records.filter((r) => r.type === 'call_end' 
 async function activityOf(recordDir, log) {
   const { code, stdout, stderr } = await runGuard(['activity', log.records[0].log_id, '--record-dir', recordDir, '--json']).done;
   assert.equal(code, 0, stderr);
-  return stdout.toString('utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line)).filter((row) => row.kind === 'call');
+  return stdout
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
+    .filter((row) => row.kind === 'call');
 }
 
 // ---- legacy era: the SDK v1 Client ----
@@ -150,10 +180,14 @@ function v1Client(answer) {
         if (answer === 'decline') return { action: 'decline' };
         // Only mcpguard withdrawing its request (notifications/cancelled → the SDK's signal) ends this.
         return new Promise((_, reject) => {
-          extra.signal.addEventListener('abort', () => {
-            seen.aborted = String(extra.signal.reason);
-            reject(new Error('the card was withdrawn'));
-          }, { once: true });
+          extra.signal.addEventListener(
+            'abort',
+            () => {
+              seen.aborted = String(extra.signal.reason);
+              reject(new Error('the card was withdrawn'));
+            },
+            { once: true },
+          );
         });
       });
     }
@@ -183,9 +217,11 @@ const LEGACY_SERVERS = [
     server: () => ['python3', fixture('gate-server.py')],
     ask: 'delete_file',
     args: (mark) => ({ path: `/tmp/${mark}` }),
-    ran: (result, mark) => assert.deepEqual(JSON.parse(result.content[0].text), { name: 'delete_file', arguments: { path: `/tmp/${mark}` }, keys: ['arguments', 'name'] }),
+    ran: (result, mark) =>
+      assert.deepEqual(JSON.parse(result.content[0].text), { name: 'delete_file', arguments: { path: `/tmp/${mark}` }, keys: ['arguments', 'name'] }),
     allowed: { name: 'echo', arguments: { text: 'still here' } },
-    allowedRan: (result) => assert.deepEqual(JSON.parse(result.content[0].text), { name: 'echo', arguments: { text: 'still here' }, keys: ['arguments', 'name'] }),
+    allowedRan: (result) =>
+      assert.deepEqual(JSON.parse(result.content[0].text), { name: 'echo', arguments: { text: 'still here' }, keys: ['arguments', 'name'] }),
     /** What reached the server: the lines the fixture itself read. */
     reached: (run) => run.lines,
   },
@@ -194,7 +230,10 @@ const LEGACY_SERVERS = [
 async function legacyRun(srv, answer, approvalTimeoutMs) {
   const mark = marker(`${srv.ask}-${answer}`);
   const run = await session({
-    connect: v1Client(answer), server: srv.server, sessions: 1, approvalTimeoutMs,
+    connect: v1Client(answer),
+    server: srv.server,
+    sessions: 1,
+    approvalTimeoutMs,
     policy: { default: 'allow', rules: [{ tool: srv.ask, decision: 'ask' }] },
     script: async ({ client, handled }) => {
       const asked = await client.callTool({ name: srv.ask, arguments: srv.args(mark) });
@@ -262,14 +301,24 @@ describe('SDK v1 Client (legacy era): mcpguard asks through elicitation/create',
       assert.equal(run.end.decision.card.answer, 'decline');
     });
 
-    test(`${srv.label}: no answer → denied after --approval-timeout, and the handler's request is cancelled (its AbortSignal fires)`, { timeout: TIMEOUT }, async () => {
+    test(`${srv.label}: no answer → denied after --approval-timeout, and the handler's request is cancelled (its AbortSignal fires)`, {
+      timeout: TIMEOUT,
+    }, async () => {
       const run = await legacyRun(srv, 'ignore', APPROVAL_MS);
       assert.equal(run.result.asked.isError, true);
       assert.match(run.result.asked.content[0].text, new RegExp(`no answer within --approval-timeout ${APPROVAL_MS} ms`));
       const card = assertOneCard(run, srv);
-      assert.match(run.result.abortedBeforeAnswer[0] ?? 'the signal had not fired', /approval timed out/, "the SDK aborted the handler's request before the denial arrived");
+      assert.match(
+        run.result.abortedBeforeAnswer[0] ?? 'the signal had not fired',
+        /approval timed out/,
+        "the SDK aborted the handler's request before the denial arrived",
+      );
       const withdrawn = run.toClient.filter((m) => m.method === 'notifications/cancelled');
-      assert.deepEqual(withdrawn.map((m) => m.params.requestId), [card.id], 'mcpguard withdrew its own request, and only that');
+      assert.deepEqual(
+        withdrawn.map((m) => m.params.requestId),
+        [card.id],
+        'mcpguard withdrew its own request, and only that',
+      );
       assert.equal(run.fromClient.filter((m) => m.id === card.id).length, 0, 'the client never answered the card');
       assertNeverReached(run);
       assert.equal(run.end.decision.card.answer, 'timed_out');
@@ -301,24 +350,34 @@ function v2Client(answer, mode = { pin: '2026-07-28' }) {
     const capabilities = answer === null ? {} : { elicitation: { form: {} } };
     const client = new V2Client({ name: 'mcpguard-clients-v2', version: '1.0.0' }, { capabilities, versionNegotiation: { mode } });
     const handled = [];
-    if (answer !== null) client.setRequestHandler('elicitation/create', async (request, ctx) => {
-      handled.push({ key: ctx.mcpReq.id, message: request.params.message });
-      const mine = ctx.mcpReq.id === APPROVAL_KEY || String(ctx.mcpReq.id).startsWith('mcpguard-approval-');
-      if (!mine) return { action: 'accept', content: { confirm: true } };
-      if (answer === 'decline') return { action: 'decline' };
-      if (answer === 'late') await new Promise((resolve) => setTimeout(resolve, APPROVAL_MS + 500));
-      return { action: 'accept', content: {} };
-    });
+    if (answer !== null)
+      client.setRequestHandler('elicitation/create', async (request, ctx) => {
+        handled.push({ key: ctx.mcpReq.id, message: request.params.message });
+        const mine = ctx.mcpReq.id === APPROVAL_KEY || String(ctx.mcpReq.id).startsWith('mcpguard-approval-');
+        if (!mine) return { action: 'accept', content: { confirm: true } };
+        if (answer === 'decline') return { action: 'decline' };
+        if (answer === 'late') await new Promise((resolve) => setTimeout(resolve, APPROVAL_MS + 500));
+        return { action: 'accept', content: {} };
+      });
     return { client, transport: new V2Transport(params), handled };
   };
 }
 
 const v2Server = (pidDir) => [process.execPath, V2_SERVER, '--pid-dir', pidDir];
-const MODERN_POLICY = { default: 'allow', rules: [{ tool: 'echo', decision: 'ask' }, { tool: 'confirm', decision: 'ask' }] };
+const MODERN_POLICY = {
+  default: 'allow',
+  rules: [
+    { tool: 'echo', decision: 'ask' },
+    { tool: 'confirm', decision: 'ask' },
+  ],
+};
 
 async function modernRun(answer, { tool, args, approvalTimeoutMs }) {
   const run = await session({
-    connect: v2Client(answer), server: v2Server, sessions: 2, approvalTimeoutMs,
+    connect: v2Client(answer),
+    server: v2Server,
+    sessions: 2,
+    approvalTimeoutMs,
     policy: MODERN_POLICY,
     script: async ({ client }) => ({ version: client.getNegotiatedProtocolVersion(), called: await client.callTool({ name: tool, arguments: args }) }),
   });
@@ -327,7 +386,10 @@ async function modernRun(answer, { tool, args, approvalTimeoutMs }) {
   const wire = run.client.find((p) => toolCalls(messagesOf(p.c2s)).length > 0);
   const fromClient = toolCalls(messagesOf(wire.c2s));
   const answers = fromClient.map((call) => messagesOf(wire.s2c).filter((m) => m.id === call.id));
-  assert.ok(answers.every((a) => a.length === 1), 'exactly one answer to each request');
+  assert.ok(
+    answers.every((a) => a.length === 1),
+    'exactly one answer to each request',
+  );
   const reached = Buffer.concat(run.server.map((p) => p.c2s));
   const log = run.logs.find((l) => callEnds(l, tool).length > 0);
   const legs = callEnds(log, tool);
@@ -344,10 +406,17 @@ async function modernRun(answer, { tool, args, approvalTimeoutMs }) {
   assert.equal(fromClient[1].params.requestState, card.requestState);
   assert.equal(legs[1].continues, legs[0].call_id);
   assert.equal(legs[1].linked_by, 'request_state');
-  assert.ok(legs.every((leg) => leg.chain === legs[0].call_id), 'every leg is on one chain');
+  assert.ok(
+    legs.every((leg) => leg.chain === legs[0].call_id),
+    'every leg is on one chain',
+  );
   // activity lists the newest first: the first leg is the last row.
   const rows = (await activityOf(run.recordDir, log)).filter((row) => row.tool === tool).reverse();
-  assert.deepEqual(rows.map((row) => [row.call_id, row.chain, row.leg]), legs.map((leg, i) => [leg.call_id, legs[0].call_id, i + 1]), 'mcpguard activity shows the legs of one call');
+  assert.deepEqual(
+    rows.map((row) => [row.call_id, row.chain, row.leg]),
+    legs.map((leg, i) => [leg.call_id, legs[0].call_id, i + 1]),
+    'mcpguard activity shows the legs of one call',
+  );
   assert.equal(rows[0].legs, legs.length);
   assert.equal(rows[0].chain_state, legs.at(-1).state);
   const atServer = toolCalls(messagesOf(reached));
@@ -360,12 +429,19 @@ describe('SDK v2 client: 2026-07-28 (mcpguard asks with input_required, the clie
     const run = await modernRun('accept', { tool: 'echo', args: { text: mark } });
     assert.deepEqual(run.result.called.content, [{ type: 'text', text: mark }]);
     assert.equal(run.result.called.isError, undefined);
-    assert.deepEqual(run.handled.map((h) => h.key), [APPROVAL_KEY], 'the person was asked once');
+    assert.deepEqual(
+      run.handled.map((h) => h.key),
+      [APPROVAL_KEY],
+      'the person was asked once',
+    );
     assert.ok(run.handled[0].message.includes(JSON.stringify({ text: mark })));
     assert.deepEqual(run.fromClient[1].params.inputResponses, { [APPROVAL_KEY]: { action: 'accept', content: {} } });
     assert.equal(run.atServer.length, 1, 'one call reached the server: the approved retry');
     assert.deepEqual(run.atServer[0].params.arguments, { text: mark });
-    assert.ok(!('inputResponses' in run.atServer[0].params) && !('requestState' in run.atServer[0].params), "mcpguard's answer and state were removed before dispatch");
+    assert.ok(
+      !('inputResponses' in run.atServer[0].params) && !('requestState' in run.atServer[0].params),
+      "mcpguard's answer and state were removed before dispatch",
+    );
     assert.equal(run.legs[1].state, 'completed');
     assert.equal(run.legs[1].decision.by, 'approval');
     await t.test("the retry's record keeps the person's answer, when it came, and the rule", () => {
@@ -380,7 +456,10 @@ describe('SDK v2 client: 2026-07-28 (mcpguard asks with input_required, the clie
     const run = await modernRun('decline', { tool: 'echo', args: { text: mark } });
     assert.equal(run.result.called.isError, true);
     assert.match(run.result.called.content[0].text, /^mcpguard denied this call before it reached the server: .*answered decline/);
-    assert.deepEqual(run.handled.map((h) => h.key), [APPROVAL_KEY]);
+    assert.deepEqual(
+      run.handled.map((h) => h.key),
+      [APPROVAL_KEY],
+    );
     assert.deepEqual(run.atServer, [], 'no tools/call reached the server');
     assert.ok(!run.reached.includes(mark), 'zero bytes of the denied call reached the server');
     assert.equal(run.legs[1].state, 'denied');
@@ -406,11 +485,19 @@ describe('SDK v2 client: 2026-07-28 (mcpguard asks with input_required, the clie
     });
   });
 
-  test('a client without the elicitation capability → denied at once, saying there is no way to ask; zero bytes at the server', { timeout: TIMEOUT }, async () => {
+  test('a client without the elicitation capability → denied at once, saying there is no way to ask; zero bytes at the server', {
+    timeout: TIMEOUT,
+  }, async () => {
     const mark = marker('echo-nocap');
     const run = await session({
-      connect: v2Client(null), server: v2Server, sessions: 2, policy: MODERN_POLICY,
-      script: async ({ client }) => ({ version: client.getNegotiatedProtocolVersion(), called: await client.callTool({ name: 'echo', arguments: { text: mark } }) }),
+      connect: v2Client(null),
+      server: v2Server,
+      sessions: 2,
+      policy: MODERN_POLICY,
+      script: async ({ client }) => ({
+        version: client.getNegotiatedProtocolVersion(),
+        called: await client.callTool({ name: 'echo', arguments: { text: mark } }),
+      }),
     });
     assert.equal(run.result.version, '2026-07-28');
     assert.equal(run.result.called.isError, true);
@@ -420,36 +507,62 @@ describe('SDK v2 client: 2026-07-28 (mcpguard asks with input_required, the clie
     const wire = run.client.find((p) => toolCalls(messagesOf(p.c2s)).length > 0);
     assert.equal(toolCalls(messagesOf(wire.c2s)).length, 1, 'no card, so no retry');
     const ends = run.logs.flatMap((log) => callEnds(log, 'echo'));
-    assert.deepEqual(ends.map((end) => [end.state, end.decision.by]), [['denied', 'policy']]);
+    assert.deepEqual(
+      ends.map((end) => [end.state, end.decision.by]),
+      [['denied', 'policy']],
+    );
   });
 
-  test('SDK v2 client (auto) ↔ server-everything falls back to the legacy era: the card arrives as elicitation/create and accept runs the tool', { timeout: TIMEOUT }, async () => {
+  test('SDK v2 client (auto) ↔ server-everything falls back to the legacy era: the card arrives as elicitation/create and accept runs the tool', {
+    timeout: TIMEOUT,
+  }, async () => {
     const mark = marker('echo-v2-legacy');
     const run = await session({
-      connect: v2Client('accept', 'auto'), server: () => [EVERYTHING, 'stdio'], sessions: 2, policy: MODERN_POLICY,
-      script: async ({ client }) => ({ version: client.getNegotiatedProtocolVersion(), called: await client.callTool({ name: 'echo', arguments: { message: mark } }) }),
+      connect: v2Client('accept', 'auto'),
+      server: () => [EVERYTHING, 'stdio'],
+      sessions: 2,
+      policy: MODERN_POLICY,
+      script: async ({ client }) => ({
+        version: client.getNegotiatedProtocolVersion(),
+        called: await client.callTool({ name: 'echo', arguments: { message: mark } }),
+      }),
     });
     assert.equal(run.result.version, '2025-11-25');
     assert.deepEqual(run.result.called.content, [{ type: 'text', text: `Echo: ${mark}` }]);
     assert.equal(run.handled.length, 1);
     assert.match(String(run.handled[0].key), /^mcpguard-approval-/);
     const ends = run.logs.flatMap((log) => callEnds(log, 'echo'));
-    assert.deepEqual(ends.map((end) => [end.state, end.decision.channel, end.decision.card.answer]), [['completed', 'elicitation', 'accept']]);
+    assert.deepEqual(
+      ends.map((end) => [end.state, end.decision.channel, end.decision.card.answer]),
+      [['completed', 'elicitation', 'accept']],
+    );
   });
 
-  test("confirm: mcpguard's card, then the server's own question; both reach the handler, mcpguard asks once, the final result arrives", { timeout: TIMEOUT }, async () => {
+  test("confirm: mcpguard's card, then the server's own question; both reach the handler, mcpguard asks once, the final result arrives", {
+    timeout: TIMEOUT,
+  }, async () => {
     const run = await modernRun('accept', { tool: 'confirm', args: { action: 'deploy' } });
     assert.deepEqual(run.result.called.content, [{ type: 'text', text: 'done: deploy' }]);
-    assert.deepEqual(run.handled.map((h) => h.key), [APPROVAL_KEY, 'confirm'], "mcpguard's question, then the server's");
+    assert.deepEqual(
+      run.handled.map((h) => h.key),
+      [APPROVAL_KEY, 'confirm'],
+      "mcpguard's question, then the server's",
+    );
     assert.equal(run.handled[1].message, 'Really deploy?');
     const cards = run.answers.flat().filter((m) => m.result?.inputRequests?.[APPROVAL_KEY]);
     assert.equal(cards.length, 1, 'mcpguard asked the person once');
     assert.deepEqual(run.answers[1][0].result.inputRequests.confirm.params.message, 'Really deploy?', "the server's own question passed through");
     // The server saw the approved call (without mcpguard's answer), then the client's answer to its own question.
     assert.equal(run.atServer.length, 2);
-    assert.deepEqual(run.atServer.map((m) => Object.keys(m.params.inputResponses ?? {})), [[], ['confirm']]);
+    assert.deepEqual(
+      run.atServer.map((m) => Object.keys(m.params.inputResponses ?? {})),
+      [[], ['confirm']],
+    );
     assert.ok(run.atServer.every((m) => m.params.requestState === undefined));
-    assert.deepEqual(run.legs.map((leg) => leg.state), ['input_required', 'input_required', 'completed']);
+    assert.deepEqual(
+      run.legs.map((leg) => leg.state),
+      ['input_required', 'input_required', 'completed'],
+    );
     assert.equal(run.legs[2].continues, run.legs[1].call_id);
     assert.equal(run.legs[2].decision.by, 'approval');
     assert.match(run.legs[2].decision.reason, /approved on an earlier leg/);

@@ -29,8 +29,11 @@ function home() {
 async function session(h, args, command, script) {
   const client = new Client({ name: 'hour', version: '1.0.0' }, { capabilities: {} });
   const transport = new StdioClientTransport({
-    command: process.execPath, args: [BIN, '--record-dir', h.records, ...args, '--', ...command], cwd: ROOT,
-    env: { ...process.env, ...PLANTED_VARS, PINS_VARIANT_FILE: h.variant, RECORD_LINES: h.lines }, stderr: 'pipe',
+    command: process.execPath,
+    args: [BIN, '--record-dir', h.records, ...args, '--', ...command],
+    cwd: ROOT,
+    env: { ...process.env, ...PLANTED_VARS, PINS_VARIANT_FILE: h.variant, RECORD_LINES: h.lines },
+    stderr: 'pipe',
   });
   const stderr = [];
   transport.stderr.on('data', (c) => stderr.push(c));
@@ -44,7 +47,9 @@ async function session(h, args, command, script) {
 
 const linesRead = (h) => (existsSync(h.lines) ? readFileSync(h.lines, 'utf8') : '');
 
-test('a held pin change with no way to ask: says what changed and how to accept it, tagged by pins; zero bytes at the server', { timeout: TIMEOUT }, async () => {
+test('a held pin change with no way to ask: says what changed and how to accept it, tagged by pins; zero bytes at the server', {
+  timeout: TIMEOUT,
+}, async () => {
   const h = home();
   const server = ['python3', fixture('pins-server.py')];
   writeFileSync(h.variant, 'base');
@@ -68,7 +73,9 @@ test('a held pin change with no way to ask: says what changed and how to accept 
   assert.match(activity, /changed since it was pinned/);
 });
 
-test('policy rules are counted from 1 in the refusal, the stderr diagnostics and the views; the record keeps the 0-based index', { timeout: TIMEOUT }, async () => {
+test('policy rules are counted from 1 in the refusal, the stderr diagnostics and the views; the record keeps the 0-based index', {
+  timeout: TIMEOUT,
+}, async () => {
   const h = home();
   const policy = join(h.dir, 'policy.json');
   writeFileSync(policy, JSON.stringify({ rules: [{ tool: 'add', when: { properties: { a: { const: 1 } } }, decision: 'deny', reason: 'no ones' }] }));
@@ -85,7 +92,15 @@ test('policy rules are counted from 1 in the refusal, the stderr diagnostics and
   assert.match(shown, /policy rule 1\b/);
   assert.doesNotMatch(shown, /"rule":0/, 'the human view does not show the 0-based index as if it were the rule number');
   // A policy that does not load names its rule the way a person counts.
-  writeFileSync(policy, JSON.stringify({ rules: [{ tool: 'add', decision: 'deny' }, { tool: 'x', decision: 'maybe' }] }));
+  writeFileSync(
+    policy,
+    JSON.stringify({
+      rules: [
+        { tool: 'add', decision: 'deny' },
+        { tool: 'x', decision: 'maybe' },
+      ],
+    }),
+  );
   const bad = await runGuard(['--policy', policy, '--', 'python3', fixture('stdlib_server.py')], { timeout: TIMEOUT }).done;
   assert.equal(bad.code, 125);
   assert.match(bad.stderr, /rule 2: "decision" must be one of/);

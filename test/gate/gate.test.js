@@ -13,10 +13,19 @@ after(killStarted);
 
 const TIMEOUT = 30000;
 const SERVER = ['python3', fixture('gate-server.py')];
-const init = (capabilities = {}) => ({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 't', version: '1' } } });
+const init = (capabilities = {}) => ({
+  jsonrpc: '2.0',
+  id: 'init',
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 't', version: '1' } },
+});
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-const calledAtServer = (c) => c.atServer().filter((m) => m.method === 'tools/call').map((m) => m.id);
+const calledAtServer = (c) =>
+  c
+    .atServer()
+    .filter((m) => m.method === 'tools/call')
+    .map((m) => m.id);
 
 /** A legacy session, initialized, with these mcpguard options and (optionally) a policy file. */
 async function legacy(args = [], { policy, capabilities, env } = {}) {
@@ -33,11 +42,14 @@ async function legacy(args = [], { policy, capabilities, env } = {}) {
   await c.waitFor((m) => m.id === 'init', 'initialize answer');
   c.send(initialized);
   const cleanup = c.cleanup;
-  c.cleanup = () => { cleanup(); scratch?.cleanup(); };
+  c.cleanup = () => {
+    cleanup();
+    scratch?.cleanup();
+  };
   return c;
 }
 
-describe('arguments against the server\'s inputSchema', () => {
+describe("arguments against the server's inputSchema", () => {
   test('bad arguments: a tool execution error naming the path and keyword; zero bytes at the server; one rejected record', { timeout: TIMEOUT }, async () => {
     const c = await legacy();
     try {
@@ -60,7 +72,9 @@ describe('arguments against the server\'s inputSchema', () => {
       assert.equal(ends.length, 1);
       assert.equal(ends[0].state, 'rejected');
       assert.equal(ends[0].decision.by, 'schema');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('an unknown tool is a protocol error (-32602), never forwarded', { timeout: TIMEOUT }, async () => {
@@ -77,7 +91,9 @@ describe('arguments against the server\'s inputSchema', () => {
       assert.deepEqual(calledAtServer(c), []);
       assert.equal(c.atServer().filter((m) => m.method === 'tools/list').length, 2, "the client's list, then mcpguard's own for the unknown name");
       assert.equal(endOf(r.records, 1).state, 'rejected');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
@@ -91,7 +107,9 @@ describe('policy', () => {
     ],
   };
 
-  test('a deny rule answers a tool execution error naming the rule and its reason; zero bytes at the server; one denied record', { timeout: TIMEOUT }, async () => {
+  test('a deny rule answers a tool execution error naming the rule and its reason; zero bytes at the server; one denied record', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await legacy([], { policy });
     try {
       c.send(call(1, 'exec', { command: 'rm -rf /' }), call(2, 'exec', { command: 'ls' }));
@@ -107,7 +125,9 @@ describe('policy', () => {
       assert.equal(end.decision.rule, 1, "the record keeps the rule's 0-based index");
       const activity = (await runGuard(['activity', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
       assert.match(activity, / denied .*\n {4}denied by policy rule 2 \(no rm from agents\)/, 'activity shows the refusal, and its reason on the line below');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('hide_denied removes always-denied tools from the tools/list the client sees, and keeps every other byte', { timeout: TIMEOUT }, async () => {
@@ -115,38 +135,55 @@ describe('policy', () => {
     try {
       c.send({ jsonrpc: '2.0', id: 'l', method: 'tools/list' });
       const list = await c.waitFor((m) => m.id === 'l', 'tools/list');
-      assert.deepEqual(list.result.tools.map((t) => t.name), ['echo', 'exec', 'confirm_more', 'change_list', 'count'], 'exec stays: only some of its calls are denied');
+      assert.deepEqual(
+        list.result.tools.map((t) => t.name),
+        ['echo', 'exec', 'confirm_more', 'change_list', 'count'],
+        'exec stays: only some of its calls are denied',
+      );
       await c.finish();
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
-  test('--validate-args off: a rule on annotations applies to a tool never listed (unknown is not "not destructive"); a listed one is judged by its own', { timeout: TIMEOUT }, async () => {
-    const rules = { rules: [{ annotations: { destructiveHint: true }, decision: 'deny', reason: 'no destructive tools' }, { annotations: { readOnlyHint: true }, decision: 'ask' }] };
-    const c = await legacy(['--validate-args=off'], { policy: rules });
-    try {
-      c.send(call(1, 'delete_file', { path: '/tmp/x' }));
-      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
-      assert.equal(one.result.isError, true);
-      assert.match(one.result.content[0].text, /denied by policy rule 1 \(no destructive tools; the tool's annotations are unknown/);
-      c.send({ jsonrpc: '2.0', id: 'l', method: 'tools/list' });
-      await c.waitFor((m) => m.id === 'l', 'tools/list');
-      c.send(call(2, 'exec', { command: 'ls' }), call(3, 'delete_file', { path: '/tmp/x' }));
-      const two = await c.waitFor((m) => m.id === 2, 'answer to 2');
-      const three = await c.waitFor((m) => m.id === 3, 'answer to 3');
-      assert.equal(two.result.isError, undefined, 'exec is listed without annotations: no rule applies');
-      assert.match(three.result.content[0].text, /denied by policy rule 1 \(no destructive tools\)$/);
-      const r = await c.finish();
-      assert.deepEqual(calledAtServer(c), [2], 'the unlisted destructive tool never reached the server');
-      assert.equal(endOf(r.records, 1).decision.rule, 0);
-    } finally { c.cleanup(); }
-  });
+test('--validate-args off: a rule on annotations applies to a tool never listed (unknown is not "not destructive"); a listed one is judged by its own', {
+  timeout: TIMEOUT,
+}, async () => {
+  const rules = {
+    rules: [
+      { annotations: { destructiveHint: true }, decision: 'deny', reason: 'no destructive tools' },
+      { annotations: { readOnlyHint: true }, decision: 'ask' },
+    ],
+  };
+  const c = await legacy(['--validate-args=off'], { policy: rules });
+  try {
+    c.send(call(1, 'delete_file', { path: '/tmp/x' }));
+    const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+    assert.equal(one.result.isError, true);
+    assert.match(one.result.content[0].text, /denied by policy rule 1 \(no destructive tools; the tool's annotations are unknown/);
+    c.send({ jsonrpc: '2.0', id: 'l', method: 'tools/list' });
+    await c.waitFor((m) => m.id === 'l', 'tools/list');
+    c.send(call(2, 'exec', { command: 'ls' }), call(3, 'delete_file', { path: '/tmp/x' }));
+    const two = await c.waitFor((m) => m.id === 2, 'answer to 2');
+    const three = await c.waitFor((m) => m.id === 3, 'answer to 3');
+    assert.equal(two.result.isError, undefined, 'exec is listed without annotations: no rule applies');
+    assert.match(three.result.content[0].text, /denied by policy rule 1 \(no destructive tools\)$/);
+    const r = await c.finish();
+    assert.deepEqual(calledAtServer(c), [2], 'the unlisted destructive tool never reached the server');
+    assert.equal(endOf(r.records, 1).decision.rule, 0);
+  } finally {
+    c.cleanup();
+  }
+});
 
 describe('approval, legacy era (elicitation through the client)', () => {
   const ask = { default: 'allow', rules: [{ tool: 'delete_file', decision: 'ask' }] };
   const card = (c) => c.waitFor((m) => m.method === 'elicitation/create', 'the approval card');
 
-  test('accept: the card names the tool and the exact arguments; the call is dispatched after the answer; the records keep the card', { timeout: TIMEOUT }, async () => {
+  test('accept: the card names the tool and the exact arguments; the call is dispatched after the answer; the records keep the card', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await legacy([], { policy: ask, capabilities: { elicitation: {} } });
     try {
       c.send(call(1, 'delete_file', { path: '/tmp/x' }));
@@ -169,7 +206,9 @@ describe('approval, legacy era (elicitation through the client)', () => {
       assert.match(attempt.decision.card.sha256, /^[0-9a-f]{64}$/);
       assert.ok(attempt.decision.card.shown_at <= attempt.decision.card.answered_at);
       assert.equal(endOf(r.records, 1).state, 'completed');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('decline: denied, a tool execution error, zero bytes at the server', { timeout: TIMEOUT }, async () => {
@@ -184,7 +223,9 @@ describe('approval, legacy era (elicitation through the client)', () => {
       const r = await c.finish();
       assert.deepEqual(calledAtServer(c), []);
       assert.equal(endOf(r.records, 1).state, 'denied');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('no answer: denied at the wall-clock deadline; the card is withdrawn at the client', { timeout: TIMEOUT }, async () => {
@@ -200,7 +241,9 @@ describe('approval, legacy era (elicitation through the client)', () => {
       assert.deepEqual(calledAtServer(c), []);
       assert.equal(endOf(r.records, 1).state, 'denied');
       assert.equal(endOf(r.records, 1).decision.card.answer, 'timed_out');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('a client that cannot be asked, and no --approve-cmd: denied at once, saying why', { timeout: TIMEOUT }, async () => {
@@ -212,7 +255,9 @@ describe('approval, legacy era (elicitation through the client)', () => {
       const r = await c.finish();
       assert.deepEqual(calledAtServer(c), []);
       assert.equal(endOf(r.records, 1).state, 'denied');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('--approve-cmd: exit 0 approves, anything else denies; the action arrives as JSON on its stdin', { timeout: TIMEOUT }, async () => {
@@ -226,7 +271,9 @@ describe('approval, legacy era (elicitation through the client)', () => {
       assert.deepEqual(calledAtServer(c), [1]);
       assert.equal(endOf(r.records, 1).decision.by, 'approve-cmd');
       assert.equal(endOf(r.records, 2).state, 'denied');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('--approve-cmd is resolved once at start: an approver placed later in an earlier PATH directory decides nothing', { timeout: TIMEOUT }, async () => {
@@ -247,7 +294,10 @@ describe('approval, legacy era (elicitation through the client)', () => {
       assert.deepEqual(calledAtServer(c), [1], 'the approver resolved at start approved');
       assert.equal(existsSync(join(scratch.dir, 'ran-planted')), false, 'the planted approver never ran');
       assert.equal(existsSync(join(scratch.dir, 'ran-late')), true);
-    } finally { c.cleanup(); scratch.cleanup(); }
+    } finally {
+      c.cleanup();
+      scratch.cleanup();
+    }
   });
 
   test('a client cancel of a waiting call ends it before dispatch and withdraws the card; nothing reaches the server', { timeout: TIMEOUT }, async () => {
@@ -262,7 +312,9 @@ describe('approval, legacy era (elicitation through the client)', () => {
       assert.equal(r.out.filter((m) => m.id === 1).length, 0, 'a cancelled request gets no answer');
       assert.equal(c.atServer().filter((m) => m.method === 'tools/call' || m.method === 'notifications/cancelled').length, 0);
       assert.equal(endOf(r.records, 1).state, 'cancelled_before_dispatch');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('one card open does not hold anything else: 100 calls pass meanwhile', { timeout: TIMEOUT }, async () => {
@@ -277,7 +329,9 @@ describe('approval, legacy era (elicitation through the client)', () => {
       c.send({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: {} } });
       await c.waitFor((m) => m.id === 0, 'answer to 0');
       await c.finish();
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
@@ -286,7 +340,13 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
   const META = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
   const mcall = (id, name, args, extra = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...extra, _meta: META } });
   const accept = { 'io.mcpguard/approval': { action: 'accept', content: {} } };
-  const policy = { default: 'allow', rules: [{ tool: 'delete_file', decision: 'ask' }, { tool: 'confirm_more', decision: 'ask' }] };
+  const policy = {
+    default: 'allow',
+    rules: [
+      { tool: 'delete_file', decision: 'ask' },
+      { tool: 'confirm_more', decision: 'ask' },
+    ],
+  };
 
   async function modern(args = []) {
     const scratch = tempDir();
@@ -294,11 +354,14 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
     writeFileSync(path, JSON.stringify(policy));
     const c = conversation(SERVER, ['--validate-args=on', `--policy=${path}`, ...args]);
     const cleanup = c.cleanup;
-    c.cleanup = () => { cleanup(); scratch.cleanup(); };
+    c.cleanup = () => {
+      cleanup();
+      scratch.cleanup();
+    };
     return c;
   }
 
-  test('accept: the card travels as input_required; the retry reaches the server without mcpguard\'s answer and state', { timeout: TIMEOUT }, async () => {
+  test("accept: the card travels as input_required; the retry reaches the server without mcpguard's answer and state", { timeout: TIMEOUT }, async () => {
     const c = await modern();
     try {
       c.send(mcall(1, 'delete_file', { path: '/tmp/x' }));
@@ -318,10 +381,14 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
       assert.equal(retry.state, 'completed');
       assert.equal(retry.continues, first.call_id);
       assert.equal(retry.decision.channel, 'input_required');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
-  test('a forged or altered retry is refused: changed arguments, a replayed state, a state from another call, a decline; an altered state is asked about afresh', { timeout: TIMEOUT }, async () => {
+  test('a forged or altered retry is refused: changed arguments, a replayed state, a state from another call, a decline; an altered state is asked about afresh', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await modern();
     try {
       c.send(mcall(1, 'delete_file', { path: '/tmp/a' }), mcall(2, 'delete_file', { path: '/tmp/b' }));
@@ -341,7 +408,14 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
       assert.match(replayed.result.content[0].text, /already used/);
       c.send(mcall(7, 'delete_file', { path: '/tmp/c' }));
       const cc = await c.waitFor((m) => m.id === 7, 'card c');
-      c.send(mcall(8, 'delete_file', { path: '/tmp/c' }, { inputResponses: { 'io.mcpguard/approval': { action: 'decline' } }, requestState: cc.result.requestState }));
+      c.send(
+        mcall(
+          8,
+          'delete_file',
+          { path: '/tmp/c' },
+          { inputResponses: { 'io.mcpguard/approval': { action: 'decline' } }, requestState: cc.result.requestState },
+        ),
+      );
       const declined = await c.waitFor((m) => m.id === 8, 'answer to 8');
       assert.match(declined.result.content[0].text, /answered decline/);
       // A state that does not verify is not mcpguard's (it would be the server's): the call is asked about afresh.
@@ -354,10 +428,14 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
       assert.deepEqual(calledAtServer(c), [5], 'only the one good retry reached the server');
       for (const id of [3, 4, 6, 8]) assert.equal(endOf(r.records, id).state, 'denied', `call ${id}`);
       assert.equal(endOf(r.records, 9).state, 'input_required');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
-  test('composes with a server that asks for input of its own after the approval: its state passes untouched, no second card', { timeout: TIMEOUT }, async () => {
+  test('composes with a server that asks for input of its own after the approval: its state passes untouched, no second card', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await modern();
     try {
       c.send(mcall(1, 'confirm_more', {}));
@@ -373,9 +451,17 @@ describe('approval, 2026-07-28 (input_required and a sealed retry)', () => {
       assert.deepEqual(calledAtServer(c), [2, 3]);
       assert.equal(c.atServer().find((m) => m.id === 3).params.requestState, 'srv-1');
       const legs = [1, 2, 3].map((id) => endOf(r.records, id));
-      assert.deepEqual(legs.map((l) => l.state), ['input_required', 'input_required', 'completed']);
-      assert.ok(legs.every((l) => l.chain === legs[0].call_id), 'one chain');
-    } finally { c.cleanup(); }
+      assert.deepEqual(
+        legs.map((l) => l.state),
+        ['input_required', 'input_required', 'completed'],
+      );
+      assert.ok(
+        legs.every((l) => l.chain === legs[0].call_id),
+        'one chain',
+      );
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
@@ -391,7 +477,9 @@ describe('structuredContent against outputSchema', () => {
       assert.deepEqual(endOf(r.records, 1).flags, ['output_schema_mismatch']);
       assert.equal(endOf(r.records, 3).flags, null);
       assert.equal(r.stderr.split('outputSchema').length - 1, 1, r.stderr);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('--validate-output enforce: the client gets a tool error instead, saying the tool ran', { timeout: TIMEOUT }, async () => {
@@ -406,7 +494,9 @@ describe('structuredContent against outputSchema', () => {
       const r = await c.finish();
       assert.deepEqual(calledAtServer(c), [1, 2], 'the tool did run');
       assert.equal(endOf(r.records, 1).state, 'completed');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('a tool error (isError: true) is not checked: its own words reach the client, under enforce too, with no warning', { timeout: TIMEOUT }, async () => {
@@ -416,12 +506,14 @@ describe('structuredContent against outputSchema', () => {
       const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
       assert.equal(one.result.isError, true);
       assert.equal(one.result.content[0].text, 'Access denied - path outside allowed directories');
-      assert.equal(one.result._meta, undefined, 'the result is the server\'s, not mcpguard\'s');
+      assert.equal(one.result._meta, undefined, "the result is the server's, not mcpguard's");
       const r = await c.finish();
       assert.equal(endOf(r.records, 1).state, 'tool_error');
       assert.equal(endOf(r.records, 1).flags, null);
       assert.ok(!r.stderr.includes('outputSchema') && !r.stderr.includes('does not match'), r.stderr);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
@@ -433,7 +525,7 @@ describe('the tools mcpguard knows', () => {
       await c.waitFor((m) => m.id === 'l', 'tools/list');
       c.send(call(1, 'echo', { text: 'a' }));
       await c.waitFor((m) => m.id === 1, 'answer to 1');
-      assert.equal(c.atServer().filter((m) => m.method === 'tools/list').length, 1, 'known from the client\'s list');
+      assert.equal(c.atServer().filter((m) => m.method === 'tools/list').length, 1, "known from the client's list");
       c.send(call(2, 'change_list', {}));
       await c.waitFor((m) => m.method === 'notifications/tools/list_changed', 'list changed');
       c.send(call(3, 'echo', { text: 'b' }));
@@ -442,7 +534,9 @@ describe('the tools mcpguard knows', () => {
       assert.equal(lists.length, 2, 'learned again, with a list of its own');
       assert.match(String(lists[1].id), /^mcpguard-tools-list-/);
       await c.finish();
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('pages: mcpguard follows nextCursor in its own tools/list', { timeout: TIMEOUT }, async () => {
@@ -452,16 +546,30 @@ describe('the tools mcpguard knows', () => {
       const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
       assert.equal(one.result.isError, undefined, JSON.stringify(one));
       const own = c.atServer().filter((m) => m.method === 'tools/list');
-      assert.deepEqual(own.map((m) => m.params?.cursor ?? null), [null, '1', '2', '3', '4', '5'], 'every page, one tool each');
+      assert.deepEqual(
+        own.map((m) => m.params?.cursor ?? null),
+        [null, '1', '2', '3', '4', '5'],
+        'every page, one tool each',
+      );
       await c.finish();
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
 describe('options checked at start (exit 125, nothing started)', () => {
   const cases = [
     [{ rules: [{ tool: 'x', decision: 'maybe' }] }, /rule 1: "decision" must be one of allow, ask, deny, got "maybe"/],
-    [{ rules: [{ tool: 'x', decision: 'deny' }, { tool: 'y', when: { type: 'strin' }, decision: 'deny' }] }, /rule 2: "when" is not a usable JSON Schema/],
+    [
+      {
+        rules: [
+          { tool: 'x', decision: 'deny' },
+          { tool: 'y', when: { type: 'strin' }, decision: 'deny' },
+        ],
+      },
+      /rule 2: "when" is not a usable JSON Schema/,
+    ],
     [{ rules: [{ tool: 'x', decision: 'deny', extra: 1 }] }, /rule 1: unknown key "extra"/],
     [{ rules: [{ annotations: { readOnlyHint: true }, decision: 'allow' }] }, /rule 1: a rule that matches "annotations" may only ask or deny/],
     [{ default: 'allow', hide: true }, /unknown key "hide"/],
@@ -479,7 +587,9 @@ describe('options checked at start (exit 125, nothing started)', () => {
         assert.match(r.stderr, message);
         assert.ok(r.stderr.includes(path), 'names the file');
         assert.equal(existsSync(marker), false, 'the server never started');
-      } finally { cleanup(); }
+      } finally {
+        cleanup();
+      }
     });
   }
 
@@ -490,9 +600,16 @@ describe('options checked at start (exit 125, nothing started)', () => {
       writeFileSync(config, JSON.stringify({ 'validate-args': 'on', policy: { rules: [{ tool: 'exec', decision: 'deny', reason: 'from config' }] } }));
       const input = [init(), initialized, call(1, 'exec', { command: 'ls' })].map((m) => `${JSON.stringify(m)}\n`).join('');
       const r = await runGuard([`--config=${config}`, '--', ...SERVER], { input, timeout: TIMEOUT }).done;
-      const one = r.stdout.toString().trim().split('\n').map((l) => JSON.parse(l)).find((m) => m.id === 1);
+      const one = r.stdout
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .find((m) => m.id === 1);
       assert.match(one.result.content[0].text, /denied by policy rule 1 \(from config\)/);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('--approve-cmd must name a program that can run', { timeout: TIMEOUT }, async () => {
@@ -506,17 +623,35 @@ describe('nothing goes around the gate', () => {
   test('a 2025-03-26 batch carrying a tools/call is refused whole (zero bytes at the server); one without passes', { timeout: TIMEOUT }, async () => {
     const c = conversation(SERVER, ['--validate-args=on']);
     try {
-      c.send({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+      c.send({
+        jsonrpc: '2.0',
+        id: 'init',
+        method: 'initialize',
+        params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      });
       await c.waitFor((m) => m.id === 'init', 'initialize');
       c.child.stdin.write(`${JSON.stringify([call(1, 'exec', { command: 'rm -rf /' }), { jsonrpc: '2.0', id: 2, method: 'tools/list' }])}\n`);
       const refused = await c.waitFor((m) => m.id === null && m.error, 'the refusal');
       assert.match(refused.error.message, /a batch may not carry tools\/call while the gate is on/);
-      c.child.stdin.write(`${JSON.stringify([{ jsonrpc: '2.0', id: 3, method: 'tools/list' }, { jsonrpc: '2.0', id: 4, method: 'tools/list' }])}\n`);
+      c.child.stdin.write(
+        `${JSON.stringify([
+          { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+          { jsonrpc: '2.0', id: 4, method: 'tools/list' },
+        ])}\n`,
+      );
       await c.waitFor((m) => Array.isArray(m), 'the batch answer');
       await c.finish();
-      assert.deepEqual(c.atServer().filter((m) => !Array.isArray(m)).map((m) => m.method), ['initialize']);
+      assert.deepEqual(
+        c
+          .atServer()
+          .filter((m) => !Array.isArray(m))
+          .map((m) => m.method),
+        ['initialize'],
+      );
       assert.equal(c.atServer().filter((m) => Array.isArray(m)).length, 1, 'only the batch without tools/call reached the server');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('an answer to a card that was already withdrawn is dropped quietly; the session goes on', { timeout: TIMEOUT }, async () => {
@@ -531,6 +666,8 @@ describe('nothing goes around the gate', () => {
       assert.match(r.stderr, /arrived late; ignored/);
       assert.equal(r.summary.end_reason, 'client_eof');
       assert.deepEqual(calledAtServer(c), [2]);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });

@@ -14,11 +14,21 @@ after(killStarted);
 
 const TIMEOUT = 60000;
 const SERVER = ['python3', fixture('hostile-schema-server.py')];
-const init = { jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+const init = {
+  jsonrpc: '2.0',
+  id: 'init',
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+};
 const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 /** A tools/call line written by hand, so numbers keep every digit. */
-const callLine = (id, name, args) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${args}}}\n`;
-const calledAtServer = (c) => c.atServer().filter((m) => m.method === 'tools/call').map((m) => m.id);
+const callLine = (id, name, args) =>
+  `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${args}}}\n`;
+const calledAtServer = (c) =>
+  c
+    .atServer()
+    .filter((m) => m.method === 'tools/call')
+    .map((m) => m.id);
 const textOf = (m) => m.result.content[0].text;
 const pongs = (m) => Number(/^pong (\d+)$/.exec(textOf(m))[1]);
 
@@ -31,7 +41,9 @@ async function session(env = {}) {
 }
 
 describe('a pattern that backtracks exponentially', () => {
-  test('pattern and patternProperties: the bomb is judged at once (refused, zero bytes), a call beside it is answered, stderr keeps draining', { timeout: TIMEOUT }, async () => {
+  test('pattern and patternProperties: the bomb is judged at once (refused, zero bytes), a call beside it is answered, stderr keeps draining', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await session();
     try {
       const bomb = `${'a'.repeat(40)}!`;
@@ -50,10 +62,14 @@ describe('a pattern that backtracks exponentially', () => {
       assert.ok(pongs(six) > pongs(two), `the server's stderr was drained meanwhile (${pongs(two)} then ${pongs(six)} bytes written)`);
       await c.finish();
       assert.deepEqual(calledAtServer(c), [2, 4, 5, 6], 'the refused calls never reached the server');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
-  test('a pattern RE2 cannot run (a lookahead) runs on V8 under a time budget: the bomb is refused as not checkable, a call beside it is answered', { timeout: TIMEOUT }, async () => {
+  test('a pattern RE2 cannot run (a lookahead) runs on V8 under a time budget: the bomb is refused as not checkable, a call beside it is answered', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await session();
     try {
       c.send(call(1, 'ahead', { name: `${'a'.repeat(40)}!` }), call(2, 'ping', {}), call(3, 'ahead', { name: 'aaa' }), call(4, 'ahead', { name: 'baa' }));
@@ -61,12 +77,17 @@ describe('a pattern that backtracks exponentially', () => {
       await c.waitFor((m) => m.id === 2, 'answer to the ping');
       const three = await c.waitFor((m) => m.id === 3, 'answer to 3');
       const four = await c.waitFor((m) => m.id === 4, 'answer to 4');
-      assert.match(textOf(one), /- \(root\): pattern: a pattern RE2 cannot run \(it uses a lookaround, which RE2 cannot match\) took more than mcpguard's bound/);
+      assert.match(
+        textOf(one),
+        /- \(root\): pattern: a pattern RE2 cannot run \(it uses a lookaround, which RE2 cannot match\) took more than mcpguard's bound/,
+      );
       assert.equal(textOf(three), "{'name': 'aaa'}");
       assert.match(textOf(four), /- \/name: pattern: must match/);
       await c.finish();
       assert.deepEqual(calledAtServer(c), [2, 3]);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('a string too large to match within the bound is refused as not checkable, saying so', { timeout: TIMEOUT }, async () => {
@@ -78,16 +99,24 @@ describe('a pattern that backtracks exponentially', () => {
       assert.match(textOf(one), /matching its patterns would take more than mcpguard's bound/);
       await c.finish();
       assert.deepEqual(calledAtServer(c), [2]);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
 describe('uniqueItems over many items', () => {
-  test('20,000 distinct objects pass without the pairwise loop; a repeat among them is refused as not checkable; a small repeat is invalid', { timeout: TIMEOUT }, async () => {
+  test('20,000 distinct objects pass without the pairwise loop; a repeat among them is refused as not checkable; a small repeat is invalid', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await session();
     try {
       const items = Array.from({ length: 20000 }, (_, i) => ({ k: i, v: 'same prefix '.repeat(4) }));
-      c.send(call(1, 'tags', { tags: items }), call(2, 'tags', { tags: [...items, { v: items[5].v, k: 5 }] }), call(3, 'tags', { tags: [1, { a: 1, b: 2 }, { b: 2, a: 1 }] }));
+      c.send(
+        call(1, 'tags', { tags: items }),
+        call(2, 'tags', { tags: [...items, { v: items[5].v, k: 5 }] }),
+        call(3, 'tags', { tags: [1, { a: 1, b: 2 }, { b: 2, a: 1 }] }),
+      );
       const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
       const two = await c.waitFor((m) => m.id === 2, 'answer to 2');
       const three = await c.waitFor((m) => m.id === 3, 'answer to 3');
@@ -96,16 +125,27 @@ describe('uniqueItems over many items', () => {
       assert.match(textOf(three), /- \/tags: uniqueItems/);
       await c.finish();
       assert.deepEqual(calledAtServer(c), [1]);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
 describe('numbers a double cannot hold', () => {
-  test('judged on the digits the server reads: a rounded const refuses the schema, multipleOf refuses a rounded integer, 1e400 is never an integer; exact ones pass', { timeout: TIMEOUT }, async () => {
+  test('judged on the digits the server reads: a rounded const refuses the schema, multipleOf refuses a rounded integer, 1e400 is never an integer; exact ones pass', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await session();
     try {
-      c.child.stdin.write(callLine(1, 'exact', '{"id":9007199254740992}') + callLine(2, 'even', '{"m":9007199254740993}') + callLine(3, 'bounded', '{"x":1e400}')
-        + callLine(4, 'bounded', '{"x":9007199254740993}') + callLine(5, 'even', '{"m":9007199254740994}') + callLine(6, 'bounded', '{"n":9007199254740993}') + callLine(7, 'bounded', '{"n":-0,"x":-0.0}'));
+      c.child.stdin.write(
+        callLine(1, 'exact', '{"id":9007199254740992}') +
+          callLine(2, 'even', '{"m":9007199254740993}') +
+          callLine(3, 'bounded', '{"x":1e400}') +
+          callLine(4, 'bounded', '{"x":9007199254740993}') +
+          callLine(5, 'even', '{"m":9007199254740994}') +
+          callLine(6, 'bounded', '{"n":9007199254740993}') +
+          callLine(7, 'bounded', '{"n":-0,"x":-0.0}'),
+      );
       const answers = [];
       for (let id = 1; id <= 7; id++) answers[id] = await c.waitFor((m) => m.id === id, `answer to ${id}`);
       assert.match(textOf(answers[1]), /its inputSchema cannot be checked \(\/properties\/id\/const: holds an integer beyond ±\(2\^53 − 1\)/);
@@ -117,10 +157,14 @@ describe('numbers a double cannot hold', () => {
       assert.equal(textOf(answers[7]), "{'n': 0, 'x': -0.0}");
       await c.finish();
       assert.deepEqual(calledAtServer(c), [4, 5, 7]);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
-  test('a policy `when`: an integer beyond 2^53 in it stops mcpguard at start; with multipleOf, a rounded argument is denied as undecidable', { timeout: TIMEOUT }, async () => {
+  test('a policy `when`: an integer beyond 2^53 in it stops mcpguard at start; with multipleOf, a rounded argument is denied as undecidable', {
+    timeout: TIMEOUT,
+  }, async () => {
     const { tempDir, runGuard } = await import('../helpers/run.js');
     const { writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
@@ -143,7 +187,11 @@ describe('numbers a double cannot hold', () => {
         assert.match(textOf(one), /the policy could not decide: .*argument \/id is an integer a double cannot hold exactly/);
         await c.finish();
         assert.deepEqual(calledAtServer(c), [2]);
-      } finally { c.cleanup(); }
-    } finally { scratch.cleanup(); }
+      } finally {
+        c.cleanup();
+      }
+    } finally {
+      scratch.cleanup();
+    }
   });
 });

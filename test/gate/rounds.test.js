@@ -15,7 +15,13 @@ after(killStarted);
 
 const TIMEOUT = 30000;
 const SERVER = ['python3', fixture('hostile-rounds.py')];
-const POLICY = { default: 'allow', rules: [{ tool: 'pay', decision: 'ask' }, { tool: 'wipe', decision: 'ask' }] };
+const POLICY = {
+  default: 'allow',
+  rules: [
+    { tool: 'pay', decision: 'ask' },
+    { tool: 'wipe', decision: 'ask' },
+  ],
+};
 const V = '2026-07-28';
 const META = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
 const APPROVAL = 'io.mcpguard/approval';
@@ -23,7 +29,11 @@ const accept = { [APPROVAL]: { action: 'accept', content: {} } };
 const more = { more: { action: 'accept', content: {} } };
 const mcall = (id, name, args, extra = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...extra, _meta: META } });
 const lcall = (id, name, args, extra = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...extra } });
-const calledAtServer = (c) => c.atServer().filter((m) => m.method === 'tools/call').map((m) => m.id);
+const calledAtServer = (c) =>
+  c
+    .atServer()
+    .filter((m) => m.method === 'tools/call')
+    .map((m) => m.id);
 const bob = { to: 'bob' };
 
 function guarded(args = []) {
@@ -32,12 +42,17 @@ function guarded(args = []) {
   writeFileSync(path, JSON.stringify(POLICY));
   const c = conversation(SERVER, ['--validate-args=on', `--policy=${path}`, ...args], {}, TIMEOUT);
   const cleanup = c.cleanup;
-  c.cleanup = () => { cleanup(); scratch.cleanup(); };
+  c.cleanup = () => {
+    cleanup();
+    scratch.cleanup();
+  };
   return c;
 }
 
 describe('an approval covers one tool, its exact argument bytes, leg by leg', () => {
-  test('2026-07-28: after pay is approved, a "retry" naming wipe with the same arguments and the server\'s state gets its own card; pay\'s legs go on without one', { timeout: TIMEOUT }, async () => {
+  test('2026-07-28: after pay is approved, a "retry" naming wipe with the same arguments and the server\'s state gets its own card; pay\'s legs go on without one', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = guarded();
     try {
       c.send(mcall(1, 'pay', bob));
@@ -67,13 +82,20 @@ describe('an approval covers one tool, its exact argument bytes, leg by leg', ()
       assert.equal(three.decision.channel, 'input_required');
       assert.deepEqual([two.continues, four.continues, five.continues], [one.call_id, two.call_id, four.call_id]);
       assert.equal(five.decision.reason, 'approved on an earlier leg of this call');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
-  test('legacy: pay approved through elicitation carries over pay\'s own next legs, never to wipe', { timeout: TIMEOUT }, async () => {
+  test("legacy: pay approved through elicitation carries over pay's own next legs, never to wipe", { timeout: TIMEOUT }, async () => {
     const c = guarded();
     try {
-      c.send({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: { elicitation: {} }, clientInfo: { name: 't', version: '1' } } });
+      c.send({
+        jsonrpc: '2.0',
+        id: 'init',
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: { elicitation: {} }, clientInfo: { name: 't', version: '1' } },
+      });
       await c.waitFor((m) => m.id === 'init', 'initialize answer');
       c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
       const cards = () => c.out().filter((m) => m.method === 'elicitation/create');
@@ -100,7 +122,9 @@ describe('an approval covers one tool, its exact argument bytes, leg by leg', ()
       assert.equal(cards().length, 2, 'one card for pay (its second leg was covered), one for wipe');
       assert.equal(endOf(r.records, 2).decision.reason, 'approved on an earlier leg of this call');
       assert.equal(endOf(r.records, 3).state, 'denied');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
@@ -119,11 +143,17 @@ describe("a server's own state is the server's", () => {
       assert.equal(two.result.content[0].text, 'stamp done');
       const r = await c.finish();
       assert.deepEqual(calledAtServer(c), [1, 2]);
-      assert.deepEqual(c.atServer().find((m) => m.id === 2), retry, 'the retry reached the server as the client sent it');
+      assert.deepEqual(
+        c.atServer().find((m) => m.id === 2),
+        retry,
+        'the retry reached the server as the client sent it',
+      );
       const end = endOf(r.records, 2);
       assert.equal(end.state, 'completed');
       assert.equal(end.continues, endOf(r.records, 1).call_id);
       assert.equal(end.decision, null, 'the gate let it pass like any allowed call');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });

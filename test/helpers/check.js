@@ -9,7 +9,9 @@ const started = new Set();
 /** Kill every check still running (an `after` hook). */
 export function killChecks() {
   for (const child of started) {
-    try { process.kill(child.pid, 'SIGKILL'); } catch {}
+    try {
+      process.kill(child.pid, 'SIGKILL');
+    } catch {}
   }
   started.clear();
 }
@@ -26,7 +28,9 @@ export function check(args, { env = {}, timeout = 60000 } = {}) {
   child.stderr.on('data', (c) => err.push(c));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
-      try { process.kill(child.pid, 'SIGKILL'); } catch {}
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {}
       reject(new Error(`check ${args.join(' ')} did not finish within ${timeout} ms; stderr: ${Buffer.concat(err)}`));
     }, timeout);
     child.on('close', (code) => {

@@ -16,11 +16,20 @@ export function conversation(server, args = [], env = {}, timeout = 30000) {
   const { dir, cleanup } = tempDir();
   const atServer = join(dir, 'server-lines');
   const recordDir = join(dir, 'records');
-  const run = runGuard([`--record-dir=${recordDir}`, '--on-invalid=reject', ...args, '--', ...server],
-    { keepOpen: true, env: { RECORD_LINES: atServer, ...env }, timeout });
+  const run = runGuard([`--record-dir=${recordDir}`, '--on-invalid=reject', ...args, '--', ...server], {
+    keepOpen: true,
+    env: { RECORD_LINES: atServer, ...env },
+    timeout,
+  });
   let text = '';
-  run.child.stdout.on('data', (c) => { text += c; });
-  const out = () => text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  run.child.stdout.on('data', (c) => {
+    text += c;
+  });
+  const out = () =>
+    text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   return {
     child: run.child,
     dir,
@@ -43,7 +52,12 @@ export function conversation(server, args = [], env = {}, timeout = 30000) {
       run.child.stdin.end();
       const r = await run.done;
       const files = readdirSync(recordDir, { recursive: true }).filter((f) => String(f).endsWith('.jsonl'));
-      const records = files.flatMap((f) => readFileSync(join(recordDir, String(f)), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)));
+      const records = files.flatMap((f) =>
+        readFileSync(join(recordDir, String(f)), 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l)),
+      );
       return { ...r, summary: sessionEnd(r.stderr), records, out: out() };
     },
     cleanup,

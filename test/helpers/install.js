@@ -30,7 +30,11 @@ export function layOut(home, transform = (t) => t) {
   return FILES.map((f) => {
     const path = join(home, f.at);
     mkdirSync(dirname(path), { recursive: true });
-    const text = transform(readFileSync(join(FIXTURES, 'install', f.src), 'utf8').replaceAll('{{SERVER}}', SERVER).replaceAll('{{DIR}}', home));
+    const text = transform(
+      readFileSync(join(FIXTURES, 'install', f.src), 'utf8')
+        .replaceAll('{{SERVER}}', SERVER)
+        .replaceAll('{{DIR}}', home),
+    );
     writeFileSync(path, text);
     return { ...f, path, bytes: readFileSync(path) };
   });
@@ -38,13 +42,18 @@ export function layOut(home, transform = (t) => t) {
 
 /** `mcpguard ARGS` with HOME and XDG_CONFIG_HOME at `home`, from `home/project`. */
 export function guard(home, args, env = {}) {
-  return runGuard(args, { cwd: join(home, 'project'), env: { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), CODEX_HOME: '', ...env }, timeout: 60000 }).done;
+  return runGuard(args, { cwd: join(home, 'project'), env: { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), CODEX_HOME: '', ...env }, timeout: 60000 })
+    .done;
 }
 
 /** The servers of a file as its agent reads them: { name, command, args, env, cwd, url }. */
 export function serversOf(file) {
   if (file.toml) {
-    const r = spawnSync('python3', ['-c', 'import json,sys,tomllib; print(json.dumps(tomllib.load(open(sys.argv[1],"rb")).get("mcp_servers",{})))', file.path], { encoding: 'utf8' });
+    const r = spawnSync(
+      'python3',
+      ['-c', 'import json,sys,tomllib; print(json.dumps(tomllib.load(open(sys.argv[1],"rb")).get("mcp_servers",{})))', file.path],
+      { encoding: 'utf8' },
+    );
     assert.equal(r.status, 0, r.stderr);
     return Object.entries(JSON.parse(r.stdout)).map(([name, s]) => ({ name, ...s }));
   }
@@ -53,7 +62,9 @@ export function serversOf(file) {
   assert.deepEqual(errors, [], `${file.path} parses`);
   const servers = [...Object.entries(doc[file.key ?? 'mcpServers'] ?? {})];
   if (file.projects) for (const p of Object.values(doc.projects ?? {})) servers.push(...Object.entries(p.mcpServers ?? {}));
-  return servers.map(([name, s]) => (s.command !== null && typeof s.command === 'object' ? { name, ...s, ...s.command, command: s.command.path } : { name, ...s }));
+  return servers.map(([name, s]) =>
+    s.command !== null && typeof s.command === 'object' ? { name, ...s, ...s.command, command: s.command.path } : { name, ...s },
+  );
 }
 
 /**
@@ -72,17 +83,28 @@ export function startAsAgent(server, home) {
   let out = '';
   let err = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`${server.name}: no answer in 30 s; stderr: ${err}`)); }, 30000);
-    child.on('error', (e) => { clearTimeout(timer); reject(e); });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${server.name}: no answer in 30 s; stderr: ${err}`));
+    }, 30000);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
     child.stdout.on('data', (c) => {
       out += c;
       if (out.split('\n').some((l) => l.includes('"id":3'))) child.stdin.end();
     });
-    child.stderr.on('data', (c) => { err += c; });
+    child.stderr.on('data', (c) => {
+      err += c;
+    });
     child.stdin.write(frames.map((f) => `${JSON.stringify(f)}\n`).join(''));
     child.on('close', (code) => {
       clearTimeout(timer);
-      const answers = out.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const answers = out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
       const end = err.split('\n').find((l) => l.startsWith('{"mcpguard":"session_end"'));
       resolve({ code, answers, end: end === undefined ? null : JSON.parse(end), stderr: err });
     });

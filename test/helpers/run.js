@@ -140,7 +140,9 @@ const started = new Set();
 export function killStarted() {
   for (const child of started) {
     if (child.exitCode === null && child.signalCode === null) {
-      try { process.kill(child.pid, 'SIGKILL'); } catch {}
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {}
     }
   }
   started.clear();
@@ -164,7 +166,9 @@ export function runCommand(command, args, { input = '', env = {}, timeout = 2000
   if (!keepOpen) child.stdin.end();
   const done = new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
-      try { process.kill(child.pid, 'SIGKILL'); } catch {}
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {}
       reject(new Error(`${[command, ...args].join(' ')} did not finish within ${timeout} ms; stderr: ${Buffer.concat(err).toString()}`));
     }, timeout);
     child.on('error', (error) => {
@@ -232,7 +236,9 @@ export function tempDir(prefix = 'mcpguard-test-') {
 
 export function readLines(path) {
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l.length > 0);
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.length > 0);
 }
 
 /** Frames as JSON lines. */

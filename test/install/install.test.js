@@ -36,7 +36,11 @@ describe('install on every client', () => {
           assert.deepEqual(s.args.slice(4).at(-1), SERVER);
           const run = await startAsAgent(s, dir);
           assert.equal(run.code, 0, `${f.src}: ${s.name}: ${run.stderr}`);
-          assert.deepEqual(run.answers.find((a) => a.id === 3)?.result?.content, [{ type: 'text', text: '{"a": 2, "b": 3}' }], `${f.src}: ${s.name}: ${run.stderr}`);
+          assert.deepEqual(
+            run.answers.find((a) => a.id === 3)?.result?.content,
+            [{ type: 'text', text: '{"a": 2, "b": 3}' }],
+            `${f.src}: ${s.name}: ${run.stderr}`,
+          );
           assert.equal(run.end?.name, s.name, `${f.src}: the session is named after the server`);
           assert.equal(run.end?.calls?.completed, 3);
         }
@@ -140,7 +144,9 @@ describe('install on every client', () => {
     }
   });
 
-  test('relay options after -- are checked first (a bad one names the option and writes nothing) and relative paths made absolute', { timeout: 60000 }, async () => {
+  test('relay options after -- are checked first (a bad one names the option and writes nothing) and relative paths made absolute', {
+    timeout: 60000,
+  }, async () => {
     const { dir, cleanup } = tempDir('mcpguard-install-');
     try {
       const files = layOut(dir);

@@ -31,38 +31,72 @@ function printObject(members, g, trailing) {
   const parts = members.map(([k, v], i) => `${g[i % g.length]}${JSON.stringify(k)}${g[(i + 1) % g.length]}:${g[(i + 2) % g.length]}${v}`);
   return `{${parts.join(',')}${trailing && parts.length > 0 ? ',' : ''}${g[0]}}`;
 }
-const printArray = (xs, g, trailing) => `[${xs.map((x, i) => `${g[i % g.length]}${JSON.stringify(x)}`).join(',')}${trailing && xs.length > 0 ? ',' : ''}${g[1 % g.length]}]`;
+const printArray = (xs, g, trailing) =>
+  `[${xs.map((x, i) => `${g[i % g.length]}${JSON.stringify(x)}`).join(',')}${trailing && xs.length > 0 ? ',' : ''}${g[1 % g.length]}]`;
 
 function jsonFile(servers, g, trailing) {
   const entries = servers.map((s) => {
     const members = [['command', JSON.stringify(s.command)]];
     if (s.args !== undefined) members[s.argsFirst ? 'unshift' : 'push'](['args', printArray(s.args, g, trailing)]);
-    if (s.env !== undefined) members.push(['env', printObject(Object.entries(s.env).map(([k, v]) => [k, JSON.stringify(v)]), g, trailing)]);
+    if (s.env !== undefined)
+      members.push([
+        'env',
+        printObject(
+          Object.entries(s.env).map(([k, v]) => [k, JSON.stringify(v)]),
+          g,
+          trailing,
+        ),
+      ]);
     return [s.name, printObject(members, g, trailing)];
   });
-  return printObject([['other', '[1, 2.50, true]'], ['mcpServers', printObject(entries, g, trailing)]], g, trailing);
+  return printObject(
+    [
+      ['other', '[1, 2.50, true]'],
+      ['mcpServers', printObject(entries, g, trailing)],
+    ],
+    g,
+    trailing,
+  );
 }
 
 const unique = (servers) => servers.filter((s, i) => servers.findIndex((t) => t.name === s.name) === i);
 
 test('JSONC: install wraps every server and changes nothing else; uninstall gives back the text', async () => {
-  await fc.assert(fc.asyncProperty(fc.array(server, { maxLength: 4 }).map(unique), fc.array(gap, { minLength: 1, maxLength: 4 }), fc.boolean(), async (servers, g, trailing) => {
-    const text = jsonFile(servers, g, trailing);
-    const entries = await jsonEntries(text, 'mcpServers', false);
-    assert.equal(entries.length, servers.length);
-    const installed = applyEdits(text, entries.flatMap((e) => installEdits(text, e, NODE, guardFor(e.name))));
-    const before = parse(text, [], { allowTrailingComma: true });
-    const after = parse(installed, undefined, { allowTrailingComma: true });
-    for (const s of servers) {
-      const was = before.mcpServers[s.name];
-      const own = s.args === undefined ? [BIN, `--name=${s.name}`, '--'] : guardFor(s.name);
-      assert.deepEqual(after.mcpServers[s.name], { ...was, command: NODE, args: [...own, s.command, ...(s.args ?? [])] });
-    }
-    assert.deepEqual(after.other, before.other);
-    const back = await jsonEntries(installed, 'mcpServers', false);
-    const restored = applyEdits(installed, back.flatMap((e) => { const r = uninstallEdits(installed, e); assert.ok(Array.isArray(r), r); return r; }));
-    assert.equal(restored, text);
-  }), { numRuns: 300 });
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(server, { maxLength: 4 }).map(unique),
+      fc.array(gap, { minLength: 1, maxLength: 4 }),
+      fc.boolean(),
+      async (servers, g, trailing) => {
+        const text = jsonFile(servers, g, trailing);
+        const entries = await jsonEntries(text, 'mcpServers', false);
+        assert.equal(entries.length, servers.length);
+        const installed = applyEdits(
+          text,
+          entries.flatMap((e) => installEdits(text, e, NODE, guardFor(e.name))),
+        );
+        const before = parse(text, [], { allowTrailingComma: true });
+        const after = parse(installed, undefined, { allowTrailingComma: true });
+        for (const s of servers) {
+          const was = before.mcpServers[s.name];
+          const own = s.args === undefined ? [BIN, `--name=${s.name}`, '--'] : guardFor(s.name);
+          assert.deepEqual(after.mcpServers[s.name], { ...was, command: NODE, args: [...own, s.command, ...(s.args ?? [])] });
+        }
+        assert.deepEqual(after.other, before.other);
+        const back = await jsonEntries(installed, 'mcpServers', false);
+        const restored = applyEdits(
+          installed,
+          back.flatMap((e) => {
+            const r = uninstallEdits(installed, e);
+            assert.ok(Array.isArray(r), r);
+            return r;
+          }),
+        );
+        assert.equal(restored, text);
+      },
+    ),
+    { numRuns: 300 },
+  );
 });
 
 const tomlGap = fc.constantFrom('', ' ', '\n  ', '\r\n', ' # c\n ');
@@ -74,17 +108,34 @@ test('TOML: the same, checked by tomllib', async () => {
   for (const [servers, g, trailing, nl] of cases) {
     const body = servers.map((s) => {
       const lines = [`command = ${tomlStr(s.command)} # cmd`];
-      if (s.args !== undefined) lines[s.argsFirst ? 'unshift' : 'push'](`args = [${s.args.map((a) => `${g}${tomlStr(a)}`).join(',')}${trailing && s.args.length > 0 ? ',' : ''}${g.replace(/#.*\n/, '\n')}]`);
+      if (s.args !== undefined)
+        lines[s.argsFirst ? 'unshift' : 'push'](
+          `args = [${s.args.map((a) => `${g}${tomlStr(a)}`).join(',')}${trailing && s.args.length > 0 ? ',' : ''}${g.replace(/#.*\n/, '\n')}]`,
+        );
       lines.push('startup_timeout_sec = 1_000');
-      if (s.env !== undefined) lines.push(`env = { ${Object.entries(s.env).map(([k, v]) => `${JSON.stringify(k)} = ${JSON.stringify(v)}`).join(', ')} }`);
+      if (s.env !== undefined)
+        lines.push(
+          `env = { ${Object.entries(s.env)
+            .map(([k, v]) => `${JSON.stringify(k)} = ${JSON.stringify(v)}`)
+            .join(', ')} }`,
+        );
       return `[mcp_servers.${JSON.stringify(s.name)}]${nl}${lines.join(nl)}${nl}`;
     });
     const text = `# top${nl}x = 0x10${nl}${nl}${body.join(nl)}`;
     const entries = tomlEntries(text);
     assert.equal(entries.length, servers.length, text);
-    const installed = applyEdits(text, entries.flatMap((e) => installEdits(text, e, NODE, guardFor(e.name))));
+    const installed = applyEdits(
+      text,
+      entries.flatMap((e) => installEdits(text, e, NODE, guardFor(e.name))),
+    );
     const back = tomlEntries(installed);
-    assert.equal(applyEdits(installed, back.flatMap((e) => uninstallEdits(installed, e))), text);
+    assert.equal(
+      applyEdits(
+        installed,
+        back.flatMap((e) => uninstallEdits(installed, e)),
+      ),
+      text,
+    );
     docs.push({ servers, installed });
   }
   const py = 'import json,sys,tomllib\nprint(json.dumps([tomllib.loads(t).get("mcp_servers", {}) for t in json.load(sys.stdin)]))';

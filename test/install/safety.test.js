@@ -12,7 +12,11 @@ import { SERVER, guard, layOut, serversOf, startAsAgent } from '../helpers/insta
 after(killStarted);
 
 const desktop = (dir) => join(dir, '.config', 'Claude', 'claude_desktop_config.json');
-const write = (path, text) => { mkdirSync(join(path, '..'), { recursive: true }); writeFileSync(path, text); return Buffer.from(text); };
+const write = (path, text) => {
+  mkdirSync(join(path, '..'), { recursive: true });
+  writeFileSync(path, text);
+  return Buffer.from(text);
+};
 
 describe('install on files that are not simple', () => {
   test('a symlinked config stays a symlink; its target is edited and backed up', { timeout: 60000 }, async () => {
@@ -28,9 +32,12 @@ describe('install on files that are not simple', () => {
       symlinkSync(target, f.path);
       const r = await guard(dir, ['install', 'claude-desktop']);
       assert.equal(r.code, 0, r.stdout.toString());
-      assert.match(r.stdout.toString(), /written \(through its symlink to .*dotfiles\/claude\.json\); the original is kept in .*dotfiles\/claude\.json\.mcpguard\.bak/);
+      assert.match(
+        r.stdout.toString(),
+        /written \(through its symlink to .*dotfiles\/claude\.json\); the original is kept in .*dotfiles\/claude\.json\.mcpguard\.bak/,
+      );
       assert.ok(lstatSync(f.path).isSymbolicLink());
-      if (process.getuid() === 0) assert.deepEqual([statSync(target).uid, statSync(target).gid], [4321, 4321], 'still the owner\'s file');
+      if (process.getuid() === 0) assert.deepEqual([statSync(target).uid, statSync(target).gid], [4321, 4321], "still the owner's file");
       assert.equal(readlinkSync(f.path), target);
       assert.equal(serversOf(f)[0].command, process.execPath);
       assert.deepEqual(readFileSync(`${target}.mcpguard.bak`), f.bytes);
@@ -74,11 +81,18 @@ describe('install on files that are not simple', () => {
       process.env.HOME = dir;
       process.env.XDG_CONFIG_HOME = join(dir, '.config');
       let said = '';
-      const code = await runInstallCommand('install', ['claude-desktop'], {
-        bin: join(ROOT, 'bin', 'mcpguard.js'),
-        checkRelayOptions: () => {},
-        beforeRename: () => writeFileSync(f.path, agents),
-      }, (s) => { said += s; });
+      const code = await runInstallCommand(
+        'install',
+        ['claude-desktop'],
+        {
+          bin: join(ROOT, 'bin', 'mcpguard.js'),
+          checkRelayOptions: () => {},
+          beforeRename: () => writeFileSync(f.path, agents),
+        },
+        (s) => {
+          said += s;
+        },
+      );
       assert.equal(code, 1);
       assert.match(said, /refused: it changed while mcpguard was editing it \(is the agent running and writing it\?\); nothing written, run again/);
       assert.deepEqual(readFileSync(f.path), agents, "the agent's write stands");
@@ -94,12 +108,18 @@ describe('install on files that are not simple', () => {
       const projects = {};
       for (let i = 0; i < 300; i++) {
         projects[`/home/user/src/project-${i}`] = {
-          allowedTools: [], history: Array.from({ length: 20 }, (_, j) => ({ display: `prompt ${j} `.repeat(30), pastedContents: {} })),
+          allowedTools: [],
+          history: Array.from({ length: 20 }, (_, j) => ({ display: `prompt ${j} `.repeat(30), pastedContents: {} })),
           mcpServers: i % 50 === 0 ? { [`p${i}`]: { type: 'stdio', command: 'python3', args: [], env: {} } } : {},
-          hasTrustDialogAccepted: true, lastCost: 0.1234,
+          hasTrustDialogAccepted: true,
+          lastCost: 0.1234,
         };
       }
-      const text = JSON.stringify({ numStartups: 40, mcpServers: { adder: { type: 'stdio', command: 'python3', args: ['x.py'], env: {} } }, projects }, null, 2);
+      const text = JSON.stringify(
+        { numStartups: 40, mcpServers: { adder: { type: 'stdio', command: 'python3', args: ['x.py'], env: {} } }, projects },
+        null,
+        2,
+      );
       assert.ok(text.length > 2_000_000, `${text.length} bytes`);
       const original = write(join(dir, '.claude.json'), text);
       const file = { path: join(dir, '.claude.json'), projects: true };
@@ -116,7 +136,7 @@ describe('install on files that are not simple', () => {
     }
   });
 
-  test("the compact forms agents write (no args; args: [] next to command; minified) come back byte for byte", { timeout: 60000 }, async () => {
+  test('the compact forms agents write (no args; args: [] next to command; minified) come back byte for byte', { timeout: 60000 }, async () => {
     const { dir, cleanup } = tempDir('mcpguard-install-');
     try {
       mkdirSync(join(dir, 'project'));
@@ -124,7 +144,14 @@ describe('install on files that are not simple', () => {
       const original = write(join(dir, '.claude.json'), text);
       assert.equal((await guard(dir, ['install', 'claude-code'])).code, 0);
       const servers = serversOf({ path: join(dir, '.claude.json') });
-      assert.deepEqual(servers.map((s) => s.args.slice(1)), [['--name', 'a', '--', 'python3'], ['--name=b', '--', 'uvx'], ['--name', 'c', '--', 'x']]);
+      assert.deepEqual(
+        servers.map((s) => s.args.slice(1)),
+        [
+          ['--name', 'a', '--', 'python3'],
+          ['--name=b', '--', 'uvx'],
+          ['--name', 'c', '--', 'x'],
+        ],
+      );
       assert.equal((await guard(dir, ['uninstall', 'claude-code'])).code, 0);
       assert.equal(readFileSync(join(dir, '.claude.json'), 'utf8'), original.toString());
     } finally {
@@ -149,7 +176,9 @@ describe('install on files that are not simple', () => {
     }
   });
 
-  test('hostile server names: "--" still round-trips and runs; control and bidi characters are written out, never sent to the terminal', { timeout: 60000 }, async () => {
+  test('hostile server names: "--" still round-trips and runs; control and bidi characters are written out, never sent to the terminal', {
+    timeout: 60000,
+  }, async () => {
     const { dir, cleanup } = tempDir('mcpguard-install-');
     try {
       mkdirSync(join(dir, 'project'));
@@ -177,7 +206,8 @@ describe('install on files that are not simple', () => {
     try {
       mkdirSync(join(dir, 'project'));
       const path = desktop(dir);
-      const text = '{\n  "mcpServers": {\n    "a": { "command": "/opt/tools/bin/mcpguard", "args": ["--grace", "100", "--", "python3", "s.py"] },\n    "b": { "command": "node", "args": ["C:\\\\npm\\\\mcpguard.js", "--", "uvx"] }\n  }\n}\n';
+      const text =
+        '{\n  "mcpServers": {\n    "a": { "command": "/opt/tools/bin/mcpguard", "args": ["--grace", "100", "--", "python3", "s.py"] },\n    "b": { "command": "node", "args": ["C:\\\\npm\\\\mcpguard.js", "--", "uvx"] }\n  }\n}\n';
       write(path, text);
       const r = await guard(dir, ['install']);
       assert.match(r.stdout.toString(), /a: already guarded, left as it is\n {2}b: already guarded, left as it is/);
@@ -185,7 +215,10 @@ describe('install on files that are not simple', () => {
       // Anything can be called mcpguard: clients says which program it is.
       assert.match((await guard(dir, ['clients'])).stdout.toString(), /^ {2}a {2}guarded \(by \/opt\/tools\/bin\/mcpguard\) {2}/m);
       assert.equal((await guard(dir, ['uninstall'])).code, 0);
-      assert.equal(readFileSync(path, 'utf8'), '{\n  "mcpServers": {\n    "a": { "command": "python3", "args": ["s.py"] },\n    "b": { "command": "uvx", "args": [] }\n  }\n}\n');
+      assert.equal(
+        readFileSync(path, 'utf8'),
+        '{\n  "mcpServers": {\n    "a": { "command": "python3", "args": ["s.py"] },\n    "b": { "command": "uvx", "args": [] }\n  }\n}\n',
+      );
     } finally {
       cleanup();
     }

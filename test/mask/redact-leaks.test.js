@@ -30,7 +30,14 @@ function everySplit(input, env = ENV) {
   const whole = run([input], env);
   const bytes = Buffer.from(input);
   for (let cut = 0; cut <= bytes.length; cut++) assert.equal(run([bytes.subarray(0, cut), bytes.subarray(cut)], env), whole, `cut at ${cut}`);
-  assert.equal(run([...bytes].map((b) => Buffer.from([b])), env), whole, 'byte by byte');
+  assert.equal(
+    run(
+      [...bytes].map((b) => Buffer.from([b])),
+      env,
+    ),
+    whole,
+    'byte by byte',
+  );
   return whole;
 }
 
@@ -72,18 +79,23 @@ test('without the other values, a long value is still masked to its end', () => 
 
 const BMP_OR_ASTRAL = fc.oneof(
   fc.constantFrom('a', 'Z', '0', '-', '_', '/', '"', '\\', ' ', 'é', '€', '日', '\u{1F600}'),
-  fc.integer({ min: 0x20, max: 0x10ffff }).filter((c) => c < 0xd800 || c > 0xdfff).map((c) => String.fromCodePoint(c)),
+  fc
+    .integer({ min: 0x20, max: 0x10ffff })
+    .filter((c) => c < 0xd800 || c > 0xdfff)
+    .map((c) => String.fromCodePoint(c)),
 );
 
 /** `text` JSON-escaped, each character chosen raw or as \u (the JSON-required escapes always). */
 function escapeEach(text, choices) {
-  return [...text].map((c, i) => {
-    const escaped = choices[i % choices.length];
-    if (c === '"' || c === '\\') return escaped ? uEscaped(c) : `\\${c}`;
-    if (c === '/' && escaped) return '\\/';
-    if (!escaped) return c;
-    return c.length === 2 ? uEscaped(c[0]) + uEscaped(c[1]) : uEscaped(c).replace(/[a-f]/g, (h) => (i % 2 ? h.toUpperCase() : h));
-  }).join('');
+  return [...text]
+    .map((c, i) => {
+      const escaped = choices[i % choices.length];
+      if (c === '"' || c === '\\') return escaped ? uEscaped(c) : `\\${c}`;
+      if (c === '/' && escaped) return '\\/';
+      if (!escaped) return c;
+      return c.length === 2 ? uEscaped(c[0]) + uEscaped(c[1]) : uEscaped(c).replace(/[a-f]/g, (h) => (i % 2 ? h.toUpperCase() : h));
+    })
+    .join('');
 }
 
 test('unescapeJson undoes any mix of escapes (a model: JSON.parse), and maps back to raw bytes', () => {
@@ -121,14 +133,37 @@ const SECRETS = [LONG, ENV.PERIODIC_SECRET, ENV.SHORT_TOKEN, ENV.QUOTE_PASSWORD,
 const tailOf = (secret) => secret.slice(-10);
 
 const noise = fc.oneof(
-  fc.constantFrom(' ', '\n', '"', ':', '=', 'x', 'A', '\\', '\\\\', '\\"', '\\n', '\\u00', '\\u00e9', '\\/', 'Bearer ', 'sk-', 'ghp_', LONG.slice(0, 64), 'A'.repeat(20)),
+  fc.constantFrom(
+    ' ',
+    '\n',
+    '"',
+    ':',
+    '=',
+    'x',
+    'A',
+    '\\',
+    '\\\\',
+    '\\"',
+    '\\n',
+    '\\u00',
+    '\\u00e9',
+    '\\/',
+    'Bearer ',
+    'sk-',
+    'ghp_',
+    LONG.slice(0, 64),
+    'A'.repeat(20),
+  ),
   fc.string({ maxLength: 8 }),
 );
 
 test('a secret JSON-escaped any way, among noise and split anywhere, never shows (raw or unescaped)', () => {
   fc.assert(
     fc.property(
-      fc.constantFrom(...SECRETS), fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }), fc.array(noise, { maxLength: 6 }), fc.array(noise, { maxLength: 6 }),
+      fc.constantFrom(...SECRETS),
+      fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }),
+      fc.array(noise, { maxLength: 6 }),
+      fc.array(noise, { maxLength: 6 }),
       fc.array(fc.nat(30), { maxLength: 12 }),
       (secret, choices, before, after, sizes) => {
         const input = Buffer.from(`${before.join('')} ${escapeEach(secret, choices)} ${after.join('')}`);
@@ -151,24 +186,45 @@ test('a secret JSON-escaped any way, among noise and split anywhere, never shows
 });
 
 test('large reads after a held tail (the junction path) give the same output as one push, escapes included', () => {
-  const piece = fc.oneof(noise, fc.constantFrom(...SECRETS, uEscaped(LONG), `\\u0073k-${SK.slice(3)}`, 'Bearer abcdefgh\\/ijklmnopqrstuvwxyz', uEscaped(`eyJ${'a'.repeat(296)}.eyJzdWIi`), uEscaped(`eyJ${'a'.repeat(296)}`)));
+  const piece = fc.oneof(
+    noise,
+    fc.constantFrom(
+      ...SECRETS,
+      uEscaped(LONG),
+      `\\u0073k-${SK.slice(3)}`,
+      'Bearer abcdefgh\\/ijklmnopqrstuvwxyz',
+      uEscaped(`eyJ${'a'.repeat(296)}.eyJzdWIi`),
+      uEscaped(`eyJ${'a'.repeat(296)}`),
+    ),
+  );
   fc.assert(
-    fc.property(fc.array(piece, { minLength: 50, maxLength: 400 }), fc.array(fc.integer({ min: 1, max: 9000 }), { minLength: 1, maxLength: 20 }), (frags, sizes) => {
-      const bytes = Buffer.from(frags.join(''));
-      const whole = run([bytes]);
-      const pieces = [];
-      for (let at = 0, k = 0; at < bytes.length; k++) {
-        pieces.push(bytes.subarray(at, at + sizes[k % sizes.length]));
-        at += sizes[k % sizes.length];
-      }
-      assert.equal(run(pieces), whole);
-    }),
+    fc.property(
+      fc.array(piece, { minLength: 50, maxLength: 400 }),
+      fc.array(fc.integer({ min: 1, max: 9000 }), { minLength: 1, maxLength: 20 }),
+      (frags, sizes) => {
+        const bytes = Buffer.from(frags.join(''));
+        const whole = run([bytes]);
+        const pieces = [];
+        for (let at = 0, k = 0; at < bytes.length; k++) {
+          pieces.push(bytes.subarray(at, at + sizes[k % sizes.length]));
+          at += sizes[k % sizes.length];
+        }
+        assert.equal(run(pieces), whole);
+      },
+    ),
     { numRuns: 300 },
   );
 });
 
 const fragment = fc.oneof(
-  fc.constantFrom(...SECRETS, 'Authorization: x y\n', '"cookie": "a=b"', '{\\"auth-token\\": \\"q\\"}', '-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n', 'eyJhbGciOi.eyJzdWIi.sig'),
+  fc.constantFrom(
+    ...SECRETS,
+    'Authorization: x y\n',
+    '"cookie": "a=b"',
+    '{\\"auth-token\\": \\"q\\"}',
+    '-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n',
+    'eyJhbGciOi.eyJzdWIi.sig',
+  ),
   noise,
   fc.constantFrom('\\u0073k-', uEscaped('ghp_'), '[REDACTED]', '[REDACTED:API_SECRET]', 'é', '\u{1F600}'),
 );
@@ -222,7 +278,9 @@ test('Masker.text and Masker.value mask strings, keys and nested values, and ret
   assert.equal(m.text(clean), clean);
   assert.equal(m.text(`--api-key ${SK}`), '--api-key sk-[REDACTED]');
   assert.deepEqual(m.value({ args: ['--key', LONG], n: 3, nested: { [SK]: [ENV.SHORT_TOKEN, null, true] } }), {
-    args: ['--key', PAIR], n: 3, nested: { 'sk-[REDACTED]': ['[REDACTED:SHORT_TOKEN]', null, true] },
+    args: ['--key', PAIR],
+    n: 3,
+    nested: { 'sk-[REDACTED]': ['[REDACTED:SHORT_TOKEN]', null, true] },
   });
   const before = m.count;
   m.text('nothing here at all');

@@ -47,7 +47,12 @@ const CASES = [
   ['gitlab token', `glpat-xxxxxxxxxxxxxxxxxxxx`, `glpat-[REDACTED]`, 1],
   ['jwt', `jwt=${JWT} end`, `jwt=[REDACTED:JWT] end`, 1],
   ['pem block', `before\n${PEM}\nafter\n`, `before\n[REDACTED:PRIVATE KEY]\nafter\n`, 1],
-  ['pem block in json', `{"private_key":"-----BEGIN PRIVATE KEY-----\\nMIIabc\\n-----END PRIVATE KEY-----\\n","x":1}`, `{"private_key":"[REDACTED:PRIVATE KEY]\\n","x":1}`, 1],
+  [
+    'pem block in json',
+    `{"private_key":"-----BEGIN PRIVATE KEY-----\\nMIIabc\\n-----END PRIVATE KEY-----\\n","x":1}`,
+    `{"private_key":"[REDACTED:PRIVATE KEY]\\n","x":1}`,
+    1,
+  ],
   ['two secrets', `${GHP} and tok-3f9a1c77e2`, `ghp_[REDACTED] and [REDACTED:GITHUB_TOKEN]`, 2],
 ];
 
@@ -129,7 +134,17 @@ test('counts are exact over many secrets', () => {
 
 // Fragments that make the fuzz hit secrets, near-misses, multibyte and invalid bytes.
 const fragment = fc.oneof(
-  fc.constantFrom(GHP, JWT, PEM, 'tok-3f9a1c77e2', ENV.LONG_SECRET, 'pässwört-ünïcode', 'Authorization: x y\n', 'Bearer abcdefghijklmnopq ', 'AKIAIOSFODNN7EXAMPLE'),
+  fc.constantFrom(
+    GHP,
+    JWT,
+    PEM,
+    'tok-3f9a1c77e2',
+    ENV.LONG_SECRET,
+    'pässwört-ünïcode',
+    'Authorization: x y\n',
+    'Bearer abcdefghijklmnopq ',
+    'AKIAIOSFODNN7EXAMPLE',
+  ),
   fc.constantFrom('ghp_', 'eyJ', '-----BEGIN ', '-----END RSA PRIVATE KEY-----', 'tok-3f9', 'sk-', 'L'.repeat(70), '\n', ' ', 'é', '日', '\u{1F600}'),
   fc.uint8Array({ maxLength: 12 }).map((b) => Buffer.from(b).toString('latin1')),
   fc.string({ maxLength: 12 }),
@@ -177,7 +192,12 @@ test('a secret split across two writes reaches neither the store, the excerpt no
     const r = new Redactor({ env: ENV });
     const store = new StderrStore();
     const mirrored = [];
-    const mirror = new Passthrough({ write: (b) => { mirrored.push(Buffer.from(b)); return true; } });
+    const mirror = new Passthrough({
+      write: (b) => {
+        mirrored.push(Buffer.from(b));
+        return true;
+      },
+    });
     const feed = (chunk) => {
       const safe = r.push(Buffer.from(chunk));
       store.write(safe, ['call']);
@@ -200,18 +220,22 @@ test('a secret split across two writes reaches neither the store, the excerpt no
 
 test('large reads after a held tail (the junction path) give the same output as one push', () => {
   fc.assert(
-    fc.property(fc.array(fragment, { minLength: 50, maxLength: 400 }), fc.array(fc.integer({ min: 1, max: 3000 }), { minLength: 1, maxLength: 20 }), (frags, sizes) => {
-      const bytes = Buffer.from(frags.join(''), 'latin1');
-      const whole = run([bytes]);
-      const pieces = [];
-      let at = 0;
-      for (let k = 0; at < bytes.length; k++) {
-        const s = sizes[k % sizes.length];
-        pieces.push(bytes.subarray(at, at + s));
-        at += s;
-      }
-      assert.deepEqual(run(pieces), whole);
-    }),
+    fc.property(
+      fc.array(fragment, { minLength: 50, maxLength: 400 }),
+      fc.array(fc.integer({ min: 1, max: 3000 }), { minLength: 1, maxLength: 20 }),
+      (frags, sizes) => {
+        const bytes = Buffer.from(frags.join(''), 'latin1');
+        const whole = run([bytes]);
+        const pieces = [];
+        let at = 0;
+        for (let k = 0; at < bytes.length; k++) {
+          const s = sizes[k % sizes.length];
+          pieces.push(bytes.subarray(at, at + s));
+          at += s;
+        }
+        assert.deepEqual(run(pieces), whole);
+      },
+    ),
     { numRuns: 500 },
   );
 });

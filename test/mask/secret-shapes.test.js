@@ -5,7 +5,27 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { matchWordStart, matchPemBegin, findPemEnd, MAX_WINDOW, NEED, NO } from '../../dist/mask/secret-shapes.js';
 
-const STARTS = ['ghp_', 'github_pat_', 'glpat-', 'sk-', 'sk_live_', 'xoxb-', 'AKIA', 'AIza', 'npm_', 'hf_', 'pypi-', 'Authorization', 'COOKIE', 'api-key', 'Bearer', 'bearer ', 'eyJ', '-----BEGIN ', '-----BEGIN RSA PRIVATE KEY-----'];
+const STARTS = [
+  'ghp_',
+  'github_pat_',
+  'glpat-',
+  'sk-',
+  'sk_live_',
+  'xoxb-',
+  'AKIA',
+  'AIza',
+  'npm_',
+  'hf_',
+  'pypi-',
+  'Authorization',
+  'COOKIE',
+  'api-key',
+  'Bearer',
+  'bearer ',
+  'eyJ',
+  '-----BEGIN ',
+  '-----BEGIN RSA PRIVATE KEY-----',
+];
 const BODY = fc.constantFrom('a', 'Z', '9', '_', '-', '.', ' ', ':', '"', '\n', 'eyJ', 'PRIVATE KEY', '-----', 'A'.repeat(40));
 
 function decide(buf, end, eof) {

@@ -59,7 +59,10 @@ async function tapped({ server, guardArgs, connect, script }) {
     const pid = peer.transport.pid;
     await peer.client.close().catch(() => {});
     // close() escalates to SIGKILL itself; this only covers a close() that threw early.
-    if (pid) try { process.kill(pid, 'SIGKILL'); } catch {}
+    if (pid)
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
   }
   const text = Buffer.concat(stderr).toString('utf8');
   assertNoPlanted(text, 'the stderr of the tapped command');
@@ -70,7 +73,10 @@ async function tapped({ server, guardArgs, connect, script }) {
 function v2Client(mode) {
   return (params) => {
     const client = new V2Client({ name: 'mcpguard-peers', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode } });
-    client.setRequestHandler('elicitation/create', async (request) => ({ action: 'accept', content: { confirm: request.params.message.startsWith('Really ') } }));
+    client.setRequestHandler('elicitation/create', async (request) => ({
+      action: 'accept',
+      content: { confirm: request.params.message.startsWith('Really ') },
+    }));
     const changes = [];
     const waiting = [];
     client.setNotificationHandler('notifications/tools/list_changed', async (notification) => {
@@ -109,7 +115,11 @@ async function bothWays(scenario, guardArgs = []) {
   // One session log per command mcpguard ran (the probe's copy included), each sealed and intact, nothing rejected.
   const logs = await assertAllVerify(guarded.recordDir, direct.wire.length);
   for (const log of logs) {
-    assert.deepEqual(log.records.filter((r) => r.type === 'reject'), [], log.file);
+    assert.deepEqual(
+      log.records.filter((r) => r.type === 'reject'),
+      [],
+      log.file,
+    );
     const end = log.records.find((r) => r.type === 'session_end');
     assert.ok(end, `${log.file} has a session_end record`);
     assert.deepEqual(end.rejected, { client: 0, child: 0 }, log.file);
@@ -138,7 +148,10 @@ async function modernSession({ client, nextChange }) {
   const slow = client.callTool({ name: 'slow', arguments: { ms: 60000 } }, { signal: controller.signal, onprogress: running });
   out.progress = await progressed;
   controller.abort('the test cancels');
-  out.slow = await slow.then(() => 'answered', (error) => `${error.name}: ${error.message}`);
+  out.slow = await slow.then(
+    () => 'answered',
+    (error) => `${error.name}: ${error.message}`,
+  );
   // A later call still works, and no answer to the cancelled one arrived before it.
   out.after = await client.callTool({ name: 'echo', arguments: { text: 'after the cancel' } });
   out.toolsAfter = (await client.listTools()).tools.map((t) => t.name);
@@ -146,7 +159,10 @@ async function modernSession({ client, nextChange }) {
 }
 
 describe('real peers: the same bytes directly and through mcpguard', { timeout: TIMEOUT }, () => {
-  for (const [label, mode] of [['pin 2026-07-28', { pin: '2026-07-28' }], ['auto', 'auto']]) {
+  for (const [label, mode] of [
+    ['pin 2026-07-28', { pin: '2026-07-28' }],
+    ['auto', 'auto'],
+  ]) {
     test(`1. SDK v2 client (${label}) ↔ SDK v2 server on 2026-07-28: discover, tools, elicitation, listen, cancel`, async () => {
       const { direct } = await bothWays({ server: (pids) => v2Server(pids), connect: v2Client(mode), script: modernSession });
       const r = direct.result;
@@ -166,12 +182,27 @@ describe('real peers: the same bytes directly and through mcpguard', { timeout: 
       assert.deepEqual(methodsOf(probe.c2s), ['server/discover']);
       assert.deepEqual(methodsOf(probe.s2c), ['result server-discover-probe-1']);
       assert.deepEqual(methodsOf(session.c2s), [
-        'tools/list', 'tools/call', 'tools/call', 'tools/call', 'subscriptions/listen', 'tools/call',
-        'notifications/cancelled', 'tools/call', 'notifications/cancelled', 'tools/call', 'tools/list',
+        'tools/list',
+        'tools/call',
+        'tools/call',
+        'tools/call',
+        'subscriptions/listen',
+        'tools/call',
+        'notifications/cancelled',
+        'tools/call',
+        'notifications/cancelled',
+        'tools/call',
+        'tools/list',
       ]);
       const read = messagesOf(session.s2c);
-      assert.deepEqual(read.filter((m) => m.result).map((m) => m.result.resultType), ['complete', 'complete', 'input_required', 'complete', 'complete', 'complete', 'complete']);
-      assert.deepEqual(read.filter((m) => m.method).map((m) => m.method), ['notifications/subscriptions/acknowledged', 'notifications/tools/list_changed', 'notifications/progress']);
+      assert.deepEqual(
+        read.filter((m) => m.result).map((m) => m.result.resultType),
+        ['complete', 'complete', 'input_required', 'complete', 'complete', 'complete', 'complete'],
+      );
+      assert.deepEqual(
+        read.filter((m) => m.method).map((m) => m.method),
+        ['notifications/subscriptions/acknowledged', 'notifications/tools/list_changed', 'notifications/progress'],
+      );
       const slowId = messagesOf(session.c2s).find((m) => m.params?.name === 'slow').id;
       assert.ok(!read.some((m) => m.id === slowId), `the cancelled call (id ${slowId}) got no answer`);
     });
@@ -187,8 +218,14 @@ describe('real peers: the same bytes directly and through mcpguard', { timeout: 
       await subscription.close();
       return { registered, change: change.notification, closed: await subscription.closed, waitedOverTimeout: waitedMs > 1000 };
     };
-    const { direct, guarded, logs } = await bothWays({ server: (pids) => v2Server(pids), connect: v2Client({ pin: '2026-07-28' }), script }, ['--call-timeout', '1000']);
-    assert.deepEqual(guarded.result.change, { method: 'notifications/tools/list_changed', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'listen:0' } } });
+    const { direct, guarded, logs } = await bothWays({ server: (pids) => v2Server(pids), connect: v2Client({ pin: '2026-07-28' }), script }, [
+      '--call-timeout',
+      '1000',
+    ]);
+    assert.deepEqual(guarded.result.change, {
+      method: 'notifications/tools/list_changed',
+      params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'listen:0' } },
+    });
     assert.equal(guarded.result.waitedOverTimeout, true, 'the notification came more than --call-timeout after the listen began');
     assert.equal(guarded.result.closed, 'local', 'the client closed the stream, not mcpguard');
     assert.doesNotMatch(guarded.stderr, /call-timeout/, guarded.stderr);

@@ -21,7 +21,9 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const conversation = (args = [], env = {}) => converse(['python3', fixture('rogue-modern.py')], ['--validate-args=off', ...args], env, TIMEOUT);
 
 describe('era detection', () => {
-  test('a request carrying the 2026-07-28 _meta makes the session modern; the era, version and traceparent reach the records', { timeout: TIMEOUT }, async () => {
+  test('a request carrying the 2026-07-28 _meta makes the session modern; the era, version and traceparent reach the records', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = conversation();
     try {
       const trace = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
@@ -37,18 +39,33 @@ describe('era detection', () => {
       assert.equal(one.traceparent, trace);
       const end = r.records.find((x) => x.type === 'session_end');
       assert.equal(end.era, 'modern');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('initialize makes it legacy with the version the server agreed; 2025-03-26 accepts batches without --allow-batch', { timeout: TIMEOUT }, async () => {
     const r = await runGuardUngated(['--', 'python3', fixture('recorder.py')], {
-      input: frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
-      keepOpen: true, timeout: TIMEOUT,
+      input: frame({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+      keepOpen: true,
+      timeout: TIMEOUT,
     });
     let text = '';
-    r.child.stdout.on('data', (c) => { text += c; });
+    r.child.stdout.on('data', (c) => {
+      text += c;
+    });
     for (let i = 0; i < 500 && !text.includes('"id":1'); i++) await sleep(20);
-    r.child.stdin.end(JSON.stringify([{ jsonrpc: '2.0', id: 2, method: 'tools/list' }, { jsonrpc: '2.0', id: 3, method: 'tools/list' }]) + '\n');
+    r.child.stdin.end(
+      JSON.stringify([
+        { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+        { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+      ]) + '\n',
+    );
     const done = await r.done;
     const s = sessionEnd(done.stderr);
     assert.equal(s.era, 'legacy');
@@ -60,10 +77,19 @@ describe('era detection', () => {
   test('a dual-era probe in place: server/discover answered with an error, then initialize passes (legacy)', { timeout: TIMEOUT }, async () => {
     const r = await runGuardUngated(['--', 'python3', fixture('recorder.py')], { keepOpen: true, timeout: TIMEOUT });
     let text = '';
-    r.child.stdout.on('data', (c) => { text += c; });
+    r.child.stdout.on('data', (c) => {
+      text += c;
+    });
     r.child.stdin.write(frame(req('probe', 'server/discover')));
     for (let i = 0; i < 500 && !text.includes('"probe"'); i++) await sleep(20);
-    r.child.stdin.end(frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }));
+    r.child.stdin.end(
+      frame({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    );
     const done = await r.done;
     const s = sessionEnd(done.stderr);
     assert.equal(s.rejected.client, 0, done.stderr);
@@ -88,21 +114,31 @@ describe('modern rules, enforced', () => {
       }
       assert.match(two.error.message, /clientCapabilities/);
       const r = await c.finish();
-      assert.deepEqual(c.atServer().map((m) => m.id), [1], 'only the good request reached the server');
+      assert.deepEqual(
+        c.atServer().map((m) => m.id),
+        [1],
+        'only the good request reached the server',
+      );
       assert.equal(r.summary.era_violations.missing_meta, 2);
       assert.equal(endOf(r.records, 2).state, 'rejected');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
-  test('an era switch (a modern call, then initialize, then ping, then notifications/initialized) is refused; the session goes on', { timeout: TIMEOUT }, async () => {
+  test('an era switch (a modern call, then initialize, then ping, then notifications/initialized) is refused; the session goes on', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = conversation();
     try {
       c.send(call(1, 'plain'));
       await c.waitFor((m) => m.id === 1, 'answer to 1');
-      c.send({ jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+      c.send(
+        { jsonrpc: '2.0', id: 2, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
         { jsonrpc: '2.0', id: 3, method: 'ping' },
         { jsonrpc: '2.0', method: 'notifications/initialized' },
-        call(4, 'plain'));
+        call(4, 'plain'),
+      );
       await c.waitFor((m) => m.id === 4, 'answer to 4');
       const r = await c.finish();
       for (const id of [2, 3]) {
@@ -112,16 +148,21 @@ describe('modern rules, enforced', () => {
         assert.match(answer.error.message, /2025-11-25 and earlier/);
       }
       assert.equal(r.out.filter((m) => m.id === null).length, 0, 'the refused notification is not answered');
-      assert.deepEqual(c.atServer().map((m) => m.id ?? m.method), [1, 4]);
+      assert.deepEqual(
+        c.atServer().map((m) => m.id ?? m.method),
+        [1, 4],
+      );
       assert.equal(r.summary.era_violations.era_switch, 3);
       assert.equal(r.summary.end_reason, 'client_eof', 'an era rule does not close the session');
       const refused = r.records.filter((x) => x.type === 'reject' && x.rule === 'era_switch');
       assert.equal(refused.length, 3);
       assert.ok(refused.every((x) => x.action === 'refused'));
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
-  test('a server request is diverted (its id never enters the table); the client\'s answer to it is refused', { timeout: TIMEOUT }, async () => {
+  test("a server request is diverted (its id never enters the table); the client's answer to it is refused", { timeout: TIMEOUT }, async () => {
     const c = conversation();
     try {
       c.send(call(1, 'server_request'));
@@ -131,12 +172,18 @@ describe('modern rules, enforced', () => {
       await c.waitFor((m) => m.id === 2, 'answer to 2');
       const r = await c.finish();
       assert.equal(r.out.filter((m) => m.method === 'sampling/createMessage').length, 0, 'the server request did not reach the client');
-      assert.deepEqual(c.atServer().map((m) => m.id), [1, 2], 'the client response did not reach the server');
+      assert.deepEqual(
+        c.atServer().map((m) => m.id),
+        [1, 2],
+        'the client response did not reach the server',
+      );
       assert.equal(r.summary.era_violations.server_request, 1);
       // The client's response matches no server request mcpguard let through: refused as any unasked response.
       assert.equal(r.summary.rejected.client, 1);
       assert.match(r.stderr, /server_request: a 2026-07-28 server must not write JSON-RPC requests/);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('a client response is refused even when it names an id', { timeout: TIMEOUT }, async () => {
@@ -147,9 +194,14 @@ describe('modern rules, enforced', () => {
       c.send({ jsonrpc: '2.0', id: 77, error: { code: -1, message: 'no' } }, call(2, 'plain'));
       await c.waitFor((m) => m.id === 2, 'answer to 2');
       const r = await c.finish();
-      assert.deepEqual(c.atServer().map((m) => m.id), [1, 2]);
+      assert.deepEqual(
+        c.atServer().map((m) => m.id),
+        [1, 2],
+      );
       assert.equal(r.summary.rejected.client, 1);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('a stray server notifications/cancelled is diverted; one that ends an open listen ends it as stream_ended', { timeout: TIMEOUT }, async () => {
@@ -160,16 +212,24 @@ describe('modern rules, enforced', () => {
       await c.waitFor((m) => m.method === 'notifications/cancelled', 'the server ending the listen');
       const r = await c.finish();
       const cancels = r.out.filter((m) => m.method === 'notifications/cancelled');
-      assert.deepEqual(cancels.map((m) => m.params.requestId), ['listen:0'], 'only the listen\'s cancel reached the client');
+      assert.deepEqual(
+        cancels.map((m) => m.params.requestId),
+        ['listen:0'],
+        "only the listen's cancel reached the client",
+      );
       assert.equal(r.summary.era_violations.stray_server_cancel, 1);
       const listen = endOf(r.records, 'listen:0');
       assert.equal(listen.state, 'stream_ended');
       assert.match(listen.detail, /closed by the server/);
       assert.equal(r.out.filter((m) => m.id === 'listen:0').length, 0, 'no made-up answer for a stream the server closed');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
-  test('results: no resultType is forwarded and flagged once; a non-string one is refused; input_required where it may not be is refused', { timeout: TIMEOUT }, async () => {
+  test('results: no resultType is forwarded and flagged once; a non-string one is refused; input_required where it may not be is refused', {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = conversation();
     try {
       c.send(call(1, 'no_result_type'), call(2, 'no_result_type'), call(3, 'numeric_result_type'), req(4, 'prompts/list'));
@@ -178,7 +238,11 @@ describe('modern rules, enforced', () => {
       const byId = (id) => r.out.find((m) => m.id === id);
       assert.deepEqual(byId(1).result, { content: [] }, 'forwarded as it came');
       assert.deepEqual(byId(2).result, { content: [] });
-      assert.equal(r.stderr.split('\n').filter((l) => l.includes('forwarded child line') && l.includes('missing_result_type')).length, 1, `explained once: ${r.stderr}`);
+      assert.equal(
+        r.stderr.split('\n').filter((l) => l.includes('forwarded child line') && l.includes('missing_result_type')).length,
+        1,
+        `explained once: ${r.stderr}`,
+      );
       assert.deepEqual(endOf(r.records, 1).flags, ['missing_result_type']);
       for (const id of [3, 4]) {
         assert.equal(byId(id).error.code, -32603);
@@ -189,7 +253,9 @@ describe('modern rules, enforced', () => {
       assert.match(byId(4).error.message, /not prompts\/list/);
       assert.equal(r.summary.era_violations.missing_result_type, 2);
       assert.equal(r.summary.era_violations.bad_result_type, 2);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
@@ -202,8 +268,10 @@ describe('multi-round-trip calls', () => {
       await c.waitFor((m) => m.id === 11, 'answer to 11');
       assert.equal(first.result.resultType, 'input_required');
       const responses = { confirm: { action: 'accept', content: {} } };
-      c.send(call(2, 'needs_input', { inputResponses: responses, requestState: first.result.requestState }),
-        call(12, 'needs_input_nostate', { inputResponses: responses }));
+      c.send(
+        call(2, 'needs_input', { inputResponses: responses, requestState: first.result.requestState }),
+        call(12, 'needs_input_nostate', { inputResponses: responses }),
+      );
       await c.waitFor((m) => m.id === 2, 'answer to 2');
       await c.waitFor((m) => m.id === 12, 'answer to 12');
       const r = await c.finish();
@@ -223,7 +291,11 @@ describe('multi-round-trip calls', () => {
 
       // The views read the chain as one call with its legs.
       const json = await runGuardUngated(['activity', '--json', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done;
-      const rows = json.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
+      const rows = json.stdout
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       const head = rows.find((x) => x.call_id === one.call_id);
       assert.equal(head.legs, 2);
       assert.equal(head.chain_state, 'completed');
@@ -236,7 +308,9 @@ describe('multi-round-trip calls', () => {
       const sessions = (await runGuardUngated(['sessions', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
       assert.match(sessions, /PROTOCOL/);
       assert.match(sessions, /2026-07-28/);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
@@ -246,15 +320,22 @@ describe('--era-rules warn', () => {
     try {
       c.send(call(1, 'server_request'));
       await c.waitFor((m) => m.id === 1, 'answer to 1');
-      c.send({ jsonrpc: '2.0', id: 'srv-1', result: { role: 'assistant', content: { type: 'text', text: 'x' } } },
+      c.send(
+        { jsonrpc: '2.0', id: 'srv-1', result: { role: 'assistant', content: { type: 'text', text: 'x' } } },
         { jsonrpc: '2.0', id: 2, method: 'ping' },
         { jsonrpc: '2.0', id: 3, method: 'tools/list' },
-        call(4, 'numeric_result_type'), call(5, 'stray_cancel'));
+        call(4, 'numeric_result_type'),
+        call(5, 'stray_cancel'),
+      );
       await c.waitFor((m) => m.id === 5, 'answer to 5');
       const r = await c.finish();
       assert.equal(r.out.filter((m) => m.method === 'sampling/createMessage').length, 1, 'the server request reached the client');
       assert.equal(r.out.filter((m) => m.method === 'notifications/cancelled').length, 1, 'the stray cancel reached the client');
-      assert.deepEqual(c.atServer().map((m) => m.id), [1, 'srv-1', 2, 3, 4, 5], 'everything reached the server');
+      assert.deepEqual(
+        c.atServer().map((m) => m.id),
+        [1, 'srv-1', 2, 3, 4, 5],
+        'everything reached the server',
+      );
       assert.equal(r.out.find((m) => m.id === 2).error.code, -32601, "the server's own answer");
       assert.equal(r.out.find((m) => m.id === 4).result.resultType, 7);
       assert.equal(r.summary.rejected.client, 0);
@@ -263,6 +344,8 @@ describe('--era-rules warn', () => {
         const rec = r.records.find((x) => x.type === 'reject' && x.rule === rule);
         assert.equal(rec?.action, 'forwarded', rule);
       }
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });

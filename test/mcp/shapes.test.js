@@ -33,7 +33,11 @@ describe('checkShape', () => {
     ['notifications/cancelled', { requestId: 'a', reason: 'r' }],
     ['notifications/cancelled', { requestId: 7 }],
     ['notifications/cancelled', {}], // 2025-11-25: optional
-    ['subscriptions/listen', { notifications: {}, _meta: { ...META, 'io.modelcontextprotocol/clientInfo': CLIENT, 'io.modelcontextprotocol/logLevel': 'info' } }, true],
+    [
+      'subscriptions/listen',
+      { notifications: {}, _meta: { ...META, 'io.modelcontextprotocol/clientInfo': CLIENT, 'io.modelcontextprotocol/logLevel': 'info' } },
+      true,
+    ],
     ['completion/complete', { ref: { type: 'ref/prompt', name: 'p' }, argument: { name: 'a', value: 'v' } }],
     ['vendor/extension', { anything: [1, 2] }],
   ];
@@ -45,7 +49,7 @@ describe('checkShape', () => {
     ['tools/call', { name: 3 }, /params.name must be a string, got number/],
     ['tools/call', { name: 'x', arguments: [] }, /params.arguments must be an object, got array/],
     ['tools/call', { name: 'x', arguments: 'rm -rf /' }, /params.arguments must be an object, got string/],
-    ['tools/call', { name: 'x', requestState: {} , _meta: META }, /params.requestState must be a string/, true],
+    ['tools/call', { name: 'x', requestState: {}, _meta: META }, /params.requestState must be a string/, true],
     ['tools/call', { name: 'x', _meta: 'hi' }, /params._meta must be an object, got string/],
     ['prompts/get', { name: 'p', arguments: { a: 1 } }, /params.arguments\["a"\] must be a string/],
     ['resources/read', { uri: null }, /params.uri must be a string, got null/],
@@ -65,26 +69,40 @@ describe('checkShape', () => {
 });
 
 describe('through the binary', () => {
-  test('a tools/call with the wrong shape is answered -32602 by mcpguard, leaves zero bytes at the server, and the session goes on', { timeout: 30000 }, async () => {
+  test('a tools/call with the wrong shape is answered -32602 by mcpguard, leaves zero bytes at the server, and the session goes on', {
+    timeout: 30000,
+  }, async () => {
     const { dir, cleanup } = tempDir();
     try {
       const lines = join(dir, 'lines');
       const r = await runGuardUngated([`--record-dir=${join(dir, 'records')}`, '--', 'python3', fixture('recorder.py')], {
-        input: frame({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'record', arguments: 'rm -rf /' } })
-          + frame({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'record', arguments: { ok: 1 } } }),
-        env: { RECORD_LINES: lines }, timeout: 30000,
+        input:
+          frame({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'record', arguments: 'rm -rf /' } }) +
+          frame({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'record', arguments: { ok: 1 } } }),
+        env: { RECORD_LINES: lines },
+        timeout: 30000,
       }).done;
-      const out = r.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
+      const out = r.stdout
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       const one = out.find((m) => m.id === 1);
       assert.equal(one.error.code, -32602);
       assert.equal(one.error.data.source, 'mcpguard');
       assert.equal(one.error.data.rule, 'method_shape');
       assert.match(one.error.message, /tools\/call: params.arguments must be an object, got string/);
       assert.ok(out.find((m) => m.id === 2).result, 'the next call went through');
-      assert.deepEqual(readLines(lines).map((l) => JSON.parse(l).id), [2], 'zero bytes of the refused call reached the server');
+      assert.deepEqual(
+        readLines(lines).map((l) => JSON.parse(l).id),
+        [2],
+        'zero bytes of the refused call reached the server',
+      );
       const s = sessionEnd(r.stderr);
       assert.equal(s.shape_rejections, 1);
       assert.equal(s.end_reason, 'client_eof', 'a wrong shape does not close the session');
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 });

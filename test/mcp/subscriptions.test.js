@@ -19,7 +19,9 @@ const listen = (id) => req(id, 'subscriptions/listen', { notifications: { toolsL
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 describe('notifications of a subscription', () => {
-  test('forwarded only while a listen with that id is open: one ended by the client, one ended by the server, an unknown id and a mistyped one are diverted and reported; one crossing the client\'s cancel is dropped as late', { timeout: TIMEOUT }, async () => {
+  test("forwarded only while a listen with that id is open: one ended by the client, one ended by the server, an unknown id and a mistyped one are diverted and reported; one crossing the client's cancel is dropped as late", {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = conversation(['python3', fixture('hostile-rounds.py')], [], {}, TIMEOUT);
     try {
       c.send(listen('open'), listen(7), listen('client-ends'), listen('server-ends'));
@@ -34,7 +36,7 @@ describe('notifications of a subscription', () => {
       await c.waitFor((m) => m.id === 2, 'answer to 2');
       const r = await c.finish();
       const changes = r.out.filter((m) => m.method === 'notifications/tools/list_changed').map((m) => m.params._meta[SUB]);
-      assert.deepEqual(changes, ['open', 7], 'only the open listens\' notifications reached the client');
+      assert.deepEqual(changes, ['open', 7], "only the open listens' notifications reached the client");
       const diverted = r.stderr.split('\n').filter((l) => /child stdout line \d+ is not JSON-RPC: .*list_changed/.test(l));
       assert.equal(diverted.length, 5, r.stderr);
       assert.match(diverted[0], /subscription id "client-ends", which no open subscriptions\/listen has/);
@@ -43,10 +45,16 @@ describe('notifications of a subscription', () => {
       assert.equal(r.summary.rejected.child, 5);
       assert.equal(r.records.filter((x) => x.type === 'reject' && x.direction === 'child').length, 5);
       // The one written as the client's cancel crossed it is dropped as late: not forwarded, not noise.
-      assert.equal(r.stderr.split('\n').filter((l) => /dropped child line \d+: a notification for subscription id "client-ends", which the client closed/.test(l)).length, 1, r.stderr);
+      assert.equal(
+        r.stderr.split('\n').filter((l) => /dropped child line \d+: a notification for subscription id "client-ends", which the client closed/.test(l)).length,
+        1,
+        r.stderr,
+      );
       assert.equal(endOf(r.records, 'server-ends').state, 'stream_ended');
       assert.equal(endOf(r.records, 'client-ends').state, 'stream_ended');
       assert.equal(r.out.filter((m) => m.id === 'server-ends').length, 1, "the server's end of the stream reached the client");
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });

@@ -15,7 +15,9 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function burnerSession(dir, env = {}) {
   const run = runGuard(['--record-dir', dir, '--', 'python3', fixture('tree-burner.py')], { keepOpen: true, timeout: 30000, env });
   let err = '';
-  run.child.stderr.on('data', (c) => { err += c; });
+  run.child.stderr.on('data', (c) => {
+    err += c;
+  });
   const end = Date.now() + 20000;
   while (!/tree ready pid \d+/.test(err) && Date.now() < end && run.child.exitCode === null) await sleep(50);
   assert.match(err, /tree ready pid \d+/, `the grandchild never got ready: ${err.slice(-500)}`);
@@ -23,7 +25,11 @@ async function burnerSession(dir, env = {}) {
   run.child.stdin.end();
   const r = await run.done;
   const file = readFileSync(join(dir, `${sessionEnd(r.stderr).session_id}.jsonl`), 'utf8');
-  const record = file.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((x) => x.type === 'session_end');
+  const record = file
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .find((x) => x.type === 'session_end');
   return { r, record, grandchild };
 }
 
@@ -75,7 +81,9 @@ test('a daemon that was never in the tree is found by the session marker at the 
     assert.ok(res.cpu_user_ms + res.cpu_system_ms >= 300, JSON.stringify(res));
     // Shutdown ended it (a zombie until init reaps it).
     let state = 'gone';
-    try { state = readFileSync(`/proc/${grandchild}/stat`, 'latin1').split(') ')[1][0]; } catch {}
+    try {
+      state = readFileSync(`/proc/${grandchild}/stat`, 'latin1').split(') ')[1][0];
+    } catch {}
     assert.ok(state === 'gone' || state === 'Z', `the daemon is ${state}`);
   } finally {
     cleanup();

@@ -71,66 +71,100 @@ test('refuses values JSON cannot represent faithfully, naming where they are', (
 });
 
 test('property: equals the model, and is a fixed point of parse', () => {
-  fc.assert(fc.property(fc.jsonValue(), (value) => {
-    const text = canonical(value);
-    assert.equal(text, model(value));
-    assert.equal(canonical(JSON.parse(text)), text);
-  }), { numRuns: 500 });
+  fc.assert(
+    fc.property(fc.jsonValue(), (value) => {
+      const text = canonical(value);
+      assert.equal(text, model(value));
+      assert.equal(canonical(JSON.parse(text)), text);
+    }),
+    { numRuns: 500 },
+  );
 });
 
 test('property: objects with integer-like keys (the slow path) still match the model', () => {
   const key = fc.oneof(fc.string(), fc.nat().map(String), fc.constantFrom('0', '00', '01', '4294967295', '-1', '1.5'));
   const tree = fc.letrec((tie) => ({
-    node: fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 1 }), fc.array(tie('node'), { maxLength: 3 }), fc.dictionary(key, tie('node'), { maxKeys: 4 })),
+    node: fc.oneof(
+      { depthSize: 'small' },
+      fc.jsonValue({ maxDepth: 1 }),
+      fc.array(tie('node'), { maxLength: 3 }),
+      fc.dictionary(key, tie('node'), { maxKeys: 4 }),
+    ),
   })).node;
-  fc.assert(fc.property(fc.dictionary(key, tree), (value) => {
-    assert.equal(canonical(value), model(value));
-  }), { numRuns: 500 });
+  fc.assert(
+    fc.property(fc.dictionary(key, tree), (value) => {
+      assert.equal(canonical(value), model(value));
+    }),
+    { numRuns: 500 },
+  );
 });
 
 test('property: insertion order of keys does not matter', () => {
-  fc.assert(fc.property(fc.dictionary(fc.string(), fc.jsonValue()), (object) => {
-    const reversed = Object.fromEntries(Object.entries(object).reverse());
-    assert.equal(canonical(reversed), canonical(object));
-  }), { numRuns: 300 });
+  fc.assert(
+    fc.property(fc.dictionary(fc.string(), fc.jsonValue()), (object) => {
+      const reversed = Object.fromEntries(Object.entries(object).reverse());
+      assert.equal(canonical(reversed), canonical(object));
+    }),
+    { numRuns: 300 },
+  );
 });
 
-test('property: the seal\'s line is canonical({...seal, hash}) and a newline, hash = H(canonical(seal)); a line\'s hash is H of its bytes', async () => {
+test("property: the seal's line is canonical({...seal, hash}) and a newline, hash = H(canonical(seal)); a line's hash is H of its bytes", async () => {
   const { sealLine, recordHash, lineHash } = await import('../../dist/records/chain.js');
   const key = fc.oneof(fc.string(), fc.constantFrom('hasg', 'hasi', 'seq', '0', '10', '__proto__', 'type'));
-  fc.assert(fc.property(fc.dictionary(key.filter((k) => k !== 'hash'), fc.jsonValue()), fc.boolean(), (record, keyed) => {
-    const k = keyed ? Buffer.alloc(32, 7) : undefined;
-    const line = sealLine(record, k);
-    const h = keyed ? createHmac('sha256', k) : createHash('sha256');
-    const hash = h.update(canonical(record)).digest('hex');
-    assert.equal(recordHash(record, k), hash);
-    const withHash = JSON.parse(JSON.stringify(record));
-    Object.defineProperty(withHash, 'hash', { value: hash, enumerable: true, writable: true, configurable: true });
-    assert.equal(line, `${canonical(withHash)}\n`);
-    const h2 = keyed ? createHmac('sha256', k) : createHash('sha256');
-    assert.equal(lineHash(line, k), h2.update(Buffer.from(line)).digest('hex'));
-    assert.equal(lineHash(Buffer.from(line), k), lineHash(line, k));
-  }), { numRuns: 500 });
+  fc.assert(
+    fc.property(
+      fc.dictionary(
+        key.filter((k) => k !== 'hash'),
+        fc.jsonValue(),
+      ),
+      fc.boolean(),
+      (record, keyed) => {
+        const k = keyed ? Buffer.alloc(32, 7) : undefined;
+        const line = sealLine(record, k);
+        const h = keyed ? createHmac('sha256', k) : createHash('sha256');
+        const hash = h.update(canonical(record)).digest('hex');
+        assert.equal(recordHash(record, k), hash);
+        const withHash = JSON.parse(JSON.stringify(record));
+        Object.defineProperty(withHash, 'hash', { value: hash, enumerable: true, writable: true, configurable: true });
+        assert.equal(line, `${canonical(withHash)}\n`);
+        const h2 = keyed ? createHmac('sha256', k) : createHash('sha256');
+        assert.equal(lineHash(line, k), h2.update(Buffer.from(line)).digest('hex'));
+        assert.equal(lineHash(Buffer.from(line), k), lineHash(line, k));
+      },
+    ),
+    { numRuns: 500 },
+  );
 });
 
-test('property: a shaped record\'s line is canonical() of the same record and a newline', async () => {
+test("property: a shaped record's line is canonical() of the same record and a newline", async () => {
   const { RecordShape } = await import('../../dist/records/chain.js');
   // Field names around the chain fields in sort order, and any others.
   const name = fc.oneof(fc.string(), fc.constantFrom('call_id', 'hasg', 'hasi', 'h', 'a', '0', '10', '__proto__', 'zzz', 'pre', 'prev0', 'seqq', 'ts0', 'typ'));
-  const fields = fc.uniqueArray(name.filter((k) => !['seq', 'prev', 'hash', 'ts', 'type'].includes(k)), { maxLength: 8 });
+  const fields = fc.uniqueArray(
+    name.filter((k) => !['seq', 'prev', 'hash', 'ts', 'type'].includes(k)),
+    { maxLength: 8 },
+  );
   const value = fc.oneof(fc.constant(undefined), fc.jsonValue());
-  fc.assert(fc.property(fields.chain((f) => fc.tuple(fc.constant(f), fc.array(value, { minLength: f.length, maxLength: f.length }))),
-    fc.string(), fc.nat(), ([names, values], type, seq) => {
-      const prev = 'ab'.repeat(32);
-      const ts = '2026-11-29T13:10:23.636Z';
-      const shape = new RecordShape(type, names);
-      const record = {};
-      names.forEach((n, i) => {
-        Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true });
-      });
-      Object.assign(record, { type, ts, seq, prev });
-      assert.equal(shape.line(values, seq, prev, ts), `${canonical(record)}\n`);
-    }), { numRuns: 500 });
+  fc.assert(
+    fc.property(
+      fields.chain((f) => fc.tuple(fc.constant(f), fc.array(value, { minLength: f.length, maxLength: f.length }))),
+      fc.string(),
+      fc.nat(),
+      ([names, values], type, seq) => {
+        const prev = 'ab'.repeat(32);
+        const ts = '2026-11-29T13:10:23.636Z';
+        const shape = new RecordShape(type, names);
+        const record = {};
+        names.forEach((n, i) => {
+          Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true });
+        });
+        Object.assign(record, { type, ts, seq, prev });
+        assert.equal(shape.line(values, seq, prev, ts), `${canonical(record)}\n`);
+      },
+    ),
+    { numRuns: 500 },
+  );
 });
 
 test('a record shape refuses fields the chain owns, and repeated fields', async () => {
@@ -143,30 +177,45 @@ test('property: a shaped record written into the line buffer is canonical() of t
   const { RecordShape } = await import('../../dist/records/chain.js');
   // Any UTF-16 text (lone surrogates, control characters, quotes, backslashes), nested to any depth, plus -0 and big numbers.
   const text = fc.string({ unit: 'binary' });
-  const leaf = fc.oneof(text, fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), fc.constantFrom(-0, 1e21, 2 ** 53, -(2 ** 53) - 2, 0.1), fc.boolean(), fc.constant(null));
+  const leaf = fc.oneof(
+    text,
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.integer(),
+    fc.constantFrom(-0, 1e21, 2 ** 53, -(2 ** 53) - 2, 0.1),
+    fc.boolean(),
+    fc.constant(null),
+  );
   const { tree } = fc.letrec((tie) => ({
-    tree: fc.oneof({ depthSize: 'small' }, leaf, fc.array(fc.oneof(tie('tree'), fc.constant(undefined))), fc.dictionary(fc.oneof(text, fc.constantFrom('__proto__', '0', '10', 'toJSON')), fc.oneof(tie('tree'), fc.constant(undefined)))),
+    tree: fc.oneof(
+      { depthSize: 'small' },
+      leaf,
+      fc.array(fc.oneof(tie('tree'), fc.constant(undefined))),
+      fc.dictionary(fc.oneof(text, fc.constantFrom('__proto__', '0', '10', 'toJSON')), fc.oneof(tie('tree'), fc.constant(undefined))),
+    ),
   }));
-  fc.assert(fc.property(fc.array(fc.oneof(tree, fc.constant(undefined)), { minLength: 3, maxLength: 3 }), text, fc.nat(), (values, type, seq) => {
-    const names = ['a', 'b', 'z'];
-    const shape = new RecordShape(type, names);
-    const prev = 'cd'.repeat(32);
-    const ts = '2026-11-30T23:54:20.024Z';
-    const record = {};
-    names.forEach((n, i) => {
-      Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true });
-    });
-    Object.assign(record, { type, ts, seq, prev });
-    let expected;
-    try {
-      expected = `${canonical(record)}\n`;
-    } catch (error) {
-      // What canonical() refuses, the line refuses too.
-      assert.throws(() => shape.line(values, seq, prev, ts), { message: error.message });
-      return;
-    }
-    assert.equal(shape.line(values, seq, prev, ts), expected);
-  }), { numRuns: 1000 });
+  fc.assert(
+    fc.property(fc.array(fc.oneof(tree, fc.constant(undefined)), { minLength: 3, maxLength: 3 }), text, fc.nat(), (values, type, seq) => {
+      const names = ['a', 'b', 'z'];
+      const shape = new RecordShape(type, names);
+      const prev = 'cd'.repeat(32);
+      const ts = '2026-11-30T23:54:20.024Z';
+      const record = {};
+      names.forEach((n, i) => {
+        Object.defineProperty(record, n, { value: values[i], enumerable: true, writable: true, configurable: true });
+      });
+      Object.assign(record, { type, ts, seq, prev });
+      let expected;
+      try {
+        expected = `${canonical(record)}\n`;
+      } catch (error) {
+        // What canonical() refuses, the line refuses too.
+        assert.throws(() => shape.line(values, seq, prev, ts), { message: error.message });
+        return;
+      }
+      assert.equal(shape.line(values, seq, prev, ts), expected);
+    }),
+    { numRuns: 1000 },
+  );
 });
 
 test('a shaped record: objects with toJSON, class instances and cycles take canonical(), and a throw leaves nothing half-written', async () => {
@@ -175,11 +224,25 @@ test('a shaped record: objects with toJSON, class instances and cycles take cano
   const shape = new RecordShape('t', ['v']);
   const prev = 'ef'.repeat(32);
   const ts = '2026-11-30T23:54:20.024Z';
-  class Point { constructor() { this.y = 2; this.x = 1; } }
+  class Point {
+    constructor() {
+      this.y = 2;
+      this.x = 1;
+    }
+  }
   const withToJson = { b: 1, toJSON: () => ({ z: [1, { y: 'x' }], a: null }) };
   const inherited = Object.create({ toJSON: () => 'from the prototype' });
   const hidden = Object.defineProperty({ a: 1 }, 'toJSON', { value: () => 'hidden toJSON', enumerable: false });
-  for (const value of [new Point(), withToJson, inherited, hidden, { h: hidden }, { nested: withToJson }, [withToJson], { a: { b: { c: { d: { e: { f: 'deep' } } } } } }]) {
+  for (const value of [
+    new Point(),
+    withToJson,
+    inherited,
+    hidden,
+    { h: hidden },
+    { nested: withToJson },
+    [withToJson],
+    { a: { b: { c: { d: { e: { f: 'deep' } } } } } },
+  ]) {
     assert.equal(shape.line([value], 1, prev, ts), `${canonical({ v: value, type: 't', ts, seq: 1, prev })}\n`);
   }
   const cycle = { a: 1 };
@@ -196,13 +259,18 @@ test('property: times in ms are written as toISOString() spells them', async () 
   const { RecordShape } = await import('../../dist/records/chain.js');
   const shape = new RecordShape('t', ['at', 'n'], ['at']);
   const prev = '01'.repeat(32);
-  const edges = [0, 1, 999, 86_399_999, 86_400_000, 951_782_400_000, 951_868_799_999, 4_107_542_400_000, 253_402_300_799_999, 253_402_300_800_000, -1, -62_198_755_200_000];
+  const edges = [
+    0, 1, 999, 86_399_999, 86_400_000, 951_782_400_000, 951_868_799_999, 4_107_542_400_000, 253_402_300_799_999, 253_402_300_800_000, -1, -62_198_755_200_000,
+  ];
   const ms = fc.oneof(fc.constantFrom(...edges), fc.integer({ min: 0, max: 253_402_300_799_999 }), fc.integer({ min: -8.64e15, max: 8.64e15 }));
-  fc.assert(fc.property(ms, fc.oneof(ms, fc.constant(null)), (ts, at) => {
-    const iso = (t) => new Date(t).toISOString();
-    const expected = `${canonical({ at: at === null ? null : iso(at), n: 7, type: 't', ts: iso(ts), seq: 3, prev })}\n`;
-    assert.equal(shape.line([at, 7], 3, prev, ts), expected);
-  }), { numRuns: 3000 });
+  fc.assert(
+    fc.property(ms, fc.oneof(ms, fc.constant(null)), (ts, at) => {
+      const iso = (t) => new Date(t).toISOString();
+      const expected = `${canonical({ at: at === null ? null : iso(at), n: 7, type: 't', ts: iso(ts), seq: 3, prev })}\n`;
+      assert.equal(shape.line([at, 7], 3, prev, ts), expected);
+    }),
+    { numRuns: 3000 },
+  );
   // A field not named as a time keeps its number.
   assert.match(shape.line([null, 1_700_000_000_000], 0, prev, 0), /"n":1700000000000/);
 });

@@ -23,7 +23,10 @@ test('refuses a key inside the record directory, also through a symlink or a ../
   const inside = join(recordDir, 'sub', 'audit.key');
   mkdirSync(join(recordDir, 'sub'));
   writeFileSync(inside, key);
-  assert.throws(() => loadAuditKey(inside, recordDir), (e) => e.code === 'ERR_RECORD_KEY' && /--audit-key-file .* is inside the record directory/.test(e.message));
+  assert.throws(
+    () => loadAuditKey(inside, recordDir),
+    (e) => e.code === 'ERR_RECORD_KEY' && /--audit-key-file .* is inside the record directory/.test(e.message),
+  );
   assert.throws(() => loadAuditKey(join(root, 'x', '..', 'records', 'sub', 'audit.key'), recordDir), { code: 'ERR_RECORD_KEY' });
   const link = join(root, 'link.key');
   symlinkSync(inside, link);
@@ -38,7 +41,10 @@ test('refuses a key inside the record directory, also through a symlink or a ../
 });
 
 test('refuses a missing, empty or short key file, naming the option and the file', () => {
-  assert.throws(() => loadAuditKey(join(root, 'missing.key'), recordDir), (e) => e.code === 'ERR_RECORD_KEY' && /--audit-key-file cannot read '.*missing.key': ENOENT/.test(e.message));
+  assert.throws(
+    () => loadAuditKey(join(root, 'missing.key'), recordDir),
+    (e) => e.code === 'ERR_RECORD_KEY' && /--audit-key-file cannot read '.*missing.key': ENOENT/.test(e.message),
+  );
   const short = join(root, 'short.key');
   writeFileSync(short, 'hunter2');
   assert.throws(() => loadAuditKey(short, recordDir), /--audit-key-file '.*short.key' holds 7 bytes; use at least 16/);

@@ -58,16 +58,24 @@ const view = (args) => runGuard(args, { timeout: 20_000 }).done.then((r) => ({ .
 async function startRelay(dir, release) {
   const run = runGuard(['--record-dir', dir, '--', process.execPath, server, release], { keepOpen: true, timeout: 60_000 });
   let out = '';
-  run.child.stdout.on('data', (c) => { out += c; });
+  run.child.stdout.on('data', (c) => {
+    out += c;
+  });
   run.child.stdin.write(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }));
   run.child.stdin.write(frame({ jsonrpc: '2.0', id: 2, method: 'slow' }));
   await until('the ping answer', () => out.includes('"id":1'));
-  const file = await until('the session log', () => readdirSync(dir).filter((f) => f.endsWith('.jsonl')).map((f) => join(dir, f))[0]);
-  await until('the slow call\'s attempt', () => readFileSync(file, 'utf8').includes('"method":"slow"'));
+  const file = await until(
+    'the session log',
+    () =>
+      readdirSync(dir)
+        .filter((f) => f.endsWith('.jsonl'))
+        .map((f) => join(dir, f))[0],
+  );
+  await until("the slow call's attempt", () => readFileSync(file, 'utf8').includes('"method":"slow"'));
   return { run, file, id: file.split('/').pop().slice(0, -'.jsonl'.length), out: () => out };
 }
 
-test('a running session: sessions, --running, show, verify live, the open call\'s age, and activity --follow seeing it end', { timeout: 90_000 }, async () => {
+test("a running session: sessions, --running, show, verify live, the open call's age, and activity --follow seeing it end", { timeout: 90_000 }, async () => {
   const dir = join(tmp.dir, 'running');
   const release = join(tmp.dir, 'release-1');
   const { run, id } = await startRelay(dir, release);
@@ -78,7 +86,13 @@ test('a running session: sessions, --running, show, verify live, the open call\'
   // A running session is not failed (yet).
   assert.equal((await view(['sessions', '--failed', '--record-dir', dir])).stdout.split('\n').filter((l) => l.startsWith('s_')).length, 0);
   const only = await view(['sessions', '--running', '--record-dir', dir, '--json']);
-  assert.deepEqual(only.stdout.trim().split('\n').map((l) => [JSON.parse(l).session_id, JSON.parse(l).liveness]), [[id, 'running']]);
+  assert.deepEqual(
+    only.stdout
+      .trim()
+      .split('\n')
+      .map((l) => [JSON.parse(l).session_id, JSON.parse(l).liveness]),
+    [[id, 'running']],
+  );
 
   const show = await view(['show', '--record-dir', dir, id]);
   assert.match(show.stdout, /^ {2}ended +not yet: running \(mcpguard pid \d+ is alive\)$/m);
@@ -91,7 +105,11 @@ test('a running session: sessions, --running, show, verify live, the open call\'
   const activity = await view(['activity', '--record-dir', dir, id]);
   assert.match(activity.stdout, /^c_\S+ +\S+ +slow +- +open +- +\d+(ms|\.\d\ds)\+$/m, activity.stdout);
   const json = await view(['activity', '--json', '--record-dir', dir, id]);
-  const open = json.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((r) => r.method === 'slow');
+  const open = json.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
+    .find((r) => r.method === 'slow');
   assert.equal(open.state, 'open');
   assert.ok(open.open_ms >= 0, JSON.stringify(open));
 
@@ -100,8 +118,12 @@ test('a running session: sessions, --running, show, verify live, the open call\'
   followers.add(follower);
   let followed = '';
   let followErr = '';
-  follower.stdout.on('data', (c) => { followed += c; });
-  follower.stderr.on('data', (c) => { followErr += c; });
+  follower.stdout.on('data', (c) => {
+    followed += c;
+  });
+  follower.stderr.on('data', (c) => {
+    followErr += c;
+  });
   const exited = new Promise((resolve) => follower.on('close', (code) => resolve(code)));
   await until('the followed table', () => /slow +- +open/.test(followed));
   writeFileSync(release, '');
@@ -118,7 +140,7 @@ test('a running session: sessions, --running, show, verify live, the open call\'
   assert.equal((await view(['sessions', '--running', '--record-dir', dir])).stdout.split('\n').filter((l) => l.startsWith('s_')).length, 0);
 });
 
-test('a SIGKILLed mcpguard\'s session is crashed, not running; verify says unsealed; --follow ends', { timeout: 90_000 }, async () => {
+test("a SIGKILLed mcpguard's session is crashed, not running; verify says unsealed; --follow ends", { timeout: 90_000 }, async () => {
   const dir = join(tmp.dir, 'killed');
   const { run, id } = await startRelay(dir, join(tmp.dir, 'never'));
   run.child.kill('SIGKILL');
@@ -127,7 +149,13 @@ test('a SIGKILLed mcpguard\'s session is crashed, not running; verify says unsea
   assert.match(sessions.stdout, new RegExp(`^${id} .* crashed +- +- +\\d+ +0 +no$`, 'm'));
   // A crashed mcpguard is a failed session.
   const failed = await view(['sessions', '--failed', '--json', '--record-dir', dir]);
-  assert.deepEqual(failed.stdout.trim().split('\n').map((l) => [JSON.parse(l).session_id, JSON.parse(l).liveness]), [[id, 'crashed']]);
+  assert.deepEqual(
+    failed.stdout
+      .trim()
+      .split('\n')
+      .map((l) => [JSON.parse(l).session_id, JSON.parse(l).liveness]),
+    [[id, 'crashed']],
+  );
   assert.equal((await view(['sessions', '--running', '--record-dir', dir])).stdout.split('\n').filter((l) => l.startsWith('s_')).length, 0);
   const show = await view(['show', '--record-dir', dir, id]);
   assert.match(show.stdout, /^ {2}ended +crashed: mcpguard \(pid \d+\) is gone and wrote no session record$/m);
@@ -143,7 +171,12 @@ test('a SIGKILLed mcpguard\'s session is crashed, not running; verify says unsea
   const logs = await view(['logs', '-f', '--record-dir', dir, id]);
   assert.equal(logs.code, 0);
   assert.match(logs.stderr, /^mcpguard logs: the session's mcpguard \(pid \d+\) is gone without a session record: it crashed$/m);
-  const open = JSON.parse((await view(['activity', '--json', '--record-dir', dir, id])).stdout.trim().split('\n').find((l) => JSON.parse(l).state === 'no_final_record'));
+  const open = JSON.parse(
+    (await view(['activity', '--json', '--record-dir', dir, id])).stdout
+      .trim()
+      .split('\n')
+      .find((l) => JSON.parse(l).state === 'no_final_record'),
+  );
   const call = await view(['logs', '-f', '--record-dir', dir, open.call_id]);
   assert.equal(call.code, 1);
   assert.match(call.stderr, new RegExp(`it crashed; call ${open.call_id} never ended$`, 'm'));
@@ -151,7 +184,10 @@ test('a SIGKILLed mcpguard\'s session is crashed, not running; verify says unsea
 
 /** A copy of a log under a new id, with `edit` applied to its session_start, rechained so that its chain verifies. */
 function rechainedCopy(file, dir, newId, edit) {
-  const records = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const records = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   let prev = '0'.repeat(64);
   let text = '';
   for (const r of records) {
@@ -178,11 +214,20 @@ test('a log naming a live pid with another start time is crashed: the start time
     r.mcpguard_start.started_ms -= 60_000;
   });
   assert.ok(existsSync(same) && existsSync(other));
-  const rows = (await view(['sessions', '--json', '--record-dir', dir])).stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const rows = (await view(['sessions', '--json', '--record-dir', dir])).stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   const state = Object.fromEntries(rows.map((r) => [r.session_id, r.liveness]));
   assert.deepEqual(state, { [id]: 'running', s_20261201T000000Z_5a3e5a3e: 'running', s_20261201T000000Z_07e407e4: 'crashed' });
   const verify = await view(['verify', '--json', '--record-dir', dir]);
-  const statuses = Object.fromEntries(verify.stdout.trim().split('\n').map((l) => JSON.parse(l)).map((r) => [r.log_id, r.status]));
+  const statuses = Object.fromEntries(
+    verify.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .map((r) => [r.log_id, r.status]),
+  );
   assert.deepEqual(statuses, { [id]: 'live', s_20261201T000000Z_5a3e5a3e: 'live', s_20261201T000000Z_07e407e4: 'unsealed' });
   run.child.stdin.end();
   await run.done;

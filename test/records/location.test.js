@@ -30,7 +30,10 @@ test('ensureRecordDir creates missing parents and the directory 0700, and refuse
     assert.equal(ensureRecordDir(dir), dir); // idempotent
     const file = join(root, 'plain-file');
     writeFileSync(file, '');
-    assert.throws(() => ensureRecordDir(file), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(file));
+    assert.throws(
+      () => ensureRecordDir(file),
+      (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(file),
+    );
   } finally {
     process.umask(previous);
   }
@@ -42,11 +45,17 @@ test('an existing directory keeps its mode: 0755 is used as it is, 0775 and 0757
   chmodSync(open, 0o755);
   assert.equal(ensureRecordDir(open), open);
   assert.equal(statSync(open).mode & 0o7777, 0o755);
-  for (const [name, mode, problem] of [['group', 0o775, /group-writable \(mode 0775\)/], ['world', 0o757, /world-writable \(mode 0757\)/]]) {
+  for (const [name, mode, problem] of [
+    ['group', 0o775, /group-writable \(mode 0775\)/],
+    ['world', 0o757, /world-writable \(mode 0757\)/],
+  ]) {
     const dir = join(root, name);
     mkdirSync(dir);
     chmodSync(dir, mode);
-    assert.throws(() => ensureRecordDir(dir), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(dir) && problem.test(e.message) && /chmod go-w/.test(e.message));
+    assert.throws(
+      () => ensureRecordDir(dir),
+      (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(dir) && problem.test(e.message) && /chmod go-w/.test(e.message),
+    );
     assert.equal(statSync(dir).mode & 0o7777, mode);
     assert.equal(recordDirFor(dir), dir, 'readers still find it');
   }
@@ -66,7 +75,10 @@ test('a shared sticky directory gets an own 0700 subdirectory, which readers fin
   // An existing subdirectory that is not private is refused by writer and readers alike, and left as it is.
   chmodSync(own, 0o750);
   for (const locate of [ensureRecordDir, recordDirFor]) {
-    assert.throws(() => locate(shared), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(own) && /mode 0750/.test(e.message));
+    assert.throws(
+      () => locate(shared),
+      (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(own) && /mode 0750/.test(e.message),
+    );
   }
   assert.equal(statSync(own).mode & 0o7777, 0o750);
 });
@@ -78,7 +90,11 @@ test('a directory whose parent exists but cannot hold it is an error at once, no
   symlinkSync(join(root, 'nowhere'), dangling);
   cases.push([join(dangling, 'records'), /its parent '.*dangling' is a symbolic link to '.*nowhere', which does not exist/]);
   for (const [dir, problem] of cases) {
-    assert.throws(() => ensureRecordDir(dir), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(`'${dir}'`) && problem.test(e.message), dir);
+    assert.throws(
+      () => ensureRecordDir(dir),
+      (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(`'${dir}'`) && problem.test(e.message),
+      dir,
+    );
   }
   assert.equal(existsSync(join(root, 'nowhere')), false, 'nothing made through the symlink');
 });
@@ -87,5 +103,8 @@ test('ensureWritableRecordDir proves a file can be made and leaves nothing behin
   const dir = join(root, 'writable');
   assert.equal(ensureWritableRecordDir(dir), dir);
   assert.deepEqual(readdirSync(dir), []);
-  assert.throws(() => ensureWritableRecordDir('/proc'), (e) => e.code === 'ERR_RECORD_DIR' && /record directory '\/proc' cannot hold mcpguard's files: .*ENOENT/.test(e.message) && !e.message.includes('probe'));
+  assert.throws(
+    () => ensureWritableRecordDir('/proc'),
+    (e) => e.code === 'ERR_RECORD_DIR' && /record directory '\/proc' cannot hold mcpguard's files: .*ENOENT/.test(e.message) && !e.message.includes('probe'),
+  );
 });

@@ -16,23 +16,38 @@ after(() => {
   cleanup();
 });
 
-const INIT = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
-const MODERN_META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' } };
+const INIT = frame({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+});
+const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 't', version: '1' },
+};
 
 /** Run one session into its own record directory; its records and the summary line. */
 async function session(name, args, input) {
   const records = join(scratch, name);
   const run = await runGuard([`--record-dir=${records}`, ...args], { input, timeout: TIMEOUT }).done;
   const file = readdirSync(records).find((f) => f.endsWith('.jsonl'));
-  const lines = readFileSync(join(records, file), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const lines = readFileSync(join(records, file), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   return { run, records, lines, of: (type) => lines.filter((r) => r.type === type), summary: sessionEnd(run.stderr.toString()) };
 }
 
-test('--name is recorded and wins over the server\'s own name', { timeout: TIMEOUT }, async () => {
+test("--name is recorded and wins over the server's own name", { timeout: TIMEOUT }, async () => {
   const s = await session('given', ['--name', 'my files', '--', 'python3', fixture('stdlib_server.py')], INIT);
   assert.equal(s.run.code, 0, s.run.stderr.toString());
   assert.equal(s.of('session_start')[0].name, 'my files');
-  assert.deepEqual(s.of('server_info').map((r) => [r.name, r.from]), [['stdlib-server', 'initialize']]);
+  assert.deepEqual(
+    s.of('server_info').map((r) => [r.name, r.from]),
+    [['stdlib-server', 'initialize']],
+  );
   const end = s.of('session_end')[0];
   assert.deepEqual([end.name, end.name_source, end.server_name], ['my files', 'option', 'stdlib-server']);
   assert.equal(s.summary.name, 'my files');
@@ -51,14 +66,17 @@ test('without --name: the serverInfo name of the initialize result', { timeout: 
   assert.match(shown.stdout.toString(), /^ {2}name +stdlib-server \(the server's serverInfo\)$/m);
 });
 
-test('2026-07-28: the serverInfo in the server/discover result\'s _meta', { timeout: TIMEOUT }, async () => {
+test("2026-07-28: the serverInfo in the server/discover result's _meta", { timeout: TIMEOUT }, async () => {
   const discover = frame({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: MODERN_META } });
   const s = await session('modern', ['--', 'python3', fixture('check-modern-server.py')], discover);
-  assert.deepEqual(s.of('server_info').map((r) => [r.name, r.version, r.from]), [['check-modern-server', '0.1', 'server/discover']]);
+  assert.deepEqual(
+    s.of('server_info').map((r) => [r.name, r.version, r.from]),
+    [['check-modern-server', '0.1', 'server/discover']],
+  );
   assert.equal(s.of('session_end')[0].name, 'check-modern-server');
 });
 
-test('no serverInfo: the command\'s basename', { timeout: TIMEOUT }, async () => {
+test("no serverInfo: the command's basename", { timeout: TIMEOUT }, async () => {
   const s = await session('basename', ['--', 'sh', '-c', 'exit 0'], '');
   assert.deepEqual(s.of('server_info'), []);
   const end = s.of('session_end')[0];

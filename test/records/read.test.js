@@ -59,14 +59,22 @@ test('nextContaining finds exactly the lines next() would, wherever lines and th
   // A deterministic mix: short and long lines (some longer than the buffer), the needle at a line's start,
   // middle and end, lines that hold only part of it, and a torn last line that holds it.
   let seed = 7;
-  const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const rand = (n) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
   for (let round = 0; round < 6; round++) {
     const lines = [];
     let size = 0;
     while (size < 3.5 * (1 << 20)) {
       const kind = rand(10);
       const filler = 'x'.repeat(kind === 0 && rand(30) === 0 ? (1 << 20) + rand(300000) : rand(kind < 4 ? 40 : 3000));
-      const line = kind % 3 === 0 ? `${filler}${needle}${rand(2) ? filler.slice(0, 7) : ''}` : kind === 5 ? `${filler}${needle.slice(0, 1 + rand(needle.length - 1))}` : filler;
+      const line =
+        kind % 3 === 0
+          ? `${filler}${needle}${rand(2) ? filler.slice(0, 7) : ''}`
+          : kind === 5
+            ? `${filler}${needle.slice(0, 1 + rand(needle.length - 1))}`
+            : filler;
       lines.push(line);
       size += line.length + 1;
     }
@@ -77,14 +85,20 @@ test('nextContaining finds exactly the lines next() would, wherever lines and th
     for (let line = reader.nextContaining(Buffer.from(needle)); line !== null; line = reader.nextContaining(Buffer.from(needle))) got.push(line.toString());
     assert.ok(expected.length > 20, 'the file has matching lines');
     assert.equal(got.length, expected.length, `round ${round}`);
-    assert.ok(got.every((l, i) => l === expected[i]), `round ${round}: the same lines in the same order`);
+    assert.ok(
+      got.every((l, i) => l === expected[i]),
+      `round ${round}: the same lines in the same order`,
+    );
   }
 });
 
 test('forEachLine with needles visits exactly the records a line-by-line filter does, batch by batch', () => {
   const needles = ['"call_id":"c_ab', '"type":"session_end"'];
   let seed = 11;
-  const rand = (n) => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return (seed >>> 8) % n; };
+  const rand = (n) => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return (seed >>> 8) % n;
+  };
   for (let round = 0; round < 4; round++) {
     const lines = [];
     let size = 0;
@@ -92,10 +106,14 @@ test('forEachLine with needles visits exactly the records a line-by-line filter 
       const kind = rand(10);
       // Padding from a few bytes to past the 256 KiB read size now and then, so lines and needles fall across reads.
       const pad = 'x'.repeat(kind === 0 && rand(8) === 0 ? (256 << 10) + rand(300000) : rand(kind < 4 ? 40 : 3000));
-      const record = kind % 3 === 0 ? { n, call_id: `c_ab${rand(100)}`, pad }
-        : kind === 5 ? { n, pad, note: needles[0].slice(0, 1 + rand(needles[0].length - 1)) }
-        : kind === 7 && rand(4) === 0 ? { n, type: 'session_end' }
-        : { n, pad };
+      const record =
+        kind % 3 === 0
+          ? { n, call_id: `c_ab${rand(100)}`, pad }
+          : kind === 5
+            ? { n, pad, note: needles[0].slice(0, 1 + rand(needles[0].length - 1)) }
+            : kind === 7 && rand(4) === 0
+              ? { n, type: 'session_end' }
+              : { n, pad };
       const line = JSON.stringify(record);
       lines.push(line);
       size += line.length + 1;
@@ -104,7 +122,7 @@ test('forEachLine with needles visits exactly the records a line-by-line filter 
     const run = (keep) => {
       const seen = [];
       const steps = [];
-      for (let offset = 0, eof = false; !eof;) {
+      for (let offset = 0, eof = false; !eof; ) {
         ({ offset, eof } = forEachLine(path, offset, keep, (r) => seen.push(r.n)));
         steps.push([offset, eof]);
       }

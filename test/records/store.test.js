@@ -18,7 +18,11 @@ after(() => {
 });
 let n = 0;
 const freshDir = () => join(root, `d${n++}`);
-const readRecords = (path) => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+const readRecords = (path) =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 
 // Run a node ESM snippet; resolves to { code, signal, stderr }.
 function runNode(source, { shell } = {}) {
@@ -27,8 +31,15 @@ function runNode(source, { shell } = {}) {
     : spawn(process.execPath, ['--input-type=module', '-e', source], { stdio: ['ignore', 'ignore', 'pipe'] });
   children.add(child);
   let stderr = '';
-  child.stderr.on('data', (chunk) => { stderr += chunk; });
-  return new Promise((resolve) => child.on('exit', (code, signal) => { children.delete(child); resolve({ code, signal, stderr }); }));
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  return new Promise((resolve) =>
+    child.on('exit', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal, stderr });
+    }),
+  );
 }
 
 test('ids: session ids sort by time and are file-name safe; call ids and fingerprints have their shape', () => {
@@ -56,14 +67,27 @@ test('a session log is a header, one line per event with seq/prev/ts, and a seal
   log.seal();
   assert.equal(log.sealed, true);
   const records = readRecords(log.path);
-  assert.deepEqual(records.map((r) => [r.seq, r.type]), [[0, 'header'], [1, 'session_start'], [2, 'call_attempt'], [3, 'seal']]);
+  assert.deepEqual(
+    records.map((r) => [r.seq, r.type]),
+    [
+      [0, 'header'],
+      [1, 'session_start'],
+      [2, 'call_attempt'],
+      [3, 'seal'],
+    ],
+  );
   const [header, start, , seal] = records;
-  assert.deepEqual({ ...header, created_at: undefined, writer_pid: undefined },
-    { type: 'header', log_id: 's_test_1', alg: 'sha256', key_id: null, version: 2, seq: 0, prev: '0'.repeat(64), created_at: undefined, writer_pid: undefined });
+  assert.deepEqual(
+    { ...header, created_at: undefined, writer_pid: undefined },
+    { type: 'header', log_id: 's_test_1', alg: 'sha256', key_id: null, version: 2, seq: 0, prev: '0'.repeat(64), created_at: undefined, writer_pid: undefined },
+  );
   const lines = readFileSync(log.path, 'utf8').split('\n').slice(0, -1);
   const sha = (text) => createHash('sha256').update(text).digest('hex');
   for (let i = 1; i < lines.length; i++) assert.equal(records[i].prev, sha(`${lines[i - 1]}\n`), `prev of record ${i}`);
-  assert.deepEqual(records.map((r) => 'hash' in r), [false, false, false, true]);
+  assert.deepEqual(
+    records.map((r) => 'hash' in r),
+    [false, false, false, true],
+  );
   const { hash, ...unhashed } = seal;
   assert.equal(hash, sha(canonical(unhashed)));
   assert.equal(start.pid, 42);
@@ -89,12 +113,21 @@ test('deferred records wait unchained until flush; a write-ahead record goes ahe
   log.appendShaped(end, ['c_2', 'error'], true);
   log.seal();
   const records = readRecords(log.path);
-  assert.deepEqual(records.map((r) => r.seq), [0, 1, 2, 3, 4, 5, 6]);
-  assert.deepEqual(records.slice(-2).map((r) => [r.type, r.state ?? r.records]), [['call_end', 'error'], ['seal', 7]]);
+  assert.deepEqual(
+    records.map((r) => r.seq),
+    [0, 1, 2, 3, 4, 5, 6],
+  );
+  assert.deepEqual(
+    records.slice(-2).map((r) => [r.type, r.state ?? r.records]),
+    [
+      ['call_end', 'error'],
+      ['seal', 7],
+    ],
+  );
   assert.equal(verifyFile(log.path).status, 'ok');
 });
 
-test('values arrays lent by a shape come back once chained, never while queued; a caller\'s own array is left alone', async () => {
+test("values arrays lent by a shape come back once chained, never while queued; a caller's own array is left alone", async () => {
   const { RecordShape } = await import('../../dist/records/chain.js');
   const end = new RecordShape('call_end', ['call_id', 'state', 'detail']);
   const log = SessionLog.create({ dir: freshDir(), fsync: false }, 's_test_lent');
@@ -111,8 +144,13 @@ test('values arrays lent by a shape come back once chained, never while queued; 
     for (let i = 0; i < 4 + round * 8; i++) {
       const v = end.values();
       assert.equal(v.length, 3);
-      assert.ok(v.every((x) => x === null), 'a lent array comes back emptied');
-      v[0] = `c_${round}_${i}`; v[1] = i % 2 === 0 ? 'completed' : 'error'; v[2] = { round, i, text: 'x'.repeat(i) };
+      assert.ok(
+        v.every((x) => x === null),
+        'a lent array comes back emptied',
+      );
+      v[0] = `c_${round}_${i}`;
+      v[1] = i % 2 === 0 ? 'completed' : 'error';
+      v[2] = { round, i, text: 'x'.repeat(i) };
       lent.add(v);
       log.appendShaped(end, v, true);
       expected.push({ call_id: v[0], state: v[1], detail: { round, i, text: 'x'.repeat(i) } });
@@ -120,7 +158,10 @@ test('values arrays lent by a shape come back once chained, never while queued; 
     log.flush();
   }
   const records = readRecords(log.path).filter((r) => r.type === 'call_end');
-  assert.deepEqual(records.map(({ call_id, state, detail }) => ({ call_id, state, detail })), expected);
+  assert.deepEqual(
+    records.map(({ call_id, state, detail }) => ({ call_id, state, detail })),
+    expected,
+  );
   // Arrays were reused across rounds (fewer arrays than records), so the check above covers reuse.
   assert.ok(lent.size < expected.length - 1, `${lent.size} arrays for ${expected.length - 1} records`);
   log.seal();
@@ -168,8 +209,15 @@ test('a line buffer that grew and shrank back keeps no view of its large buffer 
   const child = spawn(process.execPath, ['--expose-gc', '--input-type=module', '-e', source], { stdio: ['ignore', 'ignore', 'pipe'] });
   children.add(child);
   let stderr = '';
-  child.stderr.on('data', (chunk) => { stderr += chunk; });
-  const code = await new Promise((resolve) => child.on('exit', (c) => { children.delete(child); resolve(c); }));
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const code = await new Promise((resolve) =>
+    child.on('exit', (c) => {
+      children.delete(child);
+      resolve(c);
+    }),
+  );
   assert.equal(code, 0, `exit ${code} (3: the buffer did not shrink, 4: the large buffer is still reachable) ${stderr}`);
 });
 
@@ -179,7 +227,10 @@ test('with --fsync nothing waits: a deferred record is written (and flushed) at 
   const log = SessionLog.create({ dir: freshDir(), fsync: true }, 's_test_defer_fsync');
   log.appendShaped(end, ['c_1'], true);
   log.defer('reject', { reason: 'x' });
-  assert.deepEqual(readRecords(log.path).map((r) => r.type), ['header', 'call_end', 'reject']);
+  assert.deepEqual(
+    readRecords(log.path).map((r) => r.type),
+    ['header', 'call_end', 'reject'],
+  );
   log.seal();
 });
 
@@ -190,7 +241,10 @@ test('append after seal, a second seal, reserved fields and reserved types throw
   assert.throws(() => log.append('header', {}), /written by SessionLog/);
   assert.throws(() => log.append('x', { bad: NaN }), /NaN/);
   log.seal();
-  assert.throws(() => log.append('x', {}), (error) => error.code === 'ERR_RECORD_CLOSED' && /sealed/.test(error.message));
+  assert.throws(
+    () => log.append('x', {}),
+    (error) => error.code === 'ERR_RECORD_CLOSED' && /sealed/.test(error.message),
+  );
   assert.throws(() => log.seal(), { code: 'ERR_RECORD_CLOSED' });
   // Nothing that threw was written: the file still verifies.
   assert.equal(verifyFile(log.path).status, 'ok');
@@ -199,7 +253,10 @@ test('append after seal, a second seal, reserved fields and reserved types throw
 test('an existing session file or an unsafe session id is refused', () => {
   const dir = freshDir();
   SessionLog.create({ dir, fsync: false }, 's_same');
-  assert.throws(() => SessionLog.create({ dir, fsync: false }, 's_same'), (e) => e.code === 'ERR_RECORD_OPEN' && /EEXIST/.test(e.message));
+  assert.throws(
+    () => SessionLog.create({ dir, fsync: false }, 's_same'),
+    (e) => e.code === 'ERR_RECORD_OPEN' && /EEXIST/.test(e.message),
+  );
   for (const id of ['../escape', 'a/b', '.hidden', '', 'x'.repeat(200)]) {
     assert.throws(() => SessionLog.create({ dir, fsync: false }, id), { code: 'ERR_RECORD_OPEN' }, id);
   }
@@ -208,8 +265,14 @@ test('an existing session file or an unsafe session id is refused', () => {
 test('a write error throws a clear error and poisons the log (EBADF)', () => {
   const log = SessionLog.create({ dir: freshDir(), fsync: false });
   closeSync(log.fd); // the descriptor vanishes under the log
-  assert.throws(() => log.append('x', { a: 1 }), (e) => e.code === 'ERR_RECORD_WRITE' && /EBADF/.test(e.message) && e.message.includes(log.path));
-  assert.throws(() => log.append('x', { a: 2 }), (e) => e.code === 'ERR_RECORD_CLOSED' && /earlier failure/.test(e.message));
+  assert.throws(
+    () => log.append('x', { a: 1 }),
+    (e) => e.code === 'ERR_RECORD_WRITE' && /EBADF/.test(e.message) && e.message.includes(log.path),
+  );
+  assert.throws(
+    () => log.append('x', { a: 2 }),
+    (e) => e.code === 'ERR_RECORD_CLOSED' && /earlier failure/.test(e.message),
+  );
   assert.throws(() => log.seal(), { code: 'ERR_RECORD_CLOSED' });
   assert.equal(log.sealed, false);
 });
@@ -251,7 +314,10 @@ test('20 writer processes sharing one directory: every chain verifies and no rec
   const seen = new Set();
   for (const name of readdirSync(dir)) {
     const records = readRecords(join(dir, name)).filter((r) => r.type === 'call_attempt');
-    assert.deepEqual(records.map((r) => r.i), Array.from({ length: perWriter }, (_, i) => i));
+    assert.deepEqual(
+      records.map((r) => r.i),
+      Array.from({ length: perWriter }, (_, i) => i),
+    );
     assert.equal(new Set(records.map((r) => r.writer)).size, 1, 'one writer per file');
     seen.add(records[0].writer);
   }
@@ -274,7 +340,10 @@ test('files are 0600 and a directory it makes 0700 whatever the umask; an existi
     const loose = freshDir();
     mkdirSync(loose, { mode: 0o777 });
     assert.equal(statSync(loose).mode & 0o777, 0o777);
-    assert.throws(() => SessionLog.create({ dir: loose, fsync: false }), (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(loose));
+    assert.throws(
+      () => SessionLog.create({ dir: loose, fsync: false }),
+      (e) => e.code === 'ERR_RECORD_DIR' && e.message.includes(loose),
+    );
     assert.equal(statSync(loose).mode & 0o777, 0o777);
     assert.deepEqual(readdirSync(loose), []);
   } finally {

@@ -33,8 +33,16 @@ async function session(args, { env = {}, policy, capabilities = {} } = {}) {
   }
   const c = conversation(SERVER, extra, env, TIMEOUT);
   const cleanup = c.cleanup;
-  c.cleanup = () => { cleanup(); scratch.cleanup(); };
-  c.send({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 'ids-test', version: '1' } } });
+  c.cleanup = () => {
+    cleanup();
+    scratch.cleanup();
+  };
+  c.send({
+    jsonrpc: '2.0',
+    id: 'init',
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities, clientInfo: { name: 'ids-test', version: '1' } },
+  });
   await c.waitFor((m) => m.id === 'init', 'initialize answer');
   c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
   /** Wait until the server has read a line that matches. */
@@ -48,14 +56,19 @@ async function session(args, { env = {}, policy, capabilities = {} } = {}) {
 describe("mcpguard's own ids", () => {
   test('each carries fresh random digits and is never one in flight on either side', () => {
     const seen = [];
-    const id = ownRequestId('approval', 1, (key) => { seen.push(key); return seen.length < 4; });
+    const id = ownRequestId('approval', 1, (key) => {
+      seen.push(key);
+      return seen.length < 4;
+    });
     assert.equal(seen.length, 4, 'ids in flight are skipped');
     assert.equal(`s${id}`, seen[3]);
     assert.match(id, /^mcpguard-approval-1-[0-9a-f]{24}$/);
     assert.equal(new Set(seen).size, 4, 'every try draws new digits');
   });
 
-  test("a server request opened under a card's id cannot take the person's answer: the card gets another id, the server's question its own answer", { timeout: TIMEOUT }, async () => {
+  test("a server request opened under a card's id cannot take the person's answer: the card gets another id, the server's question its own answer", {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await session(['--validate-args=on'], { policy: ASK, capabilities: { elicitation: {} } });
     try {
       // The server opens its own question under the id the old scheme gave the first card.
@@ -75,13 +88,24 @@ describe("mcpguard's own ids", () => {
       assert.equal(two.result.isError, true);
       assert.match(textOf(two), /the person answered decline/);
       const r = await c.finish();
-      assert.deepEqual(c.atServer().filter((m) => m.method === 'tools/call').map((m) => m.id), ['q'], 'delete_file never reached the server');
+      assert.deepEqual(
+        c
+          .atServer()
+          .filter((m) => m.method === 'tools/call')
+          .map((m) => m.id),
+        ['q'],
+        'delete_file never reached the server',
+      );
       assert.equal(c.atServer().filter((m) => m.id === card.id).length, 0, "the card's answer never reached the server");
       assert.equal(endOf(r.records, 2).state, 'denied');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
-  test("a client request under the id mcpguard's own tools/list used to have reaches the server once, and each answer goes where it belongs", { timeout: TIMEOUT }, async () => {
+  test("a client request under the id mcpguard's own tools/list used to have reaches the server once, and each answer goes where it belongs", {
+    timeout: TIMEOUT,
+  }, async () => {
     // The server answers pings late and in order: the ping's answer comes before the answer to mcpguard's tools/list.
     const c = await session(['--validate-args=on'], { env: { PING: 'slow:800' } });
     try {
@@ -94,13 +118,18 @@ describe("mcpguard's own ids", () => {
       assert.deepEqual(pong.result, {}, 'the ping got the ping answer, not a tool list');
       assert.equal(textOf(two), 'after');
       const r = await c.finish();
-      const requests = c.atServer().filter((m) => m.method !== undefined && m.id !== undefined).map((m) => m.id);
+      const requests = c
+        .atServer()
+        .filter((m) => m.method !== undefined && m.id !== undefined)
+        .map((m) => m.id);
       assert.equal(new Set(requests).size, requests.length, `each id reached the server once: ${JSON.stringify(requests)}`);
       const own = c.atServer().filter((m) => m.method === 'tools/list');
       assert.equal(own.length, 1);
       assert.match(own[0].id, /^mcpguard-tools-list-1-[0-9a-f]{24}$/);
       assert.equal(endOf(r.records, 2).state, 'completed');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
@@ -112,7 +141,11 @@ describe('answers to calls the server never received', () => {
       const card = await c.waitFor((m) => m.method === 'elicitation/create', 'the approval card');
       c.send(call('f', 'forge', { ids: [7] }));
       await c.waitFor((m) => m.id === 'f', 'answer to f');
-      assert.deepEqual(c.out().filter((m) => m.id === 7), [], 'nothing reached the client for 7');
+      assert.deepEqual(
+        c.out().filter((m) => m.id === 7),
+        [],
+        'nothing reached the client for 7',
+      );
       c.send({ jsonrpc: '2.0', id: card.id, result: { action: 'accept', content: {} } });
       const seven = await c.waitFor((m) => m.id === 7, 'answer to 7');
       assert.equal(textOf(seven), 'deleted /tmp/y');
@@ -125,7 +158,9 @@ describe('answers to calls the server never received', () => {
       assert.equal(noise.length, 1);
       assert.match(noise[0].reason, /response to id 7, a request mcpguard has not sent to the server/);
       assert.match(r.stderr, /response to id 7, a request mcpguard has not sent to the server/);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test("a guessed answer to a call waiting for mcpguard's own tools/list is noise; the call runs once the list came", { timeout: TIMEOUT }, async () => {
@@ -136,15 +171,25 @@ describe('answers to calls the server never received', () => {
       assert.equal(textOf(one), 'real');
       const r = await c.finish();
       assert.equal(r.out.filter((m) => m.id === 1).length, 1);
-      assert.deepEqual(c.atServer().filter((m) => m.method === 'tools/call').map((m) => m.id), [1]);
+      assert.deepEqual(
+        c
+          .atServer()
+          .filter((m) => m.method === 'tools/call')
+          .map((m) => m.id),
+        [1],
+      );
       assert.notEqual(endOf(r.records, 1).dispatched_at, null);
       assert.equal(r.records.filter((x) => x.type === 'reject' && x.direction === 'child').length, 3);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });
 
 describe('requests waiting for an answer are bounded', () => {
-  test(`a server that never answers: request ${MAX_OPEN_CALLS + 1} is answered by mcpguard, recorded, and never reaches the server`, { timeout: TIMEOUT }, async () => {
+  test(`a server that never answers: request ${MAX_OPEN_CALLS + 1} is answered by mcpguard, recorded, and never reaches the server`, {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await session([], { env: { PING: 'never' } });
     try {
       const ids = Array.from({ length: MAX_OPEN_CALLS }, (_, i) => i + 1);
@@ -160,7 +205,9 @@ describe('requests waiting for an answer are bounded', () => {
       assert.equal(c.atServer().filter((m) => m.method === 'ping').length, MAX_OPEN_CALLS);
       assert.equal(endOf(r.records, over).state, 'rejected');
       assert.equal(r.summary.rejected.client, 1);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
   test('ids kept only to drop a late answer give way: after every call timed out, the next request is forwarded', { timeout: TIMEOUT }, async () => {
@@ -174,10 +221,14 @@ describe('requests waiting for an answer are bounded', () => {
       await c.serverGot((m) => m.id === 'next', 'the next ping');
       const r = await c.finish();
       assert.notEqual(endOf(r.records, 'next').state, 'rejected');
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 
-  test(`a client that never answers: server request ${MAX_SERVER_REQUESTS + 1} and later are answered to the server with an error, recorded, never forwarded`, { timeout: TIMEOUT }, async () => {
+  test(`a client that never answers: server request ${MAX_SERVER_REQUESTS + 1} and later are answered to the server with an error, recorded, never forwarded`, {
+    timeout: TIMEOUT,
+  }, async () => {
     const c = await session([]);
     try {
       c.send(call('flood', 'flood_requests', { n: MAX_SERVER_REQUESTS + 4, prefix: 'a' }));
@@ -186,7 +237,10 @@ describe('requests waiting for an answer are bounded', () => {
       assert.equal(asked.length, MAX_SERVER_REQUESTS);
       assert.deepEqual(asked.at(-1).id, `a-${MAX_SERVER_REQUESTS - 1}`);
       for (let i = MAX_SERVER_REQUESTS; i < MAX_SERVER_REQUESTS + 4; i++) {
-        await c.serverGot((m) => m.id === `a-${i}` && m.error?.code === -32603 && /already wait for the client's answer/.test(m.error.message), `the error answer to a-${i}`);
+        await c.serverGot(
+          (m) => m.id === `a-${i}` && m.error?.code === -32603 && /already wait for the client's answer/.test(m.error.message),
+          `the error answer to a-${i}`,
+        );
       }
       // An answer makes room again.
       c.send({ jsonrpc: '2.0', id: 'a-0', result: {} });
@@ -198,6 +252,8 @@ describe('requests waiting for an answer are bounded', () => {
       assert.equal(refused.length, 4);
       assert.match(refused[0].reason, /already wait for the client's answer/);
       assert.equal(r.summary.rejected.child, 4);
-    } finally { c.cleanup(); }
+    } finally {
+      c.cleanup();
+    }
   });
 });

@@ -30,14 +30,24 @@ async function throughGuard(input, { mode = 'close', env = {}, extra = [] } = {}
 
 const BAD_CASES = [
   { name: 'a debug line before a valid request', bad: 'debug: entering tool handler\n', code: -32700, id: null },
-  { name: 'a valid request followed by a banner on the same line', bad: call(1, 'glued-banner').trimEnd() + 'loading optional extension\n', code: -32700, id: 1 },
+  {
+    name: 'a valid request followed by a banner on the same line',
+    bad: call(1, 'glued-banner').trimEnd() + 'loading optional extension\n',
+    code: -32700,
+    id: 1,
+  },
   { name: 'two objects glued on one line', bad: call(2, 'glued-a').trimEnd() + call(3, 'glued-b'), code: -32700, id: 2 },
   { name: 'a plausible tools/call with string params', bad: frame({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: 'run' }), code: -32602, id: 4 },
   { name: 'id: true', bad: frame({ jsonrpc: '2.0', id: true, method: 'tools/call', params: { name: 'bool-id' } }), code: -32600, id: null },
   { name: 'jsonrpc "1.0"', bad: frame({ jsonrpc: '1.0', id: 5, method: 'tools/call', params: { name: 'old-version' } }), code: -32600, id: 5 },
   { name: 'duplicate "method" keys', bad: '{"jsonrpc":"2.0","id":6,"method":"ping","method":"tools/call","params":{"name":"dup"}}\n', code: -32700, id: 6 },
   { name: 'a duplicate key spelled with an escape', bad: '{"jsonrpc":"2.0","id":7,"method":"ping","\\u006dethod":"tools/call"}\n', code: -32700, id: 7 },
-  { name: 'invalid UTF-8', bad: Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}\n')]), code: -32700, id: 8 },
+  {
+    name: 'invalid UTF-8',
+    bad: Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}\n')]),
+    code: -32700,
+    id: 8,
+  },
   { name: 'NaN inside params', bad: '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"nan","arguments":{"x":NaN}}}\n', code: -32700, id: 9 },
   { name: 'a fractional id', bad: '{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"frac"}}\n', code: -32600, id: 1.5 },
   { name: 'a batch when batches are off', bad: `[${call(10, 'batched').trimEnd()}]\n`, code: -32600, id: null },
@@ -75,8 +85,9 @@ describe('client → child: every seed case is rejected before it reaches the ch
   });
 
   test('reject mode: the next valid request runs normally and inherits nothing', { timeout: 30000 }, async () => {
-    const input = frame({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: 'run', extra: 1 })
-      + frame({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'record', arguments: { v: 'green' } } });
+    const input =
+      frame({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: 'run', extra: 1 }) +
+      frame({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'record', arguments: { v: 'green' } } });
     const r = await throughGuard(input, { mode: 'reject' });
     const out = messages(r.stdout);
     assert.equal(out.length, 2);
@@ -118,7 +129,12 @@ describe('client → child: every seed case is rejected before it reaches the ch
 });
 
 describe('child → client: noise never reaches the client', () => {
-  const init = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+  const init = frame({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+  });
   const noisy = [
     { name: 'a banner at start', env: { BANNER: 'loading optional extension' }, shown: '"loading optional extension"' },
     { name: 'a warning mid-session', env: { WARN_AFTER: '1' }, shown: '"warning: configuration missing"' },
@@ -131,8 +147,15 @@ describe('child → client: noise never reaches the client', () => {
       const r = await throughGuard(init + call(2, 'record', { n: 1 }) + frame({ jsonrpc: '2.0', id: 3, method: 'ping' }), { env: c.env });
       assertProtocolStdout(r.stdout);
       const out = messages(r.stdout);
-      assert.deepEqual(out.map((m) => m.id), [1, 2, 3], 'every request answered once, in order');
-      assert.ok(out.every((m) => m.result), 'no synthetic errors');
+      assert.deepEqual(
+        out.map((m) => m.id),
+        [1, 2, 3],
+        'every request answered once, in order',
+      );
+      assert.ok(
+        out.every((m) => m.result),
+        'no synthetic errors',
+      );
       assert.match(r.stderr, /mcpguard: child stdout line \d+ is not JSON-RPC: /);
       assert.ok(r.stderr.includes(c.shown), `stderr shows the bytes: ${r.stderr}`);
       assert.equal(sessionEnd(r.stderr).stdout_noise_lines, 1);
@@ -141,7 +164,11 @@ describe('child → client: noise never reaches the client', () => {
 
   test('--on-child-noise close ends the session and answers what was in flight', { timeout: 30000 }, async () => {
     // stdin stays open: the noise, not the client, must end the session.
-    const { done } = runGuardUngated(['--on-child-noise=close', '--', 'python3', fixture('recorder.py')], { input: init, keepOpen: true, env: { BANNER: 'hello' } });
+    const { done } = runGuardUngated(['--on-child-noise=close', '--', 'python3', fixture('recorder.py')], {
+      input: init,
+      keepOpen: true,
+      env: { BANNER: 'hello' },
+    });
     const r = await done;
     const out = messages(r.stdout);
     assert.equal(out.filter((m) => m.id === 1).length, 1, 'initialize answered exactly once');
@@ -155,7 +182,10 @@ describe('bounded memory and backpressure', () => {
     try {
       const count = join(dir, 'count');
       const total = 128 << 20;
-      const g = runGuardUngated(['--grace=60000', '--', 'python3', fixture('stdout-flood.py')], { keepOpen: true, env: { COUNT_FILE: count, TOTAL: String(total) } });
+      const g = runGuardUngated(['--grace=60000', '--', 'python3', fixture('stdout-flood.py')], {
+        keepOpen: true,
+        env: { COUNT_FILE: count, TOTAL: String(total) },
+      });
       g.child.stdout.pause(); // the client stops reading
       await new Promise((r) => setTimeout(r, 2000));
       const writtenWhilePaused = Number(readFileSync(count, 'utf8'));
@@ -163,14 +193,18 @@ describe('bounded memory and backpressure', () => {
       assert.ok(writtenWhilePaused < 32 << 20, `the child kept writing: ${writtenWhilePaused} bytes`);
       assert.ok(rss < 150 << 20, `mcpguard RSS ${rss}`);
       let received = 0;
-      g.child.stdout.on('data', (c) => { received += c.length; });
+      g.child.stdout.on('data', (c) => {
+        received += c.length;
+      });
       g.child.stdout.resume(); // the client reads again: everything arrives
       g.child.stdin.end();
       const r = await g.done;
       assert.equal(r.code, 0);
       assert.equal(received, Number(readFileSync(count, 'utf8')), 'every byte the child wrote reached the client');
       assert.ok(received >= total);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('--allow-batch: a batch reaches the child as one line and each request gets one answer', { timeout: 30000 }, async () => {

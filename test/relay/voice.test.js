@@ -15,8 +15,9 @@ import { reservedMarker } from '../../dist/mcp/reserved.js';
 
 after(killStarted);
 
-const init = frame({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } })
-  + frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
+const init =
+  frame({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }) +
+  frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
 const call = (id, name, args = {}) => frame({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
 /** Every record line under `dir`. */
@@ -40,7 +41,7 @@ async function session(input, extra = []) {
   }
 }
 
-describe('a server answer in mcpguard\'s voice is refused, and its call answered by mcpguard', () => {
+describe("a server answer in mcpguard's voice is refused, and its call answered by mcpguard", () => {
   const forgeries = [
     ['forge_source', /error\.data\.source is "mcpguard"/],
     ['forge_message', /error\.message starts with "mcpguard"/],
@@ -48,7 +49,7 @@ describe('a server answer in mcpguard\'s voice is refused, and its call answered
     ['forge_stderr', /result\._meta has the key "io\.mcpguard\/stderr"/],
     ['forge_card', /result\.inputRequests has the key "io\.mcpguard\/approval"/],
   ];
-  test('each forgery: one error from mcpguard naming the mark, none of the server\'s bytes, the call recorded as error', { timeout: 60000 }, async () => {
+  test("each forgery: one error from mcpguard naming the mark, none of the server's bytes, the call recorded as error", { timeout: 60000 }, async () => {
     const input = init + forgeries.map(([name], i) => call(10 + i, name)).join('') + call(20, 'echo', { ok: 1 });
     const r = await session(input);
     const raw = r.stdout.toString();
@@ -74,7 +75,13 @@ describe('a server answer in mcpguard\'s voice is refused, and its call answered
 
 describe('a server answer mcpguard cannot forward still answers its call', () => {
   const cases = [
-    { name: 'over --max-frame-bytes (a 2 MiB result)', tool: 'big', args: { bytes: 2 * 1024 * 1024 }, extra: ['--max-frame-bytes=1048576'], why: /exceeds --max-frame-bytes 1048576/ },
+    {
+      name: 'over --max-frame-bytes (a 2 MiB result)',
+      tool: 'big',
+      args: { bytes: 2 * 1024 * 1024 },
+      extra: ['--max-frame-bytes=1048576'],
+      why: /exceeds --max-frame-bytes 1048576/,
+    },
     { name: 'a duplicate key', tool: 'dup', args: {}, extra: [], why: /duplicate key "text"/ },
     { name: 'nested past the limit', tool: 'deep', args: {}, extra: [], why: /nesting deeper than 512/ },
   ];
@@ -83,12 +90,20 @@ describe('a server answer mcpguard cannot forward still answers its call', () =>
       const { dir, cleanup } = tempDir();
       try {
         // stdin stays open: the answer must come from the refused line, not from the session's end.
-        const { child, done } = runGuard(['--record-dir', dir, ...c.extra, '--', 'python3', fixture('voice-server.py')], { input: init + call(7, c.tool, c.args), keepOpen: true, timeout: 30000 });
+        const { child, done } = runGuard(['--record-dir', dir, ...c.extra, '--', 'python3', fixture('voice-server.py')], {
+          input: init + call(7, c.tool, c.args),
+          keepOpen: true,
+          timeout: 30000,
+        });
         let seen = '';
         const answer = await new Promise((resolve) => {
           child.stdout.on('data', (chunk) => {
             seen += chunk.toString();
-            const found = seen.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((m) => m.id === 7);
+            const found = seen
+              .split('\n')
+              .filter(Boolean)
+              .map((l) => JSON.parse(l))
+              .find((m) => m.id === 7);
             if (found) resolve(found);
           });
         });
@@ -111,7 +126,7 @@ describe('a server answer mcpguard cannot forward still answers its call', () =>
   }
 });
 
-describe('reading an answer\'s id and marks', () => {
+describe("reading an answer's id and marks", () => {
   test('peekAnswerId: an id only when no readable member is "method"', () => {
     const head = (text) => Buffer.from(text);
     assert.equal(peekAnswerId(head('{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"xxxx')), 7);
@@ -121,7 +136,7 @@ describe('reading an answer\'s id and marks', () => {
     assert.equal(peekAnswerId(head('{"jsonrpc":"2.0","id":7,"id":8,"result":{}}')), null, 'two ids: none');
   });
 
-  test('reservedMarker: mcpguard\'s marks, however spelled; other answers pass', () => {
+  test("reservedMarker: mcpguard's marks, however spelled; other answers pass", () => {
     const mark = (value) => {
       const r = classifyFrame(Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id: 1, ...value })}\n`), { allowBatch: false });
       assert.equal(r.kind, 'response');
@@ -143,18 +158,25 @@ describe('nothing the server writes ends a call it was never sent', () => {
     const policy = join(dir, 'policy.json');
     writeFileSync(policy, JSON.stringify({ default: 'allow', rules: [{ tool: 'echo', decision: 'ask' }] }));
     // The approver takes two seconds, then says yes (`sleep` exits 0): meanwhile the server writes its two answers for the held call.
-    const c = conversation(['python3', fixture('voice-server.py')], ['--validate-args=on', `--policy=${policy}`, '--max-frame-bytes=65536', '--approve-cmd=sleep 2']);
+    const c = conversation(
+      ['python3', fixture('voice-server.py')],
+      ['--validate-args=on', `--policy=${policy}`, '--max-frame-bytes=65536', '--approve-cmd=sleep 2'],
+    );
     t.after(c.cleanup);
     c.send(JSON.parse(init.split('\n')[0]));
     await c.waitFor((m) => m.id === 0, 'initialize answer');
     c.send(JSON.parse(init.split('\n')[1]));
     c.send(JSON.parse(call(9, 'echo', { text: 'held' })));
     c.send(JSON.parse(call(2, 'spoof', { id: 9, bytes: 100000 })));
-    await c.waitFor((m) => m.id === 2, 'the spoof call\'s own answer');
-    const held = await c.waitFor((m) => m.id === 9, 'the held call\'s answer', 20000);
+    await c.waitFor((m) => m.id === 2, "the spoof call's own answer");
+    const held = await c.waitFor((m) => m.id === 9, "the held call's answer", 20000);
     const r = await c.finish();
     assert.equal(r.out.filter((m) => m.id === 9).length, 1, 'one answer');
-    assert.deepEqual(held.result?.content, [{ type: 'text', text: '{"text": "held"}' }], `the server's own answer, after the approval: ${JSON.stringify(held)}`);
+    assert.deepEqual(
+      held.result?.content,
+      [{ type: 'text', text: '{"text": "held"}' }],
+      `the server's own answer, after the approval: ${JSON.stringify(held)}`,
+    );
     assert.equal(endOf(r.records, 9).state, 'completed');
     assert.equal(endOf(r.records, 9).decision.by, 'approve-cmd');
     assert.match(r.stderr, /child stdout line \d+ is not JSON-RPC: .*exceeds --max-frame-bytes 65536/);

@@ -10,21 +10,36 @@ import { messages } from '../helpers/stdout-check.js';
 after(killStarted);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const records = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl'))
-  .map((f) => readFileSync(join(dir, f), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
+const records = (dir) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .map((f) =>
+      readFileSync(join(dir, f), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    );
 /** A session's records while it is being written: whole lines only (a poll may catch a write, or the empty new file). */
-const recordsSoFar = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl'))
-  .flatMap((f) => {
-    const text = readFileSync(join(dir, f), 'utf8');
-    return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  });
+const recordsSoFar = (dir) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .flatMap((f) => {
+      const text = readFileSync(join(dir, f), 'utf8');
+      return text
+        .slice(0, text.lastIndexOf('\n') + 1)
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+    });
 const tool = (id, name, args = {}) => frame({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
 /** mcpguard (with `options`) over recorder.py, its stdin kept open; `answered()` counts the lines it has answered so far. */
 function openRecorder(dir, options = [], env = {}) {
   const g = runGuardUngated([`--record-dir=${dir}`, ...options, '--', 'python3', fixture('recorder.py')], { keepOpen: true, env });
   let answers = 0;
-  g.child.stdout.on('data', (c) => { answers += c.toString().split('\n').length - 1; });
+  g.child.stdout.on('data', (c) => {
+    answers += c.toString().split('\n').length - 1;
+  });
   return { g, answered: () => answers };
 }
 
@@ -50,7 +65,9 @@ describe('records written by a session', () => {
       const [log] = records(dir);
       const types = log.map((x) => x.type);
       assert.deepEqual(types, ['header', 'session_start', 'child_started', 'call_attempt', 'call_dispatched', 'call_end', 'session_end', 'seal']);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('every call that reached mcpguard has exactly one final record, whatever ended it', { timeout: 60000 }, async () => {
@@ -60,19 +77,19 @@ describe('records written by a session', () => {
       // --call-timeout must lie beyond that wait and the shutdown's first grace, and the slow tool beyond the timeout.
       const { g, answered } = openRecorder(dir, ['--on-invalid=reject', '--call-timeout=2000', '--grace=300'], { SLOW_TOOL_MS: '3000' });
       const send = (s) => g.child.stdin.write(s);
-      send(frame({ jsonrpc: '2.0', id: 0, method: 'ping' }));                       // completed, once the server is up
+      send(frame({ jsonrpc: '2.0', id: 0, method: 'ping' })); // completed, once the server is up
       while (answered() === 0) await sleep(50);
-      send(tool(1, 'record', { v: 1 }));                                           // completed
-      send(frame({ jsonrpc: '2.0', id: 2, method: 'no/such' }));                    // error
-      send(frame({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: 'x' }));   // rejected (-32602)
+      send(tool(1, 'record', { v: 1 })); // completed
+      send(frame({ jsonrpc: '2.0', id: 2, method: 'no/such' })); // error
+      send(frame({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: 'x' })); // rejected (-32602)
       await sleep(300);
-      send(tool(4, 'slow'));                                                       // timed out after dispatch
+      send(tool(4, 'slow')); // timed out after dispatch
       await sleep(2600);
-      send(tool(5, 'slow'));                                                       // cancelled by the client
+      send(tool(5, 'slow')); // cancelled by the client
       await sleep(200);
       send(frame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5 } }));
       await sleep(1500);
-      send(tool(6, 'slow'));                                                       // cut off by the shutdown
+      send(tool(6, 'slow')); // cut off by the shutdown
       await sleep(200);
       g.child.stdin.end();
       const r = await g.done;
@@ -98,7 +115,9 @@ describe('records written by a session', () => {
       assert.equal(end.end_reason, 'client_eof');
       assert.equal(log.at(-1).type, 'seal');
       assert.equal(sessionEnd(r.stderr).session_id, log[0].log_id);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('a crash mid-call: unknown_after_dispatch with the exit status observed', { timeout: 30000 }, async () => {
@@ -113,7 +132,9 @@ describe('records written by a session', () => {
       assert.equal(call.state, 'unknown_after_dispatch');
       assert.deepEqual(call.exit_status, { code: 9, signal: null });
       assert.deepEqual(call.stream_end, { stdout: 'eof', stderr: 'eof' });
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('attempt and final records reach the file while the session runs; a SIGKILL then loses none of them', { timeout: 30000 }, async () => {
@@ -124,7 +145,10 @@ describe('records written by a session', () => {
       while (answered() < 2) await sleep(20);
       // No more input and no session end: only the deferred flush can write the final records now.
       // (A dispatch record is there only for a call that ran more than 20 ms, e.g. one sent while python was starting.)
-      const callRecords = () => recordsSoFar(dir).filter((r) => r.type === 'call_attempt' || r.type === 'call_end').map((r) => `${r.type}:${r.call_id === undefined ? '' : 'c'}`);
+      const callRecords = () =>
+        recordsSoFar(dir)
+          .filter((r) => r.type === 'call_attempt' || r.type === 'call_end')
+          .map((r) => `${r.type}:${r.call_id === undefined ? '' : 'c'}`);
       const deadline = Date.now() + 5000;
       while (callRecords().length < 4 && Date.now() < deadline) await sleep(20);
       assert.deepEqual(callRecords().sort(), ['call_attempt:c', 'call_attempt:c', 'call_end:c', 'call_end:c']);
@@ -135,10 +159,14 @@ describe('records written by a session', () => {
       // Unsealed (mcpguard was killed) but intact: verify exits 2, not 1.
       const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 2, v.stdout.toString() + v.stderr);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
-  test('a call that ends within 20 ms of its dispatch gets no dispatch record; its final record says when and to which server', { timeout: 30000 }, async () => {
+  test('a call that ends within 20 ms of its dispatch gets no dispatch record; its final record says when and to which server', {
+    timeout: 30000,
+  }, async () => {
     const { dir, cleanup } = tempDir();
     try {
       const { g, answered } = openRecorder(dir);
@@ -167,14 +195,19 @@ describe('records written by a session', () => {
       assert.ok(dispatched.size < 20, `every one of 20 quick calls kept a dispatch record (${dispatched.size})`);
       const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 0, v.stdout.toString() + v.stderr);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
-  test('a slow call\'s dispatch record is written while the call is still running', { timeout: 30000 }, async () => {
+  test("a slow call's dispatch record is written while the call is still running", { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
       // The tool sleeps far longer than the test waits; --grace=200 ends it quickly afterwards.
-      const g = runGuardUngated([`--record-dir=${dir}`, '--grace=200', '--', 'python3', fixture('recorder.py')], { keepOpen: true, env: { SLOW_TOOL_MS: '60000' } });
+      const g = runGuardUngated([`--record-dir=${dir}`, '--grace=200', '--', 'python3', fixture('recorder.py')], {
+        keepOpen: true,
+        env: { SLOW_TOOL_MS: '60000' },
+      });
       g.child.stdin.write(tool(1, 'slow'));
       const types = () => recordsSoFar(dir).map((r) => r.type);
       const deadline = Date.now() + 15000;
@@ -184,7 +217,9 @@ describe('records written by a session', () => {
       assert.ok(!seen.includes('call_end'), `the call ended too soon for this test: ${seen}`);
       g.child.stdin.end();
       await g.done;
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('rejected frames are recorded by reason and fingerprint, never by content', { timeout: 30000 }, async () => {
@@ -192,12 +227,16 @@ describe('records written by a session', () => {
     try {
       const secret = 'sk-live-DO-NOT-LOG-0123456789';
       await runGuardUngated([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { input: `{"api_key":"${secret}"} trailing\n` }).done;
-      const text = readdirSync(dir).map((f) => readFileSync(join(dir, f), 'utf8')).join('');
+      const text = readdirSync(dir)
+        .map((f) => readFileSync(join(dir, f), 'utf8'))
+        .join('');
       assert.ok(!text.includes(secret));
       const [log] = records(dir);
       assert.equal(log.filter((x) => x.type === 'reject').length, 1);
       assert.equal(log.filter((x) => x.type.startsWith('call_')).length, 0);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('20 concurrent sessions in one directory: every chain verifies, no event lost', { timeout: 120000 }, async () => {
@@ -222,7 +261,9 @@ describe('records written by a session', () => {
       const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 0, v.stdout.toString());
       assert.match(v.stdout.toString(), /20 logs: 20 ok/);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('with --audit-key-file the chain is an HMAC chain: verify needs the key', { timeout: 30000 }, async () => {
@@ -235,7 +276,10 @@ describe('records written by a session', () => {
       assert.equal(records(dir)[0][0].alg, 'hmac-sha256');
       assert.equal((await runGuardUngated(['verify', `--record-dir=${dir}`, `--audit-key-file=${key}`]).done).code, 0);
       assert.notEqual((await runGuardUngated(['verify', `--record-dir=${dir}`]).done).code, 0);
-    } finally { cleanup(); keys.cleanup(); }
+    } finally {
+      cleanup();
+      keys.cleanup();
+    }
   });
 
   test('a bad record directory or key stops mcpguard before the child starts', { timeout: 30000 }, async () => {
@@ -251,7 +295,9 @@ describe('records written by a session', () => {
       const k = await runGuardUngated([`--record-dir=${dir}`, `--audit-key-file=${join(dir, 'missing.key')}`, '--', 'true']).done;
       assert.equal(k.code, 125);
       assert.match(k.stderr, /missing\.key/);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('--records off writes nothing', { timeout: 30000 }, async () => {
@@ -259,7 +305,9 @@ describe('records written by a session', () => {
     try {
       await runGuardUngated([`--record-dir=${dir}`, '--records=off', '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') }).done;
       assert.deepEqual(readdirSync(dir), []);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('the views read what the relay wrote', { timeout: 30000 }, async () => {
@@ -267,11 +315,19 @@ describe('records written by a session', () => {
     try {
       await runGuardUngated([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') + 'noise\n' }).done;
       const sessions = await runGuardUngated(['sessions', `--record-dir=${dir}`, '--json']).done;
-      const [row] = sessions.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
+      const [row] = sessions.stdout
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       assert.equal(row.end_reason, 'invalid_client_frame');
       assert.equal(row.sealed, true);
       const activity = await runGuardUngated(['activity', row.session_id, `--record-dir=${dir}`, '--json']).done;
-      const rows = activity.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
+      const rows = activity.stdout
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       const call = rows.find((x) => x.kind === 'call');
       assert.equal(call.state, 'completed');
       assert.equal(call.tool, 'record');
@@ -279,7 +335,9 @@ describe('records written by a session', () => {
       const show = await runGuardUngated(['show', call.call_id, `--record-dir=${dir}`]).done;
       assert.equal(show.code, 0);
       assert.match(show.stdout.toString(), /call_end/);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 });
 

@@ -69,7 +69,10 @@ async function autoClientRun(serverOptions) {
   } finally {
     const pid = transport.pid;
     await client.close().catch(() => {});
-    if (pid) try { process.kill(pid, 'SIGKILL'); } catch {}
+    if (pid)
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
   }
   // The probe's server outlived its mcpguard (SIGKILLed by the client): the watchdog ends it.
   assert.ok(await serversGone(pidDir, 15000), 'every copy of the server has exited');
@@ -96,8 +99,15 @@ describe('probe sessions are sealed before the client can SIGKILL mcpguard', { t
 
     // The sessions view marks the probe.
     const json = await runGuard(['sessions', '--record-dir', recordDir, '--json']).done;
-    const rows = json.stdout.toString().split('\n').filter(Boolean).map((line) => JSON.parse(line));
-    assert.deepEqual(rows.map((r) => r.probe), [undefined, true]); // newest first: the real session, then the probe
+    const rows = json.stdout
+      .toString()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(
+      rows.map((r) => r.probe),
+      [undefined, true],
+    ); // newest first: the real session, then the probe
     const table = await runGuard(['sessions', '--record-dir', recordDir]).done;
     const lines = table.stdout.toString().split('\n');
     assert.match(lines[2], /\(probe\)/, table.stdout.toString());
@@ -127,7 +137,11 @@ describe('what counts as a probe session', { timeout: TIMEOUT }, () => {
    */
   async function raw(input, answers, serverOptions = []) {
     const { pidDir, recordDir } = workspace();
-    const run = runGuard(['--record-dir', recordDir, '--session-summary', 'on', '--', process.execPath, V2_SERVER, '--pid-dir', pidDir, ...serverOptions], { input, cwd: ROOT, keepOpen: true });
+    const run = runGuard(['--record-dir', recordDir, '--session-summary', 'on', '--', process.execPath, V2_SERVER, '--pid-dir', pidDir, ...serverOptions], {
+      input,
+      cwd: ROOT,
+      keepOpen: true,
+    });
     let seen = 0;
     const closeWhenAnswered = () => {
       if (seen >= answers) run.child.stdin.end();
@@ -139,7 +153,10 @@ describe('what counts as a probe session', { timeout: TIMEOUT }, () => {
     closeWhenAnswered();
     const { code, stdout, stderr } = await run.done;
     const { logs, results } = await recordsOf(recordDir);
-    assert.deepEqual(results.map((r) => r.status), ['ok']);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['ok'],
+    );
     return { code, stdout: stdout.toString(), stderr, end: endOf(logs[0]), summary: sessionEnd(stderr) };
   }
 
@@ -155,7 +172,7 @@ describe('what counts as a probe session', { timeout: TIMEOUT }, () => {
     assert.equal(summary.exit_code, 0);
   });
 
-  test('what happens after a probe\'s seal stays out of its log: noise the server writes on its way out', async () => {
+  test("what happens after a probe's seal stays out of its log: noise the server writes on its way out", async () => {
     const { code, stderr, end, summary } = await raw(discover('d1'), 1, ['--exit-noise', 'bye from the server']);
     assert.equal(code, 0, stderr);
     assert.equal(end.probe, true);
@@ -165,7 +182,7 @@ describe('what counts as a probe session', { timeout: TIMEOUT }, () => {
     assert.deepEqual(summary.rejected, { client: 0, child: 1 }, 'the summary has it');
   });
 
-  test('server/discover and then another request: an ordinary session, the child\'s exit in its record', async () => {
+  test("server/discover and then another request: an ordinary session, the child's exit in its record", async () => {
     const { end } = await raw(discover('d1') + list(1), 2);
     assert.equal(end.probe, undefined);
     assert.equal(end.child_exit, undefined);

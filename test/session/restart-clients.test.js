@@ -33,13 +33,22 @@ for (const [label, make] of Object.entries(CLIENTS)) {
       const peer = make({
         command: process.execPath,
         args: [BIN, '--record-dir', records, '--restart', 'on-failure', '--restart-delay', '20ms', '--', 'python3', CRASHY],
-        cwd: ROOT, env: { ...process.env, ...PLANTED_VARS, STATE_DIR: state, CRASH_AT: '2,4,6' }, stderr: 'pipe',
+        cwd: ROOT,
+        env: { ...process.env, ...PLANTED_VARS, STATE_DIR: state, CRASH_AT: '2,4,6' },
+        stderr: 'pipe',
       });
       const stderr = [];
       peer.transport.stderr.on('data', (chunk) => stderr.push(chunk));
       cleanups.push(() => {
-        for (const pid of readLines(join(state, 'starts')).map(Number)) if (isAlive(pid)) try { process.kill(pid, 'SIGKILL'); } catch {}
-        if (peer.transport.pid) try { process.kill(peer.transport.pid, 'SIGKILL'); } catch {}
+        for (const pid of readLines(join(state, 'starts')).map(Number))
+          if (isAlive(pid))
+            try {
+              process.kill(pid, 'SIGKILL');
+            } catch {}
+        if (peer.transport.pid)
+          try {
+            process.kill(peer.transport.pid, 'SIGKILL');
+          } catch {}
         tmp.cleanup();
       });
       await peer.client.connect(peer.transport);
@@ -64,26 +73,50 @@ for (const [label, make] of Object.entries(CLIENTS)) {
       assert.deepEqual((await peer.client.listTools()).tools, tools.tools);
       // While it runs, `sessions` counts the restarts its log shows so far (no session record yet).
       const running = await runGuard(['sessions', '--json', '--record-dir', records], { timeout: 20_000 }).done;
-      const [row] = running.stdout.toString('utf8').trim().split('\n').map((l) => JSON.parse(l));
+      const [row] = running.stdout
+        .toString('utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       assert.deepEqual([row.liveness, row.end_reason, row.restarts], ['running', null, 3], running.stderr.toString());
       await peer.client.close();
 
       // Every client request was read by exactly one generation, once.
-      const lines = readLines(join(state, 'lines')).map((l) => JSON.parse(l)).map((e) => ({ ...e, message: JSON.parse(e.line) }));
+      const lines = readLines(join(state, 'lines'))
+        .map((l) => JSON.parse(l))
+        .map((e) => ({ ...e, message: JSON.parse(e.line) }));
       const requests = clientRequests(lines);
       const ids = requests.map(([, id]) => id);
       assert.equal(new Set(ids).size, ids.length, `no request read twice: ${JSON.stringify(requests)}`);
-      assert.deepEqual(requests.filter(([, , m]) => m === 'tools/call').map(([gen]) => gen), [1, 1, 2, 2, 3, 3, 4, 4]);
+      assert.deepEqual(
+        requests.filter(([, , m]) => m === 'tools/call').map(([gen]) => gen),
+        [1, 1, 2, 2, 3, 3, 4, 4],
+      );
       // Each new generation got the replayed handshake (mcpguard's own ids) and only it.
-      assert.deepEqual(lines.filter((e) => e.message.method === 'initialize').map((e) => e.gen), [1, 2, 3, 4]);
+      assert.deepEqual(
+        lines.filter((e) => e.message.method === 'initialize').map((e) => e.gen),
+        [1, 2, 3, 4],
+      );
 
       const [log] = await assertAllVerify(records, 1);
-      assert.deepEqual(log.records.filter((r) => r.type === 'generation_start').map((r) => r.generation), [1, 2, 3, 4]);
+      assert.deepEqual(
+        log.records.filter((r) => r.type === 'generation_start').map((r) => r.generation),
+        [1, 2, 3, 4],
+      );
       const calls = log.records.filter((r) => r.type === 'call_end' && r.method === 'tools/call');
-      assert.deepEqual(calls.map((r) => [r.state, r.generation]), [
-        ['completed', 1], ['unknown_after_dispatch', 1], ['completed', 2], ['unknown_after_dispatch', 2],
-        ['completed', 3], ['unknown_after_dispatch', 3], ['completed', 4], ['completed', 4],
-      ]);
+      assert.deepEqual(
+        calls.map((r) => [r.state, r.generation]),
+        [
+          ['completed', 1],
+          ['unknown_after_dispatch', 1],
+          ['completed', 2],
+          ['unknown_after_dispatch', 2],
+          ['completed', 3],
+          ['unknown_after_dispatch', 3],
+          ['completed', 4],
+          ['completed', 4],
+        ],
+      );
       const end = log.records.find((r) => r.type === 'session_end');
       assert.deepEqual([end.restarts, end.generations, end.end_reason], [3, 4, 'client_eof']);
       assert.doesNotMatch(Buffer.concat(stderr).toString(), /mcpguard: rejected|is not JSON-RPC/);

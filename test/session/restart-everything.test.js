@@ -23,14 +23,24 @@ describe('server-everything restarted after SIGKILL', { timeout: TIMEOUT, skip: 
   test('tools/list through mcpguard is the same before and after', async () => {
     const tmp = tempDir('mcpguard-restart-everything-');
     const transport = new StdioClientTransport({
-      command: process.execPath, args: [BIN, '--record-dir', tmp.dir, '--restart', 'on-failure', '--restart-delay', '0', '--', SERVER, 'stdio'],
-      cwd: ROOT, env: { ...process.env }, stderr: 'pipe',
+      command: process.execPath,
+      args: [BIN, '--record-dir', tmp.dir, '--restart', 'on-failure', '--restart-delay', '0', '--', SERVER, 'stdio'],
+      cwd: ROOT,
+      env: { ...process.env },
+      stderr: 'pipe',
     });
     transport.stderr.on('data', () => {});
     const client = new Client({ name: 'restart-everything', version: '1.0.0' });
     cleanups.push(() => {
-      if (transport.pid) for (const pid of serversOf(transport.pid)) try { process.kill(pid, 'SIGKILL'); } catch {}
-      if (transport.pid) try { process.kill(transport.pid, 'SIGKILL'); } catch {}
+      if (transport.pid)
+        for (const pid of serversOf(transport.pid))
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {}
+      if (transport.pid)
+        try {
+          process.kill(transport.pid, 'SIGKILL');
+        } catch {}
       tmp.cleanup();
     });
     await client.connect(transport);
@@ -51,7 +61,13 @@ describe('server-everything restarted after SIGKILL', { timeout: TIMEOUT, skip: 
 
     const [log] = await assertAllVerify(tmp.dir, 1);
     const ends = log.records.filter((r) => r.type === 'generation_end');
-    assert.deepEqual(ends.map((r) => [r.generation, r.signal]), [[1, 'SIGKILL'], [2, ends[1].signal]]);
+    assert.deepEqual(
+      ends.map((r) => [r.generation, r.signal]),
+      [
+        [1, 'SIGKILL'],
+        [2, ends[1].signal],
+      ],
+    );
     const [restart] = log.records.filter((r) => r.type === 'restart');
     assert.deepEqual([restart.generation, restart.handshake_replayed, restart.tools_changed], [2, true, false]);
   });

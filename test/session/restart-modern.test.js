@@ -18,9 +18,15 @@ after(() => {
 describe('--restart, modern era', { timeout: 60000, skip: process.platform !== 'linux' && 'needs /proc' }, () => {
   test('an open listen ends with an error at the crash; the next call reaches the new generation', async () => {
     const tmp = tempDir('mcpguard-restart-modern-');
-    const run = runGuardUngated(['--record-dir', tmp.dir, '--restart', 'on-failure', '--restart-delay', '0', '--', 'python3', fixture('listen-server.py')], { keepOpen: true, env: { LISTEN_NOTIFY_MS: '600000' } });
+    const run = runGuardUngated(['--record-dir', tmp.dir, '--restart', 'on-failure', '--restart-delay', '0', '--', 'python3', fixture('listen-server.py')], {
+      keepOpen: true,
+      env: { LISTEN_NOTIFY_MS: '600000' },
+    });
     cleanups.push(() => {
-      for (const pid of childrenOf(run.child.pid, 'listen-server')) try { process.kill(pid, 'SIGKILL'); } catch {}
+      for (const pid of childrenOf(run.child.pid, 'listen-server'))
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {}
       tmp.cleanup();
     });
     const messages = [];
@@ -52,7 +58,17 @@ describe('--restart, modern era', { timeout: 60000, skip: process.platform !== '
     assert.deepEqual([end.era, end.restarts, end.end_reason], ['modern', 1, 'client_eof']);
     assert.equal(messages.filter((m) => m.id === 2).length, 1, 'the listen was answered once');
     const [log] = await assertAllVerify(tmp.dir, 1);
-    assert.deepEqual(log.records.filter((r) => r.type === 'restart').map((r) => r.handshake_replayed), [false]);
-    assert.deepEqual(log.records.filter((r) => r.type === 'call_end').map((r) => [r.request_id, r.state, r.generation]), [[1, 'completed', 1], [2, 'stream_ended', 1], [3, 'completed', 2]]);
+    assert.deepEqual(
+      log.records.filter((r) => r.type === 'restart').map((r) => r.handshake_replayed),
+      [false],
+    );
+    assert.deepEqual(
+      log.records.filter((r) => r.type === 'call_end').map((r) => [r.request_id, r.state, r.generation]),
+      [
+        [1, 'completed', 1],
+        [2, 'stream_ended', 1],
+        [3, 'completed', 2],
+      ],
+    );
   });
 });

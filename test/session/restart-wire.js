@@ -27,7 +27,11 @@ export function openWire(guardArgs, env = {}, { timeout = 60000 } = {}) {
   });
   let next = 1;
   const wire = {
-    run, state, records, messages, tmp,
+    run,
+    state,
+    records,
+    messages,
+    tmp,
     send(value) {
       run.child.stdin.write(`${JSON.stringify(value)}\n`);
     },
@@ -54,7 +58,11 @@ export function openWire(guardArgs, env = {}, { timeout = 60000 } = {}) {
     lines() {
       return readLines(join(state, 'lines')).map((l) => {
         const entry = JSON.parse(l);
-        try { entry.message = JSON.parse(entry.line); } catch { entry.message = null; }
+        try {
+          entry.message = JSON.parse(entry.line);
+        } catch {
+          entry.message = null;
+        }
         return entry;
       });
     },
@@ -68,8 +76,13 @@ export function openWire(guardArgs, env = {}, { timeout = 60000 } = {}) {
     },
     /** Kill whatever the fixture left (after hook). */
     cleanup() {
-      for (const pid of wire.alive()) try { process.kill(pid, 'SIGKILL'); } catch {}
-      try { process.kill(run.child.pid, 'SIGKILL'); } catch {}
+      for (const pid of wire.alive())
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {}
+      try {
+        process.kill(run.child.pid, 'SIGKILL');
+      } catch {}
       tmp.cleanup();
     },
   };
@@ -81,7 +94,12 @@ export function isAlive(pid) {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return !/^\d+ \(.*\) [ZX]/.test(stat);
   } catch {
-    try { process.kill(pid, 0); return !existsSync('/proc/self/stat'); } catch { return false; }
+    try {
+      process.kill(pid, 0);
+      return !existsSync('/proc/self/stat');
+    } catch {
+      return false;
+    }
   }
 }
 
@@ -97,7 +115,9 @@ export async function until(check, ms = 20000, what = 'condition') {
 
 /** Client requests (not mcpguard's own) each generation read, as [gen, id, method]. */
 export function clientRequests(lines) {
-  return lines.filter((e) => e.message?.id !== undefined && e.message.method && !String(e.message.id).startsWith('mcpguard-')).map((e) => [e.gen, e.message.id, e.message.method]);
+  return lines
+    .filter((e) => e.message?.id !== undefined && e.message.method && !String(e.message.id).startsWith('mcpguard-'))
+    .map((e) => [e.gen, e.message.id, e.message.method]);
 }
 
 /** Live processes whose parent is `ppid` and whose command line holds `match` (Linux). */
@@ -109,7 +129,9 @@ export function childrenOf(ppid, match) {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       if (parent === ppid && readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(match) && isAlive(Number(name))) found.push(Number(name));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return found;
 }

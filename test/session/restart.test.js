@@ -76,13 +76,22 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
 
     // Every request has exactly one answer on the wire.
     const answers = wire.messages.filter((m) => m.id !== undefined && !('method' in m));
-    assert.deepEqual(answers.map((m) => m.id).sort((x, y) => x - y), [1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      answers.map((m) => m.id).sort((x, y) => x - y),
+      [1, 2, 3, 4, 5],
+    );
     // Generation 2 read the replayed handshake first, then the waiting calls in arrival order; nothing was read twice.
     const lines = wire.lines();
     const gen2 = lines.filter((e) => e.gen === 2).map((e) => e.message.method ?? 'response');
     assert.deepEqual(gen2, ['initialize', 'notifications/initialized', 'tools/call', 'ping', 'tools/call']);
     assert.match(lines.find((e) => e.gen === 2).message.id, /^mcpguard-restart-2-1-[0-9a-f]{24}$/);
-    assert.deepEqual(clientRequests(lines), [[1, 1, 'initialize'], [1, 2, 'tools/call'], [2, 3, 'tools/call'], [2, 4, 'ping'], [2, 5, 'tools/call']]);
+    assert.deepEqual(clientRequests(lines), [
+      [1, 1, 'initialize'],
+      [1, 2, 'tools/call'],
+      [2, 3, 'tools/call'],
+      [2, 4, 'ping'],
+      [2, 5, 'tools/call'],
+    ]);
     // The replayed initialize's answer is mcpguard's own: the client got exactly one initialize answer.
     assert.equal(wire.messages.filter((m) => m.result?.serverInfo !== undefined).length, 1);
     // Logging was negotiated: the client is told that the server's state is gone.
@@ -95,7 +104,10 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     // mcpguard's own replay answers never reached the relay as stray lines.
     assert.deepEqual(end.rejected, { client: 0, child: 0 });
     const [log] = await assertAllVerify(wire.records, 1);
-    assert.deepEqual(ofType(log, 'generation_start').map((r) => r.generation), [1, 2]);
+    assert.deepEqual(
+      ofType(log, 'generation_start').map((r) => r.generation),
+      [1, 2],
+    );
     const [first, second] = ofType(log, 'generation_end');
     assert.deepEqual([first.generation, first.exit_code, first.status, second.generation, second.next], [1, 3, 3, 2, 'session_end']);
     assert.match(first.next, /^restart in \d+ ms$/);
@@ -104,7 +116,13 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     const [restart] = ofType(log, 'restart');
     assert.deepEqual([restart.generation, restart.handshake_replayed, restart.client_warned], [2, true, true]);
     const calls = ofType(log, 'call_end').map((r) => [r.request_id, r.state, r.generation]);
-    assert.deepEqual(calls, [[1, 'completed', 1], [2, 'unknown_after_dispatch', 1], [3, 'completed', 2], [4, 'completed', 2], [5, 'completed', 2]]);
+    assert.deepEqual(calls, [
+      [1, 'completed', 1],
+      [2, 'unknown_after_dispatch', 1],
+      [3, 'completed', 2],
+      [4, 'completed', 2],
+      [5, 'completed', 2],
+    ]);
   });
 
   for (const graceful of [false, true]) {
@@ -125,7 +143,15 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
       assert.deepEqual([end.restarts, end.generations, end.end_reason], [1, 2, 'client_eof']);
       assert.equal(wire.alive().length, 0, 'no generation left running');
       const [log] = await assertAllVerify(wire.records, 1);
-      assert.deepEqual(ofType(log, 'call_end').filter((r) => r.method === 'tools/call').map((r) => [r.state, r.generation]), [['unknown_after_dispatch', 1], ['completed', 2]]);
+      assert.deepEqual(
+        ofType(log, 'call_end')
+          .filter((r) => r.method === 'tools/call')
+          .map((r) => [r.state, r.generation]),
+        [
+          ['unknown_after_dispatch', 1],
+          ['completed', 2],
+        ],
+      );
     });
   }
 
@@ -150,15 +176,25 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     assert.equal(lost + cut + moved, 40, states.join(', '));
     assert.ok(cut <= 1, states.join(', '));
     assert.ok(moved > 0, `some calls were still queued inside mcpguard at the crash: ${states.join(', ')}`);
-    assert.deepEqual(states, [...Array(lost).fill('unknown_after_dispatch'), ...Array(cut).fill('cancelled_before_dispatch'), ...Array(moved).fill('gen 2')], 'the queued calls are the last ones, in order');
+    assert.deepEqual(
+      states,
+      [...Array(lost).fill('unknown_after_dispatch'), ...Array(cut).fill('cancelled_before_dispatch'), ...Array(moved).fill('gen 2')],
+      'the queued calls are the last ones, in order',
+    );
     // Generation 2 read each moved call once, in arrival order; generation 1 read none of them.
     const lines = wire.lines().filter((e) => e.message.method === 'tools/call' && e.message.params.name === 'echo');
     const byGen = (g) => lines.filter((e) => e.gen === g).map((e) => Number(e.message.params.arguments.text.split(' ')[0]));
     assert.deepEqual(byGen(1), []);
-    assert.deepEqual(byGen(2), Array.from({ length: moved }, (_, i) => lost + cut + i));
+    assert.deepEqual(
+      byGen(2),
+      Array.from({ length: moved }, (_, i) => lost + cut + i),
+    );
     const [log] = await assertAllVerify(wire.records, 1);
     const ends = ofType(log, 'call_end').filter((r) => r.tool === 'echo');
-    assert.deepEqual(ends.filter((r) => r.generation === 2).map((r) => r.state), Array(moved).fill('completed'));
+    assert.deepEqual(
+      ends.filter((r) => r.generation === 2).map((r) => r.state),
+      Array(moved).fill('completed'),
+    );
   });
 
   test('without --restart, a server that closes its stdout but runs on ends the session', async () => {
@@ -204,7 +240,14 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     const later = await wire.tool('echo', { text: 'later' });
     assert.match(later.result.content[0].text, /^gen 2 /);
     await wire.close();
-    assert.deepEqual(clientRequests(wire.lines()).map(([gen, id]) => [gen, id]), [[1, 1], [1, 2], [2, 4]]);
+    assert.deepEqual(
+      clientRequests(wire.lines()).map(([gen, id]) => [gen, id]),
+      [
+        [1, 1],
+        [1, 2],
+        [2, 4],
+      ],
+    );
   });
 
   test('a signal crash restarts too; a clean exit does not (on-failure), and does with --restart always', async () => {
@@ -241,7 +284,10 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     assert.ok(relisted.result.tools.some((t) => t.name === 'gen2'));
     await wire.close();
     const [log] = await assertAllVerify(wire.records, 1);
-    assert.deepEqual(ofType(log, 'restart').map((r) => [r.tools_changed, r.list_changed_sent]), [[true, true]]);
+    assert.deepEqual(
+      ofType(log, 'restart').map((r) => [r.tools_changed, r.list_changed_sent]),
+      [[true, true]],
+    );
   });
 
   test('the same tool list: no list_changed', async () => {
@@ -251,9 +297,15 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     await wire.tool('crash', { code: 3 });
     await wire.tool('echo', { text: 'x' });
     await wire.close();
-    assert.equal(wire.messages.some((m) => m.method === 'notifications/tools/list_changed'), false);
+    assert.equal(
+      wire.messages.some((m) => m.method === 'notifications/tools/list_changed'),
+      false,
+    );
     const [log] = await assertAllVerify(wire.records, 1);
-    assert.deepEqual(ofType(log, 'restart').map((r) => r.tools_changed), [false]);
+    assert.deepEqual(
+      ofType(log, 'restart').map((r) => r.tools_changed),
+      [false],
+    );
   });
 
   test('a new generation that negotiates another protocol version ends the session with that reason', async () => {
@@ -267,7 +319,14 @@ describe('--restart on-failure', { timeout: TIMEOUT }, () => {
     assert.equal(end.end_reason, 'restart_incompatible');
     assert.match(end.restarts_stopped_by, /negotiated protocol version "2025-03-26", the session uses "2025-06-18"/);
     assert.match(stderr, /negotiated protocol version "2025-03-26".*ending the session/);
-    assert.deepEqual(clientRequests(wire.lines()).map(([gen, id]) => [gen, id]), [[1, 1], [1, 2]], 'the waiting call never reached generation 2');
+    assert.deepEqual(
+      clientRequests(wire.lines()).map(([gen, id]) => [gen, id]),
+      [
+        [1, 1],
+        [1, 2],
+      ],
+      'the waiting call never reached generation 2',
+    );
     await until(() => wire.alive().length === 0, 5000, 'every generation gone');
   });
 });
@@ -280,7 +339,10 @@ describe('the gate across a restart', { timeout: TIMEOUT }, () => {
     const echo = await wire.tool('echo', { text: 'checked' });
     assert.match(echo.result?.content[0].text ?? '', /^gen 2 .*checked$/, JSON.stringify(echo));
     await wire.close();
-    const lists = wire.lines().filter((e) => e.message?.method === 'tools/list').map((e) => e.gen);
+    const lists = wire
+      .lines()
+      .filter((e) => e.message?.method === 'tools/list')
+      .map((e) => e.gen);
     assert.deepEqual(lists, [1, 2], 'the own tools/list asked again of generation 2');
   });
 });
@@ -315,7 +377,10 @@ describe('crash loops', { timeout: TIMEOUT }, () => {
     assert.match(shown.stdout.toString(), /restarts +3 \(4 server generations\); stopped: --max-restarts 3/);
     const ends = ofType(log, 'generation_end');
     const starts = ofType(log, 'generation_start');
-    assert.deepEqual(ends.map((r) => r.exit_code), [7, 7, 7, 7]);
+    assert.deepEqual(
+      ends.map((r) => r.exit_code),
+      [7, 7, 7, 7],
+    );
     // Each delay lies in its jitter band (half to all of 100 ms × 2^n), and the wait really happened.
     const delays = ends.slice(0, 3).map((r) => r.delay_ms);
     delays.forEach((d, n) => {
@@ -330,7 +395,7 @@ describe('crash loops', { timeout: TIMEOUT }, () => {
 });
 
 describe('generations that die or dawdle before they take over', { timeout: TIMEOUT }, () => {
-  test('a crash loop before the handshake (the client initialized, then every generation dies at start) ends at --max-restarts with the server\'s status', async () => {
+  test("a crash loop before the handshake (the client initialized, then every generation dies at start) ends at --max-restarts with the server's status", async () => {
     const wire = open(['--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '50ms'], { CRASH_ON_START: '7' });
     const init = await wire.initialize();
     // Generation 1 may die before or after its stdin took the initialize: never a result, one answer either way.
@@ -343,7 +408,10 @@ describe('generations that die or dawdle before they take over', { timeout: TIME
     assert.equal(wire.starts().length, 4);
     assert.deepEqual(wire.alive(), []);
     const [log] = await assertAllVerify(wire.records, 1);
-    assert.deepEqual(ofType(log, 'generation_end').map((r) => r.exit_code), [7, 7, 7, 7]);
+    assert.deepEqual(
+      ofType(log, 'generation_end').map((r) => r.exit_code),
+      [7, 7, 7, 7],
+    );
   });
 
   test('a generation that exits on the replayed initialize counts as a crash: every restart is used, none waits out --restart-wait', async () => {
@@ -353,14 +421,22 @@ describe('generations that die or dawdle before they take over', { timeout: TIME
     const { code, stderr } = await wire.run.done; // within the test's timeout, far below the 60 s wait
     const end = sessionEnd(stderr);
     assert.deepEqual([end.end_reason, end.restarts, end.generations], ['restart_limit', 3, 4], stderr);
-    assert.equal(code, 3, 'the last generation\'s status');
+    assert.equal(code, 3, "the last generation's status");
     assert.equal(wire.starts().length, 4);
     // Each new generation read mcpguard's replayed initialize and nothing of the client's.
-    const inits = wire.lines().filter((e) => e.message?.method === 'initialize').map((e) => [e.gen, String(e.message.id).startsWith('mcpguard-restart-')]);
-    assert.deepEqual(inits, [[1, false], [2, true], [3, true], [4, true]]);
+    const inits = wire
+      .lines()
+      .filter((e) => e.message?.method === 'initialize')
+      .map((e) => [e.gen, String(e.message.id).startsWith('mcpguard-restart-')]);
+    assert.deepEqual(inits, [
+      [1, false],
+      [2, true],
+      [3, true],
+      [4, true],
+    ]);
   });
 
-  test('a call to a known tool while the new generation takes 12 s to start waits for it (not refused at the own tools/list\'s 10 s)', async () => {
+  test("a call to a known tool while the new generation takes 12 s to start waits for it (not refused at the own tools/list's 10 s)", async () => {
     const wire = open(['--validate-args=on', '--restart', 'on-failure', '--restart-delay', '0'], { SLOW_START_GEN: '2:12000' });
     await wire.initialize();
     const listed = await wire.call('tools/list', {});

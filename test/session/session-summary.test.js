@@ -9,7 +9,12 @@ import { BIN, PLANTED_ENV, fixture, frame, killStarted, runCommand, runGuard, se
 after(killStarted);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const init = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+const init = frame({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+});
 const quote = (word) => `'${word.replace(/'/g, `'\\''`)}'`;
 
 let hasScript = true;
@@ -44,10 +49,24 @@ describe('session summary', { skip: hasScript ? false : 'no util-linux script(1)
       const id = first[1];
       // Masked before it is clipped in the middle: the secret's place shows, the secret does not (runCommand checks the screen).
       assert.match(lines[1], /^mcpguard: {3}command python3 \S*…?\S* --token \[REDACTED:MCPGUARD_TEST_API_TOKEN\]$/);
-      assert.ok(lines.some((l) => /^mcpguard: {3}ended by client_eof; server exit code 0$/.test(l)), screen);
-      assert.ok(lines.some((l) => /^mcpguard: {3}calls 0; rejected 0$/.test(l)), screen);
-      assert.ok(lines.some((l) => /^mcpguard: {3}stderr (\d+) B seen: 0 B during calls \(kept with each call\), \1 B outside calls, \d+ B of it kept as the session's tail/.test(l)), screen);
-      assert.ok(lines.some((l) => /^mcpguard: {3}resources cpu \d+\.\d\ds user \+ \d+\.\d\ds sys, peak rss [\d.]+ (B|KiB|MiB)/.test(l)), screen);
+      assert.ok(
+        lines.some((l) => /^mcpguard: {3}ended by client_eof; server exit code 0$/.test(l)),
+        screen,
+      );
+      assert.ok(
+        lines.some((l) => /^mcpguard: {3}calls 0; rejected 0$/.test(l)),
+        screen,
+      );
+      assert.ok(
+        lines.some((l) =>
+          /^mcpguard: {3}stderr (\d+) B seen: 0 B during calls \(kept with each call\), \1 B outside calls, \d+ B of it kept as the session's tail/.test(l),
+        ),
+        screen,
+      );
+      assert.ok(
+        lines.some((l) => /^mcpguard: {3}resources cpu \d+\.\d\ds user \+ \d+\.\d\ds sys, peak rss [\d.]+ (B|KiB|MiB)/.test(l)),
+        screen,
+      );
       assert.ok(lines.includes(`mcpguard:   log ${dir}/${id}.jsonl  (mcpguard show ${id})`), screen);
       assert.ok(lines.length <= 8 && lines.every((l) => l.length <= 160), `short lines:\n${screen}`);
     } finally {
@@ -89,8 +108,11 @@ test('the stderr mirror says when it reaches its cap, at that moment, once', { t
   // 1.1 MiB of stderr, then the server waits for its stdin: the session is still running.
   const run = runGuard(['--', 'python3', fixture('stderr-flood-wait.py')], { keepOpen: true });
   let err = '';
-  run.child.stderr.on('data', (c) => { err += c; });
-  const capLine = /^mcpguard: the mirror of the server's stderr reached its cap of 1048576 bytes \(--stderr-passthrough-bytes raises it\): from here on it is counted, not shown; the records still keep each call's and the session's stderr within their own budgets$/m;
+  run.child.stderr.on('data', (c) => {
+    err += c;
+  });
+  const capLine =
+    /^mcpguard: the mirror of the server's stderr reached its cap of 1048576 bytes \(--stderr-passthrough-bytes raises it\): from here on it is counted, not shown; the records still keep each call's and the session's stderr within their own budgets$/m;
   const end = Date.now() + 15000;
   while (!capLine.test(err) && Date.now() < end && run.child.exitCode === null) await sleep(50);
   assert.match(err, capLine, `no cap line while running: ${err.slice(-300)}`);

@@ -9,16 +9,31 @@ import { messages } from '../helpers/stdout-check.js';
 
 after(killStarted);
 
-const init = frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+const init = frame({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+});
 const tool = (id, name, args = {}) => frame({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
-const pidsIn = (path) => existsSync(path) ? readFileSync(path, 'utf8').split(/\s+/).filter(Boolean).map(Number) : [];
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const pidsIn = (path) => (existsSync(path) ? readFileSync(path, 'utf8').split(/\s+/).filter(Boolean).map(Number) : []);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Wait until `done()` or `ms` pass; returns done(). */
 async function eventually(done, ms = 5000) {
   const end = Date.now() + ms;
-  while (Date.now() < end) { if (done()) return true; await sleep(50); }
+  while (Date.now() < end) {
+    if (done()) return true;
+    await sleep(50);
+  }
   return done();
 }
 
@@ -26,7 +41,9 @@ async function eventually(done, ms = 5000) {
 function start(args, env = {}) {
   const run = runGuardUngated(args, { keepOpen: true, env });
   let out = Buffer.alloc(0);
-  run.child.stdout.on('data', (c) => { out = Buffer.concat([out, c]); });
+  run.child.stdout.on('data', (c) => {
+    out = Buffer.concat([out, c]);
+  });
   const lines = (n, ms = 10000) => eventually(() => out.toString().split('\n').length > n, ms);
   return { ...run, lines };
 }
@@ -100,7 +117,10 @@ describe('no orphans', () => {
     const { dir, cleanup } = tempDir();
     try {
       const pidfile = join(dir, 'pids');
-      const g = start(['--grace=300', '--', 'sh', '-c', `exec 3<&0; python3 ${fixture('lifecycle.py')} <&3 3<&- & wait`], { PIDFILE: pidfile, ON_EOF: 'ignore' });
+      const g = start(['--grace=300', '--', 'sh', '-c', `exec 3<&0; python3 ${fixture('lifecycle.py')} <&3 3<&- & wait`], {
+        PIDFILE: pidfile,
+        ON_EOF: 'ignore',
+      });
       g.child.stdin.write(init + tool(2, 'grandchild'));
       assert.ok(await g.lines(2));
       g.child.stdin.end();
@@ -109,7 +129,9 @@ describe('no orphans', () => {
       assert.equal(pids.length, 2);
       assert.ok(await eventually(() => pids.every((p) => !alive(p)), 3000), `still alive: ${pids.filter(alive)}`);
       assert.deepEqual(sessionEnd(r.stderr).survivors, []);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('a grandchild that keeps stderr open and writes every ms after the child exited', { timeout: 30000 }, async () => {
@@ -117,7 +139,8 @@ describe('no orphans', () => {
     try {
       const pidfile = join(dir, 'pids');
       const t0 = Date.now();
-      const r = await runGuardUngated(['--grace=300', '--drain-ms=300', '--', 'sh', fixture('stderr-holder.sh')], { env: { PIDFILE: pidfile }, keepOpen: true }).done;
+      const r = await runGuardUngated(['--grace=300', '--drain-ms=300', '--', 'sh', fixture('stderr-holder.sh')], { env: { PIDFILE: pidfile }, keepOpen: true })
+        .done;
       const s = sessionEnd(r.stderr);
       assert.equal(s.end_reason, 'child_exit');
       assert.ok(Date.now() - t0 < 10000);
@@ -126,7 +149,9 @@ describe('no orphans', () => {
       assert.ok(await eventually(() => !alive(grandchild), 3000), 'grandchild survived');
       assert.deepEqual(s.survivors, []);
       assert.ok(s.stderr_bytes_seen > 0);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('a descendant that called setsid is killed or listed as a survivor', { timeout: 30000 }, async () => {
@@ -144,7 +169,9 @@ describe('no orphans', () => {
       const dead = await eventually(() => !alive(escaped), 3000);
       assert.ok(dead || s.survivors.some((p) => p.pid === escaped), 'neither killed nor listed');
       assert.ok(dead, 'on Linux the procfs walk finds and kills it');
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('mcpguard SIGKILLed with a call in flight: a few seconds later nothing of the tree is alive', { timeout: 30000 }, async () => {
@@ -160,7 +187,9 @@ describe('no orphans', () => {
       const pids = pidsIn(pidfile);
       assert.equal(pids.length, 2);
       assert.ok(await eventually(() => pids.every((p) => !alive(p)), 6000), `still alive: ${pids.filter(alive)}`);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 });
 
@@ -170,7 +199,9 @@ describe('endings', () => {
     const flood = `while :; do echo '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"${'x'.repeat(1000)}"}}'; done`;
     const child = spawn(process.execPath, [BIN, '--grace=200', '--', 'sh', '-c', flood], { stdio: ['pipe', 'pipe', 'pipe'] });
     let err = '';
-    child.stderr.on('data', (c) => { err += c; });
+    child.stderr.on('data', (c) => {
+      err += c;
+    });
     child.stdout.pause(); // never read: the pipe fills up
     await sleep(500);
     child.stdout.destroy(); // the client goes away
@@ -188,7 +219,11 @@ describe('endings', () => {
     });
   }
 
-  for (const [sig, num] of [['KILL', 9], ['TERM', 15], ['SEGV', 11]]) {
+  for (const [sig, num] of [
+    ['KILL', 9],
+    ['TERM', 15],
+    ['SEGV', 11],
+  ]) {
     test(`death by SIG${sig} propagates as ${128 + num}`, { timeout: 20000 }, async () => {
       const r = await runGuardUngated(['--', 'sh', '-c', `kill -${sig} $$`]).done;
       assert.equal(r.code, 128 + num);
@@ -208,9 +243,11 @@ describe('cancellation and deadlines', () => {
   test('--call-timeout never ends a subscriptions/listen (a stream): its notification arrives; a call still times out', { timeout: 30000 }, async () => {
     const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
     const g = start(['--call-timeout=300', '--', 'python3', fixture('listen-server.py')], { LISTEN_NOTIFY_MS: '900', SLOW_TOOL_MS: '1500' });
-    g.child.stdin.write(frame({ jsonrpc: '2.0', id: 5, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } })
-      + frame({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'slow', _meta: meta } }));
-    assert.ok(await g.lines(2), 'the timeout of 6 and the listen\'s notification');
+    g.child.stdin.write(
+      frame({ jsonrpc: '2.0', id: 5, method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: meta } }) +
+        frame({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'slow', _meta: meta } }),
+    );
+    assert.ok(await g.lines(2), "the timeout of 6 and the listen's notification");
     await sleep(300);
     g.child.stdin.end();
     const r = await g.done;
@@ -237,12 +274,17 @@ describe('cancellation and deadlines', () => {
       g.child.stdin.end();
       const r = await g.done;
       assert.equal(messages(r.stdout).filter((m) => m.id === 2).length, 0, 'the client cancelled: no answer, and the late one is dropped');
-      const childLines = readFileSync(lines, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      const childLines = readFileSync(lines, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       assert.equal(childLines[1].method, 'notifications/cancelled');
       const s = sessionEnd(r.stderr);
       assert.equal(s.late_responses, 1);
       assert.deepEqual(s.calls, { cancelled_after_dispatch: 1 });
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('a request cancelled while queued inside mcpguard never reaches the child', { timeout: 30000 }, async () => {
@@ -273,10 +315,17 @@ describe('cancellation and deadlines', () => {
         env: { RECORD_LINES: lines },
         input: init + frame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } }),
       }).done;
-      assert.ok(readFileSync(lines, 'utf8').trim().split('\n').every((l) => !l.includes('notifications/cancelled')));
+      assert.ok(
+        readFileSync(lines, 'utf8')
+          .trim()
+          .split('\n')
+          .every((l) => !l.includes('notifications/cancelled')),
+      );
       assert.match(r.stderr, /tried to cancel initialize/);
       assert.ok(messages(r.stdout).find((m) => m.id === 1).result);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('--call-timeout: the client gets a timeout error, the child a cancellation, the late answer is dropped', { timeout: 30000 }, async () => {
@@ -293,10 +342,16 @@ describe('cancellation and deadlines', () => {
       assert.equal(answers.length, 1);
       assert.equal(answers[0].error.code, -32001);
       assert.equal(answers[0].error.data.state, 'timed_out_after_dispatch');
-      const cancel = readFileSync(lines, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).find((m) => m.method === 'notifications/cancelled');
+      const cancel = readFileSync(lines, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .find((m) => m.method === 'notifications/cancelled');
       assert.equal(cancel.params.requestId, 'slow-1');
       assert.equal(sessionEnd(r.stderr).late_responses, 1);
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   test('--call-timeout rejects a bad value naming the option and the value', { timeout: 20000 }, async () => {

@@ -36,8 +36,12 @@ test('a call alone in flight is not shared', () => {
   assert.equal(store.closeCall('solo').shared, false);
 });
 
-test('per-call cap: the marker counts are the ring\'s, exact at cap - 1, cap, cap + 1', () => {
-  for (const [n, truncated] of [[16383, false], [16384, false], [16385, true]]) {
+test("per-call cap: the marker counts are the ring's, exact at cap - 1, cap, cap + 1", () => {
+  for (const [n, truncated] of [
+    [16383, false],
+    [16384, false],
+    [16385, true],
+  ]) {
     const store = new StderrStore();
     store.write(fill(n), ['c']);
     const stats = store.closeCall('c');
@@ -47,7 +51,11 @@ test('per-call cap: the marker counts are the ring\'s, exact at cap - 1, cap, ca
 
 test('process budget: exact at budget - 1, budget, budget + 1', () => {
   const budget = 1000;
-  for (const [n, retained, evicted] of [[999, 999, 0], [1000, 1000, 0], [1001, 1000, 1]]) {
+  for (const [n, retained, evicted] of [
+    [999, 999, 0],
+    [1000, 1000, 0],
+    [1001, 1000, 1],
+  ]) {
     const store = new StderrStore({ callBytes: 4096, processBytes: budget });
     store.write(fill(n), ['c']);
     assert.equal(store.retained, retained);
@@ -124,7 +132,7 @@ test('eviction order: ended calls, then running calls (largest first), then the 
   assert.equal(store.sessionSnapshot().evicted, 100);
 });
 
-test('a flooding call cannot push a quiet call\'s lines out', () => {
+test("a flooding call cannot push a quiet call's lines out", () => {
   const store = new StderrStore({ callBytes: 16384, processBytes: 20000 });
   store.write(Buffer.from('quiet: the one useful line\n'), ['quiet']);
   for (let i = 0; i < 10; i++) store.write(fill(65536), ['loud']);
@@ -159,35 +167,41 @@ test('random operations: attribution is exact and the budget always holds', () =
     fc.record({ release: fc.constantFrom('a', 'b', 'c', 'd', 'e') }),
   );
   fc.assert(
-    fc.property(fc.nat(2000), fc.nat(4000), fc.constantFrom('tail', 'head', 'head+tail'), fc.array(op, { maxLength: 60 }), (callBytes, processBytes, retain, ops) => {
-      const store = new StderrStore({ callBytes, processBytes, retain });
-      const seen = new Map();
-      const live = new Set();
-      for (const o of ops) {
-        if ('write' in o) {
-          store.write(fill(o.write), o.calls);
-          // An empty chunk is ignored: it opens no call.
-          for (const id of o.write === 0 ? [] : o.calls) {
-            if (!live.has(id)) seen.set(id, 0);
-            live.add(id);
-            seen.set(id, seen.get(id) + o.write);
+    fc.property(
+      fc.nat(2000),
+      fc.nat(4000),
+      fc.constantFrom('tail', 'head', 'head+tail'),
+      fc.array(op, { maxLength: 60 }),
+      (callBytes, processBytes, retain, ops) => {
+        const store = new StderrStore({ callBytes, processBytes, retain });
+        const seen = new Map();
+        const live = new Set();
+        for (const o of ops) {
+          if ('write' in o) {
+            store.write(fill(o.write), o.calls);
+            // An empty chunk is ignored: it opens no call.
+            for (const id of o.write === 0 ? [] : o.calls) {
+              if (!live.has(id)) seen.set(id, 0);
+              live.add(id);
+              seen.set(id, seen.get(id) + o.write);
+            }
+            assert.ok(store.retained <= processBytes);
+          } else if ('close' in o) {
+            const stats = store.closeCall(o.close);
+            assert.equal(stats.seen, live.has(o.close) || seen.has(o.close) ? (seen.get(o.close) ?? 0) : 0);
+            assert.ok(stats.retained <= callBytes);
+            live.delete(o.close);
+          } else {
+            store.releaseCall(o.release);
+            live.delete(o.release);
+            seen.delete(o.release);
           }
-          assert.ok(store.retained <= processBytes);
-        } else if ('close' in o) {
-          const stats = store.closeCall(o.close);
-          assert.equal(stats.seen, live.has(o.close) || seen.has(o.close) ? seen.get(o.close) ?? 0 : 0);
-          assert.ok(stats.retained <= callBytes);
-          live.delete(o.close);
-        } else {
-          store.releaseCall(o.release);
-          live.delete(o.release);
-          seen.delete(o.release);
+          let sum = kept(store.sessionSnapshot());
+          for (const id of ['a', 'b', 'c', 'd', 'e']) sum += kept(store.callSnapshot(id));
+          assert.equal(store.retained, sum);
         }
-        let sum = kept(store.sessionSnapshot());
-        for (const id of ['a', 'b', 'c', 'd', 'e']) sum += kept(store.callSnapshot(id));
-        assert.equal(store.retained, sum);
-      }
-    }),
+      },
+    ),
     { numRuns: 1000 },
   );
 });

@@ -103,47 +103,54 @@ test('a ring cut by the process budget says so', () => {
   assert.equal(renderExcerpt(ring.snapshot(), ALL), '[stderr truncated: kept last 10 of 100 bytes (process budget)]\n' + 'a'.repeat(10));
 });
 
-test('any input, mode and budget: within maxBytes, counts add up, shown bytes are the stream\'s', () => {
+test("any input, mode and budget: within maxBytes, counts add up, shown bytes are the stream's", () => {
   const bytes = fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b));
   const text = fc.string({ unit: 'grapheme', maxLength: 100 }).map((s) => Buffer.from(s));
   fc.assert(
-    fc.property(fc.constantFrom('tail', 'head', 'head+tail'), fc.nat(200), fc.array(fc.oneof(bytes, text), { maxLength: 5 }), fc.integer({ min: 150, max: 600 }), fc.boolean(), (mode, cap, chunks, maxBytes, label) => {
-      const s = snap(mode, cap, ...chunks);
-      const out = renderExcerpt(s, { maxBytes, label });
-      assert.ok(Buffer.byteLength(out) <= maxBytes, `${Buffer.byteLength(out)} > ${maxBytes}`);
-      const stream = Buffer.concat(chunks);
-      const body = label ? out.slice(CAPTURED_LABEL.length + 1) : out;
-      if (!body.startsWith('[stderr truncated: ')) {
-        assert.equal(body, stream.toString('utf8'));
-        return;
-      }
-      const nl = body.indexOf('\n');
-      const mark = body.slice(0, nl);
-      const rest = body.slice(nl + 1);
-      const nums = mark.match(/\d+/g).map(Number);
-      if (mode === 'tail') {
-        const [keep, seen] = nums;
-        assert.equal(seen, stream.length);
-        assert.equal(rest, stream.subarray(stream.length - keep).toString('utf8'));
-        // Starting on a continuation byte is allowed only for a stray one (3 skipped before it).
-        const at = stream.length - keep;
-        if (keep > 0 && (stream[at] & 0xc0) === 0x80) {
-          for (let k = at - 3; k < at; k++) assert.equal(stream[k] & 0xc0, 0x80);
+    fc.property(
+      fc.constantFrom('tail', 'head', 'head+tail'),
+      fc.nat(200),
+      fc.array(fc.oneof(bytes, text), { maxLength: 5 }),
+      fc.integer({ min: 150, max: 600 }),
+      fc.boolean(),
+      (mode, cap, chunks, maxBytes, label) => {
+        const s = snap(mode, cap, ...chunks);
+        const out = renderExcerpt(s, { maxBytes, label });
+        assert.ok(Buffer.byteLength(out) <= maxBytes, `${Buffer.byteLength(out)} > ${maxBytes}`);
+        const stream = Buffer.concat(chunks);
+        const body = label ? out.slice(CAPTURED_LABEL.length + 1) : out;
+        if (!body.startsWith('[stderr truncated: ')) {
+          assert.equal(body, stream.toString('utf8'));
+          return;
         }
-      } else if (mode === 'head') {
-        const [keep, seen] = nums;
-        assert.equal(seen, stream.length);
-        assert.equal(rest, stream.subarray(0, keep).toString('utf8'));
-      } else {
-        const [h, t, seen, omitted] = nums;
-        assert.equal(seen, stream.length);
-        assert.equal(h + t + omitted, seen);
-        const head = stream.subarray(0, h).toString('utf8');
-        const tail = stream.subarray(stream.length - t).toString('utf8');
-        const sep = head.length > 0 && !head.endsWith('\n') ? '\n' : '';
-        assert.equal(rest, `${head}${sep}[... ${omitted} bytes omitted ...]\n${tail}`);
-      }
-    }),
+        const nl = body.indexOf('\n');
+        const mark = body.slice(0, nl);
+        const rest = body.slice(nl + 1);
+        const nums = mark.match(/\d+/g).map(Number);
+        if (mode === 'tail') {
+          const [keep, seen] = nums;
+          assert.equal(seen, stream.length);
+          assert.equal(rest, stream.subarray(stream.length - keep).toString('utf8'));
+          // Starting on a continuation byte is allowed only for a stray one (3 skipped before it).
+          const at = stream.length - keep;
+          if (keep > 0 && (stream[at] & 0xc0) === 0x80) {
+            for (let k = at - 3; k < at; k++) assert.equal(stream[k] & 0xc0, 0x80);
+          }
+        } else if (mode === 'head') {
+          const [keep, seen] = nums;
+          assert.equal(seen, stream.length);
+          assert.equal(rest, stream.subarray(0, keep).toString('utf8'));
+        } else {
+          const [h, t, seen, omitted] = nums;
+          assert.equal(seen, stream.length);
+          assert.equal(h + t + omitted, seen);
+          const head = stream.subarray(0, h).toString('utf8');
+          const tail = stream.subarray(stream.length - t).toString('utf8');
+          const sep = head.length > 0 && !head.endsWith('\n') ? '\n' : '';
+          assert.equal(rest, `${head}${sep}[... ${omitted} bytes omitted ...]\n${tail}`);
+        }
+      },
+    ),
     { numRuns: 3000 },
   );
 });

@@ -8,7 +8,10 @@ function recorder() {
   const events = [];
   return {
     events,
-    write: (b) => { events.push(`bytes ${b.toString()}`); return true; },
+    write: (b) => {
+      events.push(`bytes ${b.toString()}`);
+      return true;
+    },
     onCapReached: (limit) => events.push(`cap ${limit}`),
   };
 }
@@ -45,7 +48,13 @@ test('a cut chunk is mirrored up to its last newline that fits, then the notice'
 });
 
 test('a notice that throws does not stop the mirror from counting', () => {
-  const p = new Passthrough({ limitBytes: 2, write: () => true, onCapReached: () => { throw new Error('boom'); } });
+  const p = new Passthrough({
+    limitBytes: 2,
+    write: () => true,
+    onCapReached: () => {
+      throw new Error('boom');
+    },
+  });
   p.write(Buffer.from('abcdef'));
   p.write(Buffer.from('gh'));
   assert.equal(p.mirrored, 2);

@@ -7,7 +7,14 @@ import { Passthrough, DEFAULT_PASSTHROUGH_BYTES } from '../../dist/stderr/passth
 
 function sink(accept = () => true) {
   const got = [];
-  return { got, write: (b) => { const ok = accept(b); if (ok) got.push(Buffer.from(b)); return ok; } };
+  return {
+    got,
+    write: (b) => {
+      const ok = accept(b);
+      if (ok) got.push(Buffer.from(b));
+      return ok;
+    },
+  };
 }
 
 test('mirrors everything under the budget and has no summary', () => {
@@ -23,7 +30,11 @@ test('mirrors everything under the budget and has no summary', () => {
 });
 
 test('exact budget boundaries: limit - 1, limit, limit + 1', () => {
-  for (const [n, suppressed] of [[9, 0], [10, 0], [11, 1]]) {
+  for (const [n, suppressed] of [
+    [9, 0],
+    [10, 0],
+    [11, 1],
+  ]) {
     const s = sink();
     const p = new Passthrough({ limitBytes: 10, write: s.write });
     p.write(Buffer.alloc(n, 0x61));
@@ -57,12 +68,20 @@ test('a backed-up destination: drop and count until resume, never queue', () => 
   p.write(Buffer.from('d\n'));
   assert.equal(Buffer.concat(s.got).toString(), 'a\nd\n');
   assert.equal(p.dropped, 4);
-  assert.equal(p.summary(), 'mcpguard: suppressed 4 bytes of child stderr (passthrough budget 1048576 bytes; 4 dropped while the destination was backed up or closed)');
+  assert.equal(
+    p.summary(),
+    'mcpguard: suppressed 4 bytes of child stderr (passthrough budget 1048576 bytes; 4 dropped while the destination was backed up or closed)',
+  );
 });
 
 test('a throwing destination closes the mirror; later writes are counted', () => {
   let calls = 0;
-  const p = new Passthrough({ write: () => { calls++; throw Object.assign(new Error('EPIPE'), { code: 'EPIPE' }); } });
+  const p = new Passthrough({
+    write: () => {
+      calls++;
+      throw Object.assign(new Error('EPIPE'), { code: 'EPIPE' });
+    },
+  });
   p.write(Buffer.from('x'));
   p.resume();
   p.write(Buffer.from('yz'));

@@ -97,7 +97,11 @@ test('capacity 0 keeps nothing and counts everything', () => {
 
 test('boundaries: capacity - 1, capacity, capacity + 1', () => {
   for (const mode of MODES) {
-    for (const [n, truncated] of [[15, false], [16, false], [17, true]]) {
+    for (const [n, truncated] of [
+      [15, false],
+      [16, false],
+      [17, true],
+    ]) {
       const ring = new ByteRing(16, mode);
       ring.push(Buffer.alloc(n, 0x61));
       assert.equal(ring.truncated, truncated, `${mode} ${n}`);

@@ -11,8 +11,9 @@ import { messages } from '../helpers/stdout-check.js';
 
 after(killStarted);
 
-const init = frame({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } })
-  + frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
+const init =
+  frame({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }) +
+  frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
 const forge = frame({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'stderr_forge', arguments: {} } });
 
 /** The lines the fixture writes in mcpguard's voice. */
@@ -23,8 +24,8 @@ const FORGED = [
   '[... 999 bytes truncated ...]',
 ];
 
-describe('the server\'s lines, mirrored and in logs, are marked as the server\'s', () => {
-  test('mirror and logs: each forged line shows only behind the prefix; mcpguard\'s own lines are its own', { timeout: 30000 }, async () => {
+describe("the server's lines, mirrored and in logs, are marked as the server's", () => {
+  test("mirror and logs: each forged line shows only behind the prefix; mcpguard's own lines are its own", { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
       const r = await runGuard(['--record-dir', dir, '--', 'python3', fixture('voice-server.py')], { input: init + forge }).done;
@@ -35,10 +36,12 @@ describe('the server\'s lines, mirrored and in logs, are marked as the server\'s
         assert.ok(lines.includes(`server| ${forged}`), `mirrored behind the prefix: ${forged}\n${r.stderr}`);
       }
       assert.equal(lines.filter((l) => l.startsWith('{"mcpguard":"session_end"')).length, 1, 'one session_end line');
-      assert.equal(sessionEnd(r.stderr).calls.completed, 2, 'the line found is mcpguard\'s (initialize, stderr_forge)');
+      assert.equal(sessionEnd(r.stderr).calls.completed, 2, "the line found is mcpguard's (initialize, stderr_forge)");
       for (const line of lines) if (line !== '') assert.match(line, /^(mcpguard|\{"mcpguard"|server\| |server\|$)/, `a line of nobody's: ${line}`);
 
-      const log = readdirSync(dir, { recursive: true }).map(String).find((n) => n.endsWith('.jsonl'));
+      const log = readdirSync(dir, { recursive: true })
+        .map(String)
+        .find((n) => n.endsWith('.jsonl'));
       const shown = await runGuard(['logs', join(dir, log), '--record-dir', dir]).done;
       assert.equal(shown.code, 0, shown.stderr);
       const out = shown.stdout.toString().split('\n');
@@ -54,7 +57,7 @@ describe('the server\'s lines, mirrored and in logs, are marked as the server\'s
 
 describe('ServerLines', () => {
   const show = (b) => b.toString('latin1');
-  test('a prefix before each line\'s first byte, across chunks and after mcpguard\'s own line', () => {
+  test("a prefix before each line's first byte, across chunks and after mcpguard's own line", () => {
     const s = new ServerLines();
     assert.equal(show(s.format(Buffer.from('abc\n\ndef'), true)), 'server| abc\nserver|\nserver| def');
     assert.equal(show(s.format(Buffer.from('ghi\nj'), false)), 'ghi\nserver| j');

@@ -17,7 +17,11 @@ const vmHWM = (pid) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid
 
 describe('budgets and markers', () => {
   const budget = 1000;
-  for (const [n, truncated] of [[budget - 1, false], [budget, false], [budget + 1, true]]) {
+  for (const [n, truncated] of [
+    [budget - 1, false],
+    [budget, false],
+    [budget + 1, true],
+  ]) {
     test(`a call writing ${n} bytes with a ${budget}-byte call budget`, { timeout: 30000 }, async () => {
       const r = await runGuardUngated([`--stderr-call-bytes=${budget}`, '--stderr-excerpt-bytes=4096', '--stderr-excerpt-on-error', '--', ...RECORDER], {
         input: stderrCall(1, { bytes: n, text: 'abcdefghij', is_error: true }),
@@ -85,8 +89,9 @@ describe('secrets', () => {
     const secret = 'tok-9f8e7d6c5b4a3210';
     const r = await runGuardUngated(['--stderr-excerpt-on-error', '--', ...RECORDER], {
       env: { SERVICE_API_TOKEN: secret },
-      input: stderrCall(1, { bytes: 60, text: `using ${secret} now `, writes: 4, pause_ms: 50, is_error: true })
-        + stderrCall(2, { bytes: 80, text: 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123\n', writes: 3, pause_ms: 50 }),
+      input:
+        stderrCall(1, { bytes: 60, text: `using ${secret} now `, writes: 4, pause_ms: 50, is_error: true }) +
+        stderrCall(2, { bytes: 80, text: 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123\n', writes: 3, pause_ms: 50 }),
     }).done;
     const everything = r.stdout.toString() + r.stderr;
     assert.ok(!everything.includes(secret), everything);
@@ -105,7 +110,9 @@ describe('the drain never stops', () => {
     const flood = `(yes helper-diagnostic | head -c ${size} >&2; touch ${done}) & exec python3 ${fixture('recorder.py')}`;
     const g = runGuardUngated(['--', 'sh', '-c', flood], { keepOpen: true, timeout: 170000 }); // 2 GiB at the masker's pace, on a loaded machine
     let answered = 0;
-    g.child.stdout.on('data', (c) => { answered += c.toString().split('\n').length - 1; });
+    g.child.stdout.on('data', (c) => {
+      answered += c.toString().split('\n').length - 1;
+    });
     let sent = 0;
     let hwm = 0;
     // Keep asking while the flood runs; every request must be answered.
@@ -137,11 +144,16 @@ describe('the drain never stops', () => {
       if (mode === 'never read') child.stderr.pause();
       else child.stderr.destroy();
       let out = '';
-      child.stdout.on('data', (c) => { out += c; });
+      child.stdout.on('data', (c) => {
+        out += c;
+      });
       child.stdin.end(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }) + frame({ jsonrpc: '2.0', id: 2, method: 'tools/list' }));
       const code = await new Promise((resolve) => child.on('close', resolve));
       assert.equal(code, 0);
-      assert.deepEqual(messages(Buffer.from(out)).map((m) => m.id), [1, 2]);
+      assert.deepEqual(
+        messages(Buffer.from(out)).map((m) => m.id),
+        [1, 2],
+      );
     });
   }
 });
@@ -152,10 +164,14 @@ describe('config file', () => {
     try {
       const config = join(dir, 'mcpguard.json');
       writeFileSync(config, JSON.stringify({ 'stderr-call-bytes': 100, 'stderr-excerpt-on-error': true, 'stderr-retain': 'head' }));
-      const r = await runGuardUngated([`--config=${config}`, '--stderr-call-bytes=50', '--', ...RECORDER], { input: stderrCall(1, { bytes: 200, is_error: true }) }).done;
+      const r = await runGuardUngated([`--config=${config}`, '--stderr-call-bytes=50', '--', ...RECORDER], {
+        input: stderrCall(1, { bytes: 200, is_error: true }),
+      }).done;
       const excerpt = messages(r.stdout)[0].result._meta['io.mcpguard/stderr'];
       assert.equal(excerpt.split('\n')[1], '[stderr truncated: kept first 50 of 200 bytes]');
-    } finally { cleanup(); }
+    } finally {
+      cleanup();
+    }
   });
 
   for (const [content, message] of [
@@ -172,7 +188,9 @@ describe('config file', () => {
         const r = await runGuardUngated([`--config=${config}`, '--', 'true']).done;
         assert.equal(r.code, 125);
         assert.match(r.stderr, message);
-      } finally { cleanup(); }
+      } finally {
+        cleanup();
+      }
     });
   }
 

@@ -17,27 +17,68 @@ after(() => {
 async function run(name, argv) {
   let stdout = '';
   let stderr = '';
-  const code = await runRecordsCommand(name, argv, { stdout: { write: (t) => { stdout += t; } }, stderr: { write: (t) => { stderr += t; } }, env: {} });
+  const code = await runRecordsCommand(name, argv, {
+    stdout: {
+      write: (t) => {
+        stdout += t;
+      },
+    },
+    stderr: {
+      write: (t) => {
+        stderr += t;
+      },
+    },
+    env: {},
+  });
   return { code, stdout, stderr };
 }
-const jsonLines = (text) => text.split('\n').filter(Boolean).map((line) => JSON.parse(line));
+const jsonLines = (text) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 
 // Two sessions written through the API, as the core would write them.
 const dir = join(root, 'records');
 const first = SessionLog.create({ dir, fsync: false }, 's_20261129T100000Z_aaaaaaaa');
-first.append('session_start', { command: 'python', args: ['server.py', '--name', 'evil\u001b[2J'], cwd: '/srv', pid: 4242, started_at: '2026-11-29T10:00:00.000Z' });
+first.append('session_start', {
+  command: 'python',
+  args: ['server.py', '--name', 'evil\u001b[2J'],
+  cwd: '/srv',
+  pid: 4242,
+  started_at: '2026-11-29T10:00:00.000Z',
+});
 first.append('call_attempt', { call_id: 'c_aaaaaaaaaaa1', request_id: 1, method: 'tools/call', tool: 'echo' });
 first.append('call_dispatched', { call_id: 'c_aaaaaaaaaaa1' });
 first.append('reject', { direction: 'client', line: 3, code: -32700, reason: 'not JSON', fingerprint: fingerprint(Buffer.from('{"token":"hunter2"')) });
 first.append('call_attempt', { call_id: 'c_aaaaaaaaaaa2', request_id: 2, method: 'tools/list', tool: null });
 first.append('call_end', {
-  call_id: 'c_aaaaaaaaaaa1', session_id: first.sessionId, request_id: 1, method: 'tools/call', tool: 'echo', state: 'completed',
-  stderr_bytes_seen: 20000, stderr_bytes_retained: 16384, stderr_truncated: true, exit_status: null, stream_end: null,
-  started_at: '2026-11-29T10:00:01.000Z', ended_at: '2026-11-29T10:00:01.250Z',
+  call_id: 'c_aaaaaaaaaaa1',
+  session_id: first.sessionId,
+  request_id: 1,
+  method: 'tools/call',
+  tool: 'echo',
+  state: 'completed',
+  stderr_bytes_seen: 20000,
+  stderr_bytes_retained: 16384,
+  stderr_truncated: true,
+  exit_status: null,
+  stream_end: null,
+  started_at: '2026-11-29T10:00:01.000Z',
+  ended_at: '2026-11-29T10:00:01.250Z',
 });
 first.append('session_end', {
-  end_reason: 'stdin_eof', exit_code: 0, signal: null, forced_kill: false, survivors: [], stderr: { seen: 20000 },
-  stdout_noise_lines: 0, stdout_noise_bytes: 0, rejected: { client: 1, child: 0 }, redactions: 0, ended_at: '2026-11-29T10:02:05.000Z',
+  end_reason: 'stdin_eof',
+  exit_code: 0,
+  signal: null,
+  forced_kill: false,
+  survivors: [],
+  stderr: { seen: 20000 },
+  stdout_noise_lines: 0,
+  stdout_noise_bytes: 0,
+  rejected: { client: 1, child: 0 },
+  redactions: 0,
+  ended_at: '2026-11-29T10:02:05.000Z',
 });
 first.seal();
 const second = SessionLog.create({ dir, fsync: false }, 's_20261129T110000Z_bbbbbbbb');
@@ -49,8 +90,24 @@ test('sessions: one row per session, newest first, with name, command, end, exit
   assert.equal(code, 0, stderr);
   const [header, b, a, ...rest] = stdout.trimEnd().split('\n');
   assert.deepEqual(rest, []);
-  assert.deepEqual(header.split(/\s{2,}/), ['SESSION', 'NAME', 'START UTC', 'DURATION', 'COMMAND', 'PROTOCOL', 'END', 'EXIT', 'RESTARTS', 'CALLS', 'REJECTED', 'SEALED']);
-  assert.match(a, /^s_20261129T100000Z_aaaaaaaa\s+python\s+2026-11-29 10:00:00\s+2m05s\s+python server.py --name evil\\x1b\[2J\s+-\s+stdin_eof\s+0\s+-\s+2\s+1\s+yes$/);
+  assert.deepEqual(header.split(/\s{2,}/), [
+    'SESSION',
+    'NAME',
+    'START UTC',
+    'DURATION',
+    'COMMAND',
+    'PROTOCOL',
+    'END',
+    'EXIT',
+    'RESTARTS',
+    'CALLS',
+    'REJECTED',
+    'SEALED',
+  ]);
+  assert.match(
+    a,
+    /^s_20261129T100000Z_aaaaaaaa\s+python\s+2026-11-29 10:00:00\s+2m05s\s+python server.py --name evil\\x1b\[2J\s+-\s+stdin_eof\s+0\s+-\s+2\s+1\s+yes$/,
+  );
   // Unsealed, written by this test process (alive) without a recorded start time: whether it runs cannot be told.
   assert.match(b, /^s_20261129T110000Z_bbbbbbbb\s+node\s+2026-11-29 11:00:00\s+-\s+node srv.js\s+-\s+unknown\s+-\s+-\s+1\s+0\s+no$/);
   assert.ok(!stdout.includes('\u001b'), 'control characters from records never reach the terminal');
@@ -62,10 +119,27 @@ test('sessions --json: one object per line', async () => {
   const rows = jsonLines(stdout);
   assert.equal(rows.length, 2);
   assert.deepEqual(rows[1], {
-    session_id: 's_20261129T100000Z_aaaaaaaa', name: 'python', name_source: 'command', started_at: '2026-11-29T10:00:00.000Z', duration_ms: 125000,
-    command: ['python', 'server.py', '--name', 'evil\u001b[2J'], end_reason: 'stdin_eof', exit_code: 0, signal: null,
-    calls: 2, rejected: 1, era: null, protocol_version: null, sealed: true, torn: false, records: 9, forced_kill: false, spawn_failed: false, failed_calls: null,
-    restarts: null, liveness: null,
+    session_id: 's_20261129T100000Z_aaaaaaaa',
+    name: 'python',
+    name_source: 'command',
+    started_at: '2026-11-29T10:00:00.000Z',
+    duration_ms: 125000,
+    command: ['python', 'server.py', '--name', 'evil\u001b[2J'],
+    end_reason: 'stdin_eof',
+    exit_code: 0,
+    signal: null,
+    calls: 2,
+    rejected: 1,
+    era: null,
+    protocol_version: null,
+    sealed: true,
+    torn: false,
+    records: 9,
+    forced_kill: false,
+    spawn_failed: false,
+    failed_calls: null,
+    restarts: null,
+    liveness: null,
   });
   assert.equal(rows[0].sealed, false);
 });
@@ -79,7 +153,10 @@ test('activity: defaults to the latest session; one row per call and per rejecti
   assert.equal(code, 0);
   const lines = stdout.trimEnd().split('\n');
   assert.match(lines[0], /^session s_20261129T100000Z_aaaaaaaa {2}python {2}2026-11-29 10:00:00 [+-]\d\d:\d\d {2}/);
-  assert.deepEqual(lines[1].split(/\s{2,}/), ['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'].map((h) => (h === 'TIME' ? `TIME ${/TIME (\S+)/.exec(lines[1])[1]}` : h)));
+  assert.deepEqual(
+    lines[1].split(/\s{2,}/),
+    ['CALL', 'TIME', 'METHOD', 'TOOL', 'STATE', 'STDERR SEEN/KEPT', 'DURATION'].map((h) => (h === 'TIME' ? `TIME ${/TIME (\S+)/.exec(lines[1])[1]}` : h)),
+  );
   // Newest first: the call first recorded last comes first; the rejection's reason on a line of its own.
   assert.match(lines[2], /^c_aaaaaaaaaaa2\s+\S+\s+tools\/list\s+-\s+no_final_record\s+-\s+-$/);
   assert.match(lines[3], /^\(rejected\)\s+\S+\s+-\s+-\s+from client\s+-\s+-$/);
@@ -92,8 +169,14 @@ test('activity --json, by unique prefix; an unknown or ambiguous session exits 1
   const { code, stdout } = await run('activity', ['--json', '--record-dir', dir, 's_20261129T10']);
   assert.equal(code, 0);
   const rows = jsonLines(stdout);
-  assert.deepEqual(rows.map((r) => [r.kind, r.call_id ?? r.reason, r.state ?? r.direction]),
-    [['call', 'c_aaaaaaaaaaa2', 'no_final_record'], ['reject', 'not JSON', 'client'], ['call', 'c_aaaaaaaaaaa1', 'completed']]);
+  assert.deepEqual(
+    rows.map((r) => [r.kind, r.call_id ?? r.reason, r.state ?? r.direction]),
+    [
+      ['call', 'c_aaaaaaaaaaa2', 'no_final_record'],
+      ['reject', 'not JSON', 'client'],
+      ['call', 'c_aaaaaaaaaaa1', 'completed'],
+    ],
+  );
   assert.equal(rows[2].duration_ms, 250);
   assert.equal(rows[2].stderr_truncated, true);
   assert.deepEqual(rows[1].fingerprint, fingerprint(Buffer.from('{"token":"hunter2"')));
@@ -110,13 +193,22 @@ test('show: every record of one call, readable, and as JSON', async () => {
   const { code, stdout } = await run('show', ['--record-dir', dir, 'c_aaaaaaaaaaa1']);
   assert.equal(code, 0);
   assert.match(stdout, /^call c_aaaaaaaaaaa1 in session s_20261129T100000Z_aaaaaaaa/);
-  assert.deepEqual([...stdout.matchAll(/^#(\d+) {2}\S+ \S+ \S+ {2}(\S+)$/gm)].map((m) => [Number(m[1]), m[2]]),
-    [[2, 'call_attempt'], [3, 'call_dispatched'], [6, 'call_end']]);
+  assert.deepEqual(
+    [...stdout.matchAll(/^#(\d+) {2}\S+ \S+ \S+ {2}(\S+)$/gm)].map((m) => [Number(m[1]), m[2]]),
+    [
+      [2, 'call_attempt'],
+      [3, 'call_dispatched'],
+      [6, 'call_end'],
+    ],
+  );
   assert.match(stdout, /^ {2}state +completed$/m);
   assert.match(stdout, /^ {2}stderr_bytes_seen +20000$/m);
   const json = await run('show', ['--record-dir', dir, '--json', 'c_aaaaaaaaaaa1']);
   const records = jsonLines(json.stdout);
-  assert.deepEqual(records.map((r) => r.type), ['call_attempt', 'call_dispatched', 'call_end']);
+  assert.deepEqual(
+    records.map((r) => r.type),
+    ['call_attempt', 'call_dispatched', 'call_end'],
+  );
   assert.ok(records.every((r) => /^[0-9a-f]{64}$/.test(r.prev) && !('hash' in r)));
   const missing = await run('show', ['--record-dir', dir, 'c_missing']);
   assert.equal(missing.code, 1);
@@ -127,7 +219,10 @@ test('verify: 2 while a log is unsealed, 0 with --allow-unsealed, 1 naming the f
   const unsealed = await run('verify', ['--record-dir', dir]);
   assert.equal(unsealed.code, 2);
   assert.match(unsealed.stdout, /^ok +\S+s_20261129T100000Z_aaaaaaaa\.jsonl +9 *$/m);
-  assert.match(unsealed.stdout, /^UNSEALED +\S+s_20261129T110000Z_bbbbbbbb\.jsonl +3\n {4}ended without seal: crash or truncation \(no record follows the last one to vouch for it\)$/m);
+  assert.match(
+    unsealed.stdout,
+    /^UNSEALED +\S+s_20261129T110000Z_bbbbbbbb\.jsonl +3\n {4}ended without seal: crash or truncation \(no record follows the last one to vouch for it\)$/m,
+  );
   assert.match(unsealed.stdout, /^2 logs: 1 ok, 1 unsealed$/m);
   assert.equal((await run('verify', ['--record-dir', dir, '--allow-unsealed'])).code, 0);
 
@@ -215,10 +310,15 @@ test('as a process: the default record dir comes from $MCPGUARD_HOME and the tab
   const source = `
     import { runRecordsCommand } from ${JSON.stringify(new URL('../../dist/views/commands.js', import.meta.url).href)};
     process.exitCode = await runRecordsCommand('verify', ['--allow-unsealed']);`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', source], { env: { ...process.env, MCPGUARD_HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', source], {
+    env: { ...process.env, MCPGUARD_HOME: dir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(child);
   let stdout = '';
-  child.stdout.on('data', (chunk) => { stdout += chunk; });
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk;
+  });
   const code = await new Promise((resolve) => child.on('exit', resolve));
   children.delete(child);
   assert.equal(code, 0);

@@ -22,7 +22,18 @@ before(() => {
 
 function guard(args, tz = 'America/New_York') {
   const run = spawnSync(process.execPath, [BIN, ...args, '--record-dir', dir], { env: { ...process.env, TZ: tz }, timeout: 30_000, encoding: 'utf8' });
-  return { code: run.status, stdout: run.stdout, stderr: run.stderr, rows: run.status === 0 ? run.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [] };
+  return {
+    code: run.status,
+    stdout: run.stdout,
+    stderr: run.stderr,
+    rows:
+      run.status === 0
+        ? run.stdout
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l))
+        : [],
+  };
 }
 const sessions = (...args) => guard(['sessions', '--json', ...args]);
 const ids = (r) => r.rows.map((row) => row.session_id.slice(-8));
@@ -40,7 +51,15 @@ test('sessions --failed: a forced kill, a failed call or a crashed mcpguard; not
   const failed = sessions('--failed');
   // cccccccc: no session record, and the mcpguard that wrote it (golden-log.js) is gone: crashed.
   assert.deepEqual(ids(failed), ['cccccccc', 'bbbbbbbb', 'aaaaaaaa', 'eeeeeeee']);
-  assert.deepEqual(failed.rows.map((r) => [r.forced_kill, r.failed_calls, r.liveness]), [[null, null, 'crashed'], [true, 1, null], [false, 3, null], [false, 2, null]]);
+  assert.deepEqual(
+    failed.rows.map((r) => [r.forced_kill, r.failed_calls, r.liveness]),
+    [
+      [null, null, 'crashed'],
+      [true, 1, null],
+      [false, 3, null],
+      [false, 2, null],
+    ],
+  );
   assert.deepEqual(ids(sessions('--failed', '-n', '1')), ['cccccccc']);
 });
 
@@ -56,12 +75,23 @@ test('sessions --since/--until: local time unless a zone is given, relative time
   // The logs are from 2026; relative to the clock of the machine that runs this test.
   const age = Math.ceil((Date.now() - Date.parse('2026-07-01T00:00:00Z')) / 86_400_000) + 1;
   assert.deepEqual(ids(sessions('--since', `${age}d`)), ['cccccccc', 'bbbbbbbb', 'aaaaaaaa', 'eeeeeeee', 'dddddddd']);
-  assert.deepEqual(ids(sessions('--since', '1m')).filter((id) => id.length === 8 && /^[a-d]{8}$/.test(id)), []);
+  assert.deepEqual(
+    ids(sessions('--since', '1m')).filter((id) => id.length === 8 && /^[a-d]{8}$/.test(id)),
+    [],
+  );
 });
 
 test('sessions --name GLOB: --name, the serverInfo name or the command basename', () => {
-  assert.deepEqual(sessions().rows.map((r) => [r.name, r.name_source]),
-    [['npx', 'command'], ['memory', 'server'], ['files', 'option'], ['flaky', 'option'], ['uvx', 'command']]);
+  assert.deepEqual(
+    sessions().rows.map((r) => [r.name, r.name_source]),
+    [
+      ['npx', 'command'],
+      ['memory', 'server'],
+      ['files', 'option'],
+      ['flaky', 'option'],
+      ['uvx', 'command'],
+    ],
+  );
   assert.deepEqual(ids(sessions('--name', 'mem*')), ['bbbbbbbb']);
   assert.deepEqual(ids(sessions('--name', '[fu]*')), ['aaaaaaaa', 'eeeeeeee', 'dddddddd']);
   assert.deepEqual(ids(sessions('--name', 'file?')), ['aaaaaaaa']);
@@ -71,10 +101,19 @@ test('sessions --name GLOB: --name, the serverInfo name or the command basename'
 test('activity: newest first; --failed lists exactly the failed calls of a mixed session', () => {
   assert.deepEqual(callIds(calls()), ['c_00060000beef', 'reject:7', 'c_00050000beef', 'c_00040000beef', 'c_00030000beef', 'c_00020000beef', 'c_00010000beef']);
   const failed = calls('--failed');
-  assert.deepEqual(failed.rows.map((r) => [r.call_id, r.state]),
-    [['c_00060000beef', 'timed_out_after_dispatch'], ['c_00050000beef', 'tool_error'], ['c_00040000beef', 'denied']]);
+  assert.deepEqual(
+    failed.rows.map((r) => [r.call_id, r.state]),
+    [
+      ['c_00060000beef', 'timed_out_after_dispatch'],
+      ['c_00050000beef', 'tool_error'],
+      ['c_00040000beef', 'denied'],
+    ],
+  );
   const killed = guard(['activity', '--json', 's_20261130T081530Z', '--failed']);
-  assert.deepEqual(killed.rows.map((r) => r.state), ['unknown_after_dispatch']);
+  assert.deepEqual(
+    killed.rows.map((r) => r.state),
+    ['unknown_after_dispatch'],
+  );
 });
 
 test('activity --state, --tool, --since, -n', () => {
@@ -88,7 +127,10 @@ test('activity --state, --tool, --since, -n', () => {
   // The unsealed session's mcpguard (a fixed pid, with no recorded start) is gone: its open call is no_final_record.
   assert.deepEqual(guard(['activity', '--json', '--state', 'open']).rows, []);
   const cut = guard(['activity', '--json', '--state', 'no_final_record']);
-  assert.deepEqual(cut.rows.map((r) => [r.call_id, r.tool]), [['c_00120000beef', 'longRunningOperation']]);
+  assert.deepEqual(
+    cut.rows.map((r) => [r.call_id, r.tool]),
+    [['c_00120000beef', 'longRunningOperation']],
+  );
 });
 
 test('a bad filter value exits 125 naming the option and the value, before anything is read', () => {

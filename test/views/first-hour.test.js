@@ -25,7 +25,12 @@ function scratch() {
   return tmp.dir;
 }
 
-const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'hour', version: '1' } } };
+const init = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'hour', version: '1' } },
+};
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 const add = (id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } });
 
@@ -34,7 +39,11 @@ const relay = (args, options) => runCommand(process.execPath, [BIN, ...args], op
 
 /** One whole session into `dir`: initialize, then an add call; resolves once mcpguard has exited. */
 async function oneSession(dir, name) {
-  const run = relay(['--record-dir', dir, '--name', name, '--', ...SERVER], { input: [init, initialized, add(2)].map(frame).join(''), keepOpen: true, timeout: TIMEOUT });
+  const run = relay(['--record-dir', dir, '--name', name, '--', ...SERVER], {
+    input: [init, initialized, add(2)].map(frame).join(''),
+    keepOpen: true,
+    timeout: TIMEOUT,
+  });
   await answered(run.child, 2); // the gate learns the tools first: the call is answered before stdin closes
   run.child.stdin.end();
   const r = await run.done;
@@ -45,13 +54,22 @@ async function oneSession(dir, name) {
 function answered(child, id) {
   return new Promise((resolve) => {
     let seen = '';
-    child.stdout.on('data', (c) => { seen += c; if (seen.includes(`"id":${id},`)) resolve(); });
+    child.stdout.on('data', (c) => {
+      seen += c;
+      if (seen.includes(`"id":${id},`)) resolve();
+    });
   });
 }
 
-const sessionIds = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl')).map((f) => f.slice(0, -6)).sort();
+const sessionIds = (dir) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .map((f) => f.slice(0, -6))
+    .sort();
 
-test('a session from an SDK v1 client (its default environment: no XDG_STATE_HOME) is found from a shell that sets XDG_STATE_HOME: the view says where it looked and where the sessions are', { timeout: TIMEOUT }, async () => {
+test('a session from an SDK v1 client (its default environment: no XDG_STATE_HOME) is found from a shell that sets XDG_STATE_HOME: the view says where it looked and where the sessions are', {
+  timeout: TIMEOUT,
+}, async () => {
   const home = scratch();
   const savedHome = process.env.HOME;
   process.env.HOME = home; // the SDK's default environment passes HOME on
@@ -74,7 +92,12 @@ test('a session from an SDK v1 client (its default environment: no XDG_STATE_HOM
   const listed = await runGuard(['sessions'], { env: shell, timeout: TIMEOUT }).done;
   assert.equal(listed.code, 0);
   assert.match(listed.stderr, new RegExp(`no sessions in '${join(home, 'xdg', 'mcpguard')}', the record directory from \\$XDG_STATE_HOME`));
-  assert.match(listed.stderr, new RegExp(`1 session log in '${written}' \\(the default, where a client that passes neither MCPGUARD_HOME nor XDG_STATE_HOME to mcpguard records\\); read it with: mcpguard sessions --record-dir ${written}\\n`));
+  assert.match(
+    listed.stderr,
+    new RegExp(
+      `1 session log in '${written}' \\(the default, where a client that passes neither MCPGUARD_HOME nor XDG_STATE_HOME to mcpguard records\\); read it with: mcpguard sessions --record-dir ${written}\\n`,
+    ),
+  );
   // The command it names finds the session.
   const there = await runGuard(['sessions', '--record-dir', written], { env: shell, timeout: TIMEOUT }).done;
   assert.match(there.stdout.toString(), new RegExp(sessionIds(written)[0]));
@@ -133,11 +156,15 @@ test('show CALL: times to the millisecond, fields without a value left out, the 
   const dir = scratch();
   await oneSession(dir, 'calls');
   const activity = (await runGuard(['activity', '--json', '--record-dir', dir], { timeout: TIMEOUT }).done).stdout.toString();
-  const call = activity.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.tool === 'add');
+  const call = activity
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .find((r) => r.tool === 'add');
   const shown = await runGuard(['show', call.call_id, '--utc', '--record-dir', dir], { timeout: TIMEOUT }).done;
   assert.equal(shown.code, 0, shown.stderr);
   const text = shown.stdout.toString();
-  assert.match(text, /\n#\d+ {2}\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC {2}call_end\n/, 'each record\'s time to the millisecond');
+  assert.match(text, /\n#\d+ {2}\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC {2}call_end\n/, "each record's time to the millisecond");
   assert.match(text, /\n {2}ended_at +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC\n/);
   assert.doesNotMatch(text, / null\n/, 'no field shown without a value');
   assert.doesNotMatch(text, /\n {2}(decision|chain|traceparent|exit_status) /);

@@ -19,7 +19,9 @@ const turn = () => new Promise((resolve) => setImmediate(resolve));
  * stops before the session record (a crashed session).
  */
 export async function writeSession(dir, sessionId, calls, { open = 0, seal = true, batch = 500 } = {}) {
-  const audit = new AuditLog({ dir, fsync: false }, sessionId, (error) => { throw error; });
+  const audit = new AuditLog({ dir, fsync: false }, sessionId, (error) => {
+    throw error;
+  });
   audit.sessionStarted({ command: 'python3', args: ['noisy_server.py', '--port', '0'], cwd: '/srv', options: { 'call-timeout': 30000 } });
   audit.childSpawned(4242);
   const states = {};
@@ -49,11 +51,36 @@ export async function writeSession(dir, sessionId, calls, { open = 0, seal = tru
   }
   if (seal) {
     audit.sessionEnded({
-      end_reason: 'stdin_eof', pid: 4242, exit_code: 0, signal: null, status: 0, spawn_error: null, forced_kill: false, unkillable: false,
-      signals_sent: ['SIGTERM'], survivors: [], found_by_marker: null, trigger_to_exit_ms: 12, stream_end: null, stderr_bytes_seen: 4096,
-      stderr: { bytes_seen: 4096, bytes_retained: 2048, truncated: true, redactions: 0, mirrored_bytes: 4096, suppressed_bytes: 0, tail: '[head]\nstarting\n[...]\nfatal: out of cheese\n' },
-      frames: { client: calls, child: calls }, rejected: { client: rejected, child: 0 }, calls: states,
-      era: 'legacy', protocol_version: '2025-06-18', era_decided_by: 'initialize', duration_ms: 1000,
+      end_reason: 'stdin_eof',
+      pid: 4242,
+      exit_code: 0,
+      signal: null,
+      status: 0,
+      spawn_error: null,
+      forced_kill: false,
+      unkillable: false,
+      signals_sent: ['SIGTERM'],
+      survivors: [],
+      found_by_marker: null,
+      trigger_to_exit_ms: 12,
+      stream_end: null,
+      stderr_bytes_seen: 4096,
+      stderr: {
+        bytes_seen: 4096,
+        bytes_retained: 2048,
+        truncated: true,
+        redactions: 0,
+        mirrored_bytes: 4096,
+        suppressed_bytes: 0,
+        tail: '[head]\nstarting\n[...]\nfatal: out of cheese\n',
+      },
+      frames: { client: calls, child: calls },
+      rejected: { client: rejected, child: 0 },
+      calls: states,
+      era: 'legacy',
+      protocol_version: '2025-06-18',
+      era_decided_by: 'initialize',
+      duration_ms: 1000,
     });
   } else {
     audit.log.flush();
@@ -106,6 +133,7 @@ export function rechain(path) {
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [dir, calls, copies] = process.argv.slice(2);
   const path = await writeSession(dir, 's_20261130T020000Z_00000000', Number(calls));
-  if (copies !== undefined) copySession(path, dir, Number(copies), (i) => `s_20261130T0300${String(i).padStart(2, '0').slice(-2)}Z_${String(i).padStart(8, '0')}`);
+  if (copies !== undefined)
+    copySession(path, dir, Number(copies), (i) => `s_20261130T0300${String(i).padStart(2, '0').slice(-2)}Z_${String(i).padStart(8, '0')}`);
   process.stdout.write(`${path}\n`);
 }

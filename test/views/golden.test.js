@@ -74,9 +74,15 @@ for (const columns of [80, 120]) {
   }
 }
 
-test('80 to 120 columns: a call\'s state and a session\'s end reason are never cut, and sessions keeps CALLS', () => {
-  const json = (args) => view([...args, '--json'], 80).stdout.trim().split('\n').map((l) => JSON.parse(l));
-  const ends = json(['sessions']).map((row) => row.end_reason).filter((e) => typeof e === 'string');
+test("80 to 120 columns: a call's state and a session's end reason are never cut, and sessions keeps CALLS", () => {
+  const json = (args) =>
+    view([...args, '--json'], 80)
+      .stdout.trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+  const ends = json(['sessions'])
+    .map((row) => row.end_reason)
+    .filter((e) => typeof e === 'string');
   assert.ok(ends.includes('signal_SIGTERM'), ends.join(' '));
   for (let columns = 80; columns <= 120; columns += 5) {
     const sessions = view(['sessions'], columns).stdout;
@@ -98,17 +104,33 @@ test('sessions on a wide terminal: every column, RESTARTS too (- without --resta
 });
 
 test('activity --json: each call names its generation (null: never dispatched)', () => {
-  const rows = (args) => view(args, 80).stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((row) => row.kind === 'call');
-  assert.deepEqual(rows(['activity', '--json', 's_20261130T060000Z']).map((row) => [row.call_id, row.generation]), [
-    ['c_00190000beef', null], ['c_00180000beef', 3], ['c_00170000beef', 2], ['c_00160000beef', 2],
-    ['c_00150000beef', 1], ['c_00140000beef', 1], ['c_00130000beef', 1],
-  ]);
+  const rows = (args) =>
+    view(args, 80)
+      .stdout.trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((row) => row.kind === 'call');
+  assert.deepEqual(
+    rows(['activity', '--json', 's_20261130T060000Z']).map((row) => [row.call_id, row.generation]),
+    [
+      ['c_00190000beef', null],
+      ['c_00180000beef', 3],
+      ['c_00170000beef', 2],
+      ['c_00160000beef', 2],
+      ['c_00150000beef', 1],
+      ['c_00140000beef', 1],
+      ['c_00130000beef', 1],
+    ],
+  );
   // A session whose records predate generations: the field is there, null.
   assert.ok(rows(['activity', '--json', 's_20261130T070000Z']).every((row) => row.generation === null));
 });
 
 test('logs: block headers in local time with the zone, in UTC with --utc', () => {
-  for (const [name, args] of [['logs', ['logs', 's_20261130T070000Z']], ['logs-utc', ['logs', 's_20261130T070000Z', '--utc']]]) {
+  for (const [name, args] of [
+    ['logs', ['logs', 's_20261130T070000Z']],
+    ['logs-utc', ['logs', 's_20261130T070000Z', '--utc']],
+  ]) {
     const r = view(args, 120);
     assert.equal(r.code, 0, r.stderr);
     compare(name, r.stdout);
@@ -116,7 +138,11 @@ test('logs: block headers in local time with the zone, in UTC with --utc', () =>
 });
 
 test('--utc: times in UTC, the header says so', () => {
-  for (const [name, args] of [['sessions', ['sessions', '--utc']], ['activity', ['activity', 's_20261130T070000Z', '--utc']], ['show-session', ['show', 's_20261130T081530Z', '--utc']]]) {
+  for (const [name, args] of [
+    ['sessions', ['sessions', '--utc']],
+    ['activity', ['activity', 's_20261130T070000Z', '--utc']],
+    ['show-session', ['show', 's_20261130T081530Z', '--utc']],
+  ]) {
     const r = view(args, 120);
     assert.equal(r.code, 0, r.stderr);
     compare(`${name}-utc-120`, r.stdout);
@@ -135,14 +161,23 @@ test('--color always colours failed states; never (and a pipe with auto) does no
 
 test('--json keeps ISO UTC times whatever TZ says', () => {
   const r = view(['sessions', '--json'], 80, 'Asia/Kolkata');
-  const rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(rows.map((row) => [row.session_id, row.name, row.started_at]), [
-    ['s_20261130T094500Z_cccccccc', 'npx', '2026-11-30T09:45:00.000Z'],
-    ['s_20261130T081530Z_bbbbbbbb', 'memory', '2026-11-30T08:15:30.000Z'],
-    ['s_20261130T070000Z_aaaaaaaa', 'files', '2026-11-30T07:00:00.000Z'],
-    ['s_20261130T060000Z_eeeeeeee', 'flaky', '2026-11-30T06:00:00.000Z'],
-    ['s_20260701T120000Z_dddddddd', 'uvx', '2026-07-01T12:00:00.000Z'],
-  ]);
+  const rows = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    rows.map((row) => [row.session_id, row.name, row.started_at]),
+    [
+      ['s_20261130T094500Z_cccccccc', 'npx', '2026-11-30T09:45:00.000Z'],
+      ['s_20261130T081530Z_bbbbbbbb', 'memory', '2026-11-30T08:15:30.000Z'],
+      ['s_20261130T070000Z_aaaaaaaa', 'files', '2026-11-30T07:00:00.000Z'],
+      ['s_20261130T060000Z_eeeeeeee', 'flaky', '2026-11-30T06:00:00.000Z'],
+      ['s_20260701T120000Z_dddddddd', 'uvx', '2026-07-01T12:00:00.000Z'],
+    ],
+  );
   // restarts: a number for a session run with --restart, null for the others.
-  assert.deepEqual(rows.map((row) => row.restarts), [null, null, null, 2, null]);
+  assert.deepEqual(
+    rows.map((row) => row.restarts),
+    [null, null, null, 2, null],
+  );
 });

@@ -7,5 +7,7 @@ process.on('exit', () => {
   try {
     const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
     if (kb !== undefined) writeFileSync(process.env.MCPGUARD_TEST_HWM_FILE, kb);
-  } catch { /* no /proc: the test skips */ }
+  } catch {
+    /* no /proc: the test skips */
+  }
 });

@@ -16,14 +16,18 @@ after(killStarted);
 const TIMEOUT = 30000;
 const call = (id, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'stderr', arguments: args } });
 /** Exactly what recorder.py writes for `bytes` bytes of `text` repeated. */
-const written = (text, bytes) => Buffer.from(text.repeat(bytes + 1)).subarray(0, bytes).toString('utf8');
+const written = (text, bytes) =>
+  Buffer.from(text.repeat(bytes + 1))
+    .subarray(0, bytes)
+    .toString('utf8');
 
 // src/cli/main.ts does not route `logs` to the record commands yet (that line is
 // the CLI's to add); until it does, the same compiled dispatch is run in its
 // own process. Once it does, set VIA_CLI and every run goes through bin/mcpguard.js.
 const VIA_CLI = true;
-const DISPATCH = `const m = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'views', 'commands.js')).href)});`
-  + "process.exitCode = await m.runRecordsCommand('logs', process.argv.slice(1));";
+const DISPATCH =
+  `const m = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'views', 'commands.js')).href)});` +
+  "process.exitCode = await m.runRecordsCommand('logs', process.argv.slice(1));";
 function logsRun(recordDir, args, options) {
   const argv = [`--record-dir=${recordDir}`, ...args];
   return VIA_CLI ? runGuard(['logs', ...argv], options) : runCommand(process.execPath, ['--input-type=module', '-e', DISPATCH, '--', ...argv], options);
@@ -34,7 +38,11 @@ const vmHWM = (pid) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid
 
 /** A session on recorder.py (started by `sh`, which says one line first), calls made one at a time. recorder.py never lists its tools, and this file is about logs, not the gate: the gate is off here, by name. */
 async function noisySession(args, calls, env = {}) {
-  const c = conversation(['sh', '-c', `echo "server starting" >&2; exec python3 ${fixture('recorder.py')}`], ['--stderr-passthrough=off', '--validate-args=off', ...args], env);
+  const c = conversation(
+    ['sh', '-c', `echo "server starting" >&2; exec python3 ${fixture('recorder.py')}`],
+    ['--stderr-passthrough=off', '--validate-args=off', ...args],
+    env,
+  );
   try {
     for (const [id, a] of calls) {
       c.send(call(id, a));
@@ -50,13 +58,16 @@ async function noisySession(args, calls, env = {}) {
 }
 
 describe('stderr text in the records and in mcpguard logs', () => {
-  test('a noisy session: each call\'s retained text and marker in its record, and logs shows exactly that', { timeout: TIMEOUT * 2 }, async (t) => {
+  test("a noisy session: each call's retained text and marker in its record, and logs shows exactly that", { timeout: TIMEOUT * 2 }, async (t) => {
     const noise = 'line of noise 0123456789 abcdefghijklmnopqrstuvwxyz\n';
-    const s = await noisySession(['--stderr-call-bytes=4096'], [
-      [1, { bytes: 20000, text: noise, writes: 4, pause_ms: 20 }],
-      [2, { bytes: 30, text: 'ab\n', is_error: true }],
-      [3, { bytes: 0 }],
-    ]);
+    const s = await noisySession(
+      ['--stderr-call-bytes=4096'],
+      [
+        [1, { bytes: 20000, text: noise, writes: 4, pause_ms: 20 }],
+        [2, { bytes: 30, text: 'ab\n', is_error: true }],
+        [3, { bytes: 0 }],
+      ],
+    );
     t.after(s.cleanup);
     // The record: one line per event, the text marked as the excerpt marks it.
     const lines = readFileSync(s.file, 'utf8').split('\n').filter(Boolean);
@@ -66,7 +77,10 @@ describe('stderr text in the records and in mcpguard logs', () => {
     const marker = '[stderr truncated: kept last 4096 of 20000 bytes]';
     assert.equal(one.stderr, `${marker}\n${kept}`);
     assert.deepEqual([one.stderr_bytes_seen, one.stderr_bytes_retained, one.stderr_truncated], [20000, 4096, true]);
-    assert.ok(Buffer.byteLength(lines.find((l) => l.includes(one.call_id) && l.includes('"call_end"'))) < 4096 + 2048, 'the record is bounded by --stderr-call-bytes');
+    assert.ok(
+      Buffer.byteLength(lines.find((l) => l.includes(one.call_id) && l.includes('"call_end"'))) < 4096 + 2048,
+      'the record is bounded by --stderr-call-bytes',
+    );
     const two = endOf(s.records, 2);
     assert.equal(two.stderr, written('ab\n', 30), 'nothing lost: no marker');
     assert.equal(two.stderr_truncated, false);
@@ -80,7 +94,7 @@ describe('stderr text in the records and in mcpguard logs', () => {
     const shown = `${kept}\n`;
     const byCall = await logs(s.recordDir, one.call_id.slice(0, 9));
     assert.equal(byCall.code, 0, byCall.stderr);
-    assert.equal(byCall.stdout.toString(), `${marker}\n${srv(shown)}`, 'the server\'s lines behind the prefix, the marker bare');
+    assert.equal(byCall.stdout.toString(), `${marker}\n${srv(shown)}`, "the server's lines behind the prefix, the marker bare");
     const tail = await logs(s.recordDir, one.call_id, '--tail', '2');
     assert.equal(tail.stdout.toString(), `${marker}\n${srv(shown.split('\n').slice(-3).join('\n'))}`, 'the marker stays; then the last 2 lines');
 
@@ -97,10 +111,19 @@ describe('stderr text in the records and in mcpguard logs', () => {
 
     // --json: one object per block, the marker apart from the text.
     const json = await logs(s.recordDir, s.sessionId, '--json');
-    const blocks = json.stdout.toString().trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(blocks.map((b) => [b.kind, b.call_id, b.marker, b.text]), [
-      ['call', one.call_id, marker, kept], ['call', two.call_id, null, written('ab\n', 30)], ['session_tail', null, null, 'server starting\n'],
-    ]);
+    const blocks = json.stdout
+      .toString()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      blocks.map((b) => [b.kind, b.call_id, b.marker, b.text]),
+      [
+        ['call', one.call_id, marker, kept],
+        ['call', two.call_id, null, written('ab\n', 30)],
+        ['session_tail', null, null, 'server starting\n'],
+      ],
+    );
   });
 
   test('a server that dies in a call: its last words are in the record of the call it cut off', { timeout: TIMEOUT }, async (t) => {
@@ -133,7 +156,10 @@ describe('stderr text in the records and in mcpguard logs', () => {
     const shape = PLANTED_SHAPES.MCPGUARD_TEST_SHAPE_GITHUB.value;
     const line = `auth ${token} via ${shape} ok\n`;
     // Written in many small pieces, so a secret is split across writes; the sh banner puts one in the session tail too.
-    const c = conversation(['sh', '-c', `echo "boot with $MCPGUARD_TEST_API_TOKEN" >&2; exec python3 ${fixture('recorder.py')}`], ['--stderr-passthrough=off', '--validate-args=off']);
+    const c = conversation(
+      ['sh', '-c', `echo "boot with $MCPGUARD_TEST_API_TOKEN" >&2; exec python3 ${fixture('recorder.py')}`],
+      ['--stderr-passthrough=off', '--validate-args=off'],
+    );
     t.after(c.cleanup);
     c.send(call(1, { bytes: line.length * 3, text: line, writes: 9, pause_ms: 10 }));
     await c.waitFor((m) => m.id === 1, 'answer to 1');
@@ -148,7 +174,13 @@ describe('stderr text in the records and in mcpguard logs', () => {
   });
 
   test('logs refuses what it cannot name: nothing matches, an ambiguous prefix, a bad --tail', { timeout: TIMEOUT }, async (t) => {
-    const s = await noisySession([], [[1, { bytes: 10 }], [2, { bytes: 10 }]]);
+    const s = await noisySession(
+      [],
+      [
+        [1, { bytes: 10 }],
+        [2, { bytes: 10 }],
+      ],
+    );
     t.after(s.cleanup);
     // Every byte is in some record: the summary does not call the stderr truncated.
     const end = s.records.find((r) => r.type === 'session_end');
@@ -174,9 +206,25 @@ describe('a large session', () => {
     const text = 'a line the server wrote 0123456789\n'.repeat(Math.ceil(bytes / 35)).slice(0, bytes);
     const lines = [JSON.stringify({ created_at: '2026-11-30T00:00:00.000Z', log_id: id, seq: 0, type: 'header' })];
     for (let i = 0; i < calls; i++) {
-      lines.push(JSON.stringify({ call_id: `c_${i.toString(16).padStart(12, '0')}`, ended_at: '2026-11-30T00:00:01.000Z', method: 'tools/call', seq: i + 1, state: 'completed', stderr: text, stderr_bytes_retained: bytes, stderr_bytes_seen: bytes, stderr_truncated: false, tool: 't', type: 'call_end' }));
+      lines.push(
+        JSON.stringify({
+          call_id: `c_${i.toString(16).padStart(12, '0')}`,
+          ended_at: '2026-11-30T00:00:01.000Z',
+          method: 'tools/call',
+          seq: i + 1,
+          state: 'completed',
+          stderr: text,
+          stderr_bytes_retained: bytes,
+          stderr_bytes_seen: bytes,
+          stderr_truncated: false,
+          tool: 't',
+          type: 'call_end',
+        }),
+      );
     }
-    lines.push(JSON.stringify({ seq: calls + 1, stderr: { tail: '[captured stderr]\nbye\n', tail_bytes_seen: 4, tail_truncated: false }, type: 'session_end' }));
+    lines.push(
+      JSON.stringify({ seq: calls + 1, stderr: { tail: '[captured stderr]\nbye\n', tail_bytes_seen: 4, tail_truncated: false }, type: 'session_end' }),
+    );
     writeFileSync(join(dir, `${id}.jsonl`), `${lines.join('\n')}\n`);
     // What logs prints for it: a header and the text per call, then the tail.
     const header = (i) => `==> call c_${i.toString(16).padStart(12, '0')}  tools/call t  completed  2026-11-30 00:00:01 UTC <==\n`;
@@ -193,7 +241,11 @@ describe('a large session', () => {
     const g = logsRun(dir, [id, '--utc'], { timeout: TIMEOUT * 3 });
     g.child.stdout.pause();
     let hwm = 0;
-    const sample = setInterval(() => { try { hwm = Math.max(hwm, vmHWM(g.child.pid)); } catch {} }, 50);
+    const sample = setInterval(() => {
+      try {
+        hwm = Math.max(hwm, vmHWM(g.child.pid));
+      } catch {}
+    }, 50);
     t.after(() => clearInterval(sample));
     // Slow at first: the pipe is full and logs must wait, not queue what it read.
     await sleep(1000);
@@ -216,7 +268,10 @@ describe('a large session', () => {
 
 describe('logs --follow', () => {
   test('a live session: blocks appear as calls end, the tail when the session ends, then it exits 0', { timeout: TIMEOUT * 2 }, async (t) => {
-    const c = conversation(['sh', '-c', `echo "server starting" >&2; exec python3 ${fixture('recorder.py')}`], ['--stderr-passthrough=off', '--validate-args=off']);
+    const c = conversation(
+      ['sh', '-c', `echo "server starting" >&2; exec python3 ${fixture('recorder.py')}`],
+      ['--stderr-passthrough=off', '--validate-args=off'],
+    );
     t.after(c.cleanup);
     c.send(call(1, { bytes: 11, text: 'first call\n' }));
     await c.waitFor((m) => m.id === 1, 'answer to 1');
@@ -227,7 +282,9 @@ describe('logs --follow', () => {
     }
     const follower = logsRun(c.recordDir, ['--follow', file.replace(/\.jsonl$/, '')], { timeout: TIMEOUT });
     let seen = '';
-    follower.child.stdout.on('data', (chunk) => { seen += chunk; });
+    follower.child.stdout.on('data', (chunk) => {
+      seen += chunk;
+    });
     const until = async (what, ok) => {
       for (let waited = 0; !ok(); waited += 50) {
         if (waited > 15000) assert.fail(`logs --follow never showed ${what}; it showed: ${seen}`);
@@ -244,7 +301,10 @@ describe('logs --follow', () => {
     const r = await follower.done;
     assert.equal(r.code, 0, r.stderr);
     const out = r.stdout.toString();
-    assert.deepEqual(out.split('\n').filter((l) => !l.startsWith('==> ')), ['server| first call', 'server| second call', 'server| server starting', '']);
+    assert.deepEqual(
+      out.split('\n').filter((l) => !l.startsWith('==> ')),
+      ['server| first call', 'server| second call', 'server| server starting', ''],
+    );
     assert.match(out, /==> session [^\n]*: stderr outside any call[^\n]*<==\nserver\| server starting\n$/);
   });
 
@@ -271,7 +331,7 @@ describe('logs --follow', () => {
 });
 
 describe('tool errors are their own outcome', () => {
-  test('isError: true is tool_error, a JSON-RPC error stays error, the gate\'s refusals keep rejected and denied', { timeout: TIMEOUT * 2 }, async (t) => {
+  test("isError: true is tool_error, a JSON-RPC error stays error, the gate's refusals keep rejected and denied", { timeout: TIMEOUT * 2 }, async (t) => {
     const { dir, cleanup } = (await import('../helpers/run.js')).tempDir();
     t.after(cleanup);
     const policy = join(dir, 'policy.json');
@@ -287,7 +347,10 @@ describe('tool errors are their own outcome', () => {
     assert.equal(answers.get(3).result.isError, true, 'the denial is a tool error on the wire');
     assert.equal(answers.get(3).result._meta['io.mcpguard/refused'].state, 'denied');
     const r = await c.finish();
-    assert.deepEqual([1, 2, 3, 4].map((id) => endOf(r.records, id).state), ['tool_error', 'error', 'denied', 'completed']);
+    assert.deepEqual(
+      [1, 2, 3, 4].map((id) => endOf(r.records, id).state),
+      ['tool_error', 'error', 'denied', 'completed'],
+    );
     assert.equal(endOf(r.records, 1).detail, 'the tool reported an error (result isError: true)');
     assert.deepEqual(r.summary.calls, { tool_error: 1, error: 1, denied: 1, completed: 1 });
     assert.deepEqual(r.records.find((x) => x.type === 'session_end').calls, r.summary.calls);
@@ -296,7 +359,12 @@ describe('tool errors are their own outcome', () => {
   test('arguments the gate refuses (an isError answer from mcpguard) stay rejected', { timeout: TIMEOUT }, async (t) => {
     const c = conversation(['python3', fixture('gate-server.py')], ['--validate-args=on']);
     t.after(c.cleanup);
-    c.send({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    c.send({
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
     await c.waitFor((m) => m.id === 'init', 'initialize answer');
     c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     c.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 5 } } });
@@ -310,13 +378,25 @@ describe('tool errors are their own outcome', () => {
   });
 });
 
-describe('lines the server wrote to look like mcpguard\'s', () => {
+describe("lines the server wrote to look like mcpguard's", () => {
   /** A session log of one call whose record keeps `stderr` (logs reads records; it does not verify the chain). */
   function oneCallLog(dir, stderr, truncated) {
     const id = 's_20261202T000000Z_0c0ffee0';
     const lines = [
       { created_at: '2026-12-02T00:00:00.000Z', log_id: id, seq: 0, type: 'header' },
-      { call_id: 'c_00000000beef', ended_at: '2026-12-02T00:00:01.000Z', method: 'tools/call', seq: 1, state: 'completed', stderr, stderr_bytes_retained: 10, stderr_bytes_seen: 5000, stderr_truncated: truncated, tool: 't', type: 'call_end' },
+      {
+        call_id: 'c_00000000beef',
+        ended_at: '2026-12-02T00:00:01.000Z',
+        method: 'tools/call',
+        seq: 1,
+        state: 'completed',
+        stderr,
+        stderr_bytes_retained: 10,
+        stderr_bytes_seen: 5000,
+        stderr_truncated: truncated,
+        tool: 't',
+        type: 'call_end',
+      },
     ];
     writeFileSync(join(dir, `${id}.jsonl`), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
     return id;
@@ -324,15 +404,21 @@ describe('lines the server wrote to look like mcpguard\'s', () => {
   const marker = '[stderr truncated: kept first 6 and last 5 of 5000 bytes, omitted 4989]';
   const omission = '[... 4989 bytes omitted ...]';
 
-  test('headers, markers and the omission line are bare only when they are mcpguard\'s', { timeout: TIMEOUT }, async (t) => {
+  test("headers, markers and the omission line are bare only when they are mcpguard's", { timeout: TIMEOUT }, async (t) => {
     const { dir, cleanup } = tempDir();
     t.after(cleanup);
     // The server wrote a header and an omission line of another count: mcpguard's one omission line stays bare.
     const id = oneCallLog(dir, `${marker}\nfirst\n==> call c_fake  tools/call t  completed <==\n${omission}\n[... 7 bytes omitted ...]\nlast\n`, true);
     const out = (await logs(dir, id, '--utc')).stdout.toString().split('\n');
     assert.deepEqual(out, [
-      '==> call c_00000000beef  tools/call t  completed  2026-12-02 00:00:01 UTC <==', marker,
-      'server| first', 'server| ==> call c_fake  tools/call t  completed <==', omission, 'server| [... 7 bytes omitted ...]', 'server| last', '',
+      '==> call c_00000000beef  tools/call t  completed  2026-12-02 00:00:01 UTC <==',
+      marker,
+      'server| first',
+      'server| ==> call c_fake  tools/call t  completed <==',
+      omission,
+      'server| [... 7 bytes omitted ...]',
+      'server| last',
+      '',
     ]);
     // A copy of the very line: neither is taken for mcpguard's (the marker above still says what was omitted).
     const twice = oneCallLog(dir, `${marker}\n${omission}\nfirst\n${omission}\nlast\n`, true);
@@ -345,7 +431,9 @@ describe('lines the server wrote to look like mcpguard\'s', () => {
 });
 
 describe('logs SESSION with calls in flight together', () => {
-  test('the README hang walkthrough: each stderr line once, in order, headers naming the calls open together; logs CALL keeps its own', { timeout: TIMEOUT * 2 }, async (t) => {
+  test('the README hang walkthrough: each stderr line once, in order, headers naming the calls open together; logs CALL keeps its own', {
+    timeout: TIMEOUT * 2,
+  }, async (t) => {
     const { dir, cleanup } = tempDir();
     t.after(cleanup);
     const guard = `(cat examples/hang.jsonl; sleep 4) | ${JSON.stringify(process.execPath)} bin/mcpguard.js --record-dir ${JSON.stringify(dir)} --call-timeout 2s -- python3 examples/hanging-server.py`;
@@ -354,15 +442,29 @@ describe('logs SESSION with calls in flight together', () => {
     assert.equal(r.code, 0, r.stderr);
     const out = r.stdout.toString();
     const lines = out.split('\n').filter((l) => l.startsWith('server| '));
-    assert.deepEqual(lines, [
-      'server| hanging-server: starting',
-      'server| lookup: connecting to db-1:5432',
-      'server| lookup: orders found',
-      'server| lookup: connecting to db-2:5432',
-      'server| lookup: connect() to db-2:5432 is taking long, retrying',
-      'server| delete: permission denied for orders',
-    ], out);
-    const ends = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((x) => x.type === 'call_end');
+    assert.deepEqual(
+      lines,
+      [
+        'server| hanging-server: starting',
+        'server| lookup: connecting to db-1:5432',
+        'server| lookup: orders found',
+        'server| lookup: connecting to db-2:5432',
+        'server| lookup: connect() to db-2:5432 is taking long, retrying',
+        'server| delete: permission denied for orders',
+      ],
+      out,
+    );
+    const ends = readFileSync(
+      join(
+        dir,
+        readdirSync(dir).find((f) => f.endsWith('.jsonl')),
+      ),
+      'utf8',
+    )
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .filter((x) => x.type === 'call_end');
     const hung = ends.find((x) => x.state === 'timed_out_after_dispatch');
     assert.equal(typeof hung.stderr_stream_end, 'number');
     assert.match(out, new RegExp(`==> call ${hung.call_id}  tools/call lookup  timed_out_after_dispatch  .*\\(with c_`));
@@ -392,6 +494,6 @@ describe('logs SESSION with calls in flight together, one of them cut to --stder
     const headers = lines.filter((l) => l.startsWith('==> call '));
     assert.equal(headers.length, 2);
     assert.match(lines[lines.indexOf(headers[1]) + 1], /^\[\d+ bytes shown above\]$/);
-    assert.ok(out.indexOf('server| ab') > out.indexOf(headers[1]), 'call 2\'s own bytes under its header');
+    assert.ok(out.indexOf('server| ab') > out.indexOf(headers[1]), "call 2's own bytes under its header");
   });
 });

@@ -17,7 +17,12 @@ const root = mkdtempSync(join(tmpdir(), 'mcpguard-pipes-'));
 const groups = new Set();
 
 after(() => {
-  for (const pid of groups) try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ }
+  for (const pid of groups)
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -27,11 +32,19 @@ function bash(script, timeout = 60_000) {
   groups.add(child.pid);
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (c) => { stdout += c; });
-  child.stderr.on('data', (c) => { stderr += c; });
+  child.stdout.on('data', (c) => {
+    stdout += c;
+  });
+  child.stderr.on('data', (c) => {
+    stderr += c;
+  });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
       reject(new Error(`did not finish within ${timeout} ms: ${script}\n${stderr}`));
     }, timeout);
     child.on('close', (code) => {
@@ -52,9 +65,19 @@ before(async () => {
   await writeSession(calls, 's_20261130T020000Z_aaaaaaaa', CALLS);
   many = join(root, 'many');
   for (let i = 0; i < 700; i++) {
-    const log = SessionLog.create({ dir: many, fsync: false }, `s_20261130T02${String(Math.floor(i / 60) % 60).padStart(2, '0')}${String(i % 60).padStart(2, '0')}Z_${String(i).padStart(8, '0')}`);
+    const log = SessionLog.create(
+      { dir: many, fsync: false },
+      `s_20261130T02${String(Math.floor(i / 60) % 60).padStart(2, '0')}${String(i % 60).padStart(2, '0')}Z_${String(i).padStart(8, '0')}`,
+    );
     log.append('session_start', { command: 'python3', args: ['server.py', `--instance=${i}`], cwd: '/', started_at: '2026-11-30T02:00:00.000Z' });
-    log.append('session_end', { end_reason: 'stdin_eof', exit_code: 0, signal: null, calls: { completed: 1 }, rejected: { client: 0, child: 0 }, ended_at: '2026-11-30T02:00:01.000Z' });
+    log.append('session_end', {
+      end_reason: 'stdin_eof',
+      exit_code: 0,
+      signal: null,
+      calls: { completed: 1 },
+      rejected: { client: 0, child: 0 },
+      ended_at: '2026-11-30T02:00:01.000Z',
+    });
     log.seal();
   }
 });
@@ -108,13 +131,27 @@ test('a 200,000-call session through activity and activity --json', { timeout: 1
   // Newest first (the log is read backwards, in chunks): the rejection recorded last, then the three calls that
   // never ended (the last calls, as no_final_record), then the newest call that did.
   const head = await bash(`node ${q(BIN)} activity --json --record-dir ${q(dir)} | head -5`, 120_000);
-  const rows = head.stdout.trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(rows.map((r) => [r.kind, r.request_id ?? r.line, r.state ?? r.reason]), [
-    ['reject', 200_001, 'not JSON'],
-    ['call', 200_000, 'no_final_record'], ['call', 199_999, 'no_final_record'], ['call', 199_998, 'no_final_record'],
-    ['call', 199_997, 'completed'], // 199,997 is no multiple of 97: not a tool error
-  ]);
+  const rows = head.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    rows.map((r) => [r.kind, r.request_id ?? r.line, r.state ?? r.reason]),
+    [
+      ['reject', 200_001, 'not JSON'],
+      ['call', 200_000, 'no_final_record'],
+      ['call', 199_999, 'no_final_record'],
+      ['call', 199_998, 'no_final_record'],
+      ['call', 199_997, 'completed'], // 199,997 is no multiple of 97: not a tool error
+    ],
+  );
   // And the oldest last: the whole listing is the forward order reversed.
   const tail = await bash(`node ${q(BIN)} activity --json --record-dir ${q(dir)} | tail -2`, 120_000);
-  assert.deepEqual(tail.stdout.trim().split('\n').map((l) => JSON.parse(l).request_id), [2, 1]);
+  assert.deepEqual(
+    tail.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).request_id),
+    [2, 1],
+  );
 });

@@ -13,21 +13,41 @@ after(() => {
   for (const t of temps) t.cleanup();
 });
 
-const discover = { jsonrpc: '2.0', id: 0, method: 'server/discover', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } } };
-const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'probe-test', version: '1' } } };
+const discover = {
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'server/discover',
+  params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } },
+};
+const init = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'probe-test', version: '1' } },
+};
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 
 async function session(dir, messages) {
-  const r = await runCommand(process.execPath, [BIN, `--record-dir=${dir}`, '--session-summary=json', '--', 'python3', join(FIXTURES, 'stdlib_server.py')],
-    { input: messages.map(frame).join(''), timeout: 20000 }).done;
+  const r = await runCommand(process.execPath, [BIN, `--record-dir=${dir}`, '--session-summary=json', '--', 'python3', join(FIXTURES, 'stdlib_server.py')], {
+    input: messages.map(frame).join(''),
+    timeout: 20000,
+  }).done;
   assert.equal(r.code, 0, r.stderr);
-  return r.stdout.toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return r.stdout
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 async function sessionsJson(dir, ...args) {
   const r = await runCommand(process.execPath, [BIN, 'sessions', '--json', `--record-dir=${dir}`, ...args], { timeout: 20000 }).done;
   assert.equal(r.code, 0, r.stderr);
-  return r.stdout.toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return r.stdout
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 test('a server/discover probe answered "method not found" does not make a session failed; a real failed call still does', { timeout: 60000 }, async () => {

@@ -24,8 +24,16 @@ after(async () => {
 const GEN = new URL('./gen-log.js', import.meta.url).href;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const view = (args) => runGuard(args, { timeout: 30_000 }).done.then((r) => ({ ...r, stdout: r.stdout.toString('utf8') }));
-const logsIn = (dir) => readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort();
-const jsonLines = (text) => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const logsIn = (dir) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .sort();
+const jsonLines = (text) =>
+  text
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 /**
  * A session written `ageMs` ago (by a process whose clock is set back that
@@ -60,7 +68,9 @@ async function until(what, check, ms = 20_000) {
 async function liveRelay(dir) {
   const run = runGuard(['--record-dir', dir, '--', 'python3', fixture('stdlib_server.py')], { keepOpen: true, timeout: 90_000 });
   let out = '';
-  run.child.stdout.on('data', (c) => { out += c; });
+  run.child.stdout.on('data', (c) => {
+    out += c;
+  });
   run.child.stdin.write(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }));
   await until('the ping answer', () => out.includes('"id":1'));
   return run;
@@ -73,18 +83,25 @@ const D = 's_20261130T010003Z_0000000d';
 
 let dir;
 let liveId;
-before(async () => {
-  dir = join(tmp.dir, 'records');
-  // A, B and C ended an hour ago; D and the live session now.
-  oldSession(dir, A, 400);
-  oldSession(dir, B, 400);
-  oldSession(dir, C, 50, { seal: false });
-  await writeSession(dir, D, 400);
-  live = await liveRelay(dir);
-  liveId = logsIn(dir).map((f) => f.slice(0, -6)).find((id) => ![A, B, C, D].includes(id));
-}, { timeout: 60_000 });
+before(
+  async () => {
+    dir = join(tmp.dir, 'records');
+    // A, B and C ended an hour ago; D and the live session now.
+    oldSession(dir, A, 400);
+    oldSession(dir, B, 400);
+    oldSession(dir, C, 50, { seal: false });
+    await writeSession(dir, D, 400);
+    live = await liveRelay(dir);
+    liveId = logsIn(dir)
+      .map((f) => f.slice(0, -6))
+      .find((id) => ![A, B, C, D].includes(id));
+  },
+  { timeout: 60_000 },
+);
 
-test('prune --older-than: --dry-run lists, then it removes the sealed and the crashed, never the running; verify names the pruned', { timeout: 60_000 }, async () => {
+test('prune --older-than: --dry-run lists, then it removes the sealed and the crashed, never the running; verify names the pruned', {
+  timeout: 60_000,
+}, async () => {
   const dry = await view(['prune', '--older-than', '30m', '--dry-run', '--record-dir', dir]);
   assert.equal(dry.code, 0, dry.stderr);
   assert.match(dry.stdout, new RegExp(`^would remove +${A} +sealed `, 'm'));
@@ -93,8 +110,12 @@ test('prune --older-than: --dry-run lists, then it removes the sealed and the cr
   assert.doesNotMatch(dry.stdout, new RegExp(`${D}|${liveId}`));
   assert.match(dry.stdout, /^would remove 3 logs /m);
   // ENDED in local time, the zone in the header (as the other views); --utc in UTC; --json in ISO UTC.
-  const zoned = (args, tz) => spawnSync(process.execPath, [BIN, 'prune', '--older-than', '30m', '--dry-run', '--record-dir', dir, ...args],
-    { env: { ...process.env, TZ: tz }, encoding: 'utf8', timeout: 30_000 }).stdout;
+  const zoned = (args, tz) =>
+    spawnSync(process.execPath, [BIN, 'prune', '--older-than', '30m', '--dry-run', '--record-dir', dir, ...args], {
+      env: { ...process.env, TZ: tz },
+      encoding: 'utf8',
+      timeout: 30_000,
+    }).stdout;
   const endedOf = (text) => new RegExp(`^would remove +${A} +sealed +(\\S+ \\S+) `, 'm').exec(text)?.[1];
   const endedAt = jsonLines(zoned(['--json'], 'Asia/Kolkata')).find((o) => o.session_id === A).ended_at;
   const local = new Date(Date.parse(endedAt) + 330 * 60_000).toISOString().slice(0, 19).replace('T', ' ');
@@ -110,17 +131,33 @@ test('prune --older-than: --dry-run lists, then it removes the sealed and the cr
   const run = await view(['prune', '--older-than', '30m', '--record-dir', dir, '--json']);
   assert.equal(run.code, 0, run.stderr);
   const out = jsonLines(run.stdout);
-  assert.deepEqual(out.filter((r) => r.action === 'removed').map((r) => [r.session_id, r.state, r.reason]), [[A, 'sealed', 'older-than'], [B, 'sealed', 'older-than'], [C, 'crashed', 'older-than']]);
+  assert.deepEqual(
+    out.filter((r) => r.action === 'removed').map((r) => [r.session_id, r.state, r.reason]),
+    [
+      [A, 'sealed', 'older-than'],
+      [B, 'sealed', 'older-than'],
+      [C, 'crashed', 'older-than'],
+    ],
+  );
   assert.deepEqual(logsIn(dir), [`${D}.jsonl`, `${liveId}.jsonl`].sort());
 
   const verify = await view(['verify', '--json', '--record-dir', dir]);
   assert.equal(verify.code, 0, `${verify.stdout}${verify.stderr}`);
   const rows = jsonLines(verify.stdout);
-  assert.deepEqual(rows.filter((r) => r.status === 'pruned').map((r) => r.log_id), [A, B, C]);
+  assert.deepEqual(
+    rows.filter((r) => r.status === 'pruned').map((r) => r.log_id),
+    [A, B, C],
+  );
   assert.deepEqual(rows.find((r) => r.file.endsWith('pruned.log')).status, 'ok');
   assert.equal(rows.find((r) => r.log_id === liveId).status, 'live');
   const table = await view(['verify', '--record-dir', dir]);
-  assert.match(table.stdout, new RegExp(`^pruned +\\S+${A}\\.jsonl +1205\n {4}pruned \\S+ by mcpguard prune \\(ended more than 30m before it\\); sealed, \\d+ bytes, seal [0-9a-f]{16}$`, 'm'));
+  assert.match(
+    table.stdout,
+    new RegExp(
+      `^pruned +\\S+${A}\\.jsonl +1205\n {4}pruned \\S+ by mcpguard prune \\(ended more than 30m before it\\); sealed, \\d+ bytes, seal [0-9a-f]{16}$`,
+      'm',
+    ),
+  );
 });
 
 test('prune --max-size: oldest first, and a running session stays even when the rest is over the size', { timeout: 60_000 }, async () => {
@@ -134,7 +171,12 @@ test('prune --max-size: oldest first, and a running session stays even when the 
   assert.deepEqual(logsIn(dir), [`${liveId}.jsonl`]);
   const verify = await view(['verify', '--json', '--record-dir', dir]);
   assert.equal(verify.code, 0, verify.stdout);
-  assert.deepEqual(jsonLines(verify.stdout).filter((r) => r.status === 'pruned').map((r) => r.log_id), [A, B, C, D]);
+  assert.deepEqual(
+    jsonLines(verify.stdout)
+      .filter((r) => r.status === 'pruned')
+      .map((r) => r.log_id),
+    [A, B, C, D],
+  );
   // Oldest first: with room for one log, the older of two goes.
   const two = join(tmp.dir, 'two');
   await writeSession(two, A, 200);
@@ -212,7 +254,9 @@ test('--retain prunes on start, in the background; a bad --retain is refused bef
   oldSession(d, A, 100);
   const relay = runGuard(['--retain', '30m,1G', '--record-dir', d, '--', 'python3', fixture('stdlib_server.py')], { keepOpen: true, timeout: 30_000 });
   let out = '';
-  relay.child.stdout.on('data', (c) => { out += c; });
+  relay.child.stdout.on('data', (c) => {
+    out += c;
+  });
   relay.child.stdin.write(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }));
   await until('the ping answer', () => out.includes('"id":1'));
   await until('the old log pruned', () => !existsSync(join(d, `${A}.jsonl`)));
@@ -224,7 +268,11 @@ test('--retain prunes on start, in the background; a bad --retain is refused bef
   assert.equal(logsIn(d).length, 1, 'its own session stays');
   assert.equal((await view(['verify', '--record-dir', d])).code, 0);
 
-  for (const [value, message] of [['30x', /--retain '30x' is neither an age/], ['1d,2d', /--retain gives an age twice, got '1d,2d'/], ['1d,', /--retain expects an age, a size, or both/]]) {
+  for (const [value, message] of [
+    ['30x', /--retain '30x' is neither an age/],
+    ['1d,2d', /--retain gives an age twice, got '1d,2d'/],
+    ['1d,', /--retain expects an age, a size, or both/],
+  ]) {
     const bad = await runGuard(['--retain', value, '--record-dir', d, '--', 'sh', '-c', `touch ${join(tmp.dir, 'started')}`], { timeout: 20_000 }).done;
     assert.equal(bad.code, 125, bad.stderr);
     assert.match(bad.stderr, message);

@@ -17,9 +17,19 @@ const PRELOAD = fileURLToPath(new URL('./hwm-preload.js', import.meta.url));
 const BOUND_KB = 100 * 1024;
 const COPIES = 40; // of a ~25 MB log of 20,000 calls
 
-const free = (() => { try { const s = statfsSync(tmpdir()); return s.bavail * s.bsize; } catch { return 0; } })();
-const skip = !existsSync('/proc/self/status') ? 'no /proc: VmHWM cannot be read here'
-  : free < 4 * 2 ** 30 ? `only ${(free / 2 ** 30).toFixed(1)} GiB free in ${tmpdir()}: the 1 GB record directory needs 4` : false;
+const free = (() => {
+  try {
+    const s = statfsSync(tmpdir());
+    return s.bavail * s.bsize;
+  } catch {
+    return 0;
+  }
+})();
+const skip = !existsSync('/proc/self/status')
+  ? 'no /proc: VmHWM cannot be read here'
+  : free < 4 * 2 ** 30
+    ? `only ${(free / 2 ** 30).toFixed(1)} GiB free in ${tmpdir()}: the 1 GB record directory needs 4`
+    : false;
 
 const root = skip ? null : mkdtempSync(join(tmpdir(), 'mcpguard-scale-'));
 const children = new Set();
@@ -30,36 +40,46 @@ after(() => {
 
 let dir;
 let newest;
-before(async () => {
-  if (skip) return;
-  dir = join(root, 'records');
-  const path = await writeSession(dir, 's_20261130T010000Z_00000000', 20_000);
-  const files = copySession(path, dir, COPIES, (i) => `s_20261130T02${String(i).padStart(2, '0')}00Z_${String(i).padStart(8, '0')}`);
-  newest = files.at(-1);
-  // One crashed session: a copy cut before its session record and seal, which `sessions` must read through.
-  const crashed = copySession(path, dir, 1, () => 's_20261130T000000Z_crashed0')[0];
-  const text = readFileSync(crashed);
-  let cut = text.length - 1;
-  for (let n = 0; n < 2; n++) cut = text.lastIndexOf(10, cut - 1);
-  truncateSync(crashed, cut + 1);
-}, { timeout: 120_000 });
+before(
+  async () => {
+    if (skip) return;
+    dir = join(root, 'records');
+    const path = await writeSession(dir, 's_20261130T010000Z_00000000', 20_000);
+    const files = copySession(path, dir, COPIES, (i) => `s_20261130T02${String(i).padStart(2, '0')}00Z_${String(i).padStart(8, '0')}`);
+    newest = files.at(-1);
+    // One crashed session: a copy cut before its session record and seal, which `sessions` must read through.
+    const crashed = copySession(path, dir, 1, () => 's_20261130T000000Z_crashed0')[0];
+    const text = readFileSync(crashed);
+    let cut = text.length - 1;
+    for (let n = 0; n < 2; n++) cut = text.lastIndexOf(10, cut - 1);
+    truncateSync(crashed, cut + 1);
+  },
+  { timeout: 120_000 },
+);
 
 /** Run mcpguard (stdout to /dev/null unless `keep`); resolves to its exit code, stdout, stderr, wall time and peak RSS in kB. */
 function measured(args, keep = false) {
   const hwm = join(root, `hwm-${Math.random().toString(16).slice(2)}`);
   const started = Date.now();
   const child = spawn(process.execPath, ['--import', PRELOAD, BIN, ...args], {
-    env: { ...process.env, MCPGUARD_TEST_HWM_FILE: hwm }, stdio: ['ignore', keep ? 'pipe' : openSync('/dev/null', 'w'), 'pipe'],
+    env: { ...process.env, MCPGUARD_TEST_HWM_FILE: hwm },
+    stdio: ['ignore', keep ? 'pipe' : openSync('/dev/null', 'w'), 'pipe'],
   });
   children.add(child);
   let stdout = '';
   let stderr = '';
-  child.stdout?.on('data', (c) => { stdout += c; });
-  child.stderr.on('data', (c) => { stderr += c; });
-  return new Promise((resolve) => child.on('close', (code) => {
-    children.delete(child);
-    resolve({ code, stdout, stderr, ms: Date.now() - started, kb: existsSync(hwm) ? Number(readFileSync(hwm, 'utf8')) : null });
-  }));
+  child.stdout?.on('data', (c) => {
+    stdout += c;
+  });
+  child.stderr.on('data', (c) => {
+    stderr += c;
+  });
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      children.delete(child);
+      resolve({ code, stdout, stderr, ms: Date.now() - started, kb: existsSync(hwm) ? Number(readFileSync(hwm, 'utf8')) : null });
+    }),
+  );
 }
 
 test('views of a ~1 GB record directory keep their peak RSS under 100 MiB', { skip, timeout: 600_000 }, async (t) => {
@@ -78,7 +98,8 @@ test('views of a ~1 GB record directory keep their peak RSS under 100 MiB', { sk
   for (const [name, args, keep] of runs) {
     const r = await measured(args, keep);
     t.diagnostic(`${name}: ${r.ms} ms, peak RSS ${r.kb} kB`);
-    if (name.startsWith('show CALL')) assert.match(r.stderr, /'c_0' matches many calls/); // every copy holds the same call ids
+    if (name.startsWith('show CALL'))
+      assert.match(r.stderr, /'c_0' matches many calls/); // every copy holds the same call ids
     else assert.equal(r.code, 0, `${name}: ${r.stderr}`);
     assert.ok(r.kb !== null, `${name}: no VmHWM was read`);
     assert.ok(r.kb < BOUND_KB, `${name}: peak RSS ${r.kb} kB, bound ${BOUND_KB} kB`);
@@ -93,7 +114,10 @@ test('views of a ~1 GB record directory keep their peak RSS under 100 MiB', { sk
   }
 });
 
-test('prune of the ~1 GB record directory (dry run, then down to 500 MiB), then verify, keep their peak RSS under 100 MiB', { skip, timeout: 600_000 }, async (t) => {
+test('prune of the ~1 GB record directory (dry run, then down to 500 MiB), then verify, keep their peak RSS under 100 MiB', {
+  skip,
+  timeout: 600_000,
+}, async (t) => {
   const logs = () => readdirSync(dir).filter((f) => f.endsWith('.jsonl'));
   const bytes = () => logs().reduce((n, f) => n + statSync(join(dir, f)).size, 0);
   const before = logs().length;
@@ -110,7 +134,10 @@ test('prune of the ~1 GB record directory (dry run, then down to 500 MiB), then 
     assert.equal(r.code, 0, `${name}: ${r.stderr}`);
     assert.ok(r.kb !== null, `${name}: no VmHWM was read`);
     assert.ok(r.kb < BOUND_KB, `${name}: peak RSS ${r.kb} kB, bound ${BOUND_KB} kB`);
-    const out = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const out = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     if (name.startsWith('prune --dry-run')) {
       assert.equal(logs().length, before, 'a dry run removes nothing');
       assert.ok(out.filter((o) => o.action === 'would_remove').length > 10);
@@ -123,7 +150,10 @@ test('prune of the ~1 GB record directory (dry run, then down to 500 MiB), then 
       assert.ok(logs().includes('s_20261130T000000Z_crashed0.jsonl'), 'the log of a session whose writer (this test) is alive stays');
     } else {
       assert.equal(out.filter((o) => o.status === 'pruned').length, before - logs().length);
-      assert.ok(out.every((o) => ['ok', 'live', 'pruned'].includes(o.status)), r.stdout.slice(0, 2000));
+      assert.ok(
+        out.every((o) => ['ok', 'live', 'pruned'].includes(o.status)),
+        r.stdout.slice(0, 2000),
+      );
     }
   }
 });

@@ -23,33 +23,40 @@ const show = (...args) => runGuard(['show', `--record-dir=${records}`, ...args],
 const newLog = (before) => readdirSync(records).filter((f) => f.endsWith('.jsonl') && !before.includes(f))[0];
 const ids = {};
 
-before(async () => {
-  let seen = [];
-  const fatal = await runGuard([`--record-dir=${records}`, '--', 'sh', '-c', 'echo "fatal: out of cheese" >&2; exit 3'], { timeout: TIMEOUT }).done;
-  assert.equal(fatal.code, 3, fatal.stderr);
-  ids.fatal = newLog(seen).replace(/\.jsonl$/, '');
-  seen = readdirSync(records);
-  const stubborn = await runGuard([`--record-dir=${records}`, '--grace=200', '--', 'sh', '-c', 'trap "" TERM; echo "starting up" >&2; sleep 20 & wait; wait'], { timeout: TIMEOUT }).done;
-  assert.equal(stubborn.code, 137, stubborn.stderr);
-  ids.stubborn = newLog(seen).replace(/\.jsonl$/, '');
-  seen = readdirSync(records);
-  const called = await runGuard([`--record-dir=${records}`, '--', 'python3', fixture('recorder.py')], {
-    input: frame({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'record', arguments: { v: 1 } } }),
-    env: { RECORD_ACTIONS: join(scratch, 'actions') }, timeout: TIMEOUT,
-  }).done;
-  assert.equal(called.code, 0, called.stderr);
-  ids.called = newLog(seen).replace(/\.jsonl$/, '');
-  seen = readdirSync(records);
-  // An mcpguard killed mid-session: no session record, no seal. Its child (cat) ends at the EOF of its stdin.
-  const killed = spawn(process.execPath, [BIN, `--record-dir=${records}`, '--', 'sh', '-c', 'cat > /dev/null'], { stdio: ['pipe', 'ignore', 'ignore'] });
-  children.add(killed);
-  for (let i = 0; i < 200 && newLog(seen) === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 25));
-  await new Promise((resolve) => setTimeout(resolve, 300)); // its session_start is written
-  killed.kill('SIGKILL');
-  await new Promise((resolve) => killed.on('close', resolve));
-  children.delete(killed);
-  ids.killed = newLog(seen).replace(/\.jsonl$/, '');
-}, { timeout: 120_000 });
+before(
+  async () => {
+    let seen = [];
+    const fatal = await runGuard([`--record-dir=${records}`, '--', 'sh', '-c', 'echo "fatal: out of cheese" >&2; exit 3'], { timeout: TIMEOUT }).done;
+    assert.equal(fatal.code, 3, fatal.stderr);
+    ids.fatal = newLog(seen).replace(/\.jsonl$/, '');
+    seen = readdirSync(records);
+    const stubborn = await runGuard(
+      [`--record-dir=${records}`, '--grace=200', '--', 'sh', '-c', 'trap "" TERM; echo "starting up" >&2; sleep 20 & wait; wait'],
+      { timeout: TIMEOUT },
+    ).done;
+    assert.equal(stubborn.code, 137, stubborn.stderr);
+    ids.stubborn = newLog(seen).replace(/\.jsonl$/, '');
+    seen = readdirSync(records);
+    const called = await runGuard([`--record-dir=${records}`, '--', 'python3', fixture('recorder.py')], {
+      input: frame({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'record', arguments: { v: 1 } } }),
+      env: { RECORD_ACTIONS: join(scratch, 'actions') },
+      timeout: TIMEOUT,
+    }).done;
+    assert.equal(called.code, 0, called.stderr);
+    ids.called = newLog(seen).replace(/\.jsonl$/, '');
+    seen = readdirSync(records);
+    // An mcpguard killed mid-session: no session record, no seal. Its child (cat) ends at the EOF of its stdin.
+    const killed = spawn(process.execPath, [BIN, `--record-dir=${records}`, '--', 'sh', '-c', 'cat > /dev/null'], { stdio: ['pipe', 'ignore', 'ignore'] });
+    children.add(killed);
+    for (let i = 0; i < 200 && newLog(seen) === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // its session_start is written
+    killed.kill('SIGKILL');
+    await new Promise((resolve) => killed.on('close', resolve));
+    children.delete(killed);
+    ids.killed = newLog(seen).replace(/\.jsonl$/, '');
+  },
+  { timeout: 120_000 },
+);
 
 const field = (text, name) => new RegExp(`^ {2}${name} +(.*)$`, 'm').exec(text)?.[1];
 
@@ -96,9 +103,19 @@ test('show by the log file path that activity prints, and --json: the session_st
   assert.equal(byPath.code, 0, byPath.stderr);
   assert.equal(byPath.stdout.toString(), (await show(ids.fatal)).stdout.toString());
   const json = await show('--json', ids.fatal);
-  const recordsOut = json.stdout.toString().trimEnd().split('\n').map((l) => JSON.parse(l));
-  const file = readFileSync(path, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(recordsOut, file.filter((r) => r.type === 'session_start' || r.type === 'session_end'));
+  const recordsOut = json.stdout
+    .toString()
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  const file = readFileSync(path, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    recordsOut,
+    file.filter((r) => r.type === 'session_start' || r.type === 'session_end'),
+  );
   assert.equal(recordsOut[1].exit_code, 3);
 });
 

@@ -37,7 +37,15 @@ const verdict = (path, key) => {
 
 test('an intact log verifies, with or without HMAC', () => {
   const plain = sampleLog();
-  assert.deepEqual(verifyFile(plain), { file: plain, status: 'ok', records: 6, line: null, reason: null, log_id: plain.split('/').pop().slice(0, -6), alg: 'sha256' });
+  assert.deepEqual(verifyFile(plain), {
+    file: plain,
+    status: 'ok',
+    records: 6,
+    line: null,
+    reason: null,
+    log_id: plain.split('/').pop().slice(0, -6),
+    alg: 'sha256',
+  });
   const keyed = sampleLog({ key: KEY });
   assert.deepEqual(verdict(keyed, KEY), { status: 'ok', line: null, records: 6 });
   assert.equal(verifyFile(keyed, KEY).alg, 'hmac-sha256');
@@ -63,7 +71,10 @@ for (const key of [undefined, KEY]) {
     // Only flips of the final newline may read as a torn tail; everything else is tampering (or a key mismatch in the header).
     assert.ok((statuses.torn ?? 0) <= 8, JSON.stringify(statuses));
     assert.equal(statuses.unsealed, undefined);
-    assert.equal(Object.values(statuses).reduce((a, b) => a + b), original.length * 8);
+    assert.equal(
+      Object.values(statuses).reduce((a, b) => a + b),
+      original.length * 8,
+    );
   });
 }
 
@@ -71,7 +82,10 @@ test('deleting any record is detected at its position; deleting the seal reads a
   const path = sampleLog();
   const lines = linesOf(path);
   for (let k = 0; k < lines.length; k++) {
-    writeLines(path, lines.filter((_, i) => i !== k));
+    writeLines(
+      path,
+      lines.filter((_, i) => i !== k),
+    );
     const expected = k === lines.length - 1 ? { status: 'unsealed', line: null, records: k } : { status: 'tampered', line: k + 1, records: k };
     assert.deepEqual(verdict(path), expected, `delete ${k}`);
   }
@@ -253,7 +267,14 @@ test('verifyDir reports each file in name order, and unreadable files', () => {
   c.seal();
   writeFileSync(c.path, readFileSync(c.path, 'utf8').replace('"s_c"', '"s_x"'));
   writeFileSync(join(dir, 'notes.txt'), 'not a log');
-  assert.deepEqual(verifyDir(dir).map((r) => [r.file.split('/').pop(), r.status]), [['s_a.jsonl', 'ok'], ['s_b.jsonl', 'unsealed'], ['s_c.jsonl', 'tampered']]);
+  assert.deepEqual(
+    verifyDir(dir).map((r) => [r.file.split('/').pop(), r.status]),
+    [
+      ['s_a.jsonl', 'ok'],
+      ['s_b.jsonl', 'unsealed'],
+      ['s_c.jsonl', 'tampered'],
+    ],
+  );
   assert.equal(verifyFile(join(dir, 'nope.jsonl')).status, 'unreadable');
 });
 

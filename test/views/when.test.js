@@ -42,7 +42,11 @@ test('parseWhen: relative times, today, yesterday (across a DST change), now', (
 
 test('parseWhen: anything else names the option and the value', () => {
   for (const bad of ['', 'soon', '2026-11-31', '2026-02-29', '2026-13-01', '2026-11-30 24:00', '2026-11-30 12:60', '2h30m', '-2h', '2026-11-30T14:05+25']) {
-    assert.throws(() => parseWhen(bad, '--until', false, NOW), (error) => error.code === 'bad_option' && error.message.startsWith(`--until expects a time (`) && error.message.includes(`got '${bad}'`), bad);
+    assert.throws(
+      () => parseWhen(bad, '--until', false, NOW),
+      (error) => error.code === 'bad_option' && error.message.startsWith(`--until expects a time (`) && error.message.includes(`got '${bad}'`),
+      bad,
+    );
   }
 });
 
@@ -65,7 +69,13 @@ test('BackwardLineReader: every complete line, last first, across chunk edges; a
   const dir = mkdtempSync(join(tmpdir(), 'mcpguard-backwards-'));
   try {
     const lines = ['', 'a', 'x'.repeat(37), '', 'b'.repeat(5), 'last line'];
-    for (const [tail, chunk] of [['', 4], ['torn', 4], ['', 1], ['', 1 << 20], ['torn-only-no-newline', 3]]) {
+    for (const [tail, chunk] of [
+      ['', 4],
+      ['torn', 4],
+      ['', 1],
+      ['', 1 << 20],
+      ['torn-only-no-newline', 3],
+    ]) {
       const file = join(dir, `f-${tail}-${chunk}`);
       const whole = tail === 'torn-only-no-newline' ? tail : `${lines.join('\n')}\n${tail}`;
       writeFileSync(file, whole);

@@ -15,7 +15,7 @@ after(killStarted);
 
 const classify = (text) => classifyFrame(Buffer.from(text), { allowBatch: false });
 
-describe('the line scan refuses a CR that is not the line\'s CRLF', () => {
+describe("the line scan refuses a CR that is not the line's CRLF", () => {
   test('a trailing CRLF passes; a CR anywhere else before the newline is a parse error', () => {
     assert.equal(classify('{"jsonrpc":"2.0","id":1,"method":"ping"}\r\n').kind, 'request');
     assert.equal(classify(' {"jsonrpc":"2.0","id":1,"method":"ping"} \r\n').kind, 'request');
@@ -40,8 +40,9 @@ describe('the line scan refuses a CR that is not the line\'s CRLF', () => {
 
 const smuggled = frame({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'evil', arguments: {} } }).trimEnd();
 const carrier = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"note":\r${smuggled}\r}}}\n`;
-const init = frame({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } })
-  + frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
+const init =
+  frame({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }) +
+  frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
 
 async function throughGuard(input, extra = []) {
   const { dir, cleanup } = tempDir();
@@ -49,7 +50,8 @@ async function throughGuard(input, extra = []) {
     const lines = join(dir, 'lines');
     const actions = join(dir, 'actions');
     const { done } = runGuard([...extra, '--on-invalid=reject', '--', 'python3', fixture('voice-server.py')], {
-      input, env: { RECORD_LINES: lines, RECORD_ACTIONS: actions },
+      input,
+      env: { RECORD_LINES: lines, RECORD_ACTIONS: actions },
     });
     const r = await done;
     return { ...r, childLines: readLines(lines), actions: readLines(actions) };
@@ -63,13 +65,19 @@ describe('a bare CR through the relay', () => {
     const r = await throughGuard(init + carrier + frame({ jsonrpc: '2.0', id: 3, method: 'ping' }));
     assert.deepEqual(r.actions, [], 'the smuggled tools/call never ran');
     assert.equal(r.childLines.length, 3, `only initialize, initialized and the ping arrived: ${r.childLines}`);
-    assert.ok(r.childLines.every((l) => !l.includes('\\r')), 'no CR reached the server');
+    assert.ok(
+      r.childLines.every((l) => !l.includes('\\r')),
+      'no CR reached the server',
+    );
     const out = messages(r.stdout);
     const refused = out.find((m) => m.id === 1);
     assert.equal(refused.error.code, -32700);
     assert.match(refused.error.message, /^mcpguard rejected the frame: not JSON: bare CR/);
     assert.equal(refused.error.data.source, 'mcpguard');
-    assert.ok(out.some((m) => m.id === 3 && m.result), 'the session went on');
+    assert.ok(
+      out.some((m) => m.id === 3 && m.result),
+      'the session went on',
+    );
     assert.equal(sessionEnd(r.stderr).rejected.client, 1);
   });
 

@@ -21,11 +21,12 @@ function split(maxBytes, chunks, { end = true } = {}) {
 }
 
 /** Events as plain, comparable values (buffers as hex so a diff shows bytes). */
-const plain = (events) => events.map((e) => {
-  const out = { ...e };
-  for (const key of ['frame', 'head', 'bytes']) if (Buffer.isBuffer(e[key])) out[key] = e[key].toString('hex');
-  return out;
-});
+const plain = (events) =>
+  events.map((e) => {
+    const out = { ...e };
+    for (const key of ['frame', 'head', 'bytes']) if (Buffer.isBuffer(e[key])) out[key] = e[key].toString('hex');
+    return out;
+  });
 
 const line = (n, text) => ({ kind: 'line', line: n, frame: Buffer.from(text) });
 
@@ -34,28 +35,22 @@ describe('LineSplitter: the cap', () => {
 
   test('a line of exactly the cap is a line; cap + 1 is oversize (bytes exclude the newline)', () => {
     const { events } = split(MAX, ['0123456789\n', '0123456789A\n']);
-    assert.deepEqual(plain(events), plain([
-      line(1, '0123456789\n'),
-      { kind: 'oversize', line: 2, bytes: 11, head: Buffer.from('0123456789A'), atEof: false },
-    ]));
+    assert.deepEqual(plain(events), plain([line(1, '0123456789\n'), { kind: 'oversize', line: 2, bytes: 11, head: Buffer.from('0123456789A'), atEof: false }]));
   });
 
   test('the same, fed one byte at a time (the cap is checked while buffering, not only at the newline)', () => {
     const bytes = [...Buffer.from('0123456789\n0123456789A\n')].map((b) => [b]);
     const { events } = split(MAX, bytes);
-    assert.deepEqual(plain(events), plain([
-      line(1, '0123456789\n'),
-      { kind: 'oversize', line: 2, bytes: 11, head: Buffer.from('0123456789A'), atEof: false },
-    ]));
+    assert.deepEqual(plain(events), plain([line(1, '0123456789\n'), { kind: 'oversize', line: 2, bytes: 11, head: Buffer.from('0123456789A'), atEof: false }]));
   });
 
   test('an oversize line, then a normal line: the normal line is unaffected', () => {
     const big = 'x'.repeat(1000);
     const { events, lines } = split(MAX, [`${big.slice(0, 300)}`, `${big.slice(300)}\n{"a":1}\n`]);
-    assert.deepEqual(plain(events), plain([
-      { kind: 'oversize', line: 1, bytes: 1000, head: Buffer.from(big.slice(0, OVERSIZE_HEAD_BYTES)), atEof: false },
-      line(2, '{"a":1}\n'),
-    ]));
+    assert.deepEqual(
+      plain(events),
+      plain([{ kind: 'oversize', line: 1, bytes: 1000, head: Buffer.from(big.slice(0, OVERSIZE_HEAD_BYTES)), atEof: false }, line(2, '{"a":1}\n')]),
+    );
     assert.equal(lines, 2);
   });
 
@@ -72,10 +67,7 @@ describe('LineSplitter: the cap', () => {
 
   test('an oversize line still open at EOF is reported once, atEof', () => {
     const { events } = split(MAX, ['ok\n', '0123456789ABC']);
-    assert.deepEqual(plain(events), plain([
-      line(1, 'ok\n'),
-      { kind: 'oversize', line: 2, bytes: 13, head: Buffer.from('0123456789ABC'), atEof: true },
-    ]));
+    assert.deepEqual(plain(events), plain([line(1, 'ok\n'), { kind: 'oversize', line: 2, bytes: 13, head: Buffer.from('0123456789ABC'), atEof: true }]));
   });
 });
 
@@ -125,7 +117,10 @@ describe('LineSplitter: random splits give the same events as one chunk', () => 
   const WHOLE = plain(split(CAP, [STREAM]).events);
 
   test('the reference run has every kind of event', () => {
-    assert.deepEqual(WHOLE.map((e) => e.kind), ['line', 'line', 'line', 'line', 'oversize', 'oversize', 'line', 'line', 'partial']);
+    assert.deepEqual(
+      WHOLE.map((e) => e.kind),
+      ['line', 'line', 'line', 'line', 'oversize', 'oversize', 'line', 'line', 'partial'],
+    );
     assert.equal(Buffer.byteLength('€'.repeat(Math.floor(CAP / 3))), CAP, 'a line of exactly the cap');
   });
 
@@ -137,16 +132,19 @@ describe('LineSplitter: random splits give the same events as one chunk', () => 
 
   test('random 1..N byte slices (fast-check)', () => {
     let cutsInsideCharacters = 0;
-    fc.assert(fc.property(fc.array(fc.integer({ min: 1, max: 700 }), { minLength: 1, maxLength: 50 }), (sizes) => {
-      const chunks = [];
-      for (let at = 0, k = 0; at < STREAM.length; k++) {
-        const size = sizes[k % sizes.length];
-        chunks.push(STREAM.subarray(at, at + size));
-        at += size;
-        if (at < STREAM.length && (STREAM[at] & 0xc0) === 0x80) cutsInsideCharacters++;
-      }
-      assert.deepEqual(plain(split(CAP, chunks).events), WHOLE);
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 700 }), { minLength: 1, maxLength: 50 }), (sizes) => {
+        const chunks = [];
+        for (let at = 0, k = 0; at < STREAM.length; k++) {
+          const size = sizes[k % sizes.length];
+          chunks.push(STREAM.subarray(at, at + size));
+          at += size;
+          if (at < STREAM.length && (STREAM[at] & 0xc0) === 0x80) cutsInsideCharacters++;
+        }
+        assert.deepEqual(plain(split(CAP, chunks).events), WHOLE);
+      }),
+      { numRuns: 300 },
+    );
     assert.ok(cutsInsideCharacters > 100, `cuts inside multibyte characters: ${cutsInsideCharacters}`);
   });
 
@@ -160,44 +158,69 @@ describe('LineSplitter: random splits give the same events as one chunk', () => 
 
   test('random streams and random slices (fast-check)', () => {
     const text = fc.string({ unit: 'grapheme', maxLength: 40 });
-    const streamArb = fc.array(fc.oneof(text, text.map((t) => t.repeat(20)), fc.constantFrom('\n', '\r\n', '\n\n')), { maxLength: 30 }).map((parts) => Buffer.from(parts.join('')));
-    fc.assert(fc.property(streamArb, fc.integer({ min: 1, max: 300 }), fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 20 }), (stream, cap, sizes) => {
-      const whole = plain(split(cap, [stream]).events);
-      const chunks = [];
-      for (let at = 0, k = 0; at < stream.length; k++) {
-        chunks.push(stream.subarray(at, at + sizes[k % sizes.length]));
-        at += sizes[k % sizes.length];
-      }
-      assert.deepEqual(plain(split(cap, chunks).events), whole);
-      // And the model: split on \n; a line is a frame iff it fits the cap.
-      const model = [];
-      let start = 0;
-      let n = 0;
-      for (let nl = stream.indexOf(10); nl !== -1; start = nl + 1, nl = stream.indexOf(10, start)) {
-        n++;
-        const len = nl - start;
-        model.push(len <= cap
-          ? { kind: 'line', line: n, frame: stream.subarray(start, nl + 1) }
-          : { kind: 'oversize', line: n, bytes: len, head: stream.subarray(start, start + Math.min(len, OVERSIZE_HEAD_BYTES)), atEof: false });
-      }
-      if (start < stream.length) {
-        const len = stream.length - start;
-        model.push(len <= cap
-          ? { kind: 'partial', line: n + 1, bytes: stream.subarray(start) }
-          : { kind: 'oversize', line: n + 1, bytes: len, head: stream.subarray(start, start + Math.min(len, OVERSIZE_HEAD_BYTES)), atEof: true });
-      }
-      assert.deepEqual(whole, plain(model));
-    }), { numRuns: 500 });
+    const streamArb = fc
+      .array(
+        fc.oneof(
+          text,
+          text.map((t) => t.repeat(20)),
+          fc.constantFrom('\n', '\r\n', '\n\n'),
+        ),
+        { maxLength: 30 },
+      )
+      .map((parts) => Buffer.from(parts.join('')));
+    fc.assert(
+      fc.property(
+        streamArb,
+        fc.integer({ min: 1, max: 300 }),
+        fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 20 }),
+        (stream, cap, sizes) => {
+          const whole = plain(split(cap, [stream]).events);
+          const chunks = [];
+          for (let at = 0, k = 0; at < stream.length; k++) {
+            chunks.push(stream.subarray(at, at + sizes[k % sizes.length]));
+            at += sizes[k % sizes.length];
+          }
+          assert.deepEqual(plain(split(cap, chunks).events), whole);
+          // And the model: split on \n; a line is a frame iff it fits the cap.
+          const model = [];
+          let start = 0;
+          let n = 0;
+          for (let nl = stream.indexOf(10); nl !== -1; start = nl + 1, nl = stream.indexOf(10, start)) {
+            n++;
+            const len = nl - start;
+            model.push(
+              len <= cap
+                ? { kind: 'line', line: n, frame: stream.subarray(start, nl + 1) }
+                : { kind: 'oversize', line: n, bytes: len, head: stream.subarray(start, start + Math.min(len, OVERSIZE_HEAD_BYTES)), atEof: false },
+            );
+          }
+          if (start < stream.length) {
+            const len = stream.length - start;
+            model.push(
+              len <= cap
+                ? { kind: 'partial', line: n + 1, bytes: stream.subarray(start) }
+                : { kind: 'oversize', line: n + 1, bytes: len, head: stream.subarray(start, start + Math.min(len, OVERSIZE_HEAD_BYTES)), atEof: true },
+            );
+          }
+          assert.deepEqual(whole, plain(model));
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
 
 test('a gate held mid-chunk defers the rest of the read; resume and end deliver it in order, once', () => {
   const gate = { held: false };
   const seen = [];
-  const splitter = new LineSplitter(1024, (e) => {
-    seen.push(e.kind === 'line' ? e.frame.toString() : `${e.kind}:${e.bytes}`);
-    if (seen.length === 2) gate.held = true; // the consumer's queue filled after line 2
-  }, gate);
+  const splitter = new LineSplitter(
+    1024,
+    (e) => {
+      seen.push(e.kind === 'line' ? e.frame.toString() : `${e.kind}:${e.bytes}`);
+      if (seen.length === 2) gate.held = true; // the consumer's queue filled after line 2
+    },
+    gate,
+  );
   splitter.push(Buffer.from('a\nb\nc\nd\ne\n'));
   assert.deepEqual(seen, ['a\n', 'b\n'], 'nothing after the gate closed');
   splitter.push(Buffer.from('f\npart')); // a read that was already on its way waits behind the deferred bytes
@@ -213,25 +236,35 @@ test('a gate held mid-chunk defers the rest of the read; resume and end deliver 
 });
 
 test('with a gate toggled at random, the lines and their order are those of an ungated splitter', () => {
-  fc.assert(fc.property(fc.array(fc.stringMatching(/^[a-z\n]{0,40}$/), { maxLength: 12 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 50 }), (pieces, flips) => {
-    const plain = [];
-    const ungated = new LineSplitter(64, (e) => plain.push(JSON.stringify(e.kind === 'line' ? e.frame.toString() : e)));
-    for (const p of pieces) ungated.push(Buffer.from(p));
-    ungated.end();
-    const gated = [];
-    const gate = { held: false };
-    let i = 0;
-    const splitter = new LineSplitter(64, (e) => {
-      gated.push(JSON.stringify(e.kind === 'line' ? e.frame.toString() : e));
-      gate.held = flips[i++ % flips.length];
-    }, gate);
-    for (const p of pieces) {
-      splitter.push(Buffer.from(p));
-      if (gate.held && flips[i++ % flips.length]) { gate.held = false; splitter.resume(); }
-    }
-    splitter.end();
-    assert.deepEqual(gated, plain);
-  }), { numRuns: 500 });
+  fc.assert(
+    fc.property(fc.array(fc.stringMatching(/^[a-z\n]{0,40}$/), { maxLength: 12 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 50 }), (pieces, flips) => {
+      const plain = [];
+      const ungated = new LineSplitter(64, (e) => plain.push(JSON.stringify(e.kind === 'line' ? e.frame.toString() : e)));
+      for (const p of pieces) ungated.push(Buffer.from(p));
+      ungated.end();
+      const gated = [];
+      const gate = { held: false };
+      let i = 0;
+      const splitter = new LineSplitter(
+        64,
+        (e) => {
+          gated.push(JSON.stringify(e.kind === 'line' ? e.frame.toString() : e));
+          gate.held = flips[i++ % flips.length];
+        },
+        gate,
+      );
+      for (const p of pieces) {
+        splitter.push(Buffer.from(p));
+        if (gate.held && flips[i++ % flips.length]) {
+          gate.held = false;
+          splitter.resume();
+        }
+      }
+      splitter.end();
+      assert.deepEqual(gated, plain);
+    }),
+    { numRuns: 500 },
+  );
 });
 
 describe('JoinPool: buffers of joined frames, reused after their write, capped', () => {

@@ -25,9 +25,10 @@ function recordedPairs(node, ref, out = []) {
       if (child.type === 'object' || child.type === 'array') recordedPairs(node.members.get(key), child, out);
     }
   }
-  if (node.items !== undefined) node.items.forEach((item, i) => {
-    recordedPairs(item, ref.items[i], out);
-  });
+  if (node.items !== undefined)
+    node.items.forEach((item, i) => {
+      recordedPairs(item, ref.items[i], out);
+    });
   return out;
 }
 
@@ -61,16 +62,16 @@ function agreeWithReference(frame) {
 
 describe('recorded scalar members', () => {
   test('readMember, get and iteration agree with the reference scanner on random messages', () => {
-    const scalar = fc.oneof(
-      fc.string({ maxLength: 300 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }),
-      fc.boolean(), fc.constant(null),
-    );
+    const scalar = fc.oneof(fc.string({ maxLength: 300 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null));
     const value = fc.oneof(scalar, fc.dictionary(fc.string({ maxLength: 6 }), scalar, { maxKeys: 5 }), fc.array(scalar, { maxLength: 3 }));
     const object = fc.dictionary(fc.string({ maxLength: 8 }), value, { maxKeys: 12 });
     let checked = 0;
-    fc.assert(fc.property(object, fc.dictionary(fc.string({ maxLength: 8 }), object, { maxKeys: 3 }), (top, nested) => {
-      checked += agreeWithReference(Buffer.from(JSON.stringify({ ...top, params: nested })));
-    }), { numRuns: 1500 });
+    fc.assert(
+      fc.property(object, fc.dictionary(fc.string({ maxLength: 8 }), object, { maxKeys: 3 }), (top, nested) => {
+        checked += agreeWithReference(Buffer.from(JSON.stringify({ ...top, params: nested })));
+      }),
+      { numRuns: 1500 },
+    );
     assert.ok(checked > 10000, `only ${checked} members checked`);
   });
 
@@ -91,7 +92,7 @@ describe('recorded scalar members', () => {
     }
   });
 
-  test('types and spans read after the frame\'s bytes were overwritten are those of the scan', () => {
+  test("types and spans read after the frame's bytes were overwritten are those of the scan", () => {
     const text = '{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"echo","flag":false,"n":null,"arguments":{"a":1}}}';
     const frame = Buffer.from(text);
     const scanned = scanJson(frame).value;
@@ -104,7 +105,8 @@ describe('recorded scalar members', () => {
       assert.deepEqual(span(into), span(expected.members.get(key)), key);
     }
     const params = scanned.members.get('params');
-    for (const key of ['name', 'flag', 'n', 'arguments']) assert.deepEqual(span(params.members.get(key)), span(expected.members.get('params').members.get(key)), key);
+    for (const key of ['name', 'flag', 'n', 'arguments'])
+      assert.deepEqual(span(params.members.get(key)), span(expected.members.get('params').members.get(key)), key);
   });
 
   test('objects with more members than a list holds (a Map) answer readMember too', () => {

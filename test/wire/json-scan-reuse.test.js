@@ -67,7 +67,11 @@ describe('json-scan reuse', () => {
       assert.deepEqual([...members.keys()], [...want.keys()], text);
       for (const name of [...SPECIAL, 'key3', 'key39', 'missing', 'v']) {
         assert.equal(members.has(name), want.has(name), `${name} in ${text}`);
-        assert.deepEqual(members.get(name) && plain({ ok: true, value: members.get(name) }), want.get(name) && plain({ ok: true, value: want.get(name) }), `${name} in ${text}`);
+        assert.deepEqual(
+          members.get(name) && plain({ ok: true, value: members.get(name) }),
+          want.get(name) && plain({ ok: true, value: want.get(name) }),
+          `${name} in ${text}`,
+        );
       }
       // Nested members are recorded too, each object its own.
       for (const [name, node] of members) assert.deepEqual([...node.members.keys()], ['v'], name);
@@ -77,7 +81,9 @@ describe('json-scan reuse', () => {
   test('a repeated key is found however many keys come before it, special names included', () => {
     for (let count = 1; count <= 40; count++) {
       for (const repeated of ['__proto__', 'constructor', 'key0', `key${count - 1}`]) {
-        const names = Array.from({ length: count }, (_, i) => (i === 0 && repeated === '__proto__') || (i === 1 && repeated === 'constructor') ? repeated : `key${i}`);
+        const names = Array.from({ length: count }, (_, i) =>
+          (i === 0 && repeated === '__proto__') || (i === 1 && repeated === 'constructor') ? repeated : `key${i}`,
+        );
         if (!names.includes(repeated)) continue;
         for (const spelled of [JSON.stringify(repeated), `"${[...repeated].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"`]) {
           for (const nest of [(s) => s, (s) => `{"outer":${s}}`, (s) => `{"a":{"b":${s}}}`]) {
@@ -96,16 +102,18 @@ describe('json-scan reuse', () => {
     const leaf = fc.constantFrom('1', '"s"', 'true', 'null', '[]', '{}', '[1,{"a":2}]', '"\\u00e9"');
     const value = fc.letrec((tie) => ({
       value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, tie('object')),
-      object: fc.array(fc.tuple(key, tie('value')), { maxLength: 12 })
-        .map((members) => `{${members.map(([k, v]) => `"${k}":${v}`).join(',')}}`),
+      object: fc.array(fc.tuple(key, tie('value')), { maxLength: 12 }).map((members) => `{${members.map(([k, v]) => `"${k}":${v}`).join(',')}}`),
     })).object;
-    fc.assert(fc.property(fc.array(value, { minLength: 1, maxLength: 4 }), (texts) => {
-      // Several scans in a row through the reused scanner, each compared on its own.
-      for (const text of texts) {
-        const buf = Buffer.from(text);
-        assert.deepEqual(plain(scanJson(buf)), plain(referenceScan(buf)), text);
-      }
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(fc.array(value, { minLength: 1, maxLength: 4 }), (texts) => {
+        // Several scans in a row through the reused scanner, each compared on its own.
+        for (const text of texts) {
+          const buf = Buffer.from(text);
+          assert.deepEqual(plain(scanJson(buf)), plain(referenceScan(buf)), text);
+        }
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   test('the idle scanner keeps no frame alive', { timeout: 60_000 }, () => {

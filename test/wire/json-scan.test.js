@@ -19,10 +19,13 @@ import { messages } from '../helpers/stdout-check.js';
 after(killStarted);
 
 const CORPUS_PATH = join(ROOT, 'test', 'wire', 'corpus', 'rejected-client.jsonl');
-const CORPUS = readFileSync(CORPUS_PATH, 'utf8').split('\n').filter(Boolean).map((l, i) => {
-  const entry = JSON.parse(l);
-  return { ...entry, lineNo: i + 1, bytes: Buffer.from(entry.frame_b64, 'base64') };
-});
+const CORPUS = readFileSync(CORPUS_PATH, 'utf8')
+  .split('\n')
+  .filter(Boolean)
+  .map((l, i) => {
+    const entry = JSON.parse(l);
+    return { ...entry, lineNo: i + 1, bytes: Buffer.from(entry.frame_b64, 'base64') };
+  });
 const withNewline = (bytes) => Buffer.concat([Buffer.from(bytes), Buffer.from('\n')]);
 const classify = (bytes) => classifyFrame(withNewline(bytes), { allowBatch: false });
 
@@ -39,7 +42,13 @@ describe('corpus of rejected client lines', () => {
     assert.ok(CORPUS.length >= 30, `only ${CORPUS.length} cases`);
     const names = new Set();
     for (const e of CORPUS) {
-      assert.deepEqual(Object.keys(e).filter((k) => !['lineNo', 'bytes'].includes(k)).sort(), ['code', 'frame_b64', 'name'], `line ${e.lineNo}`);
+      assert.deepEqual(
+        Object.keys(e)
+          .filter((k) => !['lineNo', 'bytes'].includes(k))
+          .sort(),
+        ['code', 'frame_b64', 'name'],
+        `line ${e.lineNo}`,
+      );
       assert.ok(typeof e.name === 'string' && e.name.length > 0 && !names.has(e.name), `line ${e.lineNo}: name must be unique`);
       names.add(e.name);
       assert.ok([-32700, -32600, -32602].includes(e.code), `line ${e.lineNo}: code`);
@@ -68,7 +77,10 @@ describe('corpus of rejected client lines', () => {
       const r = await done;
       assert.deepEqual(readLines(lines), ['{"jsonrpc":"2.0","id":"last","method":"ping"}'], 'only the ping reached the child');
       const out = messages(r.stdout);
-      assert.deepEqual(out.slice(0, CORPUS.length).map((m) => m.error?.code), CORPUS.map((e) => e.code));
+      assert.deepEqual(
+        out.slice(0, CORPUS.length).map((m) => m.error?.code),
+        CORPUS.map((e) => e.code),
+      );
       assert.deepEqual(out.slice(CORPUS.length), [{ jsonrpc: '2.0', id: 'last', result: {} }]);
       assert.equal(r.code, 0, r.stderr);
     } finally {
@@ -80,7 +92,12 @@ describe('corpus of rejected client lines', () => {
 describe('accepted lines', () => {
   const ACCEPTED = [
     { name: 'a plain request', line: '{"jsonrpc":"2.0","id":1,"method":"ping"}', kind: 'request', id: 1 },
-    { name: 'whitespace everywhere JSON allows it, \\r before the newline', line: ' \t{ "jsonrpc" : "2.0" ,\t"id" : "a" , "method" : "ping" }\r', kind: 'request', id: 'a' },
+    {
+      name: 'whitespace everywhere JSON allows it, \\r before the newline',
+      line: ' \t{ "jsonrpc" : "2.0" ,\t"id" : "a" , "method" : "ping" }\r',
+      kind: 'request',
+      id: 'a',
+    },
     // Lone surrogate escapes are refused (I-JSON, RFC 7493): see the corpus. A proper pair is text.
     { name: 'a surrogate pair escape', line: '{"jsonrpc":"2.0","id":"\\ud83d\\ude00","method":"x"}', kind: 'request', id: '😀' },
     { name: 'every simple escape', line: '{"jsonrpc":"2.0","id":"\\"\\\\\\/\\b\\f\\n\\r\\t","method":"x"}', kind: 'request', id: '"\\/\b\f\n\r\t' },
@@ -92,10 +109,25 @@ describe('accepted lines', () => {
     { name: 'id 2^53-1', line: '{"jsonrpc":"2.0","id":9007199254740991,"method":"x"}', kind: 'request', id: 9007199254740991 },
     { name: 'id -(2^53-1)', line: '{"jsonrpc":"2.0","id":-9007199254740991,"method":"x"}', kind: 'request', id: -9007199254740991 },
     { name: 'id an empty string', line: '{"jsonrpc":"2.0","id":"","method":""}', kind: 'request', id: '' },
-    { name: 'numbers of every form inside params', line: '{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":[0,-0,1.5,-2.25e-3,1E400,6.02E+23,123456789012345678901234567890]}}', kind: 'request', id: 1 },
+    {
+      name: 'numbers of every form inside params',
+      line: '{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":[0,-0,1.5,-2.25e-3,1E400,6.02E+23,123456789012345678901234567890]}}',
+      kind: 'request',
+      id: 1,
+    },
     { name: 'a notification with empty params', line: '{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}', kind: 'notification' },
-    { name: 'a result object holding values of every JSON type', line: '{"jsonrpc":"2.0","id":7,"result":{"v":[null,true,false,1.5e3,"s",{}]}}', kind: 'response', id: 7 },
-    { name: 'an error response with data', line: '{"jsonrpc":"2.0","id":"r","error":{"code":-32601,"message":"nope","data":{"x":[1]}}}', kind: 'response', id: 'r' },
+    {
+      name: 'a result object holding values of every JSON type',
+      line: '{"jsonrpc":"2.0","id":7,"result":{"v":[null,true,false,1.5e3,"s",{}]}}',
+      kind: 'response',
+      id: 7,
+    },
+    {
+      name: 'an error response with data',
+      line: '{"jsonrpc":"2.0","id":"r","error":{"code":-32601,"message":"nope","data":{"x":[1]}}}',
+      kind: 'response',
+      id: 'r',
+    },
     { name: `object nesting of exactly MAX_DEPTH (${MAX_DEPTH})`, line: nestedObjects(MAX_DEPTH), kind: 'request', id: 1 },
     { name: `array nesting of exactly MAX_DEPTH (${MAX_DEPTH})`, line: nestedArrays(MAX_DEPTH), kind: 'request', id: 1 },
   ];
@@ -107,7 +139,11 @@ describe('accepted lines', () => {
         // An id whose spelling no JS value prints back (escapes, -0) is kept as a RawId: its value, and its original text.
         const raw = got.id !== null && typeof got.id === 'object';
         assert.equal(raw ? got.id.value : got.id, a.id);
-        if (raw) assert.ok(a.line.includes(`"id":${got.id.text},`) || a.line.includes(`"\\u0069d":${got.id.text},`), `the id's text ${got.id.text} is what the line holds`);
+        if (raw)
+          assert.ok(
+            a.line.includes(`"id":${got.id.text},`) || a.line.includes(`"\\u0069d":${got.id.text},`),
+            `the id's text ${got.id.text} is what the line holds`,
+          );
       }
       assert.ok(got.frame.equals(withNewline(Buffer.from(a.line))), 'the original bytes are kept');
     });
@@ -122,7 +158,10 @@ describe('accepted lines', () => {
     const batch = Buffer.from('[{"jsonrpc":"2.0","id":1,"method":"x"},{"jsonrpc":"2.0","method":"n"}]\n');
     const got = classifyFrame(batch, { allowBatch: true });
     assert.equal(got.kind, 'batch');
-    assert.deepEqual(got.items.map((i) => i.kind), ['request', 'notification']);
+    assert.deepEqual(
+      got.items.map((i) => i.kind),
+      ['request', 'notification'],
+    );
     assert.equal(classifyFrame(Buffer.from('[]\n'), { allowBatch: true }).code, -32600);
   });
 });
@@ -161,27 +200,34 @@ describe('scanJson', () => {
   });
 
   test('everything JSON.stringify writes is accepted, compact or indented (fast-check)', () => {
-    fc.assert(fc.property(fc.jsonValue({ stringUnit: 'binary' }), fc.constantFrom(undefined, 1, '\t', ' \r\n'), (value, indent) => {
-      // Indentation with \r\n is not JSON.stringify's, but it is JSON whitespace.
-      const text = indent === ' \r\n' ? JSON.stringify(value, null, 1).replaceAll('\n', '\r\n') : JSON.stringify(value, null, indent);
-      const r = scanJson(Buffer.from(text));
-      assert.equal(r.ok, true, `${r.reason}: ${text}`);
-      const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value === 'boolean' ? String(value) : typeof value;
-      assert.equal(r.value.type, type);
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(fc.jsonValue({ stringUnit: 'binary' }), fc.constantFrom(undefined, 1, '\t', ' \r\n'), (value, indent) => {
+        // Indentation with \r\n is not JSON.stringify's, but it is JSON whitespace.
+        const text = indent === ' \r\n' ? JSON.stringify(value, null, 1).replaceAll('\n', '\r\n') : JSON.stringify(value, null, indent);
+        const r = scanJson(Buffer.from(text));
+        assert.equal(r.ok, true, `${r.reason}: ${text}`);
+        const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value === 'boolean' ? String(value) : typeof value;
+        assert.equal(r.value.type, type);
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   test('duplicate keys are found at any depth, in small and large objects, however the keys are spelled (fast-check)', () => {
     // Keys from a tiny alphabet, so that repeats are common; each character written
     // raw, as \u escapes, or ('/' only) as \/. Objects of up to 40 keys cross the
     // scanner's switch from comparing raw bytes to a set of decoded keys.
-    const spell = (key, modes) => [...key].map((ch, i) => {
-      const mode = modes[i % modes.length];
-      if (mode === 1) return [...Array(ch.length).keys()].map((u) => `\\u${ch.charCodeAt(u).toString(16).padStart(4, '0')}`).join('');
-      if (mode === 2 && ch === '/') return '\\/';
-      return ch;
-    }).join('');
-    const key = fc.tuple(fc.array(fc.constantFrom('a', 'b', '/', 'é', '😀'), { maxLength: 2 }), fc.array(fc.nat(2), { minLength: 3, maxLength: 3 }))
+    const spell = (key, modes) =>
+      [...key]
+        .map((ch, i) => {
+          const mode = modes[i % modes.length];
+          if (mode === 1) return [...Array(ch.length).keys()].map((u) => `\\u${ch.charCodeAt(u).toString(16).padStart(4, '0')}`).join('');
+          if (mode === 2 && ch === '/') return '\\/';
+          return ch;
+        })
+        .join('');
+    const key = fc
+      .tuple(fc.array(fc.constantFrom('a', 'b', '/', 'é', '😀'), { maxLength: 2 }), fc.array(fc.nat(2), { minLength: 3, maxLength: 3 }))
       .map(([chars, modes]) => ({ key: chars.join(''), text: spell(chars.join(''), modes) }));
     const { obj } = fc.letrec((tie) => ({
       obj: fc.array(fc.tuple(key, fc.oneof({ depthSize: 'small' }, fc.integer(), tie('obj'))), { maxLength: 40 }),
@@ -189,15 +235,18 @@ describe('scanJson', () => {
     const render = (v) => (Array.isArray(v) ? `{${v.map(([k, x]) => `"${k.text}":${render(x)}`).join(',')}}` : String(v));
     const hasDuplicate = (v) => Array.isArray(v) && (new Set(v.map(([k]) => k.key)).size < v.length || v.some(([, x]) => hasDuplicate(x)));
     let duplicates = 0;
-    fc.assert(fc.property(obj, (o) => {
-      const text = render(o);
-      assert.doesNotThrow(() => JSON.parse(text), text);
-      const r = scanJson(Buffer.from(text));
-      const expected = !hasDuplicate(o);
-      if (!expected) duplicates++;
-      assert.equal(r.ok, expected, `${r.reason ?? 'accepted'}: ${text}`);
-      if (!r.ok) assert.match(r.reason, /^duplicate key /);
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(obj, (o) => {
+        const text = render(o);
+        assert.doesNotThrow(() => JSON.parse(text), text);
+        const r = scanJson(Buffer.from(text));
+        const expected = !hasDuplicate(o);
+        if (!expected) duplicates++;
+        assert.equal(r.ok, expected, `${r.reason ?? 'accepted'}: ${text}`);
+        if (!r.ok) assert.match(r.reason, /^duplicate key /);
+      }),
+      { numRuns: 2000 },
+    );
     assert.ok(duplicates > 200 && duplicates < 1800, `cases with duplicates: ${duplicates}`);
   });
 
@@ -232,11 +281,14 @@ describe('scanJson', () => {
   });
 
   test('strings: stringValue equals JSON.parse for any string JSON.stringify writes (fast-check)', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (s) => {
-      const buf = Buffer.from(JSON.stringify(s));
-      const r = scanJson(buf);
-      assert.equal(r.ok, true);
-      assert.equal(stringValue(buf, r.value), JSON.parse(buf.toString('utf8')));
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (s) => {
+        const buf = Buffer.from(JSON.stringify(s));
+        const r = scanJson(buf);
+        assert.equal(r.ok, true);
+        assert.equal(stringValue(buf, r.value), JSON.parse(buf.toString('utf8')));
+      }),
+      { numRuns: 1000 },
+    );
   });
 });

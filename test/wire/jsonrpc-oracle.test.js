@@ -56,7 +56,9 @@ const SINGLE = { allowBatch: false };
 
 /** A number token written verbatim into the frame (JSON.stringify cannot spell it). */
 class Raw {
-  constructor(text) { this.text = text; }
+  constructor(text) {
+    this.text = text;
+  }
 }
 
 /** JSON.stringify, except that Raw tokens are written as their text and `__proto__` keys survive. */
@@ -64,7 +66,9 @@ function serialise(value) {
   if (value instanceof Raw) return value.text;
   if (Array.isArray(value)) return `[${value.map(serialise).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}:${serialise(v)}`).join(',')}}`;
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}:${serialise(v)}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }
@@ -79,10 +83,12 @@ const json = fc.jsonValue({ maxDepth: 2, stringUnit: 'binary' });
 const jsonObject = fc.dictionary(text, json, { maxKeys: 4 });
 
 const LIMIT = 2n ** 53n;
-const bigIntText = fc.oneof(
-  fc.constantFrom(LIMIT - 1n, LIMIT, LIMIT + 1n, -(LIMIT - 1n), -LIMIT, -LIMIT - 1n, 10n ** 20n, -(10n ** 30n)),
-  fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }),
-).map((n) => new Raw(String(n)));
+const bigIntText = fc
+  .oneof(
+    fc.constantFrom(LIMIT - 1n, LIMIT, LIMIT + 1n, -(LIMIT - 1n), -LIMIT, -LIMIT - 1n, 10n ** 20n, -(10n ** 30n)),
+    fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }),
+  )
+  .map((n) => new Raw(String(n)));
 
 /** Integer values spelled with a fraction or exponent, and other number spellings. */
 const numberText = fc.oneof(
@@ -130,11 +136,7 @@ const params = fc.oneof(
   { weight: 2, arbitrary: fc.oneof(fc.array(json, { maxLength: 3 }), text, integer, fc.constant(null), fc.boolean()) },
 );
 
-const result = fc.oneof(
-  { weight: 6, arbitrary: jsonObject },
-  { weight: 2, arbitrary: withMeta },
-  { weight: 2, arbitrary: json },
-);
+const result = fc.oneof({ weight: 6, arbitrary: jsonObject }, { weight: 2, arbitrary: withMeta }, { weight: 2, arbitrary: json });
 
 const code = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom(-32700, -32600, -32601, -32602, -32603, -32000, -32001) },
@@ -146,7 +148,13 @@ const code = fc.oneof(
 );
 
 const errorObject = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ code, message: fc.oneof({ weight: 5, arbitrary: text }, { weight: 1, arbitrary: json }), data: json }, { requiredKeys: ['code', 'message'] }) },
+  {
+    weight: 8,
+    arbitrary: fc.record(
+      { code, message: fc.oneof({ weight: 5, arbitrary: text }, { weight: 1, arbitrary: json }), data: json },
+      { requiredKeys: ['code', 'message'] },
+    ),
+  },
   { weight: 1, arbitrary: fc.record({ code, message: text, extra: json }, { requiredKeys: [] }) },
   { weight: 1, arbitrary: json },
 );
@@ -170,7 +178,10 @@ const base = fc.oneof(
 
 /** A near-valid message: a well-shaped base with 0–2 members set, added or deleted, in any member order. */
 const message = fc
-  .tuple(base, fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, { weight: 2, arbitrary: fc.array(fc.oneof(setMember, deleteMember), { minLength: 1, maxLength: 2 }) }))
+  .tuple(
+    base,
+    fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, { weight: 2, arbitrary: fc.array(fc.oneof(setMember, deleteMember), { minLength: 1, maxLength: 2 }) }),
+  )
   .map(([b, edits]) => {
     const members = new Map(Object.entries(b));
     for (const e of edits) {
@@ -214,7 +225,14 @@ const STRICTER = [
  * message; after the applicable repairs the SDK must accept it.
  */
 const LENIENT = [
-  { name: 'META', applies: (p) => (isPlainObject(p.params) && has(p.params, '_meta')) || (isPlainObject(p.result) && has(p.result, '_meta')), repair: (p) => { if (isPlainObject(p.params)) delete p.params._meta; if (isPlainObject(p.result)) delete p.result._meta; } },
+  {
+    name: 'META',
+    applies: (p) => (isPlainObject(p.params) && has(p.params, '_meta')) || (isPlainObject(p.result) && has(p.result, '_meta')),
+    repair: (p) => {
+      if (isPlainObject(p.params)) delete p.params._meta;
+      if (isPlainObject(p.result)) delete p.result._meta;
+    },
+  },
 ];
 
 const seen = { accepted: 0, rejected: 0, differences: new Map() };
@@ -252,7 +270,7 @@ function compare(msg) {
   for (const e of excuses) note(e.name);
 }
 
-describe('classifyFrame against the SDK\'s JSONRPCMessageSchema', () => {
+describe("classifyFrame against the SDK's JSONRPCMessageSchema", () => {
   test('agreement on generated near-valid messages, except the listed differences', () => {
     fc.assert(fc.property(message, compare), { numRuns: NUM_RUNS });
     // Not vacuous: both outcomes and every listed difference occurred.
@@ -287,20 +305,27 @@ describe('classifyFrame against the SDK\'s JSONRPCMessageSchema', () => {
   }
 
   test('with allowBatch, an array is accepted iff it is non-empty and every item is accepted alone', () => {
-    fc.assert(fc.property(fc.array(message, { maxLength: 4 }), (items) => {
-      const lines = items.map(serialise);
-      const got = classifyFrame(frameOf(`[${lines.join(',')}]`), { allowBatch: true });
-      const alone = lines.map((l) => classifyFrame(frameOf(l), SINGLE));
-      const expected = items.length > 0 && alone.every((a) => a.kind !== 'invalid');
-      assert.equal(got.kind, expected ? 'batch' : 'invalid', `[${lines.join(',')}]`);
-      if (expected) assert.deepEqual(got.items.map((i) => i.kind), alone.map((a) => a.kind));
-      else {
-        // The whole batch is refused with the first bad item's code (-32600 when empty).
-        const first = alone.findIndex((a) => a.kind === 'invalid');
-        assert.equal(got.code, first === -1 ? -32600 : alone[first].code);
-        if (first !== -1) assert.match(got.reason, new RegExp(`^batch item ${first}: `));
-      }
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.array(message, { maxLength: 4 }), (items) => {
+        const lines = items.map(serialise);
+        const got = classifyFrame(frameOf(`[${lines.join(',')}]`), { allowBatch: true });
+        const alone = lines.map((l) => classifyFrame(frameOf(l), SINGLE));
+        const expected = items.length > 0 && alone.every((a) => a.kind !== 'invalid');
+        assert.equal(got.kind, expected ? 'batch' : 'invalid', `[${lines.join(',')}]`);
+        if (expected)
+          assert.deepEqual(
+            got.items.map((i) => i.kind),
+            alone.map((a) => a.kind),
+          );
+        else {
+          // The whole batch is refused with the first bad item's code (-32600 when empty).
+          const first = alone.findIndex((a) => a.kind === 'invalid');
+          assert.equal(got.code, first === -1 ? -32600 : alone[first].code);
+          if (first !== -1) assert.match(got.reason, new RegExp(`^batch item ${first}: `));
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
@@ -332,7 +357,11 @@ function agreeWithJsonParse(body, got) {
     return;
   }
   let parses = true;
-  try { JSON.parse(body.toString('utf8')); } catch { parses = false; }
+  try {
+    JSON.parse(body.toString('utf8'));
+  } catch {
+    parses = false;
+  }
   const parseError = got.kind === 'invalid' && got.code === -32700;
   if (!parses) assert.ok(parseError, `JSON.parse rejects, mcpguard says ${got.kind} ${got.reason ?? ''}: ${JSON.stringify(body.toString('utf8'))}`);
   else if (parseError) assert.match(got.reason, /duplicate key|nesting deeper|bare CR/, JSON.stringify(body.toString('utf8')));
@@ -340,14 +369,20 @@ function agreeWithJsonParse(body, got) {
 
 describe('classifyFrame never throws', () => {
   test('on arbitrary bytes', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
-      const body = Buffer.from(bytes);
-      const [single] = classifyBoth(body);
-      agreeWithJsonParse(body, single);
-    }), { numRuns: 5000 });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
+        const body = Buffer.from(bytes);
+        const [single] = classifyBoth(body);
+        agreeWithJsonParse(body, single);
+      }),
+      { numRuns: 5000 },
+    );
   });
 
-  const flips = fc.array(fc.tuple(fc.nat(), fc.oneof(fc.constantFrom(...Buffer.from('{}[]",:\\ .-+0e1nul\t\r\n')), fc.integer({ min: 0, max: 255 }))), { minLength: 1, maxLength: 4 });
+  const flips = fc.array(fc.tuple(fc.nat(), fc.oneof(fc.constantFrom(...Buffer.from('{}[]",:\\ .-+0e1nul\t\r\n')), fc.integer({ min: 0, max: 255 }))), {
+    minLength: 1,
+    maxLength: 4,
+  });
   const mutate = (line, edits) => {
     const body = Buffer.from(line, 'utf8');
     for (const [at, byte] of edits) if (body.length > 0) body[at % body.length] = byte;
@@ -355,18 +390,24 @@ describe('classifyFrame never throws', () => {
   };
 
   test('on generated messages with random byte flips', () => {
-    fc.assert(fc.property(message, flips, (msg, edits) => {
-      const body = mutate(serialise(msg), edits);
-      const [single] = classifyBoth(body);
-      agreeWithJsonParse(body, single);
-    }), { numRuns: 5000 });
+    fc.assert(
+      fc.property(message, flips, (msg, edits) => {
+        const body = mutate(serialise(msg), edits);
+        const [single] = classifyBoth(body);
+        agreeWithJsonParse(body, single);
+      }),
+      { numRuns: 5000 },
+    );
   });
 
   test('on arbitrary JSON text with random byte flips', () => {
-    fc.assert(fc.property(fc.json({ maxDepth: 4, stringUnit: 'binary' }), flips, (jsonText, edits) => {
-      const body = mutate(jsonText, edits);
-      const [single] = classifyBoth(body);
-      agreeWithJsonParse(body, single);
-    }), { numRuns: 5000 });
+    fc.assert(
+      fc.property(fc.json({ maxDepth: 4, stringUnit: 'binary' }), flips, (jsonText, edits) => {
+        const body = mutate(jsonText, edits);
+        const [single] = classifyBoth(body);
+        agreeWithJsonParse(body, single);
+      }),
+      { numRuns: 5000 },
+    );
   });
 });

@@ -16,7 +16,11 @@ const home = tempDir();
 after(home.cleanup);
 
 test('large frames in flight both ways arrive byte for byte while join buffers are reused', { timeout: 120_000 }, async () => {
-  const { child, done } = runGuardUngated(['--', process.execPath, fixture('blob-echo.mjs')], { keepOpen: true, timeout: 110_000, env: { MCPGUARD_HOME: home.dir } });
+  const { child, done } = runGuardUngated(['--', process.execPath, fixture('blob-echo.mjs')], {
+    keepOpen: true,
+    timeout: 110_000,
+    env: { MCPGUARD_HOME: home.dir },
+  });
   const waiting = new Map();
   let pending = [];
   let lines = 0;
@@ -37,12 +41,13 @@ test('large frames in flight both ways arrive byte for byte while join buffers a
     }
     if (start < chunk.length) pending.push(chunk.subarray(start));
   });
-  const send = (id, method, params) => new Promise((resolve) => {
-    waiting.set(id, resolve);
-    const line = Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
-    // Odd slices: the frame is joined from many reads.
-    for (let at = 0; at < line.length; at += 7919 + (id % 5) * 40000) child.stdin.write(line.subarray(at, at + 7919 + (id % 5) * 40000));
-  });
+  const send = (id, method, params) =>
+    new Promise((resolve) => {
+      waiting.set(id, resolve);
+      const line = Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+      // Odd slices: the frame is joined from many reads.
+      for (let at = 0; at < line.length; at += 7919 + (id % 5) * 40000) child.stdin.write(line.subarray(at, at + 7919 + (id % 5) * 40000));
+    });
   await send(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } });
   child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
 
@@ -58,7 +63,9 @@ test('large frames in flight both ways arrive byte for byte while join buffers a
     assert.equal(text.slice(0, 64), createHash('sha256').update(blob).digest('hex'), `request ${id} reached the server altered`);
     assert.ok(text.slice(65) === blobText(size, id), `answer ${id} reached the client altered`);
   };
-  const worker = async () => { for (let i = 0; i < 6; i++) await one(); };
+  const worker = async () => {
+    for (let i = 0; i < 6; i++) await one();
+  };
   await Promise.all([worker(), worker(), worker(), worker()]);
   child.stdin.end();
   const { code } = await done;

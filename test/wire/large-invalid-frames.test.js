@@ -34,7 +34,11 @@ const SPOILED = {
   'a duplicate key after the long string': { spoil: (buf) => Buffer.concat([buf.subarray(0, -1), Buffer.from(',"id":99}')]), code: -32700 },
   'no closing brace': { spoil: (buf) => buf.subarray(0, -1), code: -32700 },
   'a batch': { spoil: (buf) => Buffer.concat([Buffer.from('['), buf, Buffer.from(']')]), code: -32600 },
-  'over --max-frame-bytes': { spoil: (buf) => Buffer.concat([buf.subarray(0, buf.lastIndexOf('"}}}')), Buffer.from('x'.repeat(MAX)), Buffer.from('"}}}')]), code: -32600, pad: MAX },
+  'over --max-frame-bytes': {
+    spoil: (buf) => Buffer.concat([buf.subarray(0, buf.lastIndexOf('"}}}')), Buffer.from('x'.repeat(MAX)), Buffer.from('"}}}')]),
+    code: -32600,
+    pad: MAX,
+  },
 };
 
 /** Spoiled answers whose id cannot be read with certainty: they answer no call. */
@@ -61,16 +65,21 @@ function client(child) {
     }
     if (start < chunk.length) pending.push(chunk.subarray(start));
   });
-  const sendRaw = (id, bytes) => new Promise((resolve) => {
-    waiting.set(id, resolve);
-    for (let at = 0; at < bytes.length; at += 40_000) child.stdin.write(bytes.subarray(at, at + 40_000));
-  });
+  const sendRaw = (id, bytes) =>
+    new Promise((resolve) => {
+      waiting.set(id, resolve);
+      for (let at = 0; at < bytes.length; at += 40_000) child.stdin.write(bytes.subarray(at, at + 40_000));
+    });
   const send = (id, method, params) => sendRaw(id, Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`));
   return { lines, send, sendRaw };
 }
 
 test('client → server: a large frame invalid at its end never reaches the server and is answered', { timeout: 120_000 }, async () => {
-  const { child, done } = runGuardUngated(['--max-frame-bytes', String(MAX), '--on-invalid', 'reject', '--', process.execPath, fixture('byte-tally.mjs')], { keepOpen: true, timeout: 110_000, env: { MCPGUARD_HOME: home.dir } });
+  const { child, done } = runGuardUngated(['--max-frame-bytes', String(MAX), '--on-invalid', 'reject', '--', process.execPath, fixture('byte-tally.mjs')], {
+    keepOpen: true,
+    timeout: 110_000,
+    env: { MCPGUARD_HOME: home.dir },
+  });
   const peer = client(child);
   let sent = 0;
   const counted = async (id, method, params) => {
@@ -98,7 +107,11 @@ test('client → server: a large frame invalid at its end never reaches the serv
 });
 
 test('server → client: a large frame invalid at its end is diverted, and the client gets none of it', { timeout: 120_000 }, async () => {
-  const { child, done } = runGuardUngated(['--max-frame-bytes', String(MAX), '--', process.execPath, fixture('byte-tally.mjs')], { keepOpen: true, timeout: 110_000, env: { MCPGUARD_HOME: home.dir } });
+  const { child, done } = runGuardUngated(['--max-frame-bytes', String(MAX), '--', process.execPath, fixture('byte-tally.mjs')], {
+    keepOpen: true,
+    timeout: 110_000,
+    env: { MCPGUARD_HOME: home.dir },
+  });
   const peer = client(child);
   await peer.send(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } });
   let id = 10;

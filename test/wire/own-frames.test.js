@@ -19,15 +19,25 @@ test('a result response keeps the id as the client spelled it', () => {
 
 test('a request splices its params as JSON text, or has none', () => {
   assert.equal(requestFrame('mcpguard-1', 'tools/list').toString(), '{"jsonrpc":"2.0","id":"mcpguard-1","method":"tools/list"}\n');
-  assert.equal(requestFrame('mcpguard-2', 'tools/list', '{"cursor":"c"}').toString(), '{"jsonrpc":"2.0","id":"mcpguard-2","method":"tools/list","params":{"cursor":"c"}}\n');
-  assert.equal(requestFrame(3, 'elicitation/create', JSON.stringify({ message: 'm' })).toString(), '{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"message":"m"}}\n');
+  assert.equal(
+    requestFrame('mcpguard-2', 'tools/list', '{"cursor":"c"}').toString(),
+    '{"jsonrpc":"2.0","id":"mcpguard-2","method":"tools/list","params":{"cursor":"c"}}\n',
+  );
+  assert.equal(
+    requestFrame(3, 'elicitation/create', JSON.stringify({ message: 'm' })).toString(),
+    '{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"message":"m"}}\n',
+  );
 });
 
 test('an error and a cancellation keep their bytes', () => {
-  assert.equal(errorResponse(rawId, -32602, 'mcpguard: unknown tool "t": no such tool', { state: 'rejected', rule: 'unknown_tool' }).toString(),
-    '{"jsonrpc":"2.0","id":"\\u0061","error":{"code":-32602,"message":"mcpguard: unknown tool \\"t\\": no such tool","data":{"source":"mcpguard","state":"rejected","rule":"unknown_tool"}}}\n');
-  assert.equal(cancellation('mcpguard-card-1', 'mcpguard: the approval timed out').toString(),
-    '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcpguard-card-1","reason":"mcpguard: the approval timed out"}}\n');
+  assert.equal(
+    errorResponse(rawId, -32602, 'mcpguard: unknown tool "t": no such tool', { state: 'rejected', rule: 'unknown_tool' }).toString(),
+    '{"jsonrpc":"2.0","id":"\\u0061","error":{"code":-32602,"message":"mcpguard: unknown tool \\"t\\": no such tool","data":{"source":"mcpguard","state":"rejected","rule":"unknown_tool"}}}\n',
+  );
+  assert.equal(
+    cancellation('mcpguard-card-1', 'mcpguard: the approval timed out').toString(),
+    '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mcpguard-card-1","reason":"mcpguard: the approval timed out"}}\n',
+  );
 });
 
 test('no file outside src/wire/ spells a JSON-RPC envelope itself', () => {
@@ -35,9 +45,11 @@ test('no file outside src/wire/ spells a JSON-RPC envelope itself', () => {
   const spelled = [];
   for (const file of readdirSync(src, { recursive: true }).map(String)) {
     if (!file.endsWith('.ts') || file.startsWith('wire/')) continue;
-    readFileSync(join(src, file), 'utf8').split('\n').forEach((line, i) => {
-      if (line.includes('"jsonrpc":"2.0"')) spelled.push(`src/${file}:${i + 1}`);
-    });
+    readFileSync(join(src, file), 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (line.includes('"jsonrpc":"2.0"')) spelled.push(`src/${file}:${i + 1}`);
+      });
   }
   assert.deepEqual(spelled, [], 'build the frame with a helper of src/wire/jsonrpc.ts');
 });

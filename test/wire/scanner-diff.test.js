@@ -26,10 +26,23 @@ const ascii = (n) => 'abcdefghijklmnopqrstuvwxyz0123456789 .,;:!?-_(){}[]'.repea
 const piece = fc.oneof(
   { weight: 6, arbitrary: fc.integer({ min: 1, max: 300 }).map((n) => Buffer.from(ascii(n))) },
   { weight: 2, arbitrary: fc.constantFrom('ü', 'é', '数据', '✓', '😀', '\u2028', 'κείμενο').map((t) => Buffer.from(t)) },
-  { weight: 3, arbitrary: fc.constantFrom('\\n', '\\"', '\\\\', '\\/', '\\b', '\\f', '\\r', '\\t', '\\u00e9', '\\u0000', '\\uD83D\\uDE00', '\\ud83d\\ude00').map((t) => Buffer.from(t)) },
-  { weight: 1, arbitrary: fc.constantFrom('\\ud800', '\\udc00', '\\ud800\\u0041', '\\ud800\\', '\\ud800\\u', '\\ud800\\udc0', '\\x', '\\u12', '\\u12g4', '\\', '\\U0041').map((t) => Buffer.from(t)) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .constantFrom('\\n', '\\"', '\\\\', '\\/', '\\b', '\\f', '\\r', '\\t', '\\u00e9', '\\u0000', '\\uD83D\\uDE00', '\\ud83d\\ude00')
+      .map((t) => Buffer.from(t)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom('\\ud800', '\\udc00', '\\ud800\\u0041', '\\ud800\\', '\\ud800\\u', '\\ud800\\udc0', '\\x', '\\u12', '\\u12g4', '\\', '\\U0041')
+      .map((t) => Buffer.from(t)),
+  },
   { weight: 1, arbitrary: fc.integer({ min: 0, max: 0x1f }).map((b) => Buffer.from([b])) },
-  { weight: 1, arbitrary: fc.constantFrom([0x7f], [0xc0, 0xaf], [0xe0, 0x80, 0xaf], [0xed, 0xa0, 0x80], [0xff], [0x80], [0xe6, 0x95]).map((b) => Buffer.from(b)) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom([0x7f], [0xc0, 0xaf], [0xe0, 0x80, 0xaf], [0xed, 0xa0, 0x80], [0xff], [0x80], [0xe6, 0x95]).map((b) => Buffer.from(b)),
+  },
   { weight: 1, arbitrary: fc.constant(Buffer.from('"')) },
 );
 const body = fc.array(piece, { maxLength: 12 }).map((parts) => Buffer.concat(parts));
@@ -38,11 +51,28 @@ const text = fc.letrec((tie) => ({
   value: fc.oneof(
     { weight: 4, arbitrary: body.map((b) => Buffer.concat([Buffer.from('"'), b, Buffer.from('"')])) },
     { weight: 1, arbitrary: fc.constantFrom('1', '-0.5e3', 'true', 'null', '0', '[]', '{}').map((t) => Buffer.from(t)) },
-    { weight: 1, arbitrary: fc.array(tie('value'), { maxLength: 4 }).map((xs) => Buffer.concat([Buffer.from('['), ...xs.flatMap((x, i) => (i ? [Buffer.from(','), x] : [x])), Buffer.from(']')])) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .array(tie('value'), { maxLength: 4 })
+        .map((xs) => Buffer.concat([Buffer.from('['), ...xs.flatMap((x, i) => (i ? [Buffer.from(','), x] : [x])), Buffer.from(']')])),
+    },
     { weight: 2, arbitrary: tie('object') },
   ),
-  object: fc.array(fc.tuple(fc.oneof(body, fc.constantFrom('id', 'a', 'b', 'a\\u0062').map((t) => Buffer.from(t))), tie('value')), { maxLength: 5 })
-    .map((members) => Buffer.concat([Buffer.from('{'), ...members.flatMap(([k, v], i) => [Buffer.from(i ? ',"' : '"'), k, Buffer.from('":'), v]), Buffer.from('}')])),
+  object: fc
+    .array(
+      fc.tuple(
+        fc.oneof(
+          body,
+          fc.constantFrom('id', 'a', 'b', 'a\\u0062').map((t) => Buffer.from(t)),
+        ),
+        tie('value'),
+      ),
+      { maxLength: 5 },
+    )
+    .map((members) =>
+      Buffer.concat([Buffer.from('{'), ...members.flatMap(([k, v], i) => [Buffer.from(i ? ',"' : '"'), k, Buffer.from('":'), v]), Buffer.from('}')]),
+    ),
 })).value;
 
 /** The input placed at `offset` in a larger buffer, with `tail` after the scanned range. */
@@ -54,19 +84,25 @@ function placed(input, offset, tail) {
 }
 const tails = fc.constantFrom('', '\n', '\\udc00"', '"', '\\', ' x').map((t) => Buffer.from(t));
 
-describe('the long-run scanner gives the reference scanner\'s verdict', () => {
+describe("the long-run scanner gives the reference scanner's verdict", () => {
   test('random JSON texts with long runs, escapes and bad bytes, at every alignment', () => {
-    fc.assert(fc.property(text, fc.integer({ min: 0, max: 7 }), tails, (input, offset, tail) => {
-      const buf = placed(input, offset, tail);
-      same(buf, offset, offset + input.length);
-    }), { numRuns: RUNS });
+    fc.assert(
+      fc.property(text, fc.integer({ min: 0, max: 7 }), tails, (input, offset, tail) => {
+        const buf = placed(input, offset, tail);
+        same(buf, offset, offset + input.length);
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   test('the same texts cut short anywhere (truncated lines)', () => {
-    fc.assert(fc.property(text, fc.nat(), fc.integer({ min: 0, max: 3 }), (input, cutAt, offset) => {
-      const cut = input.subarray(0, cutAt % (input.length + 1));
-      same(placed(cut, offset, Buffer.from('\\ud800')), offset, offset + cut.length);
-    }), { numRuns: RUNS });
+    fc.assert(
+      fc.property(text, fc.nat(), fc.integer({ min: 0, max: 3 }), (input, cutAt, offset) => {
+        const cut = input.subarray(0, cutAt % (input.length + 1));
+        same(placed(cut, offset, Buffer.from('\\ud800')), offset, offset + cut.length);
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   test('one long string with a single special byte at every position near word and run edges', () => {
@@ -89,8 +125,9 @@ describe('the long-run scanner gives the reference scanner\'s verdict', () => {
     for (const length of lengths) {
       // Every position around the first slice edge: the run starts a little into the string (after the short-run loop).
       const sliceEdge = Array.from({ length: 64 }, (_, k) => 65520 + k);
-      const positions = [0, 1, 15, 16, 17, 31, length >> 1, length - 17, length - 16, length - 15, length - 1, ...sliceEdge, 131071, 131072, 131100]
-        .filter((at) => at >= 0 && at < length);
+      const positions = [0, 1, 15, 16, 17, 31, length >> 1, length - 17, length - 16, length - 15, length - 1, ...sliceEdge, 131071, 131072, 131100].filter(
+        (at) => at >= 0 && at < length,
+      );
       for (const at of positions) {
         for (const special of ['\x01', '\x1f', '\x00']) {
           for (const offset of [0, 3]) {

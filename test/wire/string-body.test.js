@@ -110,13 +110,40 @@ const fillers = [(n) => Buffer.from(ascii(n)), multibyte];
 
 const TOKENS = [
   // valid
-  '\\"', '\\\\', '\\/', '\\b', '\\f', '\\n', '\\r', '\\t', '\\u00e9', '\\u0000', '\\uFFFF', '\\uD83D\\uDE00', '\\udbff\\udfff',
-  '\\\\\\"', '\\\\\\\\', '\\"\\"\\"', '\\n\\t\\u0041\\\\',
+  '\\"',
+  '\\\\',
+  '\\/',
+  '\\b',
+  '\\f',
+  '\\n',
+  '\\r',
+  '\\t',
+  '\\u00e9',
+  '\\u0000',
+  '\\uFFFF',
+  '\\uD83D\\uDE00',
+  '\\udbff\\udfff',
+  '\\\\\\"',
+  '\\\\\\\\',
+  '\\"\\"\\"',
+  '\\n\\t\\u0041\\\\',
   // the closing quote
   '"',
   // invalid
-  '\\x', '\\U0041', '\\u12g4', '\\u12"4', '\\u1\\n4', '\\ud800', '\\udc00', '\\ud800\\u0041', '\\ud800x', '\\ud800\\n', '\\\\\\x',
-].map((t) => Buffer.from(t)).concat([[0x01], [0x1f], [0x00], [0x5c, 0x01], [0x5c, 0xc3, 0xbc], [0x5c, 0x20], [0x7f], [0x5c, 0x7f]].map((b) => Buffer.from(b)));
+  '\\x',
+  '\\U0041',
+  '\\u12g4',
+  '\\u12"4',
+  '\\u1\\n4',
+  '\\ud800',
+  '\\udc00',
+  '\\ud800\\u0041',
+  '\\ud800x',
+  '\\ud800\\n',
+  '\\\\\\x',
+]
+  .map((t) => Buffer.from(t))
+  .concat([[0x01], [0x1f], [0x00], [0x5c, 0x01], [0x5c, 0xc3, 0xbc], [0x5c, 0x20], [0x7f], [0x5c, 0x7f]].map((b) => Buffer.from(b)));
 
 test('the embedded module is the .wat compiled (node src/wire/wasm/build-module.mjs regenerates it)', () => {
   const script = fileURLToPath(new URL('../../src/wire/wasm/build-module.mjs', import.meta.url));
@@ -200,16 +227,24 @@ const piece = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 1, max: 40 }).map((n) => Buffer.from(ascii(n))) },
   { weight: 1, arbitrary: fc.integer({ min: 40, max: 300 }).map((n) => Buffer.from(ascii(n))) },
   { weight: 2, arbitrary: fc.constantFrom('ü', '数据', '😀', '\u2028').map((t) => Buffer.from(t)) },
-  { weight: 8, arbitrary: fc.constantFrom('\\n', '\\"', '\\\\', '\\/', '\\b', '\\f', '\\r', '\\t', '\\u00e9', '\\u0000', '\\uD83D\\uDE00', '\\\\"').map((t) => Buffer.from(t)) },
+  {
+    weight: 8,
+    arbitrary: fc
+      .constantFrom('\\n', '\\"', '\\\\', '\\/', '\\b', '\\f', '\\r', '\\t', '\\u00e9', '\\u0000', '\\uD83D\\uDE00', '\\\\"')
+      .map((t) => Buffer.from(t)),
+  },
   { weight: 1, arbitrary: fc.constantFrom('\\ud800', '\\udc00', '\\ud800\\u0041', '\\x', '\\u12g4', '\\', '"').map((t) => Buffer.from(t)) },
   { weight: 1, arbitrary: fc.integer({ min: 0, max: 0x1f }).map((b) => Buffer.from([b])) },
 );
 
 test('random escape-dense bodies in random pieces', () => {
-  fc.assert(fc.property(fc.array(piece, { maxLength: 60 }), fc.array(fc.nat(), { maxLength: 12 }), (parts, picks) => {
-    const body = Buffer.concat([...parts, Buffer.from('"')]);
-    const cuts = [...new Set(picks.map((p) => p % body.length))].sort((a, b) => a - b);
-    referenceAgreesWithScanner(body, 'random');
-    sameEverywhere(body, cuts, `random body ${body.toString('hex')} cut at ${cuts}`);
-  }), { numRuns: RUNS });
+  fc.assert(
+    fc.property(fc.array(piece, { maxLength: 60 }), fc.array(fc.nat(), { maxLength: 12 }), (parts, picks) => {
+      const body = Buffer.concat([...parts, Buffer.from('"')]);
+      const cuts = [...new Set(picks.map((p) => p % body.length))].sort((a, b) => a - b);
+      referenceAgreesWithScanner(body, 'random');
+      sameEverywhere(body, cuts, `random body ${body.toString('hex')} cut at ${cuts}`);
+    }),
+    { numRuns: RUNS },
+  );
 });

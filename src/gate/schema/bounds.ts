@@ -43,7 +43,11 @@ function edges(node: Node, targets: RefTargets, sameValueOnly: boolean): unknown
   return out;
 }
 
-interface Frame { node: Node; next: unknown[]; i: number }
+interface Frame {
+  node: Node;
+  next: unknown[];
+  i: number;
+}
 
 /** Depth-first search over same-value edges only: a back edge is a cycle that never moves into the value. */
 function refuseEndlessCycles(root: Node, targets: RefTargets): void {
@@ -67,7 +71,9 @@ function refuseEndlessCycles(root: Node, targets: RefTargets): void {
   }
 }
 
-interface MeasureFrame extends Frame { size: number }
+interface MeasureFrame extends Frame {
+  size: number;
+}
 
 /** Expanded size, with each subschema's size memoised so a DAG costs its number of nodes, not of paths. */
 function measure(root: Node, targets: RefTargets): void {
@@ -84,9 +90,15 @@ function measure(root: Node, targets: RefTargets): void {
       continue;
     }
     const child = top.next[top.i++];
-    if (!isObject(child) || open.has(child)) { add(top, 1); continue; }
+    if (!isObject(child) || open.has(child)) {
+      add(top, 1);
+      continue;
+    }
     const known = size.get(child);
-    if (known !== undefined) { add(top, known); continue; }
+    if (known !== undefined) {
+      add(top, known);
+      continue;
+    }
     if (stack.length > MAX_SCHEMA_DEPTH) {
       throw unusable(`with its $refs followed, the schema nests deeper than ${MAX_SCHEMA_DEPTH} subschemas`);
     }

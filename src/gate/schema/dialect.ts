@@ -62,4 +62,3 @@ export function resolveDialect(schema: unknown, protocolVersion: string | null |
   }
   return dialect;
 }
-

@@ -35,10 +35,7 @@ import type { SchemaError } from './verdict.js';
 export { resolveDialect } from './dialect.js';
 
 /** What one check found. `unchecked`: the value could not be checked (nested deeper than the stack). */
-export type Outcome =
-  | { ok: true }
-  | { ok: false; kind: 'invalid'; errors: SchemaError[] }
-  | { ok: false; kind: 'unchecked'; reason: string; keyword?: string };
+export type Outcome = { ok: true } | { ok: false; kind: 'invalid'; errors: SchemaError[] } | { ok: false; kind: 'unchecked'; reason: string; keyword?: string };
 
 /** A schema ready to check values against. */
 export interface CompiledSchema {
@@ -91,7 +88,9 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
   for (const site of refs) {
     const target = resolve(site.node, site.keyword);
     if (target === undefined) {
-      throw unusable(`${site.at}: ${JSON.stringify(clipQuoted(String(site.node[site.keyword])))} does not resolve inside the schema (mcpguard never fetches a schema)`);
+      throw unusable(
+        `${site.at}: ${JSON.stringify(clipQuoted(String(site.node[site.keyword])))} does not resolve inside the schema (mcpguard never fetches a schema)`,
+      );
     }
     targets.set(site.node, [...(targets.get(site.node) ?? []), target]);
   }
@@ -103,10 +102,13 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
   const multipleOf = nodes.some((node) => node.multipleOf !== undefined);
   // inspect.ts checked every subschema in its place; a `$ref` may also reach one under a keyword of no meaning.
   for (const node of nodes) {
-    for (const k of EXACT_KEYWORDS) if (node[k] !== undefined && unsafeInteger(node[k]) !== null) throw unusable(`a subschema it reaches holds an integer beyond ±(2^53 − 1) in ${k}: mcpguard cannot judge arguments against it exactly`);
+    for (const k of EXACT_KEYWORDS)
+      if (node[k] !== undefined && unsafeInteger(node[k]) !== null)
+        throw unusable(`a subschema it reaches holds an integer beyond ±(2^53 − 1) in ${k}: mcpguard cannot judge arguments against it exactly`);
   }
   // Arguments given as a value only (no bytes) have lost their digits already; the gate always has the bytes.
-  const inexact = (args: ArgumentSource): string | null => (args.end > args.start ? inexactReason(inexactNumber(args.frame, args.start, args.end), multipleOf) : null);
+  const inexact = (args: ArgumentSource): string | null =>
+    args.end > args.start ? inexactReason(inexactNumber(args.frame, args.start, args.end), multipleOf) : null;
   const validate = (value: unknown, firstFailure: boolean): lib.ValidationResult | Outcome => {
     let unique: string;
     try {
@@ -128,7 +130,12 @@ export function compileSchema(schema: unknown, dialect: Dialect): CompiledSchema
       if (error instanceof GuardError) return { ok: false, kind: 'unchecked', reason: `a pattern it reaches ${error.message}`, keyword: 'pattern' };
       // Compiling ruled out unresolved references and endless cycles: what throws here is the
       // stack (a value nested deeper than it, or more failures than one array spread can take).
-      return { ok: false, kind: 'unchecked', reason: error instanceof RangeError ? 'it is nested too deeply or fails in too many places to check' : `the check failed (${clipQuoted(messageOf(error))})` };
+      return {
+        ok: false,
+        kind: 'unchecked',
+        reason:
+          error instanceof RangeError ? 'it is nested too deeply or fails in too many places to check' : `the check failed (${clipQuoted(messageOf(error))})`,
+      };
     } finally {
       globalThis.RegExp = native;
       if (unique === 'off') for (const node of uniques) node.uniqueItems = true;

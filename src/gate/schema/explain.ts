@@ -18,11 +18,32 @@ export const MAX_ERRORS = 8;
 
 /** Links of the chain: their failure is the failure of something under them. */
 const CHAIN = new Set([
-  'properties', 'patternProperties', 'additionalProperties', 'unevaluatedProperties', 'items', 'prefixItems',
-  'additionalItems', 'unevaluatedItems', '$ref', '$recursiveRef', 'allOf', 'if', 'dependentSchemas', 'propertyNames',
+  'properties',
+  'patternProperties',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'items',
+  'prefixItems',
+  'additionalItems',
+  'unevaluatedItems',
+  '$ref',
+  '$recursiveRef',
+  'allOf',
+  'if',
+  'dependentSchemas',
+  'propertyNames',
 ]);
 /** Whose `false` subschema at a member or item means "not allowed here". */
-const FORBIDS = new Set(['additionalProperties', 'unevaluatedProperties', 'additionalItems', 'unevaluatedItems', 'items', 'properties', 'patternProperties', 'prefixItems']);
+const FORBIDS = new Set([
+  'additionalProperties',
+  'unevaluatedProperties',
+  'additionalItems',
+  'unevaluatedItems',
+  'items',
+  'properties',
+  'patternProperties',
+  'prefixItems',
+]);
 const ALTERNATIVES = new Set(['anyOf', 'oneOf', 'not']);
 
 /** How the caller finds what a `$ref` points to (the library's lookup). */
@@ -33,7 +54,10 @@ export function explain(units: readonly OutputUnit[], instance: unknown, root: u
   const seen = new Set<string>();
   const push = (e: SchemaError): void => {
     const key = `${e.path}\0${e.keyword}`;
-    if (out.length < MAX_ERRORS && !seen.has(key)) { seen.add(key); out.push(e); }
+    if (out.length < MAX_ERRORS && !seen.has(key)) {
+      seen.add(key);
+      out.push(e);
+    }
   };
   let skipUnder: string | null = null;
   for (let i = 0; i < units.length; i++) {
@@ -61,43 +85,69 @@ export function explain(units: readonly OutputUnit[], instance: unknown, root: u
       const here = valueAt(instance, path);
       for (const [when, needs] of isObject(value) ? Object.entries(value) : []) {
         if (!isObject(here) || !Object.hasOwn(here, when) || !Array.isArray(needs)) continue;
-        for (const name of missing(needs, here)) push({ path: `${path}/${escapeSegment(name)}`, keyword: u.keyword, message: `is required when ${JSON.stringify(clipQuoted(when, 40))} is present` });
+        for (const name of missing(needs, here))
+          push({ path: `${path}/${escapeSegment(name)}`, keyword: u.keyword, message: `is required when ${JSON.stringify(clipQuoted(when, 40))} is present` });
       }
     } else {
       push({ path, keyword: u.keyword, message: describe(u.keyword, value, valueAt(instance, path)) });
     }
   }
   // A failure the rules above did not name (a library change) still refuses the call, and says so.
-  if (out.length === 0 && units.length > 0) out.push({ path: pointerOf(units[0]!.instanceLocation), keyword: units[0]!.keyword, message: 'does not match the schema' });
+  if (out.length === 0 && units.length > 0)
+    out.push({ path: pointerOf(units[0]!.instanceLocation), keyword: units[0]!.keyword, message: 'does not match the schema' });
   return out;
 }
 
 function describe(keyword: string, v: unknown, instance: unknown): string {
   switch (keyword) {
-    case 'type': return `must be ${Array.isArray(v) ? v.join(' or ') : String(v)} (got ${typeName(instance)})`;
-    case 'enum': return Array.isArray(v) ? `must be one of ${list(v)}` : 'must be one of the listed values';
-    case 'const': return `must be ${clipQuoted(JSON.stringify(v) ?? 'null', 60)}`;
-    case 'pattern': return `must match the pattern ${JSON.stringify(clipQuoted(String(v), 80))}`;
-    case 'minLength': return `must be at least ${n(v)} characters long`;
-    case 'maxLength': return `must be at most ${n(v)} characters long`;
-    case 'minimum': return `must be >= ${n(v)}`;
-    case 'maximum': return `must be <= ${n(v)}`;
-    case 'exclusiveMinimum': return `must be > ${n(v)}`;
-    case 'exclusiveMaximum': return `must be < ${n(v)}`;
-    case 'multipleOf': return `must be a multiple of ${n(v)}`;
-    case 'minItems': return `must have at least ${n(v)} items`;
-    case 'maxItems': return `must have at most ${n(v)} items`;
-    case 'minProperties': return `must have at least ${n(v)} properties`;
-    case 'maxProperties': return `must have at most ${n(v)} properties`;
-    case 'uniqueItems': return 'must not contain duplicate items';
-    case 'contains': return 'must contain an item that matches the contains schema';
-    case 'minContains': return `must contain at least ${n(v)} items that match the contains schema`;
-    case 'maxContains': return `must contain at most ${n(v)} items that match the contains schema`;
-    case 'anyOf': return `must match at least one of the ${count(v)}alternatives in anyOf`;
-    case 'oneOf': return `must match exactly one of the ${count(v)}alternatives in oneOf`;
-    case 'not': return 'must not match the schema under not';
-    case 'false': return 'is not allowed';
-    default: return `does not match ${keyword}`;
+    case 'type':
+      return `must be ${Array.isArray(v) ? v.join(' or ') : String(v)} (got ${typeName(instance)})`;
+    case 'enum':
+      return Array.isArray(v) ? `must be one of ${list(v)}` : 'must be one of the listed values';
+    case 'const':
+      return `must be ${clipQuoted(JSON.stringify(v) ?? 'null', 60)}`;
+    case 'pattern':
+      return `must match the pattern ${JSON.stringify(clipQuoted(String(v), 80))}`;
+    case 'minLength':
+      return `must be at least ${n(v)} characters long`;
+    case 'maxLength':
+      return `must be at most ${n(v)} characters long`;
+    case 'minimum':
+      return `must be >= ${n(v)}`;
+    case 'maximum':
+      return `must be <= ${n(v)}`;
+    case 'exclusiveMinimum':
+      return `must be > ${n(v)}`;
+    case 'exclusiveMaximum':
+      return `must be < ${n(v)}`;
+    case 'multipleOf':
+      return `must be a multiple of ${n(v)}`;
+    case 'minItems':
+      return `must have at least ${n(v)} items`;
+    case 'maxItems':
+      return `must have at most ${n(v)} items`;
+    case 'minProperties':
+      return `must have at least ${n(v)} properties`;
+    case 'maxProperties':
+      return `must have at most ${n(v)} properties`;
+    case 'uniqueItems':
+      return 'must not contain duplicate items';
+    case 'contains':
+      return 'must contain an item that matches the contains schema';
+    case 'minContains':
+      return `must contain at least ${n(v)} items that match the contains schema`;
+    case 'maxContains':
+      return `must contain at most ${n(v)} items that match the contains schema`;
+    case 'anyOf':
+      return `must match at least one of the ${count(v)}alternatives in anyOf`;
+    case 'oneOf':
+      return `must match exactly one of the ${count(v)}alternatives in oneOf`;
+    case 'not':
+      return 'must not match the schema under not';
+    case 'false':
+      return 'is not allowed';
+    default:
+      return `does not match ${keyword}`;
   }
 }
 
@@ -107,7 +157,10 @@ function missing(required: unknown, here: unknown): string[] {
 }
 
 function list(values: unknown[]): string {
-  const shown = values.slice(0, 6).map((v) => clipQuoted(JSON.stringify(v) ?? 'null', 30)).join(', ');
+  const shown = values
+    .slice(0, 6)
+    .map((v) => clipQuoted(JSON.stringify(v) ?? 'null', 30))
+    .join(', ');
   return values.length > 6 ? `${shown}, … (${values.length} values)` : shown;
 }
 
@@ -138,7 +191,10 @@ function pointerOf(location: string): string {
 
 function segmentsOf(pointer: string): string[] {
   if (pointer === '') return [];
-  return pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 function escapeSegment(name: string): string {

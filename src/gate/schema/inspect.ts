@@ -83,7 +83,11 @@ function checkKeywords(node: Record<string, unknown>, at: string, dialect: Diale
   if (has('multipleOf') && !(isFiniteNumber(node.multipleOf) && node.multipleOf > 0)) throw problem(where('multipleOf'), 'must be a number greater than 0');
   for (const k of EXACT_KEYWORDS) {
     const unsafe = has(k) ? unsafeInteger(node[k]) : null;
-    if (unsafe !== null) throw problem(where(k), `holds an integer beyond ±(2^53 − 1) (read as ${unsafe}), which may have been rounded when read: mcpguard cannot judge arguments against it exactly`);
+    if (unsafe !== null)
+      throw problem(
+        where(k),
+        `holds an integer beyond ±(2^53 − 1) (read as ${unsafe}), which may have been rounded when read: mcpguard cannot judge arguments against it exactly`,
+      );
   }
   for (const k of STRING_KEYWORDS) {
     if (has(k) && typeof node[k] !== 'string') throw problem(where(k), 'must be a string');
@@ -98,7 +102,7 @@ function checkKeywords(node: Record<string, unknown>, at: string, dialect: Diale
     delete node.format;
   }
   if (has('$ref')) refs.push({ node, at: where('$ref'), keyword: '$ref' });
-  if (has('$dynamicRef')) throw problem(where('$dynamicRef'), '$dynamicRef is not supported by mcpguard\'s schema engine');
+  if (has('$dynamicRef')) throw problem(where('$dynamicRef'), "$dynamicRef is not supported by mcpguard's schema engine");
   if (has('$recursiveRef')) {
     if (dialect !== '2019-09') throw problem(where('$recursiveRef'), `$recursiveRef belongs to draft 2019-09, not ${DIALECT_NAMES[dialect]}`);
     if (node.$recursiveRef !== '#') throw problem(where('$recursiveRef'), 'must be "#"');
@@ -108,7 +112,8 @@ function checkKeywords(node: Record<string, unknown>, at: string, dialect: Diale
     if (typeof node.$schema !== 'string') throw problem(where('$schema'), 'must be a string');
     if (dialectOfUri(node.$schema) !== dialect) throw problem(where('$schema'), `names another dialect than the schema's ${DIALECT_NAMES[dialect]}`);
   }
-  if (has('items') && Array.isArray(node.items) && dialect === '2020-12') throw problem(where('items'), 'must be a schema in draft 2020-12 (an array of schemas is prefixItems)');
+  if (has('items') && Array.isArray(node.items) && dialect === '2020-12')
+    throw problem(where('items'), 'must be a schema in draft 2020-12 (an array of schemas is prefixItems)');
   for (const k of SCHEMA_ARRAY_KEYWORDS) {
     if (has(k) && !(Array.isArray(node[k]) && (node[k] as unknown[]).length > 0)) throw problem(where(k), 'must be a non-empty array of schemas');
   }

@@ -6,11 +6,18 @@
  */
 import { isObject } from '../../base/values.js';
 
-
 /** A keyword whose value is one subschema. */
 export const SCHEMA_KEYWORDS: ReadonlySet<string> = new Set([
-  'not', 'if', 'then', 'else', 'contains', 'propertyNames',
-  'additionalProperties', 'unevaluatedProperties', 'additionalItems', 'unevaluatedItems',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'additionalItems',
+  'unevaluatedItems',
 ]);
 
 /** A keyword whose value is a non-empty array of subschemas. */
@@ -25,7 +32,17 @@ export const SCHEMA_MAP_KEYWORDS: ReadonlySet<string> = new Set(['properties', '
  * the arguments: each step goes round without moving into the value.
  */
 export const SAME_VALUE_KEYWORDS: ReadonlySet<string> = new Set([
-  'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentSchemas', 'dependencies', '$ref', '$recursiveRef',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'dependentSchemas',
+  'dependencies',
+  '$ref',
+  '$recursiveRef',
 ]);
 
 /** Definitions are not applied where they stand; they are reached only through `$ref`. */

@@ -20,8 +20,15 @@
  * `-0` and `-0.0` need nothing: -0 === 0 in every keyword, as in Python.
  */
 
-const QUOTE = 0x22, BACKSLASH = 0x5c, COMMA = 0x2c, COLON = 0x3a;
-const LBRACE = 0x7b, RBRACE = 0x7d, LBRACKET = 0x5b, RBRACKET = 0x5d, MINUS = 0x2d;
+const QUOTE = 0x22,
+  BACKSLASH = 0x5c,
+  COMMA = 0x2c,
+  COLON = 0x3a;
+const LBRACE = 0x7b,
+  RBRACE = 0x7d,
+  LBRACKET = 0x5b,
+  RBRACKET = 0x5d,
+  MINUS = 0x2d;
 
 /** A number in the arguments that a double does not hold as the server reads it. */
 export interface InexactNumber {
@@ -31,7 +38,12 @@ export interface InexactNumber {
   finite: boolean;
 }
 
-interface Frame { object: boolean; key: [number, number] | null; expectKey: boolean; index: number }
+interface Frame {
+  object: boolean;
+  key: [number, number] | null;
+  expectKey: boolean;
+  index: number;
+}
 
 /**
  * The first number in the JSON text `buf[start, end)` (scanned: valid) whose
@@ -47,18 +59,31 @@ export function inexactNumber(buf: Buffer, start: number, end: number): InexactN
     const c = buf[i]!;
     if (c === QUOTE) {
       let j = i;
-      do j = buf.indexOf(QUOTE, j + 1); while (j > 0 && escaped(buf, j));
+      do j = buf.indexOf(QUOTE, j + 1);
+      while (j > 0 && escaped(buf, j));
       if (j < 0 || j >= end) break; // not JSON after all: nothing more to find
       const top = stack[stack.length - 1];
-      if (top?.object && top.expectKey) { top.key = [i, j + 1]; top.expectKey = false; }
+      if (top?.object && top.expectKey) {
+        top.key = [i, j + 1];
+        top.expectKey = false;
+      }
       i = j + 1;
       continue;
     }
-    if (c === LBRACE || c === LBRACKET) { stack.push({ object: c === LBRACE, key: null, expectKey: c === LBRACE, index: 0 }); i++; continue; }
-    if (c === RBRACE || c === RBRACKET) { stack.pop(); i++; continue; }
+    if (c === LBRACE || c === LBRACKET) {
+      stack.push({ object: c === LBRACE, key: null, expectKey: c === LBRACE, index: 0 });
+      i++;
+      continue;
+    }
+    if (c === RBRACE || c === RBRACKET) {
+      stack.pop();
+      i++;
+      continue;
+    }
     if (c === COMMA) {
       const top = stack[stack.length - 1]!;
-      if (top.object) top.expectKey = true; else top.index++;
+      if (top.object) top.expectKey = true;
+      else top.index++;
       i++;
       continue;
     }
@@ -68,7 +93,10 @@ export function inexactNumber(buf: Buffer, start: number, end: number): InexactN
       for (; j < end; j++) {
         const d = buf[j]!;
         if (d >= 0x30 && d <= 0x39) continue;
-        if (d === 0x2e || d === 0x65 || d === 0x45 || d === 0x2b || d === MINUS) { plain = false; continue; }
+        if (d === 0x2e || d === 0x65 || d === 0x45 || d === 0x2b || d === MINUS) {
+          plain = false;
+          continue;
+        }
         break;
       }
       // Fifteen digits or fewer, without an exponent, are always exact (|n| < 2^53).
@@ -81,7 +109,10 @@ export function inexactNumber(buf: Buffer, start: number, end: number): InexactN
       i = j;
       continue;
     }
-    if (c === COLON) { i++; continue; }
+    if (c === COLON) {
+      i++;
+      continue;
+    }
     i++;
   }
   return found === null ? null : pointed(buf, found.path, true);

@@ -44,8 +44,13 @@ export interface LinearPattern {
   test(text: string): boolean;
 }
 
-interface Re2 { test(text: string): boolean; programSize(): number }
-interface Re2Module { RE2JS: { compile(pattern: string): Re2 } }
+interface Re2 {
+  test(text: string): boolean;
+  programSize(): number;
+}
+interface Re2Module {
+  RE2JS: { compile(pattern: string): Re2 };
+}
 let re2: Re2Module | undefined;
 
 let budget = PATTERN_BUDGET;
@@ -124,7 +129,8 @@ function compilePattern(source: string): LinearPattern {
     source,
     test(text: string): boolean {
       budget -= text.length * size;
-      if (budget < 0) throw new PatternBudgetError(`matching its patterns would take more than mcpguard's bound (${PATTERN_BUDGET} characters times pattern size per check)`);
+      if (budget < 0)
+        throw new PatternBudgetError(`matching its patterns would take more than mcpguard's bound (${PATTERN_BUDGET} characters times pattern size per check)`);
       return compiled.test(text);
     },
   };
@@ -150,20 +156,44 @@ export function translate(p: string): string {
       continue;
     }
     if (c === '[') {
-      if (p.startsWith('[]', i)) { out += '[^\\x{0}-\\x{10FFFF}]'; i += 2; continue; }
-      if (p.startsWith('[^]', i)) { out += '[\\x{0}-\\x{10FFFF}]'; i += 3; continue; }
+      if (p.startsWith('[]', i)) {
+        out += '[^\\x{0}-\\x{10FFFF}]';
+        i += 2;
+        continue;
+      }
+      if (p.startsWith('[^]', i)) {
+        out += '[\\x{0}-\\x{10FFFF}]';
+        i += 3;
+        continue;
+      }
       inClass = true;
       out += '[';
       i++;
-      if (p[i] === '^') { out += '^'; i++; }
+      if (p[i] === '^') {
+        out += '^';
+        i++;
+      }
       // A `]` first in a class closes it in ECMA-262 (handled above); nothing else is special here.
       continue;
     }
-    if (c === '.') { out += DOT; i++; continue; }
+    if (c === '.') {
+      out += DOT;
+      i++;
+      continue;
+    }
     if (c === '(') {
-      if (p.startsWith('(?=', i) || p.startsWith('(?!', i) || p.startsWith('(?<=', i) || p.startsWith('(?<!', i)) throw refuse('uses a lookaround, which RE2 cannot match');
-      if (p.startsWith('(?:', i)) { out += '(?:'; i += 3; continue; }
-      if (p.startsWith('(?<', i)) { i = p.indexOf('>', i) + 1; out += '(?:'; continue; }
+      if (p.startsWith('(?=', i) || p.startsWith('(?!', i) || p.startsWith('(?<=', i) || p.startsWith('(?<!', i))
+        throw refuse('uses a lookaround, which RE2 cannot match');
+      if (p.startsWith('(?:', i)) {
+        out += '(?:';
+        i += 3;
+        continue;
+      }
+      if (p.startsWith('(?<', i)) {
+        i = p.indexOf('>', i) + 1;
+        out += '(?:';
+        continue;
+      }
       out += '(?:';
       i++;
       continue;
@@ -179,19 +209,33 @@ export function translate(p: string): string {
 function re2Escape(p: string, i: number, inClass: boolean): [string, number] {
   const e = p[i + 1]!;
   switch (e) {
-    case 'd': case 'D': case 'w': case 'W': case 't': case 'n': case 'f': case 'r':
+    case 'd':
+    case 'D':
+    case 'w':
+    case 'W':
+    case 't':
+    case 'n':
+    case 'f':
+    case 'r':
       return [`\\${e}`, 2];
-    case 'b': return [inClass ? '\\x{8}' : '\\b', 2];
+    case 'b':
+      return [inClass ? '\\x{8}' : '\\b', 2];
     // V8 (with `u`) also finds \B between the two halves of a surrogate pair, where RE2 has no position: no exact translation.
-    case 'B': throw refuse('uses \\B, which V8 also matches inside a surrogate pair and RE2 cannot');
-    case 'v': return ['\\x{0B}', 2];
-    case 's': return [inClass ? SPACES : `[${SPACES}]`, 2];
+    case 'B':
+      throw refuse('uses \\B, which V8 also matches inside a surrogate pair and RE2 cannot');
+    case 'v':
+      return ['\\x{0B}', 2];
+    case 's':
+      return [inClass ? SPACES : `[${SPACES}]`, 2];
     case 'S':
       if (inClass) throw refuse('uses \\S inside a class, which mcpguard does not translate');
       return [`[^${SPACES}]`, 2];
-    case '0': return ['\\x{0}', 2];
-    case 'c': return [`\\x{${(p.charCodeAt(i + 2) % 32).toString(16)}}`, 3];
-    case 'x': return [`\\x{${p.slice(i + 2, i + 4)}}`, 4];
+    case '0':
+      return ['\\x{0}', 2];
+    case 'c':
+      return [`\\x{${(p.charCodeAt(i + 2) % 32).toString(16)}}`, 3];
+    case 'x':
+      return [`\\x{${p.slice(i + 2, i + 4)}}`, 4];
     case 'u': {
       if (p[i + 2] === '{') {
         const end = p.indexOf('}', i);
@@ -205,7 +249,8 @@ function re2Escape(p: string, i: number, inClass: boolean): [string, number] {
       if (unit >= 0xd800 && unit <= 0xdfff) throw refuse('names a lone surrogate, which RE2 cannot match');
       return [`\\x{${unit.toString(16)}}`, 6];
     }
-    case 'p': case 'P': {
+    case 'p':
+    case 'P': {
       const end = p.indexOf('}', i);
       const name = p.slice(i + 3, end);
       const m = /^(?:(?:General_Category|gc|Script|sc)=)?([A-Za-z_]+)$/.exec(name);
@@ -215,7 +260,8 @@ function re2Escape(p: string, i: number, inClass: boolean): [string, number] {
       }
       return [`\\${e}{${m[1]}}`, end - i + 1];
     }
-    case 'k': throw refuse('uses a named backreference, which RE2 cannot match');
+    case 'k':
+      throw refuse('uses a named backreference, which RE2 cannot match');
     default:
       if (e >= '1' && e <= '9') throw refuse('uses a backreference, which RE2 cannot match');
       // A syntax character or `/` (or `-` in a class): the only identity escapes `u` allows; RE2 takes them as literals.
@@ -236,7 +282,10 @@ let timed: { context: vm.Context; script: vm.Script } | undefined;
 
 /** `native` run under the check's time budget; past it, PatternBudgetError (the call is refused as not checkable). */
 function timedPattern(source: string, native: RegExp, why: string): LinearPattern {
-  const spent = (): PatternBudgetError => new PatternBudgetError(`a pattern RE2 cannot run (it ${why}) took more than mcpguard's bound on V8's backtracking engine (${TIMED_BUDGET_MS} ms per check)`);
+  const spent = (): PatternBudgetError =>
+    new PatternBudgetError(
+      `a pattern RE2 cannot run (it ${why}) took more than mcpguard's bound on V8's backtracking engine (${TIMED_BUDGET_MS} ms per check)`,
+    );
   return {
     source,
     test(text: string): boolean {

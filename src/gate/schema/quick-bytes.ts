@@ -20,10 +20,7 @@
  * the slow path. test/gate/schema/quick-bytes.test.js compares the two.
  */
 import { scanJson, stringValue, type JsonNode, type MemberMap } from '../../wire/json-scan.js';
-import {
-  ARRAY, BOOLEAN, NULL, NUMBER, OBJECT, STRING,
-  codePoints, lengthWithin, numberWithin, typeAllows, type Primitive, type Rule,
-} from './quick-check.js';
+import { ARRAY, BOOLEAN, NULL, NUMBER, OBJECT, STRING, codePoints, lengthWithin, numberWithin, typeAllows, type Primitive, type Rule } from './quick-check.js';
 
 /** Strings up to this many bytes are decoded when a keyword needs their text; longer ones only for const/enum. */
 export const DECODE_MAX = 64 * 1024;
@@ -66,7 +63,10 @@ class BytesCheck {
   /** Strings decoded so far. */
   private texts: Map<JsonNode, string> | undefined;
 
-  constructor(private readonly frame: Buffer, private budget: number) {}
+  constructor(
+    private readonly frame: Buffer,
+    private budget: number,
+  ) {}
 
   /** `frame[start, end)` scanned afresh with its members (and, for an array, its items) recorded; null past the budget. */
   rescan(start: number, end: number): JsonNode | null {
@@ -113,11 +113,16 @@ class BytesCheck {
   /** `value === constant` of quick-check.ts, for the value these bytes parse to. */
   private equals(node: JsonNode, bit: number, n: number, constant: Primitive): boolean {
     switch (bit) {
-      case NULL: return constant === null;
-      case BOOLEAN: return constant === (node.type === 'true');
-      case NUMBER: return constant === n;
-      case STRING: return typeof constant === 'string' && this.textEquals(node, constant);
-      default: return false; // objects and arrays never equal a primitive
+      case NULL:
+        return constant === null;
+      case BOOLEAN:
+        return constant === (node.type === 'true');
+      case NUMBER:
+        return constant === n;
+      case STRING:
+        return typeof constant === 'string' && this.textEquals(node, constant);
+      default:
+        return false; // objects and arrays never equal a primitive
     }
   }
 
@@ -220,12 +225,18 @@ class BytesCheck {
 
 function bitOf(type: JsonNode['type']): number {
   switch (type) {
-    case 'object': return OBJECT;
-    case 'array': return ARRAY;
-    case 'string': return STRING;
-    case 'number': return NUMBER;
-    case 'null': return NULL;
-    default: return BOOLEAN;
+    case 'object':
+      return OBJECT;
+    case 'array':
+      return ARRAY;
+    case 'string':
+      return STRING;
+    case 'number':
+      return NUMBER;
+    case 'null':
+      return NULL;
+    default:
+      return BOOLEAN;
   }
 }
 

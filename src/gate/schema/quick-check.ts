@@ -24,19 +24,78 @@ import { patternOf, type LinearPattern } from './pattern.js';
 
 /** Keywords the library reads that are repeated here; any other keyword it reads rules the schema out. */
 const REPEATED = new Set([
-  'type', 'const', 'enum', 'required', 'not', 'anyOf', 'allOf', 'oneOf', 'if', 'then', 'else',
-  'properties', 'additionalProperties', 'items', 'minItems', 'maxItems',
-  'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern',
+  'type',
+  'const',
+  'enum',
+  'required',
+  'not',
+  'anyOf',
+  'allOf',
+  'oneOf',
+  'if',
+  'then',
+  'else',
+  'properties',
+  'additionalProperties',
+  'items',
+  'minItems',
+  'maxItems',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'pattern',
 ]);
 
 /** Every keyword validate() reads from a schema object (its destructuring), in the library's spelling. */
 const LIBRARY_READS = [
-  '$ref', '$recursiveRef', '$recursiveAnchor', 'type', 'const', 'enum', 'required', 'not', 'anyOf', 'allOf', 'oneOf',
-  'if', 'then', 'else', 'format', 'properties', 'patternProperties', 'additionalProperties', 'unevaluatedProperties',
-  'minProperties', 'maxProperties', 'propertyNames', 'dependentRequired', 'dependentSchemas', 'dependencies',
-  'prefixItems', 'items', 'additionalItems', 'unevaluatedItems', 'contains', 'minContains', 'maxContains',
-  'minItems', 'maxItems', 'uniqueItems', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
-  'minLength', 'maxLength', 'pattern', '__absolute_ref__', '__absolute_recursive_ref__',
+  '$ref',
+  '$recursiveRef',
+  '$recursiveAnchor',
+  'type',
+  'const',
+  'enum',
+  'required',
+  'not',
+  'anyOf',
+  'allOf',
+  'oneOf',
+  'if',
+  'then',
+  'else',
+  'format',
+  'properties',
+  'patternProperties',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'minProperties',
+  'maxProperties',
+  'propertyNames',
+  'dependentRequired',
+  'dependentSchemas',
+  'dependencies',
+  'prefixItems',
+  'items',
+  'additionalItems',
+  'unevaluatedItems',
+  'contains',
+  'minContains',
+  'maxContains',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'pattern',
+  '__absolute_ref__',
+  '__absolute_recursive_ref__',
 ];
 
 /** The instance types as bits (quick-bytes.ts reads values from their bytes with the same bits). */
@@ -48,7 +107,15 @@ export const NUMBER = 16;
 export const STRING = 32;
 /** `"integer"` in an array of types: a finite number with no fraction. */
 const INTEGER = 64;
-const TYPE_BITS: Readonly<Record<string, number>> = { null: NULL, boolean: BOOLEAN, object: OBJECT, array: ARRAY, number: NUMBER, string: STRING, integer: INTEGER };
+const TYPE_BITS: Readonly<Record<string, number>> = {
+  null: NULL,
+  boolean: BOOLEAN,
+  object: OBJECT,
+  array: ARRAY,
+  number: NUMBER,
+  string: STRING,
+  integer: INTEGER,
+};
 
 export type Primitive = string | number | boolean | null;
 
@@ -212,11 +279,16 @@ function isPrimitive(value: unknown): value is Primitive {
 /** The library's instance type, as a bit; 0 for what it refuses to check (undefined, functions, bigint: never from JSON). */
 function typeBit(value: unknown): number {
   switch (typeof value) {
-    case 'boolean': return BOOLEAN;
-    case 'number': return NUMBER;
-    case 'string': return STRING;
-    case 'object': return value === null ? NULL : Array.isArray(value) ? ARRAY : OBJECT;
-    default: return 0;
+    case 'boolean':
+      return BOOLEAN;
+    case 'number':
+      return NUMBER;
+    case 'string':
+      return STRING;
+    case 'object':
+      return value === null ? NULL : Array.isArray(value) ? ARRAY : OBJECT;
+    default:
+      return 0;
   }
 }
 

@@ -243,7 +243,6 @@ function valueOnly(args: unknown): ArgumentSource {
   return { frame: NO_BYTES, start: 0, end: 0, value: () => value };
 }
 
-
 function verdictOf(outcome: Outcome): Verdict {
   if (outcome.ok || outcome.kind === 'invalid') return outcome;
   return { ok: false, kind: 'invalid', errors: [{ path: '', keyword: outcome.keyword ?? 'depth', message: outcome.reason }] };

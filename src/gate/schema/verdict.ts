@@ -50,9 +50,10 @@ export function verdictText(verdict: Verdict, tool: string, subject: Subject = '
   const name = quote(tool, PATH_SHOWN);
   switch (verdict.kind) {
     case 'invalid': {
-      const head = subject === 'arguments'
-        ? `Invalid arguments for tool ${name}: they do not match the tool's inputSchema, so the call was not sent.`
-        : `The structured result of tool ${name} does not match the tool's outputSchema.`;
+      const head =
+        subject === 'arguments'
+          ? `Invalid arguments for tool ${name}: they do not match the tool's inputSchema, so the call was not sent.`
+          : `The structured result of tool ${name} does not match the tool's outputSchema.`;
       const lines = verdict.errors.slice(0, ERRORS_SHOWN).map((e) => `- ${shownPath(e.path)}: ${e.keyword}: ${e.message}`);
       const more = verdict.errors.length - ERRORS_SHOWN;
       if (more > 0) lines.push(`- and ${more} more`);

@@ -23,7 +23,11 @@ const libraryValid = (value, s, dialect) => validate(value, s, dialect, undefine
 function random(seed) {
   let x = seed >>> 0 || 1;
   return (n) => {
-    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
     return x % n;
   };
 }
@@ -76,7 +80,9 @@ function spell(value, pick) {
 
 /** The arguments text inside a tools/call frame, and their node as the scanner finds it. */
 function inFrame(text, pick = () => 0) {
-  const frame = Buffer.from(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t",${SPACES[pick(SPACES.length)]}"arguments":${SPACES[pick(SPACES.length)]}${text}${SPACES[pick(SPACES.length)]}}}\n`);
+  const frame = Buffer.from(
+    `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t",${SPACES[pick(SPACES.length)]}"arguments":${SPACES[pick(SPACES.length)]}${text}${SPACES[pick(SPACES.length)]}}}\n`,
+  );
   const scanned = scanJson(frame, 0, frame.length - 1);
   assert.ok(scanned.ok, `the scanner refused ${text}: ${scanned.reason}`);
   const node = scanned.value.members.get('params').members.get('arguments');
@@ -90,23 +96,26 @@ const verdictOf = (rule, text) => {
 
 test('on random schemas and spelled values, the bytes check never passes what the library refuses, and agrees with the value quick check', (t) => {
   const tally = { valid: 0, invalid: 0, unsure: 0, schemas: 0 };
-  fc.assert(fc.property(schema, fc.constantFrom(...DIALECTS), fc.array(fc.tuple(json, fc.integer()), { minLength: 1, maxLength: 8 }), (s, dialect, values) => {
-    const rule = compileRule(s, dialect);
-    if (rule === null) return;
-    tally.schemas++;
-    const quick = quickCheck(s, dialect);
-    for (const [v, seed] of values) {
-      const pick = random(seed);
-      const text = spell(v, pick);
-      const { frame, node } = inFrame(text, pick);
-      const value = JSON.parse(text);
-      const verdict = bytesVerdict(rule, frame, node.start, node.end);
-      tally[verdict]++;
-      const what = `schema ${JSON.stringify(s)} (${dialect}), text ${text}`;
-      if (verdict === 'valid') assert.equal(libraryValid(value, s, dialect), true, `passed what the library refuses: ${what}`);
-      if (verdict !== 'unsure') assert.equal(verdict === 'valid', quick(value), `disagrees with the value quick check: ${what}`);
-    }
-  }), { numRuns: 15000 });
+  fc.assert(
+    fc.property(schema, fc.constantFrom(...DIALECTS), fc.array(fc.tuple(json, fc.integer()), { minLength: 1, maxLength: 8 }), (s, dialect, values) => {
+      const rule = compileRule(s, dialect);
+      if (rule === null) return;
+      tally.schemas++;
+      const quick = quickCheck(s, dialect);
+      for (const [v, seed] of values) {
+        const pick = random(seed);
+        const text = spell(v, pick);
+        const { frame, node } = inFrame(text, pick);
+        const value = JSON.parse(text);
+        const verdict = bytesVerdict(rule, frame, node.start, node.end);
+        tally[verdict]++;
+        const what = `schema ${JSON.stringify(s)} (${dialect}), text ${text}`;
+        if (verdict === 'valid') assert.equal(libraryValid(value, s, dialect), true, `passed what the library refuses: ${what}`);
+        if (verdict !== 'unsure') assert.equal(verdict === 'valid', quick(value), `disagrees with the value quick check: ${what}`);
+      }
+    }),
+    { numRuns: 15000 },
+  );
   t.diagnostic(`bytes verdicts: ${JSON.stringify(tally)}`);
   // Both answers must be exercised, and "unsure" (only for nesting that needs too many rescans) must stay rare.
   assert.ok(tally.schemas > 4000 && tally.valid > 2000 && tally.invalid > 2000, JSON.stringify(tally));
@@ -143,7 +152,7 @@ test('keys: __proto__ is an own member, escaped keys are their text', () => {
     [{ properties: { a: { type: 'string' } }, additionalProperties: false }, '{"\\u0061": "x"}', 'valid'],
     [{ properties: { a: { type: 'string' } }, additionalProperties: false }, '{"\\u0061": 1}', 'invalid'],
     [{ required: ['toString'] }, '{}', 'invalid'],
-    [{ properties: { 'é': { const: 'ü' } }, required: ['é'] }, '{"\\u00e9": "\\u00FC"}', 'valid'],
+    [{ properties: { é: { const: 'ü' } }, required: ['é'] }, '{"\\u00e9": "\\u00FC"}', 'valid'],
   ];
   for (const [s, text, expected] of cases) {
     assert.equal(verdictOf(compileRule(s, '7'), text), expected, `${JSON.stringify(s)} ${text}`);
@@ -176,7 +185,14 @@ test('string lengths from bytes: counted as the library counts (code units, a pa
       const length = [...value].length;
       const bodyBytes = Buffer.byteLength(literal) - 2;
       assert.equal(countCodePoints(Buffer.from(literal), 1, bodyBytes + 1), length, `size ${size} seed ${seed}`);
-      for (const s of [{ maxLength: length }, { maxLength: length - 1 }, { minLength: length }, { minLength: length + 1 }, { minLength: 1, maxLength: bodyBytes }, { maxLength: bodyBytes + 1, type: 'string' }]) {
+      for (const s of [
+        { maxLength: length },
+        { maxLength: length - 1 },
+        { minLength: length },
+        { minLength: length + 1 },
+        { minLength: 1, maxLength: bodyBytes },
+        { maxLength: bodyBytes + 1, type: 'string' },
+      ]) {
         const expected = libraryValid(value, s, '7');
         assert.equal(verdictOf(compileRule(s, '7'), literal), expected ? 'valid' : 'invalid', `${JSON.stringify(s)}, size ${size} seed ${seed}`);
         checked++;
@@ -204,7 +220,8 @@ test('long strings: const and enum settled without a wrong answer; a pattern on 
   for (const [s, text, expected] of cases) {
     const verdict = verdictOf(compileRule(s, '2020-12'), text);
     assert.equal(verdict, expected, JSON.stringify(s).slice(0, 120));
-    if (expected !== 'unsure') assert.equal(expected === 'valid', libraryValid(JSON.parse(text), s, '2020-12'), `the case itself: ${JSON.stringify(s).slice(0, 120)}`);
+    if (expected !== 'unsure')
+      assert.equal(expected === 'valid', libraryValid(JSON.parse(text), s, '2020-12'), `the case itself: ${JSON.stringify(s).slice(0, 120)}`);
   }
 });
 
@@ -225,14 +242,27 @@ test('through the tool schemas: a large valid call is never parsed; a small one,
   tools.learnPage([{ name: 'echo', inputSchema }], true, '2025-06-18');
   const source = (text) => {
     const { frame, node } = inFrame(text);
-    const counted = { frame, start: node.start, end: node.end, parsed: 0, value() { this.parsed++; return JSON.parse(text); } };
+    const counted = {
+      frame,
+      start: node.start,
+      end: node.end,
+      parsed: 0,
+      value() {
+        this.parsed++;
+        return JSON.parse(text);
+      },
+    };
     return counted;
   };
   const large = mixedText(BYTES_CHECK_MIN * 3, 9);
   const valid = source(`{"size": 2, "blob": ${spellString(large, random(1))}}`);
   assert.deepEqual(await tools.checkCall('echo', valid), { ok: true });
   assert.equal(valid.parsed, 0, 'a large valid call is checked from its bytes only');
-  for (const text of [`{"size": 0, "blob": ${JSON.stringify(large)}}`, `{"blob": ${JSON.stringify(large)}, "more": 1}`, `{"blob": [${JSON.stringify(large)}]}`]) {
+  for (const text of [
+    `{"size": 0, "blob": ${JSON.stringify(large)}}`,
+    `{"blob": ${JSON.stringify(large)}, "more": 1}`,
+    `{"blob": [${JSON.stringify(large)}]}`,
+  ]) {
     const invalid = source(text);
     const verdict = tools.checkCallNow('echo', invalid);
     assert.equal(invalid.parsed, 1, 'a refusal is made by the value path');

@@ -23,31 +23,55 @@ const libraryValid = (value, s, dialect) => validate(value, s, dialect, undefine
 test('whenever the quick check is made, it agrees with the library on every value', () => {
   let made = 0;
   let passed = 0;
-  fc.assert(fc.property(schema, fc.constantFrom(...DIALECTS), fc.array(json, { minLength: 1, maxLength: 8 }), (s, dialect, values) => {
-    const quick = quickCheck(s, dialect);
-    if (quick === null) return;
-    made++;
-    for (const value of values) {
-      const expected = libraryValid(value, s, dialect);
-      if (expected) passed++;
-      assert.equal(quick(value), expected, `schema ${JSON.stringify(s)} (${dialect}), value ${JSON.stringify(value)}`);
-    }
-  }), { numRuns: 20000 });
+  fc.assert(
+    fc.property(schema, fc.constantFrom(...DIALECTS), fc.array(json, { minLength: 1, maxLength: 8 }), (s, dialect, values) => {
+      const quick = quickCheck(s, dialect);
+      if (quick === null) return;
+      made++;
+      for (const value of values) {
+        const expected = libraryValid(value, s, dialect);
+        if (expected) passed++;
+        assert.equal(quick(value), expected, `schema ${JSON.stringify(s)} (${dialect}), value ${JSON.stringify(value)}`);
+      }
+    }),
+    { numRuns: 20000 },
+  );
   // The generator must exercise both sides, or the agreement proves little.
   assert.ok(made > 5000 && passed > 2000, `quick checks made ${made}, values passed ${passed}`);
 });
 
 test('a schema with a keyword the quick check does not repeat gets none', () => {
-  for (const extra of [{ multipleOf: 2 }, { uniqueItems: true }, { minProperties: 1 }, { $ref: '#' }, { patternProperties: { a: {} } }, { items: [{}] }, { format: 'email' }, { then: {} }, { $recursiveAnchor: true }]) {
+  for (const extra of [
+    { multipleOf: 2 },
+    { uniqueItems: true },
+    { minProperties: 1 },
+    { $ref: '#' },
+    { patternProperties: { a: {} } },
+    { items: [{}] },
+    { format: 'email' },
+    { then: {} },
+    { $recursiveAnchor: true },
+  ]) {
     assert.equal(quickCheck({ type: 'object', properties: { a: { type: 'string', ...extra } } }, '2019-09'), null, JSON.stringify(extra));
   }
   assert.equal(quickCheck({ type: 'objekt' }, '7'), null);
   assert.equal(quickCheck({ enum: [{ a: 1 }] }, '7'), null);
-  assert.notEqual(quickCheck({ type: 'object', properties: { a: { type: 'string', description: 'x', default: 'y' } }, additionalProperties: false, $schema: 'x', $id: 'y' }, '7'), null);
+  assert.notEqual(
+    quickCheck(
+      { type: 'object', properties: { a: { type: 'string', description: 'x', default: 'y' } }, additionalProperties: false, $schema: 'x', $id: 'y' },
+      '7',
+    ),
+    null,
+  );
 });
 
 test('the lone-integer quirk is the library\'s: Infinity passes "integer" and fails ["integer"]', () => {
-  for (const [s, value] of [[{ type: 'integer' }, Infinity], [{ type: ['integer'] }, Infinity], [{ type: 'integer' }, 2.5], [{ type: ['integer', 'string'] }, 3]]) {
+  for (const [s, value] of [
+    [{ type: 'integer' }, Infinity],
+    [{ type: ['integer'] }, Infinity],
+    [{ type: 'integer' }, 2.5],
+    [{ type: ['integer', 'string'] }, 3],
+  ]) {
     assert.equal(quickCheck(s, '7')(value), libraryValid(value, s, '7'), JSON.stringify([s, value]));
   }
   assert.equal(quickCheck({ type: 'integer' }, '7')(Infinity), true);
@@ -63,11 +87,14 @@ test('the tools of server-everything: which get a quick check, and agreement on 
     const { copy } = prepareSchema(tool.inputSchema, '7');
     const q = quickCheck(copy, '7');
     if (q !== null) quick++;
-    fc.assert(fc.property(fc.dictionary(fc.constantFrom(...Object.keys(tool.inputSchema.properties ?? {}), 'other'), json, { maxKeys: 4 }), (value) => {
-      const expected = libraryValid(value, copy, '7');
-      assert.equal(compiled.check(value).ok, expected, `${tool.name} ${JSON.stringify(value)}`);
-      if (q !== null) assert.equal(q(value), expected, `${tool.name} ${JSON.stringify(value)}`);
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom(...Object.keys(tool.inputSchema.properties ?? {}), 'other'), json, { maxKeys: 4 }), (value) => {
+        const expected = libraryValid(value, copy, '7');
+        assert.equal(compiled.check(value).ok, expected, `${tool.name} ${JSON.stringify(value)}`);
+        if (q !== null) assert.equal(q(value), expected, `${tool.name} ${JSON.stringify(value)}`);
+      }),
+      { numRuns: 300 },
+    );
   }
   // Every one of them uses only the keywords repeated here (type, properties, required, enum, bounds, annotations; format is gone).
   assert.equal(quick, tools.length);

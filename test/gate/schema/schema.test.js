@@ -28,7 +28,10 @@ const D2020 = 'https://json-schema.org/draft/2020-12/schema';
 /** A ToolSchemas that knows one tool per entry of `schemas` (name → inputSchema). */
 function toolsOf(schemas, protocolVersion = '2025-11-25') {
   const tools = new ToolSchemas({ protocolVersion });
-  tools.learnPage(Object.entries(schemas).map(([name, inputSchema]) => ({ name, inputSchema })), true);
+  tools.learnPage(
+    Object.entries(schemas).map(([name, inputSchema]) => ({ name, inputSchema })),
+    true,
+  );
   return tools;
 }
 
@@ -56,13 +59,21 @@ describe('the tools of @modelcontextprotocol/server-everything, listed live', { 
   after(async () => {
     const pid = client?.transport?.pid;
     await client?.close().catch(() => {});
-    if (pid) try { process.kill(pid, 'SIGKILL'); } catch {}
+    if (pid)
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
   });
 
   test('every listed tool compiles, and {} or its required members pass', async () => {
     assert.ok(listed.length >= 10, `listed ${listed.length} tools`);
-    const samples = { echo: { message: 'hi' }, 'get-sum': { a: 1, b: 2 }, 'get-annotated-message': { messageType: 'success' },
-      'get-structured-content': { location: 'Chicago' }, 'simulate-research-query': { topic: 'x' } };
+    const samples = {
+      echo: { message: 'hi' },
+      'get-sum': { a: 1, b: 2 },
+      'get-annotated-message': { messageType: 'success' },
+      'get-structured-content': { location: 'Chicago' },
+      'simulate-research-query': { topic: 'x' },
+    };
     for (const t of listed) {
       assert.ok(tools.known(t.name));
       assert.deepEqual(tools.tool(t.name).annotations, t.annotations);
@@ -86,7 +97,10 @@ describe('the tools of @modelcontextprotocol/server-everything, listed live', { 
       assert.equal(v.kind, 'invalid', `${name} ${JSON.stringify(args)}`);
       assert.deepEqual([v.errors[0].path, v.errors[0].keyword], [path, keyword], JSON.stringify(v.errors));
       // The oracle: the server's own validation refuses the same call.
-      const answer = await client.callTool({ name, arguments: args }).then((r) => r.isError === true, () => true);
+      const answer = await client.callTool({ name, arguments: args }).then(
+        (r) => r.isError === true,
+        () => true,
+      );
       assert.equal(answer, true, `the server accepted ${name} ${JSON.stringify(args)}`);
     }
   });
@@ -98,7 +112,10 @@ describe('the tools of @modelcontextprotocol/server-everything, listed live', { 
     assert.equal(bad.kind, 'invalid');
     assert.deepEqual(bad.errors.map((e) => `${e.path} ${e.keyword}`).sort(), ['/extra additionalProperties', '/temperature type']);
     const missing = await tools.checkOutput('get-structured-content', undefined);
-    assert.deepEqual(missing.errors.map((e) => e.keyword), ['structuredContent']);
+    assert.deepEqual(
+      missing.errors.map((e) => e.keyword),
+      ['structuredContent'],
+    );
     assert.deepEqual(await tools.checkOutput('echo', { anything: true }), { ok: true }, 'no outputSchema, nothing to check');
   });
 });
@@ -127,7 +144,9 @@ describe('dialects', () => {
     const tuple = await toolsOf({ t: { $schema: D7, type: 'array', items: [{ type: 'string' }], additionalItems: false } });
     assert.deepEqual(await tuple.checkArguments('t', ['a']), { ok: true });
     assert.deepEqual((await tuple.checkArguments('t', ['a', 1])).errors[0], { path: '/1', keyword: 'additionalItems', message: 'is not allowed' });
-    const tree = toolsOf({ t: { $schema: D2019, $recursiveAnchor: true, type: 'object', properties: { kids: { type: 'array', items: { $recursiveRef: '#' } } } } });
+    const tree = toolsOf({
+      t: { $schema: D2019, $recursiveAnchor: true, type: 'object', properties: { kids: { type: 'array', items: { $recursiveRef: '#' } } } },
+    });
     assert.deepEqual(await tree.checkArguments('t', { kids: [{ kids: [] }] }), { ok: true });
     assert.equal((await tree.checkArguments('t', { kids: [{ kids: [3] }] })).errors[0].path, '/kids/0/kids/0');
     const prefix = toolsOf({ t: { type: 'array', prefixItems: [{ type: 'string' }], items: false } });
@@ -136,7 +155,10 @@ describe('dialects', () => {
   });
 
   test('an unknown or remote $schema dialect is unusable, named in the reason', async () => {
-    assert.match(await unusableReason({ $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' }), /unsupported dialect "http:\/\/json-schema.org\/draft-04\/schema#"/);
+    assert.match(
+      await unusableReason({ $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' }),
+      /unsupported dialect "http:\/\/json-schema.org\/draft-04\/schema#"/,
+    );
     assert.match(await unusableReason({ $schema: 'https://example.com/my-meta', type: 'object' }), /unsupported dialect/);
     assert.match(await unusableReason({ $schema: 7 }), /\/\$schema: must be a string/);
     assert.match(await unusableReason({ properties: { a: { $schema: D7 } } }), /\/properties\/a\/\$schema: names another dialect/);
@@ -147,14 +169,19 @@ describe('dialects', () => {
     assert.deepEqual(await t.checkArguments('t', { u: 'not a uri', e: 'not an email', x: 'whatever' }), { ok: true });
     // A member named "format" is not the keyword: its schema still applies.
     const member = toolsOf({ t: { type: 'object', properties: { format: { enum: ['json', 'csv'] } } } });
-    assert.deepEqual((await member.checkArguments('t', { format: 'xml' })).errors.map((e) => `${e.path} ${e.keyword}`), ['/format enum']);
+    assert.deepEqual(
+      (await member.checkArguments('t', { format: 'xml' })).errors.map((e) => `${e.path} ${e.keyword}`),
+      ['/format enum'],
+    );
   });
 });
 
 describe('what is never done', () => {
   test('a remote $ref is refused when the schema is compiled; nothing connects to it', async () => {
     let connections = 0;
-    const server = createServer((_req, res) => { res.end('{"type":"string"}'); });
+    const server = createServer((_req, res) => {
+      res.end('{"type":"string"}');
+    });
     server.on('connection', () => connections++);
     await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
@@ -164,7 +191,10 @@ describe('what is never done', () => {
         const v = await tools.checkArguments(name, { x: 'y' });
         assert.equal(v.kind, 'unusable', name);
       }
-      assert.match((await tools.checkArguments('a', {})).reason, /\/properties\/x\/\$ref: "http:\/\/127\.0\.0\.1:\d+\/schema\.json" does not resolve inside the schema \(mcpguard never fetches a schema\)/);
+      assert.match(
+        (await tools.checkArguments('a', {})).reason,
+        /\/properties\/x\/\$ref: "http:\/\/127\.0\.0\.1:\d+\/schema\.json" does not resolve inside the schema \(mcpguard never fetches a schema\)/,
+      );
       await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal(connections, 0);
       // The server did answer: a fetch would have found it.
@@ -177,7 +207,11 @@ describe('what is never done', () => {
   });
 
   test('a $ref to an $id inside the schema resolves locally', async () => {
-    const schema = { type: 'object', properties: { x: { $ref: 'https://example.com/inner' } }, $defs: { i: { $id: 'https://example.com/inner', type: 'string' } } };
+    const schema = {
+      type: 'object',
+      properties: { x: { $ref: 'https://example.com/inner' } },
+      $defs: { i: { $id: 'https://example.com/inner', type: 'string' } },
+    };
     const t = toolsOf({ t: schema });
     assert.deepEqual(await t.checkArguments('t', { x: 's' }), { ok: true });
     assert.equal((await t.checkArguments('t', { x: 1 })).errors[0].keyword, 'type');
@@ -185,13 +219,24 @@ describe('what is never done', () => {
 });
 
 describe('bounds', () => {
-  const nested = (depth) => { let s = { type: 'string' }; for (let i = 0; i < depth; i++) s = { type: 'object', properties: { a: s } }; return s; };
-  const value = (depth) => { let v = 'x'; for (let i = 0; i < depth; i++) v = { a: v }; return v; };
+  const nested = (depth) => {
+    let s = { type: 'string' };
+    for (let i = 0; i < depth; i++) s = { type: 'object', properties: { a: s } };
+    return s;
+  };
+  const value = (depth) => {
+    let v = 'x';
+    for (let i = 0; i < depth; i++) v = { a: v };
+    return v;
+  };
 
   test(`a schema nested ${MAX_SCHEMA_DEPTH} deep is checked; one level more is unusable`, async () => {
     assert.deepEqual(await toolsOf({ t: nested(MAX_SCHEMA_DEPTH) }).checkArguments('t', value(MAX_SCHEMA_DEPTH)), { ok: true });
     // Named at the first place too deep: /properties/a repeated 64 times.
-    assert.equal(await unusableReason(nested(MAX_SCHEMA_DEPTH + 1)), `${'/properties/a'.repeat(MAX_SCHEMA_DEPTH).slice(0, 100)}…: nests deeper than ${MAX_SCHEMA_DEPTH} subschemas`);
+    assert.equal(
+      await unusableReason(nested(MAX_SCHEMA_DEPTH + 1)),
+      `${'/properties/a'.repeat(MAX_SCHEMA_DEPTH).slice(0, 100)}…: nests deeper than ${MAX_SCHEMA_DEPTH} subschemas`,
+    );
     assert.match(await unusableReason(nested(20000)), /nests (deeper than|too deeply)/);
   });
 
@@ -207,7 +252,10 @@ describe('bounds', () => {
 
   test('a cycle that never moves into the value is unusable; a recursive schema is checked as deep as the value goes', async () => {
     assert.match(await unusableReason({ $ref: '#' }), /never ends/);
-    assert.match(await unusableReason({ $defs: { a: { anyOf: [{ type: 'string' }, { $ref: '#/$defs/b' }] }, b: { not: { $ref: '#/$defs/a' } } }, $ref: '#/$defs/a' }), /never ends/);
+    assert.match(
+      await unusableReason({ $defs: { a: { anyOf: [{ type: 'string' }, { $ref: '#/$defs/b' }] }, b: { not: { $ref: '#/$defs/a' } } }, $ref: '#/$defs/a' }),
+      /never ends/,
+    );
     const tree = { type: 'object', properties: { next: { $ref: '#' } } };
     const t = toolsOf({ t: tree });
     let deep = {};
@@ -217,7 +265,11 @@ describe('bounds', () => {
     let deeper = {};
     for (let i = 0; i < 200000; i++) deeper = { next: deeper };
     const v = await t.checkArguments('t', deeper);
-    assert.deepEqual(v, { ok: false, kind: 'invalid', errors: [{ path: '', keyword: 'depth', message: 'it is nested too deeply or fails in too many places to check' }] });
+    assert.deepEqual(v, {
+      ok: false,
+      kind: 'invalid',
+      errors: [{ path: '', keyword: 'depth', message: 'it is nested too deeply or fails in too many places to check' }],
+    });
   });
 });
 
@@ -232,7 +284,12 @@ describe('unusable schemas', () => {
     assert.equal((await tools.checkArguments('t', {})).first, false);
     // A different fault is news.
     tools.learnPage([{ name: 't', inputSchema: { type: 'object', properties: { a: { minLength: -1 } } } }], true);
-    assert.deepEqual(await tools.checkArguments('t', {}), { ok: false, kind: 'unusable', reason: '/properties/a/minLength: must be a non-negative integer', first: true });
+    assert.deepEqual(await tools.checkArguments('t', {}), {
+      ok: false,
+      kind: 'unusable',
+      reason: '/properties/a/minLength: must be a non-negative integer',
+      first: true,
+    });
   });
 
   test('each malformed keyword is named', async () => {
@@ -247,7 +304,8 @@ describe('unusable schemas', () => {
       [{ properties: { x: { $dynamicRef: '#meta' } } }, '$dynamicRef is not supported'],
       [{ $defs: { a: { $ref: '#/$defs/missing' } } }, '/$defs/a/$ref: "#/$defs/missing" does not resolve'],
     ];
-    for (const [schema, expected] of cases) assert.ok((await unusableReason(schema)).includes(expected), `${JSON.stringify(schema)}: ${await unusableReason(schema)}`);
+    for (const [schema, expected] of cases)
+      assert.ok((await unusableReason(schema)).includes(expected), `${JSON.stringify(schema)}: ${await unusableReason(schema)}`);
   });
 
   test('a tool without an inputSchema, or listed twice with different ones, fails closed', async () => {
@@ -288,8 +346,12 @@ describe('pages, generations and forget()', () => {
 });
 
 describe('the text a model reads', () => {
-  const schema = { type: 'object', additionalProperties: false, required: ['path', 'mode'],
-    properties: { path: { type: 'string', pattern: '^/' }, mode: { enum: ['r', 'w'] }, n: { type: 'integer', minimum: 1 } } };
+  const schema = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['path', 'mode'],
+    properties: { path: { type: 'string', pattern: '^/' }, mode: { enum: ['r', 'w'] }, n: { type: 'integer', minimum: 1 } },
+  };
 
   test('names each failing path and keyword, quotes no argument value, and is the same every time', async () => {
     const tools = toolsOf({ open: schema });
@@ -297,21 +359,32 @@ describe('the text a model reads', () => {
     const v = await tools.checkArguments('open', args);
     const text = verdictText(v, 'open');
     assert.equal(text, verdictText(await tools.checkArguments('open', args), 'open'));
-    assert.equal(text, [
-      'Invalid arguments for tool "open": they do not match the tool\'s inputSchema, so the call was not sent.',
-      '- /path: pattern: must match the pattern "^/"',
-      '- /mode: enum: must be one of "r", "w"',
-      '- /n: minimum: must be >= 1',
-      '- and 1 more',
-      'Correct the arguments and call the tool again.',
-    ].join('\n'));
+    assert.equal(
+      text,
+      [
+        'Invalid arguments for tool "open": they do not match the tool\'s inputSchema, so the call was not sent.',
+        '- /path: pattern: must match the pattern "^/"',
+        '- /mode: enum: must be one of "r", "w"',
+        '- /n: minimum: must be >= 1',
+        '- and 1 more',
+        'Correct the arguments and call the tool again.',
+      ].join('\n'),
+    );
     assert.ok(!text.includes('hunter2'));
     assert.deepEqual(v.errors[3], { path: '/bad\nkey', keyword: 'additionalProperties', message: 'is not allowed' });
   });
 
   test('a failed anyOf, oneOf or not is one failing place, not one per alternative', async () => {
-    const tools = toolsOf({ t: { type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'number' } }] },
-      b: { oneOf: [{ type: 'integer' }, { type: 'number' }] }, c: { not: { const: 0 } } } } });
+    const tools = toolsOf({
+      t: {
+        type: 'object',
+        properties: {
+          a: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'number' } }] },
+          b: { oneOf: [{ type: 'integer' }, { type: 'number' }] },
+          c: { not: { const: 0 } },
+        },
+      },
+    });
     const v = await tools.checkArguments('t', { a: ['x'], b: 1, c: 0 });
     assert.deepEqual(v.errors, [
       { path: '/a', keyword: 'anyOf', message: 'must match at least one of the 2 alternatives in anyOf' },
@@ -325,7 +398,10 @@ describe('the text a model reads', () => {
     assert.match(verdictText(v, 't'), /^- "\/a\\nb": type: must be string \(got integer\)$/m);
     assert.equal(verdictText({ ok: false, kind: 'unknown_tool' }, 'nope'), 'Unknown tool "nope": the server did not list it.');
     const u = await toolsOf({ t: { type: 'strng' } }).checkArguments('t', {});
-    assert.equal(verdictText(u, 't'), 'Tool "t" cannot be called through mcpguard: its inputSchema cannot be checked (/type: "strng" is not a JSON Schema type). The call was not sent; retrying will not help.');
+    assert.equal(
+      verdictText(u, 't'),
+      'Tool "t" cannot be called through mcpguard: its inputSchema cannot be checked (/type: "strng" is not a JSON Schema type). The call was not sent; retrying will not help.',
+    );
     assert.equal(verdictText({ ok: true }, 't'), '');
   });
 });
@@ -333,7 +409,7 @@ describe('the text a model reads', () => {
 describe('policy "when" clauses', () => {
   before(loadEngine);
 
-  test('the issue\'s example matches rm commands only', () => {
+  test("the issue's example matches rm commands only", () => {
     const when = compileWhen({ properties: { command: { pattern: '^rm ' } }, required: ['command'] });
     assert.equal(when({ command: 'rm -rf /' }), true);
     assert.equal(when({ command: 'ls' }), false);
@@ -345,33 +421,39 @@ describe('policy "when" clauses', () => {
   test('a "when" clause answers as the full check does (which also explains), on random schemas and values', () => {
     let matched = 0;
     let missed = 0;
-    fc.assert(fc.property(randomSchema, fc.array(json, { minLength: 1, maxLength: 6 }), (s, values) => {
-      let when;
-      let compiled;
-      try {
-        when = compileWhen(s);
-        compiled = compileSchema(s, resolveDialect(s, null));
-      } catch {
-        return; // a schema the engine refuses: compileWhen's refusal is tested below
-      }
-      for (const value of values) {
-        const full = compiled.check(value);
-        if (!full.ok && full.kind === 'unchecked') {
-          assert.throws(() => when(value), { code: 'when_unchecked' });
-          continue;
+    fc.assert(
+      fc.property(randomSchema, fc.array(json, { minLength: 1, maxLength: 6 }), (s, values) => {
+        let when;
+        let compiled;
+        try {
+          when = compileWhen(s);
+          compiled = compileSchema(s, resolveDialect(s, null));
+        } catch {
+          return; // a schema the engine refuses: compileWhen's refusal is tested below
         }
-        assert.equal(when(value), full.ok, `schema ${JSON.stringify(s)}, value ${JSON.stringify(value)}`);
-        if (full.ok) matched++;
-        else missed++;
-      }
-    }), { numRuns: 3000 });
+        for (const value of values) {
+          const full = compiled.check(value);
+          if (!full.ok && full.kind === 'unchecked') {
+            assert.throws(() => when(value), { code: 'when_unchecked' });
+            continue;
+          }
+          assert.equal(when(value), full.ok, `schema ${JSON.stringify(s)}, value ${JSON.stringify(value)}`);
+          if (full.ok) matched++;
+          else missed++;
+        }
+      }),
+      { numRuns: 3000 },
+    );
     // Both answers must be exercised, or the agreement proves little.
     assert.ok(matched > 1000 && missed > 1000, `matched ${matched}, missed ${missed}`);
   });
 
   test('a bad schema throws a GuardError naming what is wrong', () => {
-    assert.throws(() => compileWhen({ properties: { command: { pattern: '(' } } }),
-      { name: 'GuardError', code: 'bad_schema', message: /^"when" is not a usable JSON Schema: \/properties\/command\/pattern: is not a valid regular expression/ });
+    assert.throws(() => compileWhen({ properties: { command: { pattern: '(' } } }), {
+      name: 'GuardError',
+      code: 'bad_schema',
+      message: /^"when" is not a usable JSON Schema: \/properties\/command\/pattern: is not a valid regular expression/,
+    });
     assert.throws(() => compileWhen({ $ref: 'https://example.com/x' }), { code: 'bad_schema', message: /does not resolve inside the schema/ });
     assert.throws(() => compileWhen('rm'), { code: 'bad_schema', message: /must be a JSON Schema/ });
   });
@@ -380,24 +462,44 @@ describe('policy "when" clauses', () => {
 describe('never throws', () => {
   test('any JSON value as arguments gets a verdict, and its text is printable lines', async () => {
     const tools = toolsOf({
-      tree: { type: 'object', properties: { name: { type: 'string' }, kids: { type: 'array', items: { $ref: '#' } } }, additionalProperties: { type: ['number', 'null'] } },
-      mixed: { type: 'object', properties: { a: { anyOf: [{ type: 'string', minLength: 2 }, { type: 'array', uniqueItems: true }] }, b: { oneOf: [{ const: 1 }, { enum: [1, 2] }] } },
-        patternProperties: { '^x': { not: { type: 'object' } } }, dependentRequired: { a: ['b'] }, propertyNames: { maxLength: 5 } },
+      tree: {
+        type: 'object',
+        properties: { name: { type: 'string' }, kids: { type: 'array', items: { $ref: '#' } } },
+        additionalProperties: { type: ['number', 'null'] },
+      },
+      mixed: {
+        type: 'object',
+        properties: {
+          a: {
+            anyOf: [
+              { type: 'string', minLength: 2 },
+              { type: 'array', uniqueItems: true },
+            ],
+          },
+          b: { oneOf: [{ const: 1 }, { enum: [1, 2] }] },
+        },
+        patternProperties: { '^x': { not: { type: 'object' } } },
+        dependentRequired: { a: ['b'] },
+        propertyNames: { maxLength: 5 },
+      },
       open: {},
     });
-    await fc.assert(fc.asyncProperty(fc.constantFrom('tree', 'mixed', 'open'), fc.jsonValue(), async (name, args) => {
-      const v = await tools.checkArguments(name, args);
-      assert.ok(v.ok || v.kind === 'invalid', JSON.stringify(v));
-      if (!v.ok) {
-        assert.ok(v.errors.length > 0);
-        for (const line of verdictText(v, name).split('\n')) assert.match(line, /^[^\x00-\x1f]*$/);
-      }
-    }), { numRuns: 500 });
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('tree', 'mixed', 'open'), fc.jsonValue(), async (name, args) => {
+        const v = await tools.checkArguments(name, args);
+        assert.ok(v.ok || v.kind === 'invalid', JSON.stringify(v));
+        if (!v.ok) {
+          assert.ok(v.errors.length > 0);
+          for (const line of verdictText(v, name).split('\n')) assert.match(line, /^[^\x00-\x1f]*$/);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
 describe('the engine loads lazily', { timeout: TIMEOUT }, () => {
-  test('importing, constructing and learning load neither the library nor the engine\'s modules; the first check does', async () => {
+  test("importing, constructing and learning load neither the library nor the engine's modules; the first check does", async () => {
     // A child process with a resolve hook that reports every module it resolves.
     const hook = `data:text/javascript,${encodeURIComponent(`export async function resolve(s, c, next) { const r = await next(s, c); if (/cfworker|engine|inspect|bounds|explain|keywords|dialect|limits/.test(s)) process.stderr.write('LOADED ' + s + '\\n'); return r; }`)}`;
     const script = `
@@ -415,7 +517,12 @@ describe('the engine loads lazily', { timeout: TIMEOUT }, () => {
     assert.equal(lines[0], 'LEARNED false null', stderr);
     assert.equal(lines.at(-1), 'CHECKED true {"ok":true} {"ok":true}', stderr);
     // Everything else of the gate, and the library, loads with the first check.
-    assert.deepEqual([...new Set(lines.slice(1, -1))].sort(), ['./bounds.js', './dialect.js', './engine.js', './explain.js', './inspect.js', './keywords.js', './limits.js', '@cfworker/json-schema']
-      .map((s) => `LOADED ${s}`).sort(), stderr);
+    assert.deepEqual(
+      [...new Set(lines.slice(1, -1))].sort(),
+      ['./bounds.js', './dialect.js', './engine.js', './explain.js', './inspect.js', './keywords.js', './limits.js', '@cfworker/json-schema']
+        .map((s) => `LOADED ${s}`)
+        .sort(),
+      stderr,
+    );
   });
 });
