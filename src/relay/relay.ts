@@ -12,11 +12,9 @@ import {
   errorResponse,
   idKey,
   memberId,
-  memberType,
   peekAnswerId,
   peekId,
   INTERNAL_ERROR,
-  INVALID_PARAMS,
   INVALID_REQUEST,
   METHOD_NOT_FOUND,
   PARSE_ERROR,
@@ -27,7 +25,6 @@ import {
 } from '../wire/jsonrpc.js';
 import type { SessionObserver } from './observer.js';
 import type { RequestMeta, RuleKind } from '../mcp/era.js';
-import { checkShape } from '../mcp/shapes.js';
 import { serverInfoOf } from '../mcp/server-info.js';
 import { reservedMarker } from '../mcp/reserved.js';
 import type { Gate, GateIO } from '../gate/gate.js';
@@ -36,6 +33,7 @@ import type { ToChild } from './link.js';
 import { CallKeeper, type RelayCounters, type RelayOptions } from './relay-calls.js';
 import type { CallTable } from './calls.js';
 import type { EraGuard } from './era-guard.js';
+import { ClientLineChecks, one, TOOL_ERROR_DETAIL, toolError } from './client-checks.js';
 
 export type { RelayCounters, RelayOptions } from './relay-calls.js';
 
@@ -78,7 +76,18 @@ export class Relay {
     this.eras = this.keeper.eras;
     this.gate = this.keeper.gate;
     this.counters = this.keeper.counters;
+    this.checks = new ClientLineChecks({
+      eras: this.eras,
+      counters: this.counters,
+      diag,
+      notify: (r) => this.keeper.notify(r),
+      gated: this.gate !== null,
+      reject: (line, code, reason, id, frame, bytes, method, rule) => this.reject(line, code, reason, id, frame, bytes, method, rule),
+    });
   }
+
+  /** The era's rules and the methods' shapes for each client line. */
+  private readonly checks: ClientLineChecks;
 
   // ---- what the session asks of the relay ----
 
@@ -188,9 +197,9 @@ export class Relay {
     const items = message.kind === 'batch' ? message.items : one(slot, message);
     const problem = this.calls.lineProblem(items, this.ownsId);
     if (problem !== null) return this.reject(event.line, INVALID_REQUEST, problem.reason, problem.id, event.frame, event.frame.length - 1);
-    const metas = this.checkClientEra(event.line, message.frame, items);
+    const metas = this.checks.era(event.line, message.frame, items);
     if (metas === null) return;
-    if (!this.checkShapes(event.line, message.frame, items, metas)) return;
+    if (!this.checks.shapes(event.line, message.frame, items, metas)) return;
     if (!this.keeper.roomForCalls(event.line, message.frame, items)) return;
     this.counters.clientFrames++;
     this.forwardToChild(message.frame, items, metas);
@@ -202,73 +211,6 @@ export class Relay {
   private classifyOptions(): { allowBatch: boolean } {
     this.classifying.allowBatch = this.eras.tracker.batchesAllowed(this.options.allowBatch);
     return this.classifying;
-  }
-
-  /**
-   * The era's rules for a client line, before any of it is applied. Returns
-   * each item's `_meta` reading, or null when the line was refused (a request
-   * is answered; a notification or response is not, as JSON-RPC requires).
-   */
-  private checkClientEra(line: number, frame: Buffer, items: readonly Message[]): RequestMeta[] | null {
-    const { metas, refuse } = this.eras.clientLine(line, frame, items);
-    if (refuse === null) return metas;
-    const { violation, culprit } = refuse;
-    if (culprit.kind === 'request') {
-      const code = violation.rule === 'missing_meta' ? INVALID_PARAMS : INVALID_REQUEST;
-      this.reject(line, code, violation.reason, items.length === 1 ? culprit.id : null, frame, frame.length - 1, culprit.method, violation.rule);
-    } else {
-      this.counters.rejectedClient++;
-      this.eras.report('client', line, violation, frame, 'refused');
-    }
-    return null;
-  }
-
-  /**
-   * The params of each MCP method against its era's schema. A request with
-   * the wrong shape is answered -32602 and never reaches the server; the
-   * line was well-formed JSON-RPC, so the session goes on.
-   */
-  private checkShapes(line: number, frame: Buffer, items: readonly Message[], metas: readonly RequestMeta[]): boolean {
-    if (this.gate !== null && items.length > 1 && items.some((item) => item.kind === 'request' && item.method === 'tools/call')) {
-      // A batch is forwarded whole or not at all, and a gated call may have to wait: it must come on its own line.
-      this.reject(
-        line,
-        INVALID_REQUEST,
-        'a batch may not carry tools/call while the gate is on (--validate-args or --policy): send each tools/call on its own line',
-        null,
-        frame,
-        frame.length - 1,
-        null,
-        'method_shape',
-      );
-      return false;
-    }
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i]!;
-      if (item.kind === 'response') continue;
-      const problem = checkShape(item.method, item.params, frame, this.eras.modern || metas[i]!.claimsModern);
-      if (problem === null) continue;
-      const reason = `${item.method}: ${problem}`;
-      if (item.kind === 'request') {
-        this.reject(line, INVALID_PARAMS, reason, items.length === 1 ? item.id : null, frame, frame.length - 1, item.method, 'method_shape');
-      } else {
-        this.counters.rejectedClient++;
-        this.counters.shapeRejections++;
-        this.diag.line(`refused client line ${line}: method_shape: ${reason}`);
-        this.keeper.notify({
-          direction: 'client',
-          line,
-          code: null,
-          reason,
-          frame: frame.subarray(0, -1),
-          bytes: frame.length - 1,
-          rule: 'method_shape',
-          action: 'refused',
-        });
-      }
-      return false;
-    }
-    return true;
   }
 
   /** Input after the session closed is never forwarded; its requests are answered (CallKeeper.refuseClosed). */
@@ -540,23 +482,4 @@ export class Relay {
     this.keeper.notify({ direction: 'child', line, code: null, reason, frame: shown, bytes: length });
     if (this.options.onChildNoise === 'close') this.requestEnd('child_noise');
   }
-}
-
-/** `slot` holding just `message` (a fresh array without a slot). */
-function one(slot: Message[] | null, message: Message): readonly Message[] {
-  if (slot === null) return [message];
-  slot[0] = message;
-  return slot;
-}
-
-const TOOL_ERROR_DETAIL = 'the tool reported an error (result isError: true)';
-
-/**
- * A tools/call the server answered with a result flagged `isError: true`: the
- * tool ran and failed (a JSON-RPC error answer is `error` instead). The gate's
- * own refusals look the same on the wire but never come from the child, so
- * they never pass here and keep their states.
- */
-function toolError(call: Call, response: Response): boolean {
-  return call.method === 'tools/call' && !response.isError && memberType(response.body, 'isError') === 'true';
 }

@@ -5,6 +5,7 @@
  * the first reason wins, and then through the one shutdown sequence.
  */
 import { constants } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import { exitCodeOf, startChild, type ExitInfo, type StartedChild } from '../process/child.js';
 import type { Call } from '../mcp/call.js';
 import { JoinPool, LineSplitter, type LineEvent } from '../wire/framing.js';
@@ -23,6 +24,7 @@ import { generationTagger } from './tag.js';
 import type { Watchdog } from '../process/watchdog.js';
 import { FrameWriter } from '../wire/writer.js';
 import type { SessionIO, SessionOptions, SessionSummary } from './session-types.js';
+import { describeExit, sessionStatus } from './exit-status.js';
 
 export { EXIT_RACE_MS, type StreamEnd } from './generation.js';
 
@@ -465,26 +467,6 @@ export class Session {
       endedAt: Date.now(),
     };
   }
-}
-
-/**
- * What mcpguard exits with: the last generation's status; but when a restart
- * could not bring a usable server back (restart_failed, restart_incompatible),
- * the status of the crash it could not recover from, never 0 (1 if that
- * generation exited 0: --restart always, or a server stopped for closing a pipe).
- */
-function sessionStatus(reason: string | null, exit: ExitInfo, crashed: ExitInfo | null): number {
-  const signals = constants.signals as unknown as Record<string, number>;
-  if (crashed === null || (reason !== 'restart_failed' && reason !== 'restart_incompatible')) return exitCodeOf(exit.code, exit.signal, signals);
-  return exitCodeOf(crashed.code, crashed.signal, signals) || 1;
-}
-
-function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
-  return signal !== null ? `killed by ${signal}` : `exit code ${code}`;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** What wireUp made that the later steps of a run use. */

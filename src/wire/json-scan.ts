@@ -10,7 +10,8 @@
  * the scanner then only has to look at ASCII structure.
  */
 
-import { describe, EMPTY_BUFFER, RECORD_OBJECT_LEVELS, ScanError, Scanner } from './json-scanner.js';
+import { EMPTY_BUFFER, RECORD_OBJECT_LEVELS, Scanner } from './json-scanner.js';
+import { describe, ScanError } from './json-strings.js';
 import { decodeString } from './json-strings.js';
 
 export { readMember } from './json-members.js';

@@ -9,7 +9,7 @@
 import { membersFrom, scalarValue, type MemberValue } from './json-members.js';
 import { stringBodyCheck, type StringBodyCheck } from './wasm/string-body.js';
 import type { JsonNode, JsonType, MemberMap, ScanHints } from './json-scan.js';
-import { decodeString, firstControlBytes, firstFlaggedWord, wordsOf } from './json-strings.js';
+import { decodeString, describe, firstControlBytes, firstFlaggedWord, ScanError, wordsOf } from './json-strings.js';
 
 /** Nesting deeper than this is rejected rather than risking the stack. */
 export const MAX_DEPTH = 512;
@@ -21,13 +21,6 @@ export const MAX_DEPTH = 512;
  */
 export const RECORD_OBJECT_LEVELS = 2;
 
-export class ScanError {
-  constructor(
-    readonly reason: string,
-    readonly offset: number,
-  ) {}
-}
-
 const QUOTE = 0x22,
   BACKSLASH = 0x5c,
   COMMA = 0x2c,
@@ -36,11 +29,6 @@ const LBRACE = 0x7b,
   RBRACE = 0x7d,
   LBRACKET = 0x5b,
   RBRACKET = 0x5d;
-
-export function describe(byte: number): string {
-  if (byte >= 0x21 && byte < 0x7f) return `'${String.fromCharCode(byte)}'`;
-  return `byte 0x${byte.toString(16).padStart(2, '0')}`;
-}
 
 /** String bytes scanned one at a time before a run counts as long (see `runEnd`). */
 const SHORT_RUN = 32;

@@ -110,3 +110,17 @@ function commonString(buf: Buffer, start: number, end: number): string | undefin
   }
   return undefined;
 }
+
+/** Why a scan failed, and at which byte offset of the input. */
+export class ScanError {
+  constructor(
+    readonly reason: string,
+    readonly offset: number,
+  ) {}
+}
+
+/** A byte as a person reads it in a scan error: the character, or its hex. */
+export function describe(byte: number): string {
+  if (byte >= 0x21 && byte < 0x7f) return `'${String.fromCharCode(byte)}'`;
+  return `byte 0x${byte.toString(16).padStart(2, '0')}`;
+}
