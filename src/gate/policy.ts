@@ -16,7 +16,6 @@
  */
 import { GuardError, EXIT_USAGE } from '../base/errors.js';
 import type { ArgsValue } from './tools.js';
-import { parseFileJson } from '../wire/json-file.js';
 import { isObject } from '../base/values.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
@@ -55,13 +54,6 @@ export interface PolicyVerdict {
 
 const TOP_KEYS = new Set(['default', 'hide_denied', 'rules']);
 const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'decision', 'reason']);
-
-/** Parse and check a policy (`source` names it in messages: the file, or the config key). */
-export function parsePolicy(text: string, source: string, compileWhen: CompileWhen): Policy {
-  const parsed = parseFileJson(text);
-  if (!parsed.ok) throw bad(source, parsed.syntax ? `not JSON: ${parsed.reason}` : parsed.reason);
-  return buildPolicy(parsed.value, source, compileWhen);
-}
 
 /** Check an already-parsed policy value (a `policy` key inside --config). */
 export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWhen): Policy {

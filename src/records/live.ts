@@ -143,8 +143,3 @@ function psStartMs(pid: number): number | null | undefined {
   const ms = Date.parse(text);
   return Number.isFinite(ms) ? ms : undefined;
 }
-
-/** A live session's state word for tables: `running`, `crashed`, or `unknown` (for `sessions` END). */
-export function livenessOfLog(log: { sealed: boolean; start: LogRecord | undefined; end?: LogRecord | undefined }, header?: LogRecord): Liveness | null {
-  return log.sealed ? null : liveness(log.start, header);
-}

@@ -209,16 +209,6 @@ export function formatDuration(ms: number | null): string {
   return `${Math.floor(s / 3600)}h${String(Math.floor(s / 60) % 60).padStart(2, '0')}m`;
 }
 
-/** `2026-11-29 11:22:33Z` (UTC, to the second); `-` when unknown. */
-export function formatDate(iso: string | null): string {
-  return iso === null ? '-' : iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
-}
-
-/** `11:22:33.123` (UTC) from an ISO time; `-` when unknown. */
-export function formatClock(iso: string | null): string {
-  return iso === null ? '-' : (/T(\d\d:\d\d:\d\d(\.\d+)?)/.exec(iso)?.[1] ?? iso);
-}
-
 /** `text`, cut to `max` characters with a trailing `…`. */
 export { clip, clipMiddle };
 

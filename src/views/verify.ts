@@ -39,7 +39,7 @@ import { RECORD_VERSION, ZERO_HASH, keyId, lineHash, recordHash, type ChainAlg, 
 import { describe } from '../records/location.js';
 import { liveness } from '../records/live.js';
 import { keptSet } from './prune.js';
-import { LineReader, listLogFiles, parseRecord, readLogEdges, splitLines } from '../records/read.js';
+import { LineReader, listLogFiles, parseRecord, readLogEdges } from '../records/read.js';
 import { DECISIONS, DECISIONS_FILE, lastPinFiles, pinFileProblem, readDecisions, verifyDecisions } from '../pins/decisions.js';
 import { TOMBSTONE_FILE, TOMBSTONE_LOG_ID, indexTombstones, readTombstoneFile, verifyTombstoneBytes } from './tombstones.js';
 
@@ -74,12 +74,6 @@ class Bad extends Error {
   ) {
     super(reason);
   }
-}
-
-/** Verify one log's bytes. `logId`, when given, must match the header's `log_id` (the file name). */
-export function verifyBytes(bytes: Buffer, key?: Buffer, logId?: string): Verdict {
-  const { lines, tail } = splitLines(bytes);
-  return verifyLines(lines, () => tail, key, logId).verdict;
 }
 
 /**

@@ -10,7 +10,7 @@ import type { LogRecord } from '../records/chain.js';
 import { FAILED_STATES } from './filters.js';
 import type { Liveness } from '../records/live.js';
 import { describe } from '../records/location.js';
-import { LineReader, listLogFiles, parseRecord, readLogEdges, readLogFile, splitLines } from '../records/read.js';
+import { LineReader, listLogFiles, parseRecord, readLogEdges } from '../records/read.js';
 
 /** A session log known by its header: enough to list, sort and pick sessions. */
 export interface LogRef {
@@ -352,33 +352,4 @@ export function str(value: unknown): string | null {
 
 export function num(value: unknown): number | null {
   return typeof value === 'number' ? value : null;
-}
-
-/**
- * One session file loaded whole. The views no longer use it (a log can be
- * gigabytes); kept for callers that need every record of a small log.
- */
-export interface LoadedLog {
-  file: string;
-  sessionId: string;
-  records: LogRecord[];
-  /** 1-based numbers of lines that are not JSON objects. */
-  unreadable: number[];
-  torn: boolean;
-  sealed: boolean;
-  createdAt: string;
-}
-
-/** Load one session file whole; never throws for bad content, only for I/O. Prefer streaming with LineReader. */
-export function loadLog(file: string): LoadedLog {
-  const { lines, tail } = splitLines(readLogFile(file));
-  const records: LogRecord[] = [];
-  const unreadable: number[] = [];
-  lines.forEach((line, i) => {
-    const record = parseRecord(line);
-    if (record === null) unreadable.push(i + 1);
-    else records.push(record);
-  });
-  const header = records[0]?.type === 'header' ? records[0] : undefined;
-  return { ...refOf(file, header), records, unreadable, torn: tail !== null, sealed: records.at(-1)?.type === 'seal' };
 }

@@ -36,12 +36,6 @@ export function rebuildObject(frame: Buffer, node: JsonNode, change: (key: strin
   return { start: node.start, end: node.end, text: Buffer.concat([Buffer.from('{'), join(kept), Buffer.from('}')]) };
 }
 
-/** Replace `node` (an array with recorded items) by itself without the items at `drop`. */
-export function dropItems(frame: Buffer, node: JsonNode, drop: ReadonlySet<number>): Splice {
-  const kept = node.items!.filter((_, i) => !drop.has(i)).map((item) => frame.subarray(item.start, item.end));
-  return { start: node.start, end: node.end, text: Buffer.concat([Buffer.from('['), join(kept), Buffer.from(']')]) };
-}
-
 /** Apply splices that do not overlap; the frame's other bytes are copied as they are. */
 export function applySplices(frame: Buffer, splices: readonly Splice[]): Buffer {
   const sorted = [...splices].sort((a, b) => a.start - b.start);
