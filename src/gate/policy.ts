@@ -13,11 +13,14 @@
  * Schema over the call's arguments, run by the same engine as the tools' own
  * schemas: no matcher language of its own. `annotations` are the server's
  * claims about its tool, so a rule keyed on them may only ask or deny.
+ * `paths` fences path arguments to roots (paths.ts); a path it cannot judge
+ * is handled like unknown annotations: the stricter of both outcomes.
  */
 import { GuardError, EXIT_USAGE } from '../base/errors.js';
 import type { ArgsValue } from './tools.js';
 import { parseFileJson } from '../wire/json-file.js';
 import { isObject } from '../base/values.js';
+import { buildPaths, judgePaths, type PathPlace, type PathRule } from './paths.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
@@ -34,6 +37,8 @@ export interface Rule {
   toolText: string | null;
   when: Predicate | null;
   annotations: Record<string, unknown> | null;
+  /** A `paths` clause (paths.ts), or null. */
+  paths: PathRule | null;
   decision: PolicyDecision;
   reason: string | null;
 }
@@ -54,7 +59,7 @@ export interface PolicyVerdict {
 }
 
 const TOP_KEYS = new Set(['default', 'hide_denied', 'rules']);
-const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'decision', 'reason']);
+const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'paths', 'decision', 'reason']);
 
 /** Parse and check a policy (`source` names it in messages: the file, or the config key). */
 export function parsePolicy(text: string, source: string, compileWhen: CompileWhen): Policy {
@@ -64,7 +69,7 @@ export function parsePolicy(text: string, source: string, compileWhen: CompileWh
 }
 
 /** Check an already-parsed policy value (a `policy` key inside --config). */
-export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWhen): Policy {
+export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWhen, place?: PathPlace): Policy {
   if (!isObject(raw)) throw bad(source, 'a policy must be a JSON object');
   for (const key of Object.keys(raw)) if (!TOP_KEYS.has(key)) throw bad(source, `unknown key ${JSON.stringify(key)} (known: ${[...TOP_KEYS].join(', ')})`);
   const defaultDecision = raw.default ?? 'allow';
@@ -73,11 +78,11 @@ export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWh
   if (typeof hideDenied !== 'boolean') throw bad(source, `"hide_denied" must be true or false, got ${JSON.stringify(hideDenied)}`);
   const rulesRaw = raw.rules ?? [];
   if (!Array.isArray(rulesRaw)) throw bad(source, '"rules" must be an array');
-  const rules = rulesRaw.map((rule, index) => buildRule(rule, index, source, compileWhen));
-  return { defaultDecision, hideDenied, rules, readsArguments: rules.some((r) => r.when !== null) };
+  const rules = rulesRaw.map((rule, index) => buildRule(rule, index, source, compileWhen, place));
+  return { defaultDecision, hideDenied, rules, readsArguments: rules.some(conditional) };
 }
 
-function buildRule(raw: unknown, index: number, source: string, compileWhen: CompileWhen): Rule {
+function buildRule(raw: unknown, index: number, source: string, compileWhen: CompileWhen, place?: PathPlace): Rule {
   const where = `rule ${index + 1}`; // people count from 1; the record's `decision.rule` is the 0-based index
   if (!isObject(raw)) throw bad(source, `${where} must be an object`);
   for (const key of Object.keys(raw))
@@ -99,12 +104,21 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
       throw bad(source, `${where}: ${message.startsWith('"when"') ? message : `"when" is not a usable JSON Schema: ${message}`}`);
     }
   }
+  let paths: PathRule | null = null;
+  if (raw.paths !== undefined) {
+    try {
+      paths = buildPaths(raw.paths, place);
+    } catch (error) {
+      throw bad(source, `${where}: ${(error as Error).message}`);
+    }
+  }
   return {
     index,
     tool: raw.tool === undefined ? null : glob(raw.tool as string),
     toolText: (raw.tool as string | undefined) ?? null,
     when,
     annotations: (raw.annotations as Record<string, unknown> | undefined) ?? null,
+    paths,
     decision: raw.decision,
     reason: (raw.reason as string | undefined) ?? null,
   };
@@ -128,11 +142,15 @@ export function decide(policy: Policy, tool: string, args: ArgsValue, annotation
     const match = matchesTool(rule, tool, annotations);
     if (match === false) continue;
     if (rule.when !== null && !rule.when(args.value(), args)) continue;
-    const verdict = { decision: rule.decision, rule: rule.index, reason: rule.reason };
-    if (match === true) return stricter(floor, verdict);
-    const why = "the tool's annotations are unknown: the server has not listed it";
+    const paths = rule.paths === null ? null : judgePaths(rule.paths, args.value());
+    if (paths?.match === false) continue;
+    const reason = paths?.why == null ? rule.reason : rule.reason === null ? paths.why : `${rule.reason}; ${paths.why}`;
+    const verdict = { decision: rule.decision, rule: rule.index, reason };
+    if (match === true && paths?.match !== 'unknown') return stricter(floor, verdict);
+    // Unknown (annotations not listed, or a path that cannot be judged): this rule's decision becomes a floor.
+    const why = match === 'unknown' ? "the tool's annotations are unknown: the server has not listed it" : null;
     if (floor === null || STRICTNESS[rule.decision] > STRICTNESS[floor.decision])
-      floor = { ...verdict, reason: rule.reason === null ? why : `${rule.reason}; ${why}` };
+      floor = { ...verdict, reason: why === null ? reason : reason === null ? why : `${reason}; ${why}` };
   }
   return stricter(floor, { decision: policy.defaultDecision, rule: null, reason: null });
 }
@@ -150,12 +168,17 @@ export function alwaysDenied(policy: Policy, tool: string, annotations: Record<s
     const match = matchesTool(rule, tool, annotations);
     if (match === false) continue;
     // Unknown annotations: denied either way only if this rule denies outright and so do the rules after it.
-    if (match === 'unknown' && rule.when === null && rule.decision === 'deny') continue;
+    if (match === 'unknown' && !conditional(rule) && rule.decision === 'deny') continue;
     if (match === 'unknown') return false;
-    if (rule.when === null) return rule.decision === 'deny';
+    if (!conditional(rule)) return rule.decision === 'deny';
     if (rule.decision !== 'deny') return false;
   }
   return policy.defaultDecision === 'deny';
+}
+
+/** Whether a rule reads the arguments (so it may match some calls of a tool and not others). */
+function conditional(rule: Rule): boolean {
+  return rule.when !== null || rule.paths !== null;
 }
 
 /** true or false; 'unknown' when only the annotations could decide and they are not known. */
