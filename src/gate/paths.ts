@@ -8,7 +8,9 @@
  * component by component as the kernel does. Roots are resolved the same way
  * once, at load.
  *
- * A value that cannot be judged (missing, not a string, a control character,
+ * An absent argument names no path and is skipped (with `within`, at least
+ * one named argument must be given). A value that cannot be judged (not a
+ * string, a control character,
  * a `~user`, a symlink loop, a name too long for this machine, `..` after a
  * symlink where the kernel and a lexical resolver disagree) makes the rule
  * match as "unknown": the call then gets the stricter of the rule's decision
@@ -79,13 +81,17 @@ export function buildPaths(raw: unknown, place: PathPlace = { cwd: process.cwd()
  */
 export function judgePaths(rule: PathRule, args: unknown): PathJudgement {
   let unknown: string | null = null;
+  let present = false;
   const inside: string[] = [];
   for (const arg of rule.args) {
     const found = at(args, arg.tokens);
+    // Absent: the call names no path there (the server's own default is its configuration, not the caller's choice).
+    if (found === undefined) continue;
+    present = true;
     const values = Array.isArray(found) ? found : [found];
     for (const value of values) {
       if (typeof value !== 'string') {
-        unknown ??= `${arg.text} is ${value === undefined ? 'missing' : 'not a string'}`;
+        unknown ??= `${arg.text} is not a string`;
         continue;
       }
       const read = resolvePath(value, rule);
@@ -100,6 +106,8 @@ export function judgePaths(rule: PathRule, args: unknown): PathJudgement {
       inside.push(`${arg.text} is ${shown(read.path)}`);
     }
   }
+  // `within` claims something of the call's paths: with none named, that claim cannot be made.
+  if (!present && rule.mode === 'within') unknown = `none of ${rule.args.map((a) => a.text).join(', ')} is given`;
   if (unknown !== null) return { match: 'unknown', why: `${unknown}; taken as the stricter outcome` };
   return rule.mode === 'within' ? { match: true, why: inside.length > 0 ? `${inside.join(', ')}, within the roots` : null } : { match: false, why: null };
 }

@@ -138,7 +138,7 @@ describe('decide with paths', () => {
     }
   });
 
-  test('missing, non-string and unjudgeable arguments take the stricter outcome, for within and for outside', () => {
+  test('absent arguments name no path (within needs one); non-string and unjudgeable ones take the stricter outcome', () => {
     const t = tree();
     try {
       const place = { cwd: t.project, home: t.home };
@@ -149,13 +149,26 @@ describe('decide with paths', () => {
         place,
       );
       assert.equal(decide(allowIn, 't', argsOf({ p: 'a.txt', q: ['sub', 'link-in'] }), {}).decision, 'allow');
-      assert.equal(decide(allowIn, 't', argsOf({ p: 'a.txt' }), {}).decision, 'deny', 'missing /q');
+      assert.equal(decide(allowIn, 't', argsOf({ p: 'a.txt' }), {}).decision, 'allow', 'an absent /q names no path');
+      const none = decide(allowIn, 't', argsOf({}), {});
+      assert.equal(none.decision, 'deny', 'within, with no named path given: the stricter outcome');
+      assert.equal(none.rule, null, 'the default (deny) is stricter than the rule (allow)');
+      const noneDenied = decide(
+        buildPolicy({ rules: [{ paths: { args: ['/p', '/q'], within: [t.project] }, decision: 'deny' }] }, 'x', noEngine, place),
+        't',
+        argsOf({}),
+        {},
+      );
+      assert.equal(noneDenied.decision, 'deny', 'within deny: the rule is stricter than the default');
+      assert.match(noneDenied.reason, /^none of \/p, \/q is given; taken as the stricter outcome$/);
+      assert.equal(decide(allowIn, 't', argsOf({ p: 'a.txt', q: null }), {}).decision, 'deny', 'null');
       assert.equal(decide(allowIn, 't', argsOf({ p: 'a.txt', q: 5 }), {}).decision, 'deny', 'non-string');
       assert.equal(decide(allowIn, 't', argsOf({ p: 'a.txt', q: ['sub', 'link-out/secret'] }), {}).decision, 'deny', 'one element out');
       const denyOut = buildPolicy({ rules: [{ paths: { args: ['/p'], outside: [t.project] }, decision: 'deny', reason: 'fenced' }] }, 'x', noEngine, place);
-      const missing = decide(denyOut, 't', argsOf({}), {});
-      assert.equal(missing.decision, 'deny');
-      assert.match(missing.reason, /^fenced; \/p is missing; taken as the stricter outcome$/);
+      assert.equal(decide(denyOut, 't', argsOf({}), {}).decision, 'allow', 'outside, with no path given: nothing leads outside');
+      const notString = decide(denyOut, 't', argsOf({ p: { path: '/etc' } }), {});
+      assert.equal(notString.decision, 'deny');
+      assert.match(notString.reason, /^fenced; \/p is not a string; taken as the stricter outcome$/);
       const out = decide(denyOut, 't', argsOf({ p: 'sub/rel-out/secret' }), {});
       assert.equal(out.decision, 'deny');
       assert.equal(out.reason, `fenced; /p is ${JSON.stringify(join(t.home, 'outside', 'secret'))}, outside ${JSON.stringify(t.project)}`);
