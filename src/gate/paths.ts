@@ -21,13 +21,12 @@ import { lstatSync, readlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { processMasker } from '../mask/mask.js';
 import { isObject } from '../base/values.js';
+import { judgeNamed, namedArgs, shown, type NamedArg, type NamedJudgement, type OneJudgement } from './named-args.js';
 
 /** A compiled `paths` clause. */
 export interface PathRule {
-  /** The pointers as written (for reasons) and as reference tokens. */
-  args: { text: string; tokens: string[] }[];
+  args: NamedArg[];
   mode: 'within' | 'outside';
   /** The roots, resolved (absolute, symlinks followed where they exist). */
   roots: string[];
@@ -41,12 +40,6 @@ export interface PathPlace {
   home: string;
 }
 
-/** How a call's arguments stand against a path rule: matched, not, or cannot be known; and why, for the reason. */
-export interface PathJudgement {
-  match: boolean | 'unknown';
-  why: string | null;
-}
-
 /** Symlinks followed on one path before it is taken as a loop (Linux's own limit). */
 const MAX_LINKS = 40;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
@@ -56,9 +49,7 @@ export function buildPaths(raw: unknown, place: PathPlace = { cwd: process.cwd()
   if (!isObject(raw)) throw new Error('"paths" must be an object: {"args": [JSON Pointers], "within" or "outside": [roots]}');
   for (const key of Object.keys(raw))
     if (!['args', 'within', 'outside'].includes(key)) throw new Error(`"paths": unknown key ${JSON.stringify(key)} (known: args, within, outside)`);
-  if (!Array.isArray(raw.args) || raw.args.length === 0 || !raw.args.every((a) => typeof a === 'string'))
-    throw new Error('"paths"."args" must be a non-empty array of JSON Pointers (such as "/path")');
-  const args = (raw.args as string[]).map((text) => ({ text, tokens: pointer(text) }));
+  const args = namedArgs(raw.args, 'paths');
   if ((raw.within === undefined) === (raw.outside === undefined)) throw new Error('"paths" needs exactly one of "within" or "outside"');
   const mode = raw.within !== undefined ? 'within' : 'outside';
   const list = raw[mode];
@@ -74,42 +65,13 @@ export function buildPaths(raw: unknown, place: PathPlace = { cwd: process.cwd()
   return { args, mode, roots, cwd: place.cwd, home: place.home };
 }
 
-/**
- * Judge a call's arguments: `outside` matches when any named path falls
- * outside every root, `within` when all fall inside one; a path that cannot
- * be judged makes the answer 'unknown' unless another already settles it.
- */
-export function judgePaths(rule: PathRule, args: unknown): PathJudgement {
-  let unknown: string | null = null;
-  let present = false;
-  const inside: string[] = [];
-  for (const arg of rule.args) {
-    const found = at(args, arg.tokens);
-    // Absent: the call names no path there (the server's own default is its configuration, not the caller's choice).
-    if (found === undefined) continue;
-    present = true;
-    const values = Array.isArray(found) ? found : [found];
-    for (const value of values) {
-      if (typeof value !== 'string') {
-        unknown ??= `${arg.text} is not a string`;
-        continue;
-      }
-      const read = resolvePath(value, rule);
-      if ('unknown' in read) {
-        unknown ??= `${arg.text} ${shown(value)} cannot be judged: ${read.unknown}`;
-        continue;
-      }
-      if (!rule.roots.some((root) => within(read.path, root))) {
-        const why = `${arg.text} is ${shown(read.path)}, outside ${rule.roots.map(shown).join(', ')}`;
-        return rule.mode === 'outside' ? { match: true, why } : { match: false, why: null };
-      }
-      inside.push(`${arg.text} is ${shown(read.path)}`);
-    }
-  }
-  // `within` claims something of the call's paths: with none named, that claim cannot be made.
-  if (!present && rule.mode === 'within') unknown = `none of ${rule.args.map((a) => a.text).join(', ')} is given`;
-  if (unknown !== null) return { match: 'unknown', why: `${unknown}; taken as the stricter outcome` };
-  return rule.mode === 'within' ? { match: true, why: inside.length > 0 ? `${inside.join(', ')}, within the roots` : null } : { match: false, why: null };
+/** Judge a call's arguments against the rule (named-args.ts says how the values add up). */
+export function judgePaths(rule: PathRule, args: unknown): NamedJudgement {
+  const one = (value: string): OneJudgement => {
+    const read = resolvePath(value, rule);
+    return 'unknown' in read ? read : { shown: shown(read.path), inside: rule.roots.some((root) => within(read.path, root)) };
+  };
+  return judgeNamed(rule.args, rule.mode, args, one, rule.roots.map(shown).join(', '));
 }
 
 /**
@@ -184,29 +146,4 @@ function physical(path: string): { path: string } | { unknown: string } {
 
 function within(path: string, root: string): boolean {
   return path === root || path.startsWith(root === '/' ? '/' : `${root}/`);
-}
-
-/** RFC 6901 reference tokens; throws on a pointer that is not one. */
-function pointer(text: string): string[] {
-  if (text === '') return [];
-  if (!text.startsWith('/') || /~[^01]|~$/.test(text)) throw new Error(`"paths"."args": ${JSON.stringify(text)} is not a JSON Pointer (such as "/path")`);
-  return text
-    .slice(1)
-    .split('/')
-    .map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
-}
-
-function at(value: unknown, tokens: string[]): unknown {
-  let here = value;
-  for (const token of tokens) {
-    if (Array.isArray(here)) here = /^(0|[1-9][0-9]*)$/.test(token) ? here[Number(token)] : undefined;
-    else if (isObject(here)) here = Object.hasOwn(here, token) ? here[token] : undefined;
-    else return undefined;
-  }
-  return here;
-}
-
-/** A path as a reason quotes it: JSON-quoted (control characters escaped), secrets masked. */
-function shown(path: string): string {
-  return processMasker().text(JSON.stringify(path.length > 200 ? `${path.slice(0, 200)}…` : path));
 }
