@@ -14,13 +14,16 @@
  * schemas: no matcher language of its own. `annotations` are the server's
  * claims about its tool, so a rule keyed on them may only ask or deny.
  * `paths` fences path arguments to roots (paths.ts); a path it cannot judge
- * is handled like unknown annotations: the stricter of both outcomes.
+ * is handled like unknown annotations: the stricter of both outcomes;
+ * `hosts` does the same for URL arguments (hosts.ts).
  */
 import { GuardError, EXIT_USAGE } from '../base/errors.js';
 import type { ArgsValue } from './tools.js';
 import { parseFileJson } from '../wire/json-file.js';
 import { isObject } from '../base/values.js';
 import { buildPaths, judgePaths, type PathPlace, type PathRule } from './paths.js';
+import { buildHosts, judgeHosts, type HostRule } from './hosts.js';
+import type { NamedJudgement } from './named-args.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
@@ -39,6 +42,8 @@ export interface Rule {
   annotations: Record<string, unknown> | null;
   /** A `paths` clause (paths.ts), or null. */
   paths: PathRule | null;
+  /** A `hosts` clause (hosts.ts), or null. */
+  hosts: HostRule | null;
   decision: PolicyDecision;
   reason: string | null;
 }
@@ -59,7 +64,7 @@ export interface PolicyVerdict {
 }
 
 const TOP_KEYS = new Set(['default', 'hide_denied', 'rules']);
-const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'paths', 'decision', 'reason']);
+const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'paths', 'hosts', 'decision', 'reason']);
 
 /** Parse and check a policy (`source` names it in messages: the file, or the config key). */
 export function parsePolicy(text: string, source: string, compileWhen: CompileWhen): Policy {
@@ -105,12 +110,12 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
     }
   }
   let paths: PathRule | null = null;
-  if (raw.paths !== undefined) {
-    try {
-      paths = buildPaths(raw.paths, place);
-    } catch (error) {
-      throw bad(source, `${where}: ${(error as Error).message}`);
-    }
+  let hosts: HostRule | null = null;
+  try {
+    if (raw.paths !== undefined) paths = buildPaths(raw.paths, place);
+    if (raw.hosts !== undefined) hosts = buildHosts(raw.hosts);
+  } catch (error) {
+    throw bad(source, `${where}: ${(error as Error).message}`);
   }
   return {
     index,
@@ -119,6 +124,7 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
     when,
     annotations: (raw.annotations as Record<string, unknown> | undefined) ?? null,
     paths,
+    hosts,
     decision: raw.decision,
     reason: (raw.reason as string | undefined) ?? null,
   };
@@ -142,11 +148,11 @@ export function decide(policy: Policy, tool: string, args: ArgsValue, annotation
     const match = matchesTool(rule, tool, annotations);
     if (match === false) continue;
     if (rule.when !== null && !rule.when(args.value(), args)) continue;
-    const paths = rule.paths === null ? null : judgePaths(rule.paths, args.value());
-    if (paths?.match === false) continue;
-    const reason = paths?.why == null ? rule.reason : rule.reason === null ? paths.why : `${rule.reason}; ${paths.why}`;
+    const named = rule.paths === null && rule.hosts === null ? null : judgeArgs(rule, args.value());
+    if (named?.match === false) continue;
+    const reason = named?.why == null ? rule.reason : rule.reason === null ? named.why : `${rule.reason}; ${named.why}`;
     const verdict = { decision: rule.decision, rule: rule.index, reason };
-    if (match === true && paths?.match !== 'unknown') return stricter(floor, verdict);
+    if (match === true && named?.match !== 'unknown') return stricter(floor, verdict);
     // Unknown (annotations not listed, or a path that cannot be judged): this rule's decision becomes a floor.
     const why = match === 'unknown' ? "the tool's annotations are unknown: the server has not listed it" : null;
     if (floor === null || STRICTNESS[rule.decision] > STRICTNESS[floor.decision])
@@ -176,9 +182,19 @@ export function alwaysDenied(policy: Policy, tool: string, annotations: Record<s
   return policy.defaultDecision === 'deny';
 }
 
+/** A rule's `paths` and `hosts` together: both must match; either unknown (and neither false) is unknown. */
+function judgeArgs(rule: Rule, value: unknown): NamedJudgement {
+  const paths = rule.paths === null ? null : judgePaths(rule.paths, value);
+  if (paths?.match === false || rule.hosts === null) return paths!;
+  const hosts = judgeHosts(rule.hosts, value);
+  if (paths === null || hosts.match === false) return hosts;
+  const why = [paths.why, hosts.why].filter((w) => w !== null).join('; ');
+  return { match: paths.match === true && hosts.match === true ? true : 'unknown', why: why === '' ? null : why };
+}
+
 /** Whether a rule reads the arguments (so it may match some calls of a tool and not others). */
 function conditional(rule: Rule): boolean {
-  return rule.when !== null || rule.paths !== null;
+  return rule.when !== null || rule.paths !== null || rule.hosts !== null;
 }
 
 /** true or false; 'unknown' when only the annotations could decide and they are not known. */
