@@ -21,7 +21,7 @@ export interface HostRule {
   /** `*.example.com` as `.example.com`: any name below it (not the name itself). */
   suffixes: string[];
   /** The patterns as written, for reasons. */
-  text: string;
+  patterns: readonly string[];
 }
 
 const DISPUTED = /[\\\u0000-\u0020\u007f-\u009f]/;
@@ -51,7 +51,7 @@ export function buildHosts(raw: unknown): HostRule {
     if (wild) suffixes.push(`.${host}`);
     else exact.add(host);
   }
-  return { args, mode, exact, suffixes, text: (list as string[]).map((h) => JSON.stringify(h)).join(', ') };
+  return { args, mode, exact, suffixes, patterns: list as string[] };
 }
 
 /** Judge a call's arguments against the rule (named-args.ts says how the values add up). */
@@ -60,9 +60,9 @@ export function judgeHosts(rule: HostRule, args: unknown): NamedJudgement {
     const read = judgeUrl(value);
     if ('unknown' in read) return read;
     const inside = rule.exact.has(read.host) || (!isIp(read.host) && rule.suffixes.some((s) => read.host.endsWith(s)));
-    return { shown: `host ${shown(read.host)}`, inside };
+    return { leads: read.host, inside };
   };
-  return judgeNamed(rule.args, rule.mode, args, one, rule.text);
+  return judgeNamed(rule.args, rule.mode, args, one, 'host ', rule.patterns);
 }
 
 /** The host a URL argument leads to, as the WHATWG URL parser reads it; or why it cannot be judged. */
@@ -77,8 +77,8 @@ export function judgeUrl(value: string): { host: string } | { unknown: string } 
     return { unknown: 'not a URL' };
   }
   if (!SPECIAL.has(url.protocol)) return { unknown: `the scheme ${shown(url.protocol)} has no host this rule can read` };
-  const host = hostOf(url.href);
-  return host === null ? { unknown: 'no host' } : { host };
+  const host = url.hostname.endsWith('.') ? url.hostname.slice(0, -1) : url.hostname;
+  return host === '' ? { unknown: 'no host' } : { host };
 }
 
 function hostOf(href: string): string | null {

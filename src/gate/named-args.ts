@@ -22,8 +22,8 @@ export interface NamedJudgement {
   why: string | null;
 }
 
-/** One value's judgement: where it leads (as shown) and whether that is inside; or why it cannot be judged. */
-export type OneJudgement = { shown: string; inside: boolean } | { unknown: string };
+/** One value's judgement: where it leads (quoted only for a reason) and whether that is inside; or why it cannot be judged. */
+export type OneJudgement = { leads: string; inside: boolean } | { unknown: string };
 
 /** Check `"args"` of a `paths` or `hosts` clause (`key` names it); throws an Error saying what is wrong. */
 export function namedArgs(raw: unknown, key: string): NamedArg[] {
@@ -43,13 +43,18 @@ export function namedArgs(raw: unknown, key: string): NamedArg[] {
   });
 }
 
-/** Judge the named arguments of one call; `noun` and `against` word the reason ("path", the roots). */
+/**
+ * Judge the named arguments of one call. `what` words where a value leads
+ * ("host"; '' for a path) and `against` lists the roots or hosts: both are
+ * quoted only when a reason is written (calls that pass pay for none of it).
+ */
 export function judgeNamed(
   named: NamedArg[],
   mode: 'within' | 'outside',
   args: unknown,
   one: (value: string) => OneJudgement,
-  against: string,
+  what: string,
+  against: readonly string[],
 ): NamedJudgement {
   let unknown: string | null = null;
   let present = false;
@@ -71,16 +76,18 @@ export function judgeNamed(
         continue;
       }
       if (!read.inside) {
-        const why = `${arg.text} is ${read.shown}, outside ${against}`;
+        const why = `${arg.text} is ${what}${shown(read.leads)}, outside ${against.map(shown).join(', ')}`;
         return mode === 'outside' ? { match: true, why } : { match: false, why: null };
       }
-      inside.push(`${arg.text} is ${read.shown}`);
+      if (mode === 'within') inside.push(`${arg.text} is ${what}${shown(read.leads)}`);
     }
   }
   // `within` claims something of the call's values: with none given, that claim cannot be made.
   if (!present && mode === 'within') unknown = `none of ${named.map((a) => a.text).join(', ')} is given`;
   if (unknown !== null) return { match: 'unknown', why: `${unknown}; taken as the stricter outcome` };
-  return mode === 'within' ? { match: true, why: inside.length > 0 ? `${inside.join(', ')}, within ${against}` : null } : { match: false, why: null };
+  return mode === 'within'
+    ? { match: true, why: inside.length > 0 ? `${inside.join(', ')}, within ${against.map(shown).join(', ')}` : null }
+    : { match: false, why: null };
 }
 
 function at(value: unknown, tokens: string[]): unknown {
