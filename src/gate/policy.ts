@@ -161,6 +161,13 @@ export function decide(policy: Policy, tool: string, args: ArgsValue, annotation
   return stricter(floor, { decision: policy.defaultDecision, rule: null, reason: null });
 }
 
+/** A verdict in words, as the refusal, the card and `policy test` say it (rules counted from 1). */
+export function verdictWhy(verdict: PolicyVerdict): string {
+  return verdict.rule === null
+    ? `the policy's default is ${verdict.decision}`
+    : `policy rule ${verdict.rule + 1}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
+}
+
 function stricter(floor: PolicyVerdict | null, verdict: PolicyVerdict): PolicyVerdict {
   return floor !== null && STRICTNESS[floor.decision] > STRICTNESS[verdict.decision] ? floor : verdict;
 }
