@@ -199,6 +199,19 @@ ${TIMES}`,
     ],
     exit: 'Exit status: 0 done (also when nothing had to go); 1 a log could not be removed, or the\ntombstone chain cannot be extended, or another prune is running; 125 bad usage.',
   },
+  policy: {
+    summary: 'what a policy decides for one call, the rule that decided it, and why',
+    usage: 'mcpguard policy test FILE --tool NAME [--args JSON] [--annotations JSON] [--json]',
+    about:
+      "The same check of the file and the same decision as the relay (docs/gate.md#policy).\nPaths are judged on this machine from the current directory; without --annotations the\ntool's annotations are unknown, as for a call before any tools/list.",
+    options: [
+      { name: 'tool', arg: 'NAME', help: 'the tool called' },
+      { name: 'args', arg: 'JSON', help: "the call's arguments, a JSON object (default {})" },
+      { name: 'annotations', arg: 'JSON', help: "the tool's annotations as the server lists them, a JSON object" },
+      { name: 'json', help: 'one object: decision, rule (its 0-based index, or null for the default), reason, why' },
+    ],
+    exit: 'Exit status: 0 decided (whatever the decision); 125 bad usage or a policy that is not understood.',
+  },
   pins: {
     summary: 'the tool definitions pinned per server, the changes held, and accepting them',
     usage:

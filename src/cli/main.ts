@@ -39,6 +39,10 @@ export async function main(argv: readonly string[]): Promise<number> {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue(first, name), true)) return print(subcommandHelp(first));
       return await (await import('../install/command.js')).runInstallCommand(first, argv.slice(1), installContext());
     }
+    if (first === 'policy') {
+      if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('policy', name), true)) return print(subcommandHelp('policy'));
+      return await (await import('../gate/policy-command.js')).runPolicyCommand(argv.slice(1));
+    }
     if (first === 'pins') {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('pins', name), true)) return print(subcommandHelp('pins'));
       return await (await import('../views/pins-command.js')).runPinsCommand(argv.slice(1));

@@ -23,7 +23,7 @@ import { Approvals } from './approval.js';
 import { CardBound } from './card-bound.js';
 import { HeldCalls } from './held.js';
 import { ownRequestId } from '../wire/own-id.js';
-import { alwaysDenied, decide, type Policy, type PolicyVerdict } from './policy.js';
+import { alwaysDenied, decide, verdictWhy, type Policy, type PolicyVerdict } from './policy.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from '../wire/splice.js';
 import { loadEngine, verdictText } from './schema/schema.js';
@@ -140,10 +140,7 @@ export class Gate {
       call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
       return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
     }
-    const why =
-      verdict.rule === null
-        ? `the policy's default is ${verdict.decision}`
-        : `policy rule ${verdict.rule + 1}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
+    const why = verdictWhy(verdict);
     // A held change holds whatever the policy says: the policy may add a question, never remove one.
     if (verdict.decision === 'allow') return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
     if (verdict.decision === 'deny') {

@@ -13,10 +13,16 @@
  * Schema over the call's arguments, run by the same engine as the tools' own
  * schemas: no matcher language of its own. `annotations` are the server's
  * claims about its tool, so a rule keyed on them may only ask or deny.
+ * `paths` fences path arguments to roots (paths.ts); a path it cannot judge
+ * is handled like unknown annotations: the stricter of both outcomes;
+ * `hosts` does the same for URL arguments (hosts.ts).
  */
 import { GuardError, EXIT_USAGE } from '../base/errors.js';
 import type { ArgsValue } from './tools.js';
 import { isObject } from '../base/values.js';
+import { buildPaths, judgePaths, type PathPlace, type PathRule } from './paths.js';
+import { buildHosts, judgeHosts, type HostRule } from './hosts.js';
+import type { NamedJudgement } from './named-args.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
@@ -33,6 +39,10 @@ export interface Rule {
   toolText: string | null;
   when: Predicate | null;
   annotations: Record<string, unknown> | null;
+  /** A `paths` clause (paths.ts), or null. */
+  paths: PathRule | null;
+  /** A `hosts` clause (hosts.ts), or null. */
+  hosts: HostRule | null;
   decision: PolicyDecision;
   reason: string | null;
 }
@@ -53,10 +63,10 @@ export interface PolicyVerdict {
 }
 
 const TOP_KEYS = new Set(['default', 'hide_denied', 'rules']);
-const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'decision', 'reason']);
+const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'paths', 'hosts', 'decision', 'reason']);
 
 /** Check an already-parsed policy value (a `policy` key inside --config). */
-export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWhen): Policy {
+export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWhen, place?: PathPlace): Policy {
   if (!isObject(raw)) throw bad(source, 'a policy must be a JSON object');
   for (const key of Object.keys(raw)) if (!TOP_KEYS.has(key)) throw bad(source, `unknown key ${JSON.stringify(key)} (known: ${[...TOP_KEYS].join(', ')})`);
   const defaultDecision = raw.default ?? 'allow';
@@ -65,11 +75,11 @@ export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWh
   if (typeof hideDenied !== 'boolean') throw bad(source, `"hide_denied" must be true or false, got ${JSON.stringify(hideDenied)}`);
   const rulesRaw = raw.rules ?? [];
   if (!Array.isArray(rulesRaw)) throw bad(source, '"rules" must be an array');
-  const rules = rulesRaw.map((rule, index) => buildRule(rule, index, source, compileWhen));
-  return { defaultDecision, hideDenied, rules, readsArguments: rules.some((r) => r.when !== null) };
+  const rules = rulesRaw.map((rule, index) => buildRule(rule, index, source, compileWhen, place));
+  return { defaultDecision, hideDenied, rules, readsArguments: rules.some(conditional) };
 }
 
-function buildRule(raw: unknown, index: number, source: string, compileWhen: CompileWhen): Rule {
+function buildRule(raw: unknown, index: number, source: string, compileWhen: CompileWhen, place?: PathPlace): Rule {
   const where = `rule ${index + 1}`; // people count from 1; the record's `decision.rule` is the 0-based index
   if (!isObject(raw)) throw bad(source, `${where} must be an object`);
   for (const key of Object.keys(raw))
@@ -91,12 +101,22 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
       throw bad(source, `${where}: ${message.startsWith('"when"') ? message : `"when" is not a usable JSON Schema: ${message}`}`);
     }
   }
+  let paths: PathRule | null = null;
+  let hosts: HostRule | null = null;
+  try {
+    if (raw.paths !== undefined) paths = buildPaths(raw.paths, place);
+    if (raw.hosts !== undefined) hosts = buildHosts(raw.hosts);
+  } catch (error) {
+    throw bad(source, `${where}: ${(error as Error).message}`);
+  }
   return {
     index,
     tool: raw.tool === undefined ? null : glob(raw.tool as string),
     toolText: (raw.tool as string | undefined) ?? null,
     when,
     annotations: (raw.annotations as Record<string, unknown> | undefined) ?? null,
+    paths,
+    hosts,
     decision: raw.decision,
     reason: (raw.reason as string | undefined) ?? null,
   };
@@ -120,13 +140,24 @@ export function decide(policy: Policy, tool: string, args: ArgsValue, annotation
     const match = matchesTool(rule, tool, annotations);
     if (match === false) continue;
     if (rule.when !== null && !rule.when(args.value(), args)) continue;
-    const verdict = { decision: rule.decision, rule: rule.index, reason: rule.reason };
-    if (match === true) return stricter(floor, verdict);
-    const why = "the tool's annotations are unknown: the server has not listed it";
+    const named = rule.paths === null && rule.hosts === null ? null : judgeArgs(rule, args.value());
+    if (named?.match === false) continue;
+    const reason = named?.why == null ? rule.reason : rule.reason === null ? named.why : `${rule.reason}; ${named.why}`;
+    const verdict = { decision: rule.decision, rule: rule.index, reason };
+    if (match === true && named?.match !== 'unknown') return stricter(floor, verdict);
+    // Unknown (annotations not listed, or a path that cannot be judged): this rule's decision becomes a floor.
+    const why = match === 'unknown' ? "the tool's annotations are unknown: the server has not listed it" : null;
     if (floor === null || STRICTNESS[rule.decision] > STRICTNESS[floor.decision])
-      floor = { ...verdict, reason: rule.reason === null ? why : `${rule.reason}; ${why}` };
+      floor = { ...verdict, reason: why === null ? reason : reason === null ? why : `${reason}; ${why}` };
   }
   return stricter(floor, { decision: policy.defaultDecision, rule: null, reason: null });
+}
+
+/** A verdict in words, as the refusal, the card and `policy test` say it (rules counted from 1). */
+export function verdictWhy(verdict: PolicyVerdict): string {
+  return verdict.rule === null
+    ? `the policy's default is ${verdict.decision}`
+    : `policy rule ${verdict.rule + 1}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
 }
 
 function stricter(floor: PolicyVerdict | null, verdict: PolicyVerdict): PolicyVerdict {
@@ -142,12 +173,27 @@ export function alwaysDenied(policy: Policy, tool: string, annotations: Record<s
     const match = matchesTool(rule, tool, annotations);
     if (match === false) continue;
     // Unknown annotations: denied either way only if this rule denies outright and so do the rules after it.
-    if (match === 'unknown' && rule.when === null && rule.decision === 'deny') continue;
+    if (match === 'unknown' && !conditional(rule) && rule.decision === 'deny') continue;
     if (match === 'unknown') return false;
-    if (rule.when === null) return rule.decision === 'deny';
+    if (!conditional(rule)) return rule.decision === 'deny';
     if (rule.decision !== 'deny') return false;
   }
   return policy.defaultDecision === 'deny';
+}
+
+/** A rule's `paths` and `hosts` together: both must match; either unknown (and neither false) is unknown. */
+function judgeArgs(rule: Rule, value: unknown): NamedJudgement {
+  const paths = rule.paths === null ? null : judgePaths(rule.paths, value);
+  if (paths?.match === false || rule.hosts === null) return paths!;
+  const hosts = judgeHosts(rule.hosts, value);
+  if (paths === null || hosts.match === false) return hosts;
+  const why = [paths.why, hosts.why].filter((w) => w !== null).join('; ');
+  return { match: paths.match === true && hosts.match === true ? true : 'unknown', why: why === '' ? null : why };
+}
+
+/** Whether a rule reads the arguments (so it may match some calls of a tool and not others). */
+function conditional(rule: Rule): boolean {
+  return rule.when !== null || rule.paths !== null || rule.hosts !== null;
 }
 
 /** true or false; 'unknown' when only the annotations could decide and they are not known. */
