@@ -5,7 +5,7 @@
 // in front of a Python stdlib server; the views run as a person runs them.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -114,7 +114,15 @@ test('`last` names the newest session for show, activity and logs', { timeout: T
   const dir = scratch();
   await oneSession(dir, 'older');
   await oneSession(dir, 'newer');
-  const [, newest] = sessionIds(dir);
+  // Two sessions may start within the same second: the newest is the one named `newer`, not the id that sorts last.
+  const named = (id) =>
+    readFileSync(join(dir, `${id}.jsonl`), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .find((r) => r.type === 'session_start')?.name;
+  const newest = sessionIds(dir).find((id) => named(id) === 'newer');
+  assert.ok(newest, 'the newer session was recorded');
   const show = await runGuard(['show', 'last', '--record-dir', dir], { timeout: TIMEOUT }).done;
   assert.equal(show.code, 0, show.stderr);
   assert.match(show.stdout.toString(), new RegExp(`^session ${newest} `));
