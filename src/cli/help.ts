@@ -5,6 +5,7 @@
  * option tables), so `help`, `--help` and the completion scripts agree.
  */
 import type { OptionSpec } from '../base/option-table.js';
+import { CALL_STATES } from '../mcp/call.js';
 
 /** One option of a subcommand, as help and completion show it. */
 export interface HelpOption {
@@ -33,22 +34,8 @@ const RECORD_DIR: HelpOption = {
 const JSON_OUT: HelpOption = { name: 'json', help: 'one JSON object per line instead of a table' };
 const VIEW_EXIT =
   'Exit status: 0 success (also when no row passes the filters), 1 no session matches SESSION\n(or a prefix matches more than one), 125 bad usage (a bad option value: the message names\nthe option and the value).';
-/** Call states, for completing --state (records/filters.ts CALL_STATES checks them). */
-const STATES = [
-  'completed',
-  'error',
-  'tool_error',
-  'rejected',
-  'denied',
-  'cancelled_before_dispatch',
-  'cancelled_after_dispatch',
-  'timed_out_after_dispatch',
-  'unknown_after_dispatch',
-  'input_required',
-  'stream_ended',
-  'open',
-  'no_final_record',
-];
+/** Call states, for completing --state (views/filters.ts checks them against the same list). */
+const STATES = CALL_STATES;
 const UTC: HelpOption = { name: 'utc', help: 'show times in UTC (and read --since/--until without a zone as UTC)' };
 const COLOR: HelpOption = {
   name: 'color',

@@ -30,6 +30,23 @@ export type CallState =
   | 'stream_ended' // a subscriptions/listen stream ended (by the server, the client, or the session's end)
   | 'denied'; // the gate refused it before dispatch: a policy rule, a person's answer, an expired or impossible approval
 
+/** Every state `--state` accepts, in the order help lists them: the final states, and `open` / `no_final_record` for calls without a final record. */
+export const CALL_STATES: readonly string[] = [
+  'completed',
+  'error',
+  'tool_error',
+  'rejected',
+  'denied',
+  'cancelled_before_dispatch',
+  'cancelled_after_dispatch',
+  'timed_out_after_dispatch',
+  'unknown_after_dispatch',
+  'input_required',
+  'stream_ended',
+  'open',
+  'no_final_record',
+];
+
 export interface Call {
   /** mcpguard's own id for the call (stable across records). */
   callId: string;

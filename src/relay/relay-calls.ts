@@ -5,6 +5,7 @@
  * answers owed when the session ends. The relay (relay.ts) reads the lines,
  * holds one CallKeeper and calls in here; nothing else does.
  */
+import { emptyCounters, type RelayCounters } from './counters.js';
 import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS } from './calls.js';
 import { newCall, type Call, type CallState } from '../mcp/call.js';
 import type { Diagnostics } from '../mask/diagnostics.js';
@@ -22,7 +23,7 @@ import {
   type Request,
 } from '../wire/jsonrpc.js';
 import type { Rejection, SessionObserver } from './observer.js';
-import { STREAM_METHODS, type EraRules, type RequestMeta, type RuleKind } from '../mcp/era.js';
+import { STREAM_METHODS, type EraRules, type RequestMeta } from '../mcp/era.js';
 import { EraGuard } from './era-guard.js';
 import type { Gate, GateIO, Outcome } from '../gate/gate.js';
 import { refusal } from '../gate/refusal.js';
@@ -40,46 +41,11 @@ export interface RelayOptions {
   eraRules: EraRules;
 }
 
-export interface RelayCounters {
-  clientFrames: number;
-  childFrames: number;
-  rejectedClient: number;
-  noiseLines: number;
-  noiseBytes: number;
-  lateResponses: number;
-  ignoredClientBytes: number;
-  /** Requests handed toward the child that it could never receive (its stdin was closed). */
-  undelivered: number;
-  /** Calls per final state. */
-  states: Partial<Record<CallState, number>>;
-  /** Client lines refused because an MCP method's params had the wrong shape. */
-  shapeRejections: number;
-  /** Lines that broke their era's rules, per rule (refused or, with --era-rules warn, forwarded). */
-  eraViolations: Partial<Record<RuleKind, number>>;
-  /**
-   * `server/discover` answered "method not found": a legacy server telling a
-   * probing client its era. Counted in `states.error` (the server did answer
-   * with an error), and apart here so that no view calls the session failed for it.
-   */
-  eraProbesDeclined: number;
-}
+export type { RelayCounters } from './counters.js';
 
 export class CallKeeper {
   readonly calls = new CallTable();
-  readonly counters: RelayCounters = {
-    clientFrames: 0,
-    childFrames: 0,
-    rejectedClient: 0,
-    noiseLines: 0,
-    noiseBytes: 0,
-    lateResponses: 0,
-    ignoredClientBytes: 0,
-    undelivered: 0,
-    states: {},
-    shapeRejections: 0,
-    eraViolations: {},
-    eraProbesDeclined: 0,
-  };
+  readonly counters: RelayCounters = emptyCounters();
   /** The session's protocol era, learned from what passes, and its rules. */
   readonly eras: EraGuard;
   /** Schema, policy and approval for tools/call; null when off. */

@@ -14,6 +14,7 @@ import { notification } from '../wire/jsonrpc.js';
 import { markedEnv } from '../process/marker.js';
 import { ReadBufferReclaimer } from '../process/reclaim.js';
 import { Relay } from '../relay/relay.js';
+import { emptyCounters } from '../relay/counters.js';
 import type { ShutdownReport } from '../process/shutdown.js';
 import { explainSpawnFailure } from '../process/spawn-failure.js';
 import { Generation, STDIN_STALL_MS, type StreamEnd } from './generation.js';
@@ -446,20 +447,7 @@ export class Session {
       triggerToExitMs: null,
       streamEnd: { stdout: 'not_started', stderr: 'not_started' },
       stderrBytes: 0,
-      counters: {
-        clientFrames: 0,
-        childFrames: 0,
-        rejectedClient: 0,
-        noiseLines: 0,
-        noiseBytes: 0,
-        lateResponses: 0,
-        ignoredClientBytes: 0,
-        undelivered: 0,
-        states: {},
-        shapeRejections: 0,
-        eraViolations: {},
-        eraProbesDeclined: 0,
-      },
+      counters: emptyCounters(),
       protocol: { era: 'unknown', version: null, decidedBy: null },
       outputDropped: 0,
       outputUnflushedBytes: 0,

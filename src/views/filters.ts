@@ -8,6 +8,7 @@ import { GuardError } from '../base/errors.js';
 import type { ActivityRow } from './activity.js';
 import type { SessionRow } from './views.js';
 import { parseWhen } from './when.js';
+import { CALL_STATES } from '../mcp/call.js';
 
 export type Predicate<T> = (item: T) => boolean;
 
@@ -26,22 +27,7 @@ export const FAILED_STATES: ReadonlySet<string> = new Set([
   'no_final_record',
 ]);
 
-/** Every state `--state` accepts: the final states, and `open` / `no_final_record` for calls without a final record. */
-export const CALL_STATES: readonly string[] = [
-  'completed',
-  'error',
-  'tool_error',
-  'rejected',
-  'denied',
-  'cancelled_before_dispatch',
-  'cancelled_after_dispatch',
-  'timed_out_after_dispatch',
-  'unknown_after_dispatch',
-  'input_required',
-  'stream_ended',
-  'open',
-  'no_final_record',
-];
+export { CALL_STATES };
 
 /**
  * A session failed: its server exited non-zero or had to be killed, or could
