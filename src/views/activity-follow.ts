@@ -8,7 +8,7 @@
  * The log is read from where the table stopped, with the same line reader as
  * `logs --follow` (read.ts `forEachLine`), polling every FOLLOW_POLL_MS.
  */
-import type { ActivityRow } from './activity.js';
+import { rejectRow, type ActivityRow } from './activity.js';
 import type { LogRecord } from '../records/chain.js';
 import { liveness } from '../records/live.js';
 import { FOLLOW_POLL_MS, forEachLine } from '../records/read.js';
@@ -62,16 +62,7 @@ export async function followActivity(
 /** A record's row: a call's start or end, or a rejection; null for anything else (dispatch, session records). */
 function rowOf(r: LogRecord, sessionId: string): ActivityRow | null {
   if (r.type === 'reject') {
-    return {
-      kind: 'reject',
-      session_id: sessionId,
-      time: str(r.ts),
-      direction: str(r.direction),
-      line: r.line ?? null,
-      code: r.code ?? null,
-      reason: str(r.reason),
-      fingerprint: r.fingerprint ?? null,
-    };
+    return rejectRow(r, sessionId);
   }
   if (!isCallRecord(r) || (r.type !== 'call_attempt' && r.type !== 'call_end')) return null;
   const end = r.type === 'call_end';

@@ -11,7 +11,7 @@
  * multi-round calls (plan).
  */
 import type { LogRecord } from '../records/chain.js';
-import { endCall, plan, type ActivityRow, type CallRow, type Plan } from './activity.js';
+import { endCall, plan, rejectRow, type ActivityRow, type CallRow, type Plan } from './activity.js';
 import { BackwardLineReader } from './backwards.js';
 import { parseRecord } from '../records/read.js';
 import { isCallRecord, num, str } from './views.js';
@@ -52,16 +52,7 @@ export function* activityRowsNewestFirst(
   const gathered = new Map<string, CallRow[]>();
   for (const r of backwardRecords(file)) {
     if (r.type === 'reject') {
-      yield {
-        kind: 'reject',
-        session_id: sessionId,
-        time: str(r.ts),
-        direction: str(r.direction),
-        line: r.line ?? null,
-        code: r.code ?? null,
-        reason: str(r.reason),
-        fingerprint: r.fingerprint ?? null,
-      };
+      yield rejectRow(r, sessionId);
       continue;
     }
     if (!isCallRecord(r)) continue;

@@ -138,6 +138,20 @@ function* rowsOf(slot: Slot): Generator<ActivityRow> {
   for (const leg of slot.legs ?? []) yield leg.row;
 }
 
+/** A `reject` record's row (every activity view reads rejections the same way). */
+export function rejectRow(r: LogRecord, sessionId: string): Extract<ActivityRow, { kind: 'reject' }> {
+  return {
+    kind: 'reject',
+    session_id: sessionId,
+    time: str(r.ts),
+    direction: str(r.direction),
+    line: r.line ?? null,
+    code: r.code ?? null,
+    reason: str(r.reason),
+    fingerprint: r.fingerprint ?? null,
+  };
+}
+
 /**
  * Stream the rows of one session log. A call without a final record shows
  * state `open` while the session runs (or after a crash), and
@@ -167,16 +181,7 @@ export function* activityRows(
   for (const r of records(file, undefined, limit)) {
     if (r.type === 'reject') {
       waiting.push({
-        row: {
-          kind: 'reject',
-          session_id: sessionId,
-          time: str(r.ts),
-          direction: str(r.direction),
-          line: r.line ?? null,
-          code: r.code ?? null,
-          reason: str(r.reason),
-          fingerprint: r.fingerprint ?? null,
-        },
+        row: rejectRow(r, sessionId),
         done: true,
       });
     } else if (isCallRecord(r)) {
