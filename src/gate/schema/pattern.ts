@@ -298,10 +298,14 @@ function timedPattern(source: string, native: RegExp, why: string): LinearPatter
       try {
         return script.runInContext(context, { timeout: Math.max(1, Math.ceil(timedLeft)) }) as boolean;
       } catch (error) {
-        if ((error as { code?: unknown }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw spent();
+        if ((error as { code?: unknown }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
+          // The watchdog fired: the budget is spent, whatever the clock read (it can read a little under it).
+          timedLeft = 0;
+          throw spent();
+        }
         throw error;
       } finally {
-        timedLeft -= performance.now() - started;
+        if (timedLeft > 0) timedLeft -= performance.now() - started;
         context.r = null;
         context.s = '';
       }
