@@ -1,0 +1,115 @@
+/**
+ * What mcpguard exports to an OpenTelemetry backend, as plain data: spans,
+ * log records and metric points, before any encoding. The span builder fills
+ * these from the session's calls and the child's stderr; the encoders turn a
+ * batch into OTLP (JSON or protobuf); the exporter delivers it. Keeping the
+ * model free of both sides lets the live export and the backfill from records
+ * share one encoder, and lets tests decode what was sent without mcpguard's code.
+ */
+
+/** An attribute value as OTLP carries it: integers (safe ones) become intValue, other numbers doubleValue. */
+export type AttributeValue = string | number | boolean | readonly string[];
+export type Attributes = ReadonlyArray<readonly [key: string, value: AttributeValue]>;
+
+/** OTLP SpanKind numbers. */
+export const SpanKind = { internal: 1, server: 2, client: 3 } as const;
+export type SpanKind = (typeof SpanKind)[keyof typeof SpanKind];
+
+/** OTLP Status.code numbers: unset, ok, error. */
+export type StatusCode = 0 | 1 | 2;
+
+export interface SpanEvent {
+  name: string;
+  timeNs: bigint;
+  attributes: Attributes;
+}
+
+export interface SpanData {
+  /** 32 lowercase hex digits. */
+  traceId: string;
+  /** 16 lowercase hex digits. */
+  spanId: string;
+  parentSpanId?: string;
+  /** The W3C tracestate the parent came with, passed on unchanged. */
+  traceState?: string;
+  name: string;
+  kind: SpanKind;
+  startNs: bigint;
+  endNs: bigint;
+  attributes: Attributes;
+  events: readonly SpanEvent[];
+  status: { code: StatusCode; message?: string };
+}
+
+export interface LogData {
+  timeNs: bigint;
+  /** OTLP SeverityNumber (9 INFO, 13 WARN, 17 ERROR). */
+  severityNumber: number;
+  severityText: string;
+  body: string;
+  attributes: Attributes;
+  traceId?: string;
+  spanId?: string;
+}
+
+export interface HistogramPoint {
+  attributes: Attributes;
+  startNs: bigint;
+  timeNs: bigint;
+  count: number;
+  sum: number;
+  min: number;
+  max: number;
+  /** Upper bounds of the buckets, ascending; bucketCounts has one more entry than this. */
+  bounds: readonly number[];
+  bucketCounts: readonly number[];
+}
+
+export interface SumPoint {
+  attributes: Attributes;
+  startNs: bigint;
+  timeNs: bigint;
+  value: number;
+}
+
+export type MetricData =
+  | { kind: 'histogram'; name: string; unit: string; description: string; points: readonly HistogramPoint[] }
+  | { kind: 'sum'; name: string; unit: string; description: string; monotonic: boolean; points: readonly SumPoint[] };
+
+/** One export request's worth of telemetry under one resource and instrumentation scope. */
+export interface Batch {
+  resource: Attributes;
+  scope: { name: string; version: string };
+  spans: readonly SpanData[];
+  logs: readonly LogData[];
+  metrics: readonly MetricData[];
+}
+
+/** A W3C trace context parent, as found in a request's `params._meta`. */
+export interface TraceParent {
+  traceId: string;
+  spanId: string;
+  sampled: boolean;
+  traceState?: string;
+}
+
+const ZERO_TRACE = '0'.repeat(32);
+const ZERO_SPAN = '0'.repeat(16);
+
+/**
+ * Reads a `traceparent` header value by W3C Trace Context level 1: lowercase
+ * hex only, version `ff` and all-zero ids refused, version 00 exactly 55
+ * characters, a later version may carry more fields after a dash. Anything
+ * else is null: a client's malformed context starts no trace of its own.
+ */
+export function parseTraceparent(value: unknown, traceState?: unknown): TraceParent | null {
+  if (typeof value !== 'string' || value.length < 55) return null;
+  const m = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/.exec(value);
+  if (m === null) return null;
+  const [, version, traceId, spanId, flags, rest] = m;
+  if (version === 'ff' || (version === '00' && rest !== undefined)) return null;
+  if (traceId === ZERO_TRACE || spanId === ZERO_SPAN) return null;
+  const parent: TraceParent = { traceId: traceId!, spanId: spanId!, sampled: (Number.parseInt(flags!, 16) & 1) === 1 };
+  if (typeof traceState === 'string' && traceState.length > 0 && traceState.length <= 512) parent.traceState = traceState;
+  return parent;
+}
