@@ -18,6 +18,7 @@ import { applySplices, dropMembers, rebuildObject } from '../wire/splice.js';
 import { ApprovalSeal } from './seal.js';
 import { withdrawn } from './refusal.js';
 import { ownRequestId } from '../wire/own-id.js';
+import { answeredScope, ONCE_ONLY, SCOPES, type Scope } from './grants.js';
 
 /** The key under which mcpguard's own approval question travels in an input_required result. */
 export const APPROVAL_KEY = 'io.mcpguard/approval';
@@ -38,8 +39,8 @@ export class Approvals {
    * when the chain ends; bounded like the open legs it serves.
    */
   private readonly approvedChains = new Map<string, { tool: string; args: Buffer; leg: string }>();
-  /** 2026-07-28: what each card sent as input_required was (rule, reason, card), by its sealed state, for the retry's record. */
-  private readonly shownCards = new Map<string, Decision>();
+  /** 2026-07-28: what each card sent as input_required was (rule, reason, card) and the scopes it offered, by its sealed state, for the retry. */
+  private readonly shownCards = new Map<string, { decision: Decision; offered: readonly Scope[] }>();
 
   constructor(
     private readonly config: Pick<GateConfig, 'approveCmd' | 'approvalTimeoutMs' | 'server'>,
@@ -134,6 +135,8 @@ export class Approvals {
     accept?: string,
   ): Outcome | Promise<Outcome> {
     const expiresAt = Date.now() + this.config.approvalTimeoutMs;
+    // A held change's card updates the pin when accepted: once, never a grant (the next call is asked about as the policy says).
+    const offered = change === undefined ? SCOPES : ONCE_ONLY;
     const card = makeCard({ server: this.config.server, tool: call.tool!, argumentsText: argBytes.toString('utf8'), why, expiresAt, change });
     const shown = (channel: Decision['channel']): Decision => ({
       by: channel === 'approve-cmd' ? 'approve-cmd' : 'approval',
@@ -149,26 +152,34 @@ export class Approvals {
       if (!modernElicitation(request.frame, meta, request.params!)) return this.cannotAsk(call, rule, why, change, accept);
       call.decision = shown('input_required');
       const state = this.seal.seal(call.tool!, argBytes, expiresAt);
-      this.shownCards.set(state, call.decision);
+      this.shownCards.set(state, { decision: call.decision, offered });
       // Bounded like the seal's open nonces: a client that never retries cannot grow it.
       if (this.shownCards.size > MAX_SHOWN_CARDS) this.shownCards.delete(this.shownCards.keys().next().value!);
       const result = {
         resultType: 'input_required',
-        inputRequests: { [APPROVAL_KEY]: { method: 'elicitation/create', params: elicitationParams(card, true) } },
+        inputRequests: { [APPROVAL_KEY]: { method: 'elicitation/create', params: elicitationParams(card, true, offered) } },
         requestState: state,
       };
       return { kind: 'card', state, answer: resultResponse(call.requestId, result) };
     }
     if (this.legacyElicitation !== null && !this.io.clientClosed()) {
       call.decision = shown('elicitation');
-      return this.elicit(call, card, expiresAt, argBytes, request.frame);
+      return this.elicit(call, card, expiresAt, argBytes, request.frame, offered);
     }
     if (this.config.approveCmd !== null) {
       call.decision = shown('approve-cmd');
-      const action = approverAction(card, { server: this.config.server, tool: call.tool!, reason: why, callId: call.callId, expiresAt, change });
-      return this.held.waitFor(call, runApproveCmd(this.config.approveCmd, action, this.config.approvalTimeoutMs)).then((verdict) => {
+      const action = approverAction(card, {
+        server: this.config.server,
+        tool: call.tool!,
+        reason: why,
+        callId: call.callId,
+        expiresAt,
+        change,
+        scopes: offered,
+      });
+      return this.held.waitFor(call, runApproveCmd(this.config.approveCmd, action, this.config.approvalTimeoutMs, offered)).then((verdict) => {
         if (verdict === null) return withdrawn();
-        answered(call, verdict.approved ? 'approved' : 'denied');
+        answered(call, verdict.approved ? 'approved' : 'denied', verdict.scope);
         return verdict.approved ? { kind: 'dispatch', frame: request.frame } : this.refuse(call, 'denied', `not approved: ${verdict.detail}`);
       });
     }
@@ -197,7 +208,7 @@ export class Approvals {
   }
 
   /** Legacy era: ask through the client's own elicitation UI, with a wall-clock deadline nothing else moves. */
-  private elicit(call: Call, card: Card, expiresAt: number, argBytes: Buffer, frame: Buffer): Promise<Outcome> {
+  private elicit(call: Call, card: Card, expiresAt: number, argBytes: Buffer, frame: Buffer, offered: readonly Scope[]): Promise<Outcome> {
     // Unguessable, and not an id the server has open with the client: else the client's answer to the server's question would answer the card.
     const id = ownRequestId('approval', this.nextId++, this.io.idTaken);
     const key = `s${id}`;
@@ -226,13 +237,15 @@ export class Approvals {
       });
       this.asked.set(key, (result, answerFrame) => {
         const action = result === null ? 'error' : (memberString(answerFrame, result, 'action') ?? 'unknown');
-        answered(call, action);
-        if (action === 'accept') {
+        const scope = action === 'accept' ? answeredScope(answerFrame, result ?? undefined, offered) : undefined;
+        answered(call, action, typeof scope === 'string' ? scope : undefined);
+        if (typeof scope === 'object') finish(this.refuse(call, 'denied', `not approved: the answer does not fit the card: ${scope.error}`));
+        else if (action === 'accept') {
           this.granted(call, argBytes);
           finish({ kind: 'dispatch', frame });
         } else finish(this.refuse(call, 'denied', `not approved: the person answered ${action}`));
       });
-      const params = elicitationParams(card, this.legacyElicitation!.form);
+      const params = elicitationParams(card, this.legacyElicitation!.form, offered);
       this.io.toClient(requestFrame(id, 'elicitation/create', JSON.stringify(params)));
     });
   }
@@ -243,7 +256,7 @@ export class Approvals {
     const unsealed = this.seal.unseal(state, call.tool!, argBytes);
     // The card this retry answers (its rule, reason, hash and the time it was shown), when mcpguard still knows it.
     const spent = unsealed.ok || unsealed.spent === true;
-    const shown = spent ? this.shownCards.get(state) : undefined;
+    const { decision: shown, offered } = (spent ? this.shownCards.get(state) : undefined) ?? { decision: undefined, offered: ONCE_ONLY };
     if (spent) this.shownCards.delete(state);
     call.decision = {
       by: 'approval',
@@ -255,10 +268,12 @@ export class Approvals {
     const responses = membersOf(frame, params!.members!.get('inputResponses'));
     const mine = responses?.members?.get(APPROVAL_KEY);
     const action = mine === undefined ? null : (memberString(frame, membersOf(frame, mine) ?? undefined, 'action') ?? null);
+    const scope = action === 'accept' ? answeredScope(frame, mine, offered) : undefined;
     // An answer that came too late is still recorded as given, with when it came.
-    if (spent) answered(call, action ?? 'none');
+    if (spent) answered(call, action ?? 'none', typeof scope === 'string' ? scope : undefined);
     if (!unsealed.ok) return this.refuse(call, 'denied', `not approved: ${unsealed.reason}`);
     if (action !== 'accept') return this.refuse(call, 'denied', `not approved: the person answered ${action ?? 'nothing'}`);
+    if (typeof scope === 'object') return this.refuse(call, 'denied', `not approved: the answer does not fit the card: ${scope.error}`);
     this.granted(call, argBytes);
     // The server gets the call as it was before mcpguard asked: its own answer and state removed.
     const onlyMine = responses!.members!.size === 1;
@@ -274,10 +289,12 @@ export class Approvals {
 /** Most 2026-07-28 cards remembered for their retries' records (oldest forgotten first). */
 const MAX_SHOWN_CARDS = 4096;
 
-function answered(call: Call, answer: string): void {
+/** The answer a card got, and when; an approval's reach (`scope`) beside it. */
+function answered(call: Call, answer: string, scope?: Scope): void {
   if (call.decision?.card) {
     call.decision.card.answered_at = new Date().toISOString();
     call.decision.card.answer = answer;
+    if (scope !== undefined) call.decision.scope = scope;
   }
 }
 

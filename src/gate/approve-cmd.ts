@@ -2,8 +2,12 @@
  * `--approve-cmd`: the way to ask when the client cannot show a card. The
  * command runs without a shell, in its own process group, with the action
  * as one JSON object on its stdin; exit status 0 approves, anything else
- * (a signal, a failure to start, the deadline) denies. Its output is not
- * read beyond a small bound: only the status decides.
+ * (a signal, a failure to start, the deadline) denies. An approval may say
+ * how far it reaches: a stdout that is a JSON object with a `scope` member
+ * (`{"scope":"session-tool"}`, one of the action's `scopes`). Any other
+ * stdout (none, text, an object without `scope`) is an approval `once`, as
+ * before grants existed; an object that cannot be read, or a scope the
+ * action did not offer, denies. Output is read only up to a small bound.
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
@@ -11,15 +15,20 @@ import { delimiter, join, resolve } from 'node:path';
 import { GuardError } from '../base/errors.js';
 import { processMasker } from '../mask/mask.js';
 import type { Card } from './card.js';
+import { checkScope, ONCE_ONLY, type Scope } from './grants.js';
 
 export interface CommandVerdict {
   approved: boolean;
   /** Why, in words, for the records and the denial message. */
   detail: string;
+  /** An approval's reach (`once` when the command said nothing about it). */
+  scope?: Scope;
 }
 
 /** Most output kept from the command, for the denial message. */
 const OUTPUT_BYTES = 512;
+/** Most stdout read as the command's answer (`{"scope":"session-tool"}` is 25 bytes). */
+const ANSWER_BYTES = 4096;
 
 /** Split `--approve-cmd` into argv: words separated by spaces, no quoting, no shell. */
 export function approveArgv(command: string): string[] {
@@ -64,6 +73,8 @@ export interface ApproverFacts {
   callId: string;
   expiresAt: number;
   change?: readonly string[];
+  /** What an approval may answer for its reach (gate/grants.ts), narrowest first. */
+  scopes?: readonly Scope[];
 }
 
 /**
@@ -83,12 +94,18 @@ export function approverAction(card: Card, facts: ApproverFacts): Record<string,
     reason: facts.reason,
     call_id: facts.callId,
     expires_at: new Date(facts.expiresAt).toISOString(),
+    scopes: facts.scopes ?? ONCE_ONLY,
     ...(facts.change === undefined ? {} : { change: facts.change }),
   };
 }
 
-/** Run the resolved command (`checkApproveCmd`) once, for one action. */
-export function runApproveCmd(argv: readonly string[], action: Record<string, unknown>, deadlineMs: number): Promise<CommandVerdict> {
+/** Run the resolved command (`checkApproveCmd`) once, for one action; an approval may choose one of `offered`. */
+export function runApproveCmd(
+  argv: readonly string[],
+  action: Record<string, unknown>,
+  deadlineMs: number,
+  offered: readonly Scope[] = ONCE_ONLY,
+): Promise<CommandVerdict> {
   return new Promise((resolve) => {
     let settled = false;
     const finish = (verdict: CommandVerdict): void => {
@@ -97,8 +114,15 @@ export function runApproveCmd(argv: readonly string[], action: Record<string, un
       clearTimeout(timer);
       resolve(verdict);
     };
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'ignore', 'pipe'], detached: true, shell: false });
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], detached: true, shell: false });
     let stderr = '';
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    // Read to the end (a full pipe would stall the command), keep the bound.
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (stdoutBytes <= ANSWER_BYTES) stdout.push(chunk);
+      stdoutBytes += chunk.length;
+    });
     child.stderr.on('data', (chunk: Buffer) => {
       if (stderr.length < OUTPUT_BYTES) stderr += chunk.toString('utf8').slice(0, OUTPUT_BYTES - stderr.length);
     });
@@ -109,13 +133,37 @@ export function runApproveCmd(argv: readonly string[], action: Record<string, un
     timer.unref();
     child.on('error', (error) => finish({ approved: false, detail: `--approve-cmd could not run: ${error.message}` }));
     child.on('close', (code, signal) => {
-      if (code === 0) return finish({ approved: true, detail: '--approve-cmd exited 0' });
+      if (code === 0) {
+        const scope = answerScope(Buffer.concat(stdout).toString('utf8'), stdoutBytes > ANSWER_BYTES, offered);
+        if (typeof scope === 'string') return finish({ approved: true, detail: '--approve-cmd exited 0', scope });
+        return finish({ approved: false, detail: `--approve-cmd exited 0, but its answer does not fit the card: ${scope.error}` });
+      }
       const how = signal !== null ? `was killed by ${signal}` : `exited ${code}`;
       finish({ approved: false, detail: `--approve-cmd ${how}${stderr.trim() === '' ? '' : `: ${stderr.trim()}`}` });
     });
     child.stdin.on('error', () => {});
     child.stdin.end(`${JSON.stringify(action)}\n`);
   });
+}
+
+/**
+ * The reach an approving command's stdout chose: a JSON object's `scope`, or
+ * `once` for any stdout that is not an object (what approvers printed before
+ * grants). An object longer than the bound is not an answer that can be read.
+ */
+function answerScope(text: string, overflow: boolean, offered: readonly Scope[]): Scope | { error: string } {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('{')) return 'once';
+  if (overflow) return { error: `its stdout is longer than ${ANSWER_BYTES} bytes` };
+  let answer: unknown;
+  try {
+    answer = JSON.parse(trimmed);
+  } catch {
+    return { error: 'its stdout starts like a JSON object but is not one' };
+  }
+  if (answer === null || typeof answer !== 'object' || Array.isArray(answer) || !Object.hasOwn(answer, 'scope')) return 'once';
+  const scope = (answer as Record<string, unknown>).scope;
+  return checkScope(typeof scope === 'string' ? scope : null, offered);
 }
 
 function killGroup(pid: number | undefined): void {

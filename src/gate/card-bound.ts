@@ -13,6 +13,11 @@
  * A definition the gate no longer knows when the answer comes (the server
  * said its tools changed, or was restarted, and nothing listed them since) is
  * learned again (mcpguard's own tools/list) before it is compared.
+ *
+ * The same binding holds a session grant (grants.ts): an accepted card that
+ * chose a session scope is kept as a grant for the definition it showed, and
+ * only once that definition is confirmed; a grant covers a later call only
+ * while the tool's definition is still that one.
  */
 import type { Call } from '../mcp/call.js';
 import type { Request } from '../wire/jsonrpc.js';
@@ -22,6 +27,7 @@ import type { Outcome } from './gate.js';
 import type { HeldCalls } from './held.js';
 import { withdrawn } from './refusal.js';
 import { CallArgs, type ToolBook } from './tools.js';
+import { Grants, type Grant } from './grants.js';
 
 /** Most 2026-07-28 cards remembered (as many as the seal keeps open; oldest forgotten first). */
 const MAX_CARDS = 4096;
@@ -29,6 +35,8 @@ const MAX_CARDS = 4096;
 export class CardBound {
   /** 2026-07-28 cards: the definition each showed, by its sealed state. */
   private readonly byState = new Map<string, string | null>();
+  /** This session's grants: memory only, gone with the process. */
+  private readonly grants = new Grants();
 
   constructor(
     private readonly tools: ToolBook,
@@ -54,21 +62,55 @@ export class CardBound {
   retried(call: Call, request: Request, meta: RequestMeta, state: string, outcome: Outcome): Outcome | Promise<Outcome> {
     const shown = this.byState.get(state);
     this.byState.delete(state);
-    return shown === undefined ? outcome : this.check(call, request, meta, shown, outcome);
+    return this.check(call, request, meta, shown ?? null, outcome);
+  }
+
+  /** The grant that allows this call of a tool whose policy would ask (null: none, ask). */
+  grantFor(call: Call, argBytes: Buffer): Grant | null {
+    return this.grants.covering(call.tool!, this.hash(call.tool!), argBytes);
   }
 
   /** An accepted card (dispatch) whose tool changed since it was shown: refused. `shown` null: the tool was not known then, nothing to bind to. */
   private check(call: Call, request: Request, meta: RequestMeta, shown: string | null, outcome: Outcome): Outcome | Promise<Outcome> {
-    if (outcome.kind !== 'dispatch' || shown === null) return outcome;
+    if (outcome.kind !== 'dispatch') return outcome;
     const name = call.tool!;
-    const now = this.hash(name);
-    if (now !== null) return now === shown ? outcome : this.changed(call, shown, now);
     const args = new CallArgs(request.frame, request.params!.members!.get('arguments'));
+    if (shown === null) return this.keep(call, null, args.bytes, outcome);
+    const now = this.hash(name);
+    if (now !== null) return now === shown ? this.keep(call, shown, args.bytes, outcome) : this.changed(call, shown, now);
     return this.held.waitFor(call, this.tools.check(name, args, meta, request.frame)).then((verdict) => {
       if (verdict === null) return withdrawn();
       const learned = this.hash(name);
-      return learned === shown ? outcome : this.changed(call, shown, learned);
+      return learned === shown ? this.keep(call, shown, args.bytes, outcome) : this.changed(call, shown, learned);
     });
+  }
+
+  /**
+   * An accepted card, its definition confirmed: a session scope becomes a
+   * grant for that definition. `shown` null (the card's definition was never
+   * known, or is forgotten): nothing to bind a grant to, so the approval
+   * stays once, and the record says so.
+   */
+  private keep(call: Call, shown: string | null, argBytes: Buffer, outcome: Outcome): Outcome {
+    const d = call.decision;
+    if (d?.scope !== 'session-tool' && d?.scope !== 'session-same-arguments') return outcome;
+    if (shown === null) {
+      d.reason = `${d.reason ?? ''}; the ${d.scope} grant chosen was not kept (the tool's definition was not known when the card was shown), so it was approved once`;
+      d.scope = 'once';
+      return outcome;
+    }
+    this.grants.add(
+      {
+        tool: call.tool!,
+        scope: d.scope,
+        definition: shown,
+        callId: call.callId,
+        channel: d.channel,
+        grantedAt: d.card?.answered_at ?? new Date().toISOString(),
+      },
+      argBytes,
+    );
+    return outcome;
   }
 
   private changed(call: Call, shown: string, now: string | null): Outcome {

@@ -13,6 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { processMasker } from '../mask/mask.js';
+import { ONCE_ONLY, SCOPE_FIELD, type Scope } from './grants.js';
 
 /** Most bytes of the arguments a card shows. */
 export const CARD_ARGUMENT_BYTES = 2048;
@@ -79,12 +80,30 @@ export function maskedNote(masked: readonly string[]): string {
   return `${masked.length} secret${masked.length === 1 ? '' : 's'} masked: ${kinds.join(', ')}`;
 }
 
-/** The `elicitation/create` params that show a card: form mode, nothing to fill in but the answer itself. */
-export function elicitationParams(card: Card, formMode: boolean): Record<string, unknown> {
+/** How each scope reads on the card's form. */
+const SCOPE_TITLES: Record<Scope, string> = {
+  once: 'Once: this call only',
+  'session-same-arguments': 'For the rest of this session: this tool, with exactly these arguments',
+  'session-tool': 'For the rest of this session: this tool, with any arguments',
+};
+
+/**
+ * The `elicitation/create` params that show a card: form mode, and when the
+ * card offers grants one optional field, `scope`, whose default is `once`.
+ * A client that shows only accept/decline, or leaves the field out, answers
+ * `once`. Its choices are titled as the client's protocol spells them:
+ * `oneOf` with `const`/`title` from 2025-11-25 (`formMode`), `enum` with
+ * `enumNames` before.
+ */
+export function elicitationParams(card: Card, formMode: boolean, offered: readonly Scope[] = ONCE_ONLY): Record<string, unknown> {
+  const choices = formMode
+    ? { oneOf: offered.map((scope) => ({ const: scope, title: SCOPE_TITLES[scope] })) }
+    : { enum: [...offered], enumNames: offered.map((scope) => SCOPE_TITLES[scope]) };
+  const scope = { type: 'string', title: 'Allow', description: 'How far this approval reaches; it never outlives this session', ...choices, default: 'once' };
   return {
     ...(formMode ? { mode: 'form' } : {}),
     message: card.text,
-    requestedSchema: { type: 'object', properties: {} },
+    requestedSchema: { type: 'object', properties: offered.length > 1 ? { [SCOPE_FIELD]: scope } : {} },
   };
 }
 

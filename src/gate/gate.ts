@@ -153,6 +153,20 @@ export class Gate {
       call.decision = { by: 'approval', rule: verdict.rule, channel: null, card: null, reason: 'approved on an earlier leg of this call' };
       return { kind: 'dispatch', frame };
     }
+    // A person's session grant answers the question this `ask` would ask (and only that: schema, pins and deny came first).
+    const grant = this.bound.grantFor(call, args.bytes);
+    if (grant !== null) {
+      const { callId, scope, channel, grantedAt } = grant;
+      call.decision = {
+        by: 'grant',
+        rule: verdict.rule,
+        channel: null,
+        card: null,
+        reason: `${why}; allowed by the ${scope} grant of call ${callId}`,
+        grant: { call_id: callId, scope, channel, granted_at: grantedAt },
+      };
+      return { kind: 'dispatch', frame };
+    }
     return this.bound.asked(call, request, meta, this.approvals.ask(call, request, meta, args.bytes, why, verdict.rule));
   }
 

@@ -9,11 +9,15 @@ import { newCallId } from '../records/ids.js';
 
 /** What decided a call, for its records. */
 export interface Decision {
-  by: 'schema' | 'policy' | 'approval' | 'approve-cmd' | 'pins';
+  by: 'schema' | 'policy' | 'approval' | 'approve-cmd' | 'pins' | 'grant';
   rule: number | null;
   channel: 'elicitation' | 'input_required' | 'approve-cmd' | null;
   card: { sha256: string; bytes: number; shown_at: string; answered_at: string | null; answer: string | null } | null;
   reason: string | null;
+  /** A card's answer: how far the approval reaches (`once`, `session-same-arguments`, `session-tool`; gate/grants.ts). */
+  scope?: string;
+  /** A call a session grant allowed without a card: the call whose card granted it, the grant's scope, channel and time. */
+  grant?: { call_id: string; scope: string; channel: string | null; granted_at: string };
 }
 
 /** A call's final state, named from what mcpguard observed (never guessed). */

@@ -13,6 +13,7 @@ import type { LogRecord } from '../records/chain.js';
 import { liveness } from '../records/live.js';
 import { FOLLOW_POLL_MS, forEachLine } from '../records/read.js';
 import { isCallRecord, num, str, timeOf } from './views.js';
+import { approvalOf, type ApprovalFacts } from './approval-facts.js';
 
 /** Checks of the writer's liveness while nothing new comes: every this many polls. */
 const LIVENESS_EVERY = 5;
@@ -85,5 +86,11 @@ function rowOf(r: LogRecord, sessionId: string): ActivityRow | null {
     leg: null,
     detail: end ? str(r.detail) : null,
     generation: end ? num(r.generation) : null,
+    ...withApproval(end ? r.decision : null),
   };
+}
+
+function withApproval(decision: unknown): { approval?: ApprovalFacts } {
+  const approval = approvalOf(decision);
+  return approval === null ? {} : { approval };
 }

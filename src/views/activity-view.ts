@@ -12,6 +12,7 @@ import { jsonLine } from '../mask/escape.js';
 import { formatDuration, StreamingTable, type Colour, type Column } from './format.js';
 import { emit, notFound, pickSession, titleLine, warnUnreadable, type ViewContext } from './view-kit.js';
 import { logEnds, sessionRow } from './views.js';
+import { approvalNote } from './approval-facts.js';
 
 /** The columns; GEN (the server generation a call went to) only for a session whose server was restarted. */
 function columns(zone: string, restarted: boolean): Column[] {
@@ -164,6 +165,7 @@ function activityCells(
   const state = r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)` : r.state;
   const failed = FAILED_STATES.has(r.state) || (r.chain_state !== undefined && FAILED_STATES.has(r.chain_state));
   const notes = r.detail !== null && r.state !== 'tool_error' && (failed || r.state.startsWith('cancelled_')) ? [r.detail.split('\n')[0]!] : [];
+  if (r.approval !== undefined) notes.push(approvalNote(r.approval));
   const [cells, colours] = gen(
     [
       r.leg !== null && r.leg > 1 ? `  ↳ ${r.call_id}` : r.call_id,

@@ -13,6 +13,7 @@
 import type { LogRecord } from '../records/chain.js';
 import { LineReader, parseRecord } from '../records/read.js';
 import { isCallRecord, num, str, timeOf } from './views.js';
+import { approvalOf, type ApprovalFacts } from './approval-facts.js';
 
 /** One call, or one rejected frame, as a row of `mcpguard activity`. */
 export type ActivityRow =
@@ -39,6 +40,8 @@ export type ActivityRow =
       /** On a chain's first leg: how many legs it has so far, and the state of the latest. */
       legs?: number;
       chain_state?: string;
+      /** A card answered, or a session grant that allowed the call without one (approval-facts.ts). */
+      approval?: ApprovalFacts;
     }
   | {
       kind: 'reject';
@@ -255,4 +258,6 @@ export function endCall(row: CallRow, r: LogRecord, leg: number | null): void {
     detail: str(r.detail),
     generation: num(r.generation) ?? row.generation,
   });
+  const approval = approvalOf(r.decision);
+  if (approval !== null) row.approval = approval;
 }

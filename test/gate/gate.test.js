@@ -191,7 +191,11 @@ describe('approval, legacy era (elicitation through the client)', () => {
       assert.match(String(question.id), /^mcpguard-approval-/);
       assert.match(question.params.message, /Tool: delete_file/);
       assert.match(question.params.message, /\{"path":"\/tmp\/x"\}/);
-      assert.deepEqual(question.params.requestedSchema, { type: 'object', properties: {} });
+      // 2025-06-18: the scope's choices as enum and enumNames, `once` first and by default.
+      const { scope } = question.params.requestedSchema.properties;
+      assert.deepEqual([scope.type, scope.enum, scope.default], ['string', ['once', 'session-same-arguments', 'session-tool'], 'once']);
+      assert.equal(scope.enumNames.length, 3);
+      assert.equal(question.params.mode, undefined, 'form mode is named from 2025-11-25');
       assert.deepEqual(calledAtServer(c), [], 'nothing reaches the server while the card is open');
       c.send({ jsonrpc: '2.0', id: question.id, result: { action: 'accept', content: {} } });
       const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
