@@ -65,9 +65,9 @@ export class CardBound {
     return this.check(call, request, meta, shown ?? null, outcome);
   }
 
-  /** The grant that allows this call of a tool whose policy would ask (null: none, ask). */
-  grantFor(call: Call, argBytes: Buffer): Grant | null {
-    return this.grants.covering(call.tool!, this.hash(call.tool!), argBytes);
+  /** The grant that allows this call of a tool whose policy `rule` would ask about (null: none, ask). */
+  grantFor(call: Call, argBytes: Buffer, rule: number | null): Grant | null {
+    return this.grants.covering(call.tool!, this.hash(call.tool!), argBytes, rule);
   }
 
   /** An accepted card (dispatch) whose tool changed since it was shown: refused. `shown` null: the tool was not known then, nothing to bind to. */
@@ -101,6 +101,7 @@ export class CardBound {
     }
     this.grants.add(
       {
+        rule: d.rule,
         tool: call.tool!,
         scope: d.scope,
         definition: shown,

@@ -154,7 +154,7 @@ export class Gate {
       return { kind: 'dispatch', frame };
     }
     // A person's session grant answers the question this `ask` would ask (and only that: schema, pins and deny came first).
-    const grant = this.bound.grantFor(call, args.bytes);
+    const grant = this.bound.grantFor(call, args.bytes, verdict.rule);
     if (grant !== null) {
       const { callId, scope, channel, grantedAt } = grant;
       call.decision = {

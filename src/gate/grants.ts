@@ -16,6 +16,10 @@
  * call is asked about as it is now. `session-same-arguments` is bound to the
  * argument bytes as the card showed them (their own text, not a
  * re-serialisation: `{"a":1}` and `{"a": 1}` are different answers).
+ * And it answers only the question its card asked: the policy rule that
+ * asked (or the default). A call the policy asks about for another reason
+ * (a rule that asks when the arguments carry a secret, or a rate is passed)
+ * gets its own card.
  */
 import { createHash } from 'node:crypto';
 import { memberString, memberType, membersOf } from '../wire/jsonrpc.js';
@@ -39,6 +43,8 @@ export interface Grant {
   scope: Exclude<Scope, 'once'>;
   /** SHA-256 of the tool's pinned definition, as the approving card showed it. */
   definition: string;
+  /** The policy rule whose question the card answered (0-based; null: the policy's default). */
+  rule: number | null;
   /** SHA-256 of the argument bytes (`session-same-arguments`), else null. */
   args: string | null;
   /** The call whose card granted it, and how and when it was answered. */
@@ -90,12 +96,13 @@ export class Grants {
   }
 
   /**
-   * The grant that allows this call without asking, if any. `definition` is
-   * the tool's definition hash as the gate knows it now (null: not known, so
-   * nothing can be shown to be the granted tool). Grants of an older
-   * definition are dropped here: the tool they were given for is gone.
+   * The grant that allows this call without asking, if any: `rule` is the
+   * policy rule that asks about it now. `definition` is the tool's definition
+   * hash as the gate knows it now (null: not known, so nothing can be shown
+   * to be the granted tool). Grants of an older definition are dropped here:
+   * the tool they were given for is gone.
    */
-  covering(tool: string, definition: string | null, argBytes: Buffer): Grant | null {
+  covering(tool: string, definition: string | null, argBytes: Buffer, rule: number | null): Grant | null {
     const list = this.byTool.get(tool);
     if (list === undefined || definition === null) return null;
     const current = list.filter((g) => g.definition === definition);
@@ -104,11 +111,12 @@ export class Grants {
       if (current.length === 0) this.byTool.delete(tool);
       else this.byTool.set(tool, current);
     }
-    const whole = current.find((g) => g.scope === 'session-tool');
+    const asked = current.filter((g) => g.rule === rule);
+    const whole = asked.find((g) => g.scope === 'session-tool');
     if (whole !== undefined) return whole;
-    if (current.length === 0) return null;
+    if (asked.length === 0) return null;
     const hash = argsHash(argBytes);
-    return current.find((g) => g.args === hash) ?? null;
+    return asked.find((g) => g.args === hash) ?? null;
   }
 
   /** How many grants are kept (for tests of the bound). */

@@ -1,9 +1,10 @@
 // Session grants on the approval card: the person answers a card "once",
 // "this tool with these exact arguments for the session" or "this tool for
 // the session", through the official SDK clients as they are (v1: mcpguard's
-// own elicitation/create; v2 on 2026-07-28: input_required and the retry),
-// and through --approve-cmd's answer. The servers record every byte they
-// read, so each test counts the calls that reached them; every log must verify.
+// own elicitation/create; v2 on 2026-07-28: input_required and the retry;
+// --approve-cmd's answer is in grants-approve-cmd.test.js). The servers
+// record every byte they read, so each test counts the calls that reached
+// them; every log must verify.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { Client as V2Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport as V2Transport } from '@modelcontextprotocol/client/stdio';
 import { BIN, ROOT, fixture, killStarted, readLines, runGuard, tempDir } from '../helpers/run.js';
 import { TEE, V2_SERVER, assertAllVerify, killServers, messagesOf, wireOf } from '../helpers/peers.js';
-import { callEnds, conversation, endOf } from '../helpers/conversation.js';
+import { callEnds } from '../helpers/conversation.js';
 
 const TIMEOUT = 60000;
 const APPROVAL_KEY = 'io.mcpguard/approval';
@@ -219,6 +220,29 @@ describe('SDK v1 client (legacy era): the card offers a scope, and a session gra
     assert.deepEqual([third.state, third.decision.by, third.decision.card.answer], ['denied', 'approval', 'decline']);
   });
 
+  test('a grant answers only the rule that asked: a call another ask rule matches (a secret-looking path) gets its own card', {
+    timeout: TIMEOUT,
+  }, async () => {
+    const policy = {
+      default: 'allow',
+      rules: [
+        { tool: 'delete_file', when: { properties: { path: { pattern: 'secret' } }, required: ['path'] }, decision: 'ask', reason: 'a secret path' },
+        { tool: 'delete_file', decision: 'ask' },
+      ],
+    };
+    const run = await guarded({
+      make: v1,
+      policy,
+      answers: [accept('session-tool'), { action: 'decline' }],
+      script: async (client) => {
+        for (const path of ['/tmp/plain', '/tmp/plain2', '/tmp/secret']) await client.callTool({ name: 'delete_file', arguments: { path } });
+      },
+    });
+    assert.equal(run.handled.length, 2);
+    assert.match(run.handled[1].message, /Asked because: policy rule 1 \(a secret path\)/);
+    assert.deepEqual(argsAt(run, 'delete_file'), [{ path: '/tmp/plain' }, { path: '/tmp/plain2' }]);
+  });
+
   test('a client that shows only accept/decline (no scope in its answer) approves once: the next call gets a card', { timeout: TIMEOUT }, async () => {
     const run = await guarded({
       make: v1,
@@ -332,6 +356,63 @@ describe('SDK v1 client (legacy era): the card offers a scope, and a session gra
   });
 });
 
+describe('a grant never skips the pin hold', () => {
+  test("a tool changed after its grant: the held change's card offers no scope (a scope answer is refused); accepting it once updates the pin, and the old grant is gone", {
+    timeout: TIMEOUT,
+  }, async () => {
+    const scratch = tempDir('mcpguard-grants-pins-');
+    cleanups.push(scratch.cleanup);
+    const variant = join(scratch.dir, 'variant');
+    writeFileSync(variant, 'base');
+    let changed;
+    const listChanged = new Promise((resolve) => {
+      changed = resolve;
+    });
+    const run = await guarded({
+      make: (params, answers) => {
+        const peer = v1(params, answers);
+        peer.client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
+        return peer;
+      },
+      policy: { default: 'allow', rules: [{ tool: 'read_file', decision: 'ask' }] },
+      server: () => ['python3', fixture('pins-server.py')],
+      env: { PINS_VARIANT_FILE: variant, WATCH_VARIANT: '1' },
+      answers: [accept('session-tool'), accept('session-tool'), accept(), { action: 'decline' }],
+      script: async (client) => {
+        const out = [];
+        const read = async (path) => out.push(await client.callTool({ name: 'read_file', arguments: { path } }));
+        await read('a');
+        await read('b');
+        writeFileSync(variant, 'description');
+        await listChanged;
+        await read('c');
+        await read('d');
+        await read('e');
+        return out;
+      },
+    });
+    assert.equal(run.handled.length, 4, 'a card for a; none for b (the grant); the held change for c and d; a card for e');
+    assert.ok(run.handled[0].requestedSchema.properties.scope, 'the policy card offers a scope');
+    for (const held of run.handled.slice(1, 3)) {
+      assert.match(held.message, /What changed since the tool was pinned/);
+      assert.deepEqual(held.requestedSchema.properties, {}, "the held change's card offers no scope");
+    }
+    assert.doesNotMatch(run.handled[3].message, /What changed/);
+    assert.match(run.result[2].content[0].text, /does not fit the card: it chose scope "session-tool", which the card did not offer \(it offered once\)/);
+    assert.deepEqual(argsAt(run, 'read_file'), [{ path: 'a' }, { path: 'b' }, { path: 'd' }]);
+    assert.deepEqual(
+      endsOf(run.logs, 'read_file').map((e) => [e.state, e.decision.by]),
+      [
+        ['completed', 'approval'],
+        ['completed', 'grant'],
+        ['denied', 'approval'],
+        ['completed', 'approval'],
+        ['denied', 'approval'],
+      ],
+    );
+  });
+});
+
 describe('SDK v2 client (2026-07-28): the scope travels in the retry', () => {
   const v2Server = (dirs) => [process.execPath, TEE, dirs.wire, '--', process.execPath, V2_SERVER, '--pid-dir', dirs.pids];
   const policy = { default: 'allow', rules: [{ tool: '*', decision: 'ask' }] };
@@ -385,73 +466,5 @@ describe('SDK v2 client (2026-07-28): the scope travels in the retry', () => {
     assert.equal(ends[1].decision.scope, 'session-tool');
     assert.equal(ends[2].decision.grant.call_id, ends[1].call_id);
     assert.equal(ends[2].decision.grant.channel, 'input_required');
-  });
-});
-
-describe('--approve-cmd answers a scope on its stdout', () => {
-  const ask = { default: 'allow', rules: [{ tool: 'delete_file', decision: 'ask' }] };
-  const init = {
-    jsonrpc: '2.0',
-    id: 'init',
-    method: 'initialize',
-    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-  };
-  const call = (id, path) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'delete_file', arguments: { path } } });
-
-  /** Three delete_file calls under /tmp through a client that cannot show a card; the approver prints `answer`. */
-  async function approverRun(answer) {
-    const scratch = tempDir('mcpguard-grants-cmd-');
-    cleanups.push(scratch.cleanup);
-    const policyFile = join(scratch.dir, 'policy.json');
-    const runs = join(scratch.dir, 'runs');
-    writeFileSync(policyFile, JSON.stringify(ask));
-    const c = conversation(GATE_SERVER(), ['--validate-args=on', `--policy=${policyFile}`, `--approve-cmd=python3 ${fixture('approve.py')}`], {
-      APPROVE_RUNS: runs,
-      ...(answer === undefined ? {} : { APPROVE_ANSWER: answer }),
-    });
-    cleanups.push(c.cleanup);
-    c.send(init);
-    await c.waitFor((m) => m.id === 'init', 'initialize answer');
-    c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    const answers = [];
-    for (const id of [1, 2, 3]) {
-      c.send(call(id, `/tmp/${id}`));
-      answers.push(await c.waitFor((m) => m.id === id, `answer to ${id}`));
-    }
-    const r = await c.finish();
-    const ran = existsSync(runs) ? readFileSync(runs, 'utf8').split('\n').filter(Boolean).length : 0;
-    const reached = c
-      .atServer()
-      .filter((m) => m.method === 'tools/call')
-      .map((m) => m.id);
-    return { answers, records: r.records, ran, reached };
-  }
-
-  test('{"scope":"session-tool"}: the approver runs once, the later calls reach the server by the grant', { timeout: TIMEOUT }, async () => {
-    const run = await approverRun('{"scope": "session-tool"}\n');
-    assert.equal(run.ran, 1);
-    assert.deepEqual(run.reached, [1, 2, 3]);
-    const first = endOf(run.records, 1);
-    assert.deepEqual([first.decision.by, first.decision.channel, first.decision.scope], ['approve-cmd', 'approve-cmd', 'session-tool']);
-    for (const id of [2, 3]) assert.deepEqual(endOf(run.records, id).decision.grant.call_id, first.call_id);
-    assert.equal(endOf(run.records, 2).decision.grant.channel, 'approve-cmd');
-  });
-
-  test('no scope (an old approver: nothing, or text, on stdout) is once: the approver runs for each call', { timeout: TIMEOUT }, async () => {
-    for (const answer of [undefined, 'approved, go ahead\n']) {
-      const run = await approverRun(answer);
-      assert.equal(run.ran, 3, String(answer));
-      assert.deepEqual(run.reached, [1, 2, 3]);
-      assert.equal(endOf(run.records, 1).decision.scope, 'once');
-    }
-  });
-
-  test('a scope the action did not offer, or an unreadable object, denies; zero bytes at the server', { timeout: TIMEOUT }, async () => {
-    for (const answer of ['{"scope": "forever"}', '{"scope": ']) {
-      const run = await approverRun(answer);
-      assert.equal(run.ran, 3, answer);
-      assert.deepEqual(run.reached, [], answer);
-      assert.match(run.answers[0].result.content[0].text, /exited 0, but its answer does not fit the card/);
-    }
   });
 });
