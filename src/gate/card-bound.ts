@@ -67,7 +67,8 @@ export class CardBound {
 
   /** The grant that allows this call of a tool whose policy `rule` would ask about (null: none, ask). */
   grantFor(call: Call, argBytes: Buffer, rule: number | null): Grant | null {
-    return this.grants.covering(call.tool!, this.hash(call.tool!), argBytes, rule);
+    // The definition's hash is computed only for a tool that has a grant (most asked calls have none).
+    return this.grants.has(call.tool!) ? this.grants.covering(call.tool!, this.hash(call.tool!), argBytes, rule) : null;
   }
 
   /** An accepted card (dispatch) whose tool changed since it was shown: refused. `shown` null: the tool was not known then, nothing to bind to. */

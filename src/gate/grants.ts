@@ -119,6 +119,11 @@ export class Grants {
     return asked.find((g) => g.args === hash) ?? null;
   }
 
+  /** Whether any grant names this exact tool. */
+  has(tool: string): boolean {
+    return this.byTool.has(tool);
+  }
+
   /** How many grants are kept (for tests of the bound). */
   get size(): number {
     return this.count;
