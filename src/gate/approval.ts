@@ -19,6 +19,8 @@ import { ApprovalSeal } from './seal.js';
 import { withdrawn } from './refusal.js';
 import { ownRequestId } from '../wire/own-id.js';
 import { answeredScope, ONCE_ONLY, SCOPES, type Scope } from './grants.js';
+import { processMasker } from '../mask/mask.js';
+import { clip } from '../base/values.js';
 
 /** The key under which mcpguard's own approval question travels in an input_required result. */
 export const APPROVAL_KEY = 'io.mcpguard/approval';
@@ -289,11 +291,18 @@ export class Approvals {
 /** Most 2026-07-28 cards remembered for their retries' records (oldest forgotten first). */
 const MAX_SHOWN_CARDS = 4096;
 
-/** The answer a card got, and when; an approval's reach (`scope`) beside it. */
+/** Most characters of a client's own word for its answer that the records keep. */
+const ANSWER_CHARS = 64;
+
+/**
+ * The answer a card got, and when; an approval's reach (`scope`) beside it.
+ * The answer may be the client's own text (an action no spec names): masked,
+ * then clipped, as everything a peer sends is before the records keep it.
+ */
 function answered(call: Call, answer: string, scope?: Scope): void {
   if (call.decision?.card) {
     call.decision.card.answered_at = new Date().toISOString();
-    call.decision.card.answer = answer;
+    call.decision.card.answer = clip(processMasker().text(answer), ANSWER_CHARS);
     if (scope !== undefined) call.decision.scope = scope;
   }
 }

@@ -51,7 +51,8 @@ const CHAIN_ONLY = new Set(['seq', 'ts', 'type', 'prev', 'hash', 'call_id']);
  * the millisecond (a call's times are often within one second). Fields
  * without a value (null, '', [] or {}) are left out: --json has them all.
  * The decision is spread into its own fields, its policy rule counted from 1
- * as the refusal text counts it (the record keeps the 0-based index). A value
+ * as the refusal text counts it (the record keeps the 0-based index), a
+ * session grant that allowed the call in words. A value
  * too long for the terminal goes on its own lines below its name, wrapped,
  * rather than past the right edge.
  */
@@ -62,7 +63,11 @@ function fields(record: LogRecord, clock: Clock, width: number | null): string {
     .sort()) {
     const v = record[k];
     if (k === 'decision' && isObject(v)) {
-      for (const [dk, dv] of Object.entries(v)) shown.push([`decision.${dk}`, dk === 'rule' && typeof dv === 'number' ? `policy rule ${dv + 1}` : dv]);
+      for (const [dk, dv] of Object.entries(v))
+        shown.push([
+          `decision.${dk}`,
+          dk === 'rule' && typeof dv === 'number' ? `policy rule ${dv + 1}` : dk === 'grant' && isObject(dv) ? grantText(dv, clock) : dv,
+        ]);
     } else shown.push([k, v]);
   }
   const kept = shown.filter(([, v]) => !empty(v));
@@ -77,6 +82,12 @@ function fields(record: LogRecord, clock: Clock, width: number | null): string {
       ),
     )
     .join('');
+}
+
+/** A session grant that allowed the call, in words: `session-tool grant of call c_… (elicitation, 2026-…)`. */
+function grantText(grant: Record<string, unknown>, clock: Clock): string {
+  const at = typeof grant.granted_at === 'string' ? clock.fullMs(grant.granted_at) : '?';
+  return `${String(grant.scope)} grant of call ${String(grant.call_id)} (${String(grant.channel)}, ${at})`;
 }
 
 function empty(v: unknown): boolean {
