@@ -197,7 +197,7 @@ describe('SDK v1 client (legacy era): the card offers a scope, and a session gra
     const shown = await runGuard(['show', b.call_id, '--record-dir', run.recordDir]).done;
     assert.equal(shown.code, 0, shown.stderr.toString());
     assert.match(shown.stdout.toString(), /decision\.by\s+grant/);
-    assert.match(shown.stdout.toString(), new RegExp(`decision\\.grant\\s+.*"call_id":"${a.call_id}"`));
+    assert.match(shown.stdout.toString(), new RegExp(`decision\\.grant\\s+session-tool grant of call ${a.call_id} \\(elicitation, `));
   });
 
   test('session-same-arguments: the same argument bytes again pass with no card; changed arguments get a card', { timeout: TIMEOUT }, async () => {
