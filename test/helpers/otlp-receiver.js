@@ -50,8 +50,9 @@ const toB64 = (hex) => Buffer.from(hex, 'hex').toString('base64');
 /** Keys of a JSON body that the official definitions do not know (a misspelt field would vanish silently otherwise). */
 function unknownKeys(original, known, path = '') {
   const out = [];
-  if (Array.isArray(original)) original.forEach((v, i) => out.push(...unknownKeys(v, known?.[i], `${path}[${i}]`)));
-  else if (original !== null && typeof original === 'object')
+  if (Array.isArray(original)) {
+    for (const [i, v] of original.entries()) out.push(...unknownKeys(v, known?.[i], `${path}[${i}]`));
+  } else if (original !== null && typeof original === 'object')
     for (const [k, v] of Object.entries(original)) {
       if (known === undefined || known === null || !(k in known)) out.push(`${path}.${k}`);
       else out.push(...unknownKeys(v, known[k], `${path}.${k}`));
