@@ -113,13 +113,7 @@ export async function startReceiver(plan = []) {
       req.socket.write('\x00\x01 this is not HTTP \xff\r\n\r\n');
       return req.socket.destroy();
     }
-    if (step === 'huge') {
-      res.on('close', () => {
-        record.cut = !res.writableFinished;
-      });
-      res.writeHead(200, { 'content-type': ct, 'content-length': String(10 * 1024 * 1024) });
-      return res.end(Buffer.alloc(10 * 1024 * 1024, 0x41));
-    }
+    if (step === 'huge') return huge(res, ct, record);
     if (typeof step === 'object' && step.status !== undefined) {
       const headers = step.retryAfter === undefined ? {} : { 'retry-after': step.retryAfter };
       res.writeHead(step.status, headers);
@@ -159,6 +153,36 @@ export async function startReceiver(plan = []) {
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+const HUGE = 10 * 1024 * 1024;
+
+/**
+ * A 200 with a 10 MB body, written a chunk at a time as the client reads it:
+ * `record.written` says how much the client took before it hung up, and
+ * `record.cut` whether it hung up before the end.
+ */
+async function huge(res, ct, record) {
+  const chunk = Buffer.alloc(64 * 1024, 0x41);
+  record.written = 0;
+  res.on('close', () => {
+    record.cut = record.written < HUGE;
+  });
+  res.writeHead(200, { 'content-type': ct, 'content-length': String(HUGE) });
+  while (record.written < HUGE && !res.destroyed) {
+    record.written += chunk.length;
+    if (!res.write(chunk))
+      await new Promise((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+  }
+  if (!res.destroyed) res.end();
 }
 
 /** A URL where nothing listens (a port that was just free): a collector that is down. */
