@@ -138,6 +138,8 @@ function signalTimeout(env: Env, signal: Signal): number {
 // Node refuses these in a header value (CR, LF, NUL and other controls); caught here, not at the first export.
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// Set by the exporter from the protocol, the compression and the body: a second value would garble the request.
+const OWN_HEADERS = new Set(['content-type', 'content-encoding', 'content-length', 'transfer-encoding', 'connection']);
 
 function signalHeaders(env: Env, signal: Signal): Record<string, string> {
   // Both are checked even when the signal's own replaces the general one: a bad value is bad wherever it is.
@@ -155,6 +157,8 @@ function parseHeaders(env: Env, name: string): Record<string, string> | null {
     if (!TOKEN.test(key)) throw new GuardError('otlp-config', `${name}: header ${i + 1} has a bad name ${JSON.stringify(shownText(key))}`);
     if (!HEADER_VALUE.test(value))
       throw new GuardError('otlp-config', `${name}: the value of header ${JSON.stringify(key)} holds a control character (values are not shown)`);
+    if (OWN_HEADERS.has(key.toLowerCase()))
+      throw new GuardError('otlp-config', `${name}: header ${JSON.stringify(key)} is set by mcpguard itself (from the protocol and compression)`);
     headers[key.toLowerCase()] = value;
   }
   return headers;

@@ -101,6 +101,7 @@ interface InFlight {
 class Lane<T> {
   private readonly ring: Ring<T>;
   private timer: NodeJS.Timeout | null = null;
+  private soon: NodeJS.Immediate | null = null;
   private current: Promise<void> | null = null;
   private inflight: InFlight | null = null;
 
@@ -124,8 +125,16 @@ class Lane<T> {
     }
     // A metrics snapshot replaces the last one (cumulative points): that is not a loss.
     if (this.ring.push(item) && this.signal !== 'metrics') stats.dropped[this.counter] += 1;
-    if (this.ring.length >= opts.maxBatch) this.kick();
-    else if (this.timer === null && this.current === null) {
+    // A full batch is encoded on the next turn, never inside the caller's span() or log().
+    if (this.ring.length >= opts.maxBatch) {
+      if (this.soon === null && this.current === null) {
+        this.soon = setImmediate(() => {
+          this.soon = null;
+          this.kick();
+        });
+        this.soon.unref();
+      }
+    } else if (this.timer === null && this.current === null) {
       this.timer = setTimeout(() => this.kick(), opts.delayMs);
       this.timer.unref();
     }

@@ -164,6 +164,7 @@ test('config: a bad header never shows its value (they carry API keys)', () => {
       /^OTEL_EXPORTER_OTLP_TRACES_HEADERS: the value of "x-key" is not valid percent-encoding$/,
     ],
     [{ ...BASE, OTEL_EXPORTER_OTLP_LOGS_HEADERS: `bad key=${secret}` }, /^OTEL_EXPORTER_OTLP_LOGS_HEADERS: header 1 has a bad name "bad key"$/],
+    [{ ...BASE, OTEL_EXPORTER_OTLP_HEADERS: `Content-Encoding=${secret}` }, /^OTEL_EXPORTER_OTLP_HEADERS: header "Content-Encoding" is set by mcpguard itself/],
   ];
   for (const [env, pattern] of cases) {
     refused(env, pattern);

@@ -205,3 +205,22 @@ test('exporter: nothing throws into the caller: an unencodable span fails its ba
   const stats = await ex.shutdown(3000);
   assert.deepEqual([stats.failed.spans, stats.sent.spans], [1, 1]);
 });
+
+test('exporter: span() only queues: a full batch is encoded on a later turn, not inside the caller', async (t) => {
+  const rx = await startReceiver();
+  t.after(() => rx.close());
+  const ex = exporterFor(rx.url, {}, { maxBatch: 4 });
+  let read = 0;
+  for (let i = 0; i < 4; i++)
+    ex.span({
+      ...span(i),
+      get name() {
+        read += 1;
+        return 'n';
+      },
+    });
+  assert.equal(read, 0, 'nothing of the batch was read while span() ran');
+  await rx.waitFor(1);
+  assert.equal(read, 4);
+  assert.equal((await ex.shutdown(1000)).sent.spans, 4);
+});
