@@ -89,20 +89,38 @@ class Writer {
   }
 
   string(field: number, s: string): void {
-    const n = Buffer.byteLength(s, 'utf8');
+    this.tag(field, LEN);
+    const n = s.length;
+    // Most strings are short ASCII (names, ids, keys): copied here, without a call into Buffer's UTF-8 writer.
+    if (n < 128) {
+      this.room(n + 1);
+      const at = this.pos + 1;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        this.buf[at + i] = c;
+      }
+      if (i === n) {
+        this.buf[this.pos] = n;
+        this.pos = at + n;
+        return;
+      }
+    }
+    const bytes = Buffer.byteLength(s, 'utf8');
+    this.varint(bytes);
+    this.room(bytes);
+    this.pos += this.buf.write(s, this.pos, bytes, 'utf8');
+  }
+
+  /** A trace or span id: hex in the model, raw bytes on the wire (a non-hex digit reads as 0). */
+  hexBytes(field: number, hex: string): void {
+    const n = hex.length >> 1;
     this.tag(field, LEN);
     this.varint(n);
     this.room(n);
-    this.pos += this.buf.write(s, this.pos, n, 'utf8');
-  }
-
-  /** A trace or span id: hex in the model, raw bytes on the wire. */
-  hexBytes(field: number, hex: string): void {
-    const bytes = Buffer.from(hex, 'hex');
-    this.tag(field, LEN);
-    this.varint(bytes.length);
-    this.room(bytes.length);
-    this.pos += bytes.copy(this.buf, this.pos);
+    for (let i = 0; i < n; i++) this.buf[this.pos + i] = (nibble(hex.charCodeAt(2 * i)) << 4) | nibble(hex.charCodeAt(2 * i + 1));
+    this.pos += n;
   }
 
   /** Room for `n` raw bytes (a packed field's items); returns where to write them. */
@@ -139,6 +157,13 @@ class Writer {
   done(): Buffer {
     return this.buf.subarray(0, this.pos);
   }
+}
+
+function nibble(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return 0;
 }
 
 /** One signal of a batch as the body of an OTLP/HTTP protobuf request. */
