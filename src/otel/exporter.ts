@@ -28,6 +28,8 @@ export interface DeliveryOptions {
   maxBatch: number;
   /** How long a partial batch waits for company, ms. */
   delayMs: number;
+  /** How often a changed metrics snapshot is sent, ms (OTEL_METRIC_EXPORT_INTERVAL's default); shutdown sends the last one. */
+  metricsIntervalMs: number;
   /** Tries per batch, the first included. */
   maxAttempts: number;
   /** The first backoff, ms; doubled per try, up to maxBackoffMs, half of it jittered. */
@@ -41,6 +43,7 @@ export const DEFAULT_DELIVERY: DeliveryOptions = {
   maxQueue: 2048,
   maxBatch: 512,
   delayMs: 1000,
+  metricsIntervalMs: 60_000,
   maxAttempts: 5,
   backoffMs: 500,
   maxBackoffMs: 30_000,
@@ -65,9 +68,10 @@ export function createExporter(config: OtlpConfig, scope: { name: string; versio
     errors: 0,
   };
   const shared: Shared = { config, scope, opts, stats, abort: new AbortController(), closed: false };
-  const spans = new Lane<SpanData>('traces', 'spans', config.traces, shared, opts.maxQueue, () => 1);
-  const logs = new Lane<LogData>('logs', 'logs', config.logs, shared, opts.maxQueue, () => 1);
-  const metrics = new Lane<readonly MetricData[]>('metrics', 'metrics', config.metrics, shared, 1, points);
+  const one = (): number => 1;
+  const spans = new Lane<SpanData>('traces', 'spans', config.traces, shared, opts.maxQueue, opts.delayMs, one);
+  const logs = new Lane<LogData>('logs', 'logs', config.logs, shared, opts.maxQueue, opts.delayMs, one);
+  const metrics = new Lane<readonly MetricData[]>('metrics', 'metrics', config.metrics, shared, 1, opts.metricsIntervalMs, points);
   return {
     span: (s) => spans.push(s),
     log: (l) => logs.push(l),
@@ -111,6 +115,7 @@ class Lane<T> {
     private readonly target: SignalTarget | null,
     private readonly shared: Shared,
     capacity: number,
+    private readonly delayMs: number,
     private readonly count: (item: T) => number,
   ) {
     this.ring = new Ring<T>(capacity);
@@ -135,7 +140,7 @@ class Lane<T> {
         this.soon.unref();
       }
     } else if (this.timer === null && this.current === null) {
-      this.timer = setTimeout(() => this.kick(), opts.delayMs);
+      this.timer = setTimeout(() => this.kick(), this.delayMs);
       this.timer.unref();
     }
   }
@@ -157,7 +162,7 @@ class Lane<T> {
         if (this.shared.closed) return;
         if (this.ring.length >= this.shared.opts.maxBatch) this.kick();
         else if (this.ring.length > 0 && this.timer === null) {
-          this.timer = setTimeout(() => this.kick(), this.shared.opts.delayMs);
+          this.timer = setTimeout(() => this.kick(), this.delayMs);
           this.timer.unref();
         }
       });

@@ -80,7 +80,7 @@ export function decodeOtlp(path, contentType, raw) {
 /**
  * Starts a receiver. `plan` holds the answers for the next requests, in order
  * (then 'ok'): 'ok', 'stall', 'garbage', 'huge', { status, retryAfter },
- * { partial, message }.
+ * { partial, message }, { raw } (a 200 with that body).
  */
 export async function startReceiver(plan = []) {
   const requests = [];
@@ -114,6 +114,10 @@ export async function startReceiver(plan = []) {
       return req.socket.destroy();
     }
     if (step === 'huge') return huge(res, ct, record);
+    if (typeof step === 'object' && step.raw !== undefined) {
+      res.writeHead(200, { 'content-type': ct });
+      return res.end(step.raw);
+    }
     if (typeof step === 'object' && step.status !== undefined) {
       const headers = step.retryAfter === undefined ? {} : { 'retry-after': step.retryAfter };
       res.writeHead(step.status, headers);

@@ -186,6 +186,32 @@ for (const protocol of ['http/protobuf', 'http/json']) {
   });
 }
 
+test('exporter: a partial success rejecting more than the batch held fails the batch, no more; a 200 whose body does not decode counts as sent', async (t) => {
+  const rx = await startReceiver([{ partial: 1e9 }, { raw: Buffer.from('\xff\xff garbage') }]);
+  t.after(() => rx.close());
+  const ex = exporterFor(rx.url, {}, { maxBatch: 2 });
+  for (let i = 0; i < 4; i++) ex.span(span(i));
+  const stats = await ex.shutdown(3000);
+  assert.deepEqual([stats.failed.spans, stats.sent.spans, stats.errors, rx.requests.length], [2, 2, 1, 2]);
+});
+
+test('exporter: metrics go at their interval (a snapshot replaced before then is not sent), and the last at shutdown', async (t) => {
+  const rx = await startReceiver();
+  t.after(() => rx.close());
+  const ex = exporterFor(rx.url, {}, { metricsIntervalMs: 200 });
+  const snapshot = (name) => [
+    { kind: 'sum', name, unit: '1', description: '', monotonic: true, points: [{ attributes: [], startNs: 1n, timeNs: 2n, value: 1 }] },
+  ];
+  ex.metrics(snapshot('first'));
+  ex.metrics(snapshot('second'));
+  await rx.waitFor(1);
+  ex.metrics(snapshot('third'));
+  const stats = await ex.shutdown(3000);
+  const names = rx.requests.map((r) => r.body.resourceMetrics[0].scopeMetrics[0].metrics[0].name);
+  assert.deepEqual(names, ['second', 'third']);
+  assert.deepEqual(stats.sent.metrics, 2);
+});
+
 test('exporter: Retry-After as seconds or an HTTP date, capped at 30 s; garbage is no value', () => {
   const now = Date.parse('2026-01-01T00:00:00Z');
   assert.equal(retryAfterMs('2', now), 2000);
