@@ -224,7 +224,9 @@ class Lane<T> {
   /** Sends everything queued, a batch at a time, until empty or aborted. */
   async flush(abort: AbortSignal): Promise<void> {
     if (this.timer !== null) clearTimeout(this.timer);
+    if (this.soon !== null) clearImmediate(this.soon);
     this.timer = null;
+    this.soon = null;
     while (!abort.aborted && (this.current !== null || (this.ring.length > 0 && this.target !== null))) {
       if (this.current === null) this.kick();
       await this.current;

@@ -76,7 +76,8 @@ export function post(url: string, headers: Readonly<Record<string, string>>, bod
       });
       res.on('end', () => finish({ kind: 'answered', status: res.statusCode ?? 0, retryAfter, body: Buffer.concat(chunks) }));
       res.on('error', (error) => finish({ kind: 'failed', why: error.message }));
-      res.on('aborted', () => finish({ kind: 'failed', why: 'answer cut short' }));
+      // After 'end' this is a no-op; before it, the collector hung up mid-answer.
+      res.on('close', () => finish({ kind: 'failed', why: 'answer cut short' }));
     });
     req.end(body);
   });

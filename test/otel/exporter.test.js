@@ -84,6 +84,21 @@ for (const protocol of ['http/protobuf', 'http/json']) {
   });
 }
 
+test('exporter: a signal without an endpoint is not sent (and not counted); the per-signal URL is used as is', async (t) => {
+  const rx = await startReceiver();
+  t.after(() => rx.close());
+  const config = otlpConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${rx.url}/v1/traces` }, {});
+  const ex = createExporter(config, SCOPE, FAST);
+  ex.span(span(0));
+  ex.log({ timeNs: 1n, severityNumber: 9, severityText: 'INFO', body: 'x', attributes: [] });
+  const stats = await ex.shutdown(3000);
+  assert.deepEqual(
+    rx.requests.map((r) => r.path),
+    ['/v1/traces'],
+  );
+  assert.deepEqual([stats.sent, stats.dropped.logs], [{ spans: 1, logs: 0, metrics: 0 }, 0]);
+});
+
 test('exporter: batches of at most maxBatch, sent as soon as one is full; the rest after the delay', async (t) => {
   const rx = await startReceiver();
   t.after(() => rx.close());
