@@ -6,6 +6,7 @@
  * before the child starts, naming the variable and the value (header values
  * excepted: they carry API keys and are never shown).
  */
+import { readCapped } from '../base/capped-read.js';
 import { GuardError } from '../base/errors.js';
 import { shownText } from '../mask/mask.js';
 import type { OtlpConfig, OtlpProtocol, SignalTarget } from './api.js';
@@ -52,6 +53,9 @@ export function otlpConfig(env: Env, cli: { endpoint?: string; off?: boolean }):
       compression: signalCompression(env, signal),
       timeoutMs: signalTimeout(env, signal),
     };
+    const tls = signalTls(env, signal);
+    // The spec's certificate options are for a secure connection only: on http: they are checked, then unused.
+    if (tls !== null && url.startsWith('https:')) targets[signal]!.tls = tls;
   }
   if (targets.traces === null && targets.logs === null && targets.metrics === null) return null;
   return { ...targets, resource: resourceAttributes(env), sampler: sampler(env) };
@@ -133,6 +137,40 @@ function signalTimeout(env: Env, signal: Signal): number {
   const ms = /^\d{1,7}$/.test(value) ? Number(value) : Number.NaN;
   if (!(ms >= 1 && ms <= MAX_TIMEOUT_MS)) throw bad(name, value, `must be whole milliseconds from 1 to ${MAX_TIMEOUT_MS}`);
   return ms;
+}
+
+/** The most a PEM file may hold (a CA bundle is a few hundred KB). */
+const PEM_CAP = 1024 * 1024;
+
+function signalTls(env: Env, signal: Signal): { ca?: Buffer; cert?: Buffer; key?: Buffer } | null {
+  const ca = pemFile(env, 'CERTIFICATE', signal);
+  const cert = pemFile(env, 'CLIENT_CERTIFICATE', signal);
+  const key = pemFile(env, 'CLIENT_KEY', signal);
+  if ((cert === undefined) !== (key === undefined)) {
+    const missing = cert === undefined ? 'CLIENT_CERTIFICATE' : 'CLIENT_KEY';
+    throw new GuardError(
+      'otlp-config',
+      `${PREFIX}${missing} (or ${PREFIX}${signal.toUpperCase()}_${missing}) is not set: mTLS needs both the client certificate and its key`,
+    );
+  }
+  if (ca === undefined && cert === undefined) return null;
+  return { ...(ca && { ca }), ...(cert && { cert }), ...(key && { key }) };
+}
+
+/** A PEM file named by the variable, read once with a size cap; its content is never shown (a key is a secret). */
+function pemFile(env: Env, option: string, signal: Signal): Buffer | undefined {
+  const found = pick(env, option, signal);
+  if (found === null) return undefined;
+  const [name, path] = found;
+  let read: ReturnType<typeof readCapped>;
+  try {
+    read = readCapped(path, PEM_CAP);
+  } catch (error) {
+    throw bad(name, path, `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  if (read.tooBig) throw bad(name, path, `is over ${PEM_CAP} bytes: not a PEM certificate or key`);
+  if (!read.bytes.includes('-----BEGIN ')) throw bad(name, path, 'is not PEM (no -----BEGIN line)');
+  return Buffer.from(read.bytes);
 }
 
 // Node refuses these in a header value (CR, LF, NUL and other controls); caught here, not at the first export.

@@ -15,7 +15,7 @@ import type { DeliveryStats, Exporter, OtlpConfig, SignalTarget } from './api.js
 import { encodeJson } from './encode-json.js';
 import { encodeProto, type Signal } from './encode-proto.js';
 import type { Batch, LogData, MetricData, SpanData } from './model.js';
-import { post, rejectedCount, retryAfterMs } from './post.js';
+import { agentFor, post, rejectedCount, retryAfterMs } from './post.js';
 import { Ring } from './queue.js';
 
 const gzip = promisify(gzipCb);
@@ -108,6 +108,7 @@ class Lane<T> {
   private soon: NodeJS.Immediate | null = null;
   private current: Promise<void> | null = null;
   private inflight: InFlight | null = null;
+  private readonly agent: ReturnType<typeof agentFor> | null;
 
   constructor(
     private readonly signal: Signal,
@@ -119,6 +120,7 @@ class Lane<T> {
     private readonly count: (item: T) => number,
   ) {
     this.ring = new Ring<T>(capacity);
+    this.agent = target === null ? null : agentFor(target.url, target.tls);
   }
 
   push(item: T): void {
@@ -198,7 +200,7 @@ class Lane<T> {
     }
     for (let attempt = 1; ; attempt++) {
       if (abort.signal.aborted) return this.settle(flight, 'dropped');
-      const result = await post(target.url, headers, body, target.timeoutMs, abort.signal);
+      const result = await post(target.url, headers, body, target.timeoutMs, abort.signal, this.agent ?? undefined);
       if (abort.signal.aborted) return this.settle(flight, 'dropped');
       let wait: number | undefined;
       if (result.kind === 'answered' && result.status >= 200 && result.status < 300) {

@@ -19,13 +19,27 @@ const agents = {
   https: new https.Agent({ keepAlive: true, maxSockets: 3 }),
 };
 
+/** The agent for a target: the shared one, or one of its own when it has a CA or a client certificate. */
+export function agentFor(url: string, tls: Readonly<{ ca?: Buffer; cert?: Buffer; key?: Buffer }> | undefined): http.Agent {
+  if (!url.startsWith('https:')) return agents.http;
+  if (tls === undefined) return agents.https;
+  return new https.Agent({ keepAlive: true, maxSockets: 1, ...tls });
+}
+
 /**
  * POSTs `body` and resolves with the status and a body of at most
  * RESPONSE_CAP bytes (null when the answer was longer). Never rejects: a
  * refused connection, a reset, a timeout, an abort or an answer that is not
  * HTTP all resolve as `failed` with a short reason (no header value in it).
  */
-export function post(url: string, headers: Readonly<Record<string, string>>, body: Buffer, timeoutMs: number, abort: AbortSignal): Promise<PostResult> {
+export function post(
+  url: string,
+  headers: Readonly<Record<string, string>>,
+  body: Buffer,
+  timeoutMs: number,
+  abort: AbortSignal,
+  agent: http.Agent = agentFor(url, undefined),
+): Promise<PostResult> {
   return new Promise((resolve) => {
     let settled = false;
     const finish = (result: PostResult): void => {
@@ -37,10 +51,9 @@ export function post(url: string, headers: Readonly<Record<string, string>>, bod
     };
     let req: http.ClientRequest;
     try {
-      const secure = url.startsWith('https:');
-      req = (secure ? https : http).request(url, {
+      req = (url.startsWith('https:') ? https : http).request(url, {
         method: 'POST',
-        agent: secure ? agents.https : agents.http,
+        agent,
         headers: { ...headers, 'content-length': String(body.length) },
       });
     } catch (error) {

@@ -6,6 +6,7 @@
 // a status with Retry-After, partial success, a stall, garbage that is not
 // HTTP, or a 10 MB body.
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { createRequire } from 'node:module';
 import { gunzipSync } from 'node:zlib';
 
@@ -80,13 +81,14 @@ export function decodeOtlp(path, contentType, raw) {
 /**
  * Starts a receiver. `plan` holds the answers for the next requests, in order
  * (then 'ok'): 'ok', 'stall', 'garbage', 'huge', { status, retryAfter },
- * { partial, message }, { raw } (a 200 with that body).
+ * { partial, message }, { raw } (a 200 with that body). With `tls`, it is
+ * an https server with those options.
  */
-export async function startReceiver(plan = []) {
+export async function startReceiver(plan = [], tls = null) {
   const requests = [];
   const stalled = [];
   const waiters = [];
-  const server = createServer((req, res) => {
+  const handler = (req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
@@ -104,7 +106,9 @@ export async function startReceiver(plan = []) {
       answer(plan.length > 0 ? plan.shift() : 'ok', req, res, record);
       for (const w of waiters.splice(0)) w();
     });
-  });
+  };
+  // tls: https.createServer's options (key, cert; ca and requestCert for mTLS).
+  const server = tls === null ? createServer(handler) : createTlsServer(tls, handler);
   function answer(step, req, res, record) {
     const type = TYPES[req.url];
     const ct = req.headers['content-type'] === 'application/json' ? 'application/json' : 'application/x-protobuf';
@@ -134,7 +138,7 @@ export async function startReceiver(plan = []) {
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address();
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${tls === null ? 'http' : 'https'}://127.0.0.1:${port}`,
     requests,
     plan,
     /** Resolves once `n` requests have arrived, or rejects after `ms`. */
