@@ -103,13 +103,15 @@ function withPath(base: URL, signal: Signal): string {
 }
 
 function checkedUrl(name: string, value: string): URL {
+  // A URL may carry a password (https://user:token@host): it is not shown.
+  const shown = value.replace(/\/\/[^/@]*@/, '//…@');
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw bad(name, value, 'not a URL (expected http://host:4318 or https://…)');
+    throw bad(name, shown, 'not a URL (expected http://host:4318 or https://…)');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad(name, value, `scheme ${url.protocol} is not supported: OTLP/HTTP takes http: or https:`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad(name, shown, `scheme ${url.protocol} is not supported: OTLP/HTTP takes http: or https:`);
   return url;
 }
 

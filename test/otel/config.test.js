@@ -127,6 +127,7 @@ test('config: every bad value is refused, naming the variable and the value', ()
   refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /^OTEL_EXPORTER_OTLP_ENDPOINT="collector:4318": scheme collector: is not supported/);
   refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' }, /^OTEL_EXPORTER_OTLP_ENDPOINT="not a url": not a URL/);
   refused({ OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'ftp://h/x' }, /^OTEL_EXPORTER_OTLP_LOGS_ENDPOINT="ftp:\/\/h\/x": scheme ftp:/);
+  refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://user:tok3n@h:4317' }, /^OTEL_EXPORTER_OTLP_ENDPOINT="grpc:\/\/…@h:4317": scheme grpc:/);
   refused({ ...BASE, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, /^OTEL_EXPORTER_OTLP_PROTOCOL="grpc": OTLP\/gRPC is not supported: use http\/protobuf/);
   refused({ ...BASE, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/xml' }, /^OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http\/xml": must be http\/protobuf or http\/json/);
   refused({ ...BASE, OTEL_EXPORTER_OTLP_COMPRESSION: 'zstd' }, /^OTEL_EXPORTER_OTLP_COMPRESSION="zstd": must be gzip or none/);
