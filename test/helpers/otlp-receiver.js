@@ -80,7 +80,7 @@ export function decodeOtlp(path, contentType, raw) {
 
 /**
  * Starts a receiver. `plan` holds the answers for the next requests, in order
- * (then 'ok'): 'ok', 'stall', 'garbage', 'huge', { status, retryAfter },
+ * (then 'ok'): 'ok', 'stall', 'trickle', 'garbage', 'huge', { status, retryAfter },
  * { partial, message }, { raw } (a 200 with that body). With `tls`, it is
  * an https server with those options.
  */
@@ -118,6 +118,13 @@ export async function startReceiver(plan = [], tls = null) {
       return req.socket.destroy();
     }
     if (step === 'huge') return huge(res, ct, record);
+    if (step === 'trickle') {
+      // Headers at once, then one byte of body every 50 ms: an answer that never quite ends.
+      res.writeHead(200, { 'content-type': ct, 'content-length': '1000' });
+      const timer = setInterval(() => res.write('x'), 50);
+      res.on('close', () => clearInterval(timer));
+      return stalled.push(res);
+    }
     if (typeof step === 'object' && step.raw !== undefined) {
       res.writeHead(200, { 'content-type': ct });
       return res.end(step.raw);

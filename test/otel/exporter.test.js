@@ -169,6 +169,15 @@ test('exporter: a stalling collector: each try ends at the timeout, and the batc
   assert.deepEqual([stats.failed.spans, stats.errors, stats.sent.spans], [2, 2, 0]);
 });
 
+test('exporter: an answer that trickles in a byte at a time ends at the same timeout as one that never starts', async (t) => {
+  const rx = await startReceiver(['trickle', 'trickle']);
+  t.after(() => rx.close());
+  const ex = exporterFor(rx.url, { OTEL_EXPORTER_OTLP_TIMEOUT: '300' }, { maxAttempts: 2 });
+  ex.span(span(0));
+  const stats = await ex.shutdown(10000);
+  assert.deepEqual([stats.failed.spans, stats.errors, rx.requests.length], [1, 2, 2]);
+});
+
 test('exporter: an answer that is not HTTP is a transient failure: retried, then failed', async (t) => {
   const rx = await startReceiver(['garbage', 'garbage', 'garbage']);
   t.after(() => rx.close());
