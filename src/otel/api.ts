@@ -16,6 +16,8 @@ export interface SignalTarget {
   protocol: OtlpProtocol;
   compression: 'gzip' | 'none';
   timeoutMs: number;
+  /** PEM from OTEL_EXPORTER_OTLP_[SIGNAL_]CERTIFICATE (trusted CA), CLIENT_CERTIFICATE and CLIENT_KEY (mTLS); https only. */
+  tls?: Readonly<{ ca?: Buffer; cert?: Buffer; key?: Buffer }>;
 }
 
 /** Everything the export needs, or null when it is off (no endpoint, `--otlp off`, OTEL_SDK_DISABLED=true). */

@@ -1,0 +1,308 @@
+/**
+ * OTLP/protobuf: a batch as ExportTraceServiceRequest, ExportLogsServiceRequest
+ * or ExportMetricsServiceRequest, with the field numbers of
+ * opentelemetry-proto's .proto files (collector/*\/v1, trace, logs, metrics,
+ * common, resource). A writer of a few wire types is all OTLP needs, so
+ * mcpguard carries no protobuf library. Strings are written as UTF-8 by
+ * Buffer, which turns a lone surrogate (a hostile server's half of a pair)
+ * into U+FFFD: the bytes are always valid UTF-8, as proto3 requires.
+ */
+import type { Attributes, AttributeValue, Batch, HistogramPoint, LogData, MetricData, SpanData, SumPoint } from './model.js';
+
+export type Signal = 'traces' | 'logs' | 'metrics';
+
+const VARINT = 0;
+const I64 = 1;
+const LEN = 2;
+
+/** Aggregation temporality: mcpguard's points are cumulative from the session's start. */
+const CUMULATIVE = 2;
+
+/**
+ * A growable buffer with nested length-delimited messages: `begin` reserves
+ * one byte for the length, `end` fills it in and, for a body of 128 bytes or
+ * more, moves the body up to make room for a longer varint (one copy per
+ * level, only for the messages that need it).
+ */
+class Writer {
+  buf = Buffer.allocUnsafe(4096);
+  pos = 0;
+  private readonly open: number[] = [];
+
+  private room(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    this.buf.copy(grown, 0, 0, this.pos);
+    this.buf = grown;
+  }
+
+  varint(n: number): void {
+    this.room(10);
+    while (n > 0x7f) {
+      this.buf[this.pos++] = (n % 128) | 0x80;
+      n = Math.floor(n / 128);
+    }
+    this.buf[this.pos++] = n;
+  }
+
+  tag(field: number, wire: number): void {
+    this.varint(field * 8 + wire);
+  }
+
+  uint(field: number, n: number): void {
+    this.tag(field, VARINT);
+    this.varint(n);
+  }
+
+  /** int64 as varint: a negative one is its 64-bit two's complement, ten bytes. */
+  int64(field: number, n: number): void {
+    this.tag(field, VARINT);
+    if (n >= 0) return this.varint(n);
+    let v = BigInt.asUintN(64, BigInt(n));
+    this.room(10);
+    while (v > 0x7fn) {
+      this.buf[this.pos++] = Number(v & 0x7fn) | 0x80;
+      v >>= 7n;
+    }
+    this.buf[this.pos++] = Number(v);
+  }
+
+  fixed64(field: number, n: bigint): void {
+    this.tag(field, I64);
+    this.room(8);
+    this.buf.writeBigUInt64LE(BigInt.asUintN(64, n), this.pos);
+    this.pos += 8;
+  }
+
+  sfixed64(field: number, n: number): void {
+    this.tag(field, I64);
+    this.room(8);
+    this.buf.writeBigInt64LE(BigInt(n), this.pos);
+    this.pos += 8;
+  }
+
+  double(field: number, x: number): void {
+    this.tag(field, I64);
+    this.room(8);
+    this.buf.writeDoubleLE(x, this.pos);
+    this.pos += 8;
+  }
+
+  string(field: number, s: string): void {
+    this.tag(field, LEN);
+    const n = s.length;
+    // Most strings are short ASCII (names, ids, keys): copied here, without a call into Buffer's UTF-8 writer.
+    if (n < 128) {
+      this.room(n + 1);
+      const at = this.pos + 1;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        this.buf[at + i] = c;
+      }
+      if (i === n) {
+        this.buf[this.pos] = n;
+        this.pos = at + n;
+        return;
+      }
+    }
+    const bytes = Buffer.byteLength(s, 'utf8');
+    this.varint(bytes);
+    this.room(bytes);
+    this.pos += this.buf.write(s, this.pos, bytes, 'utf8');
+  }
+
+  /** A trace or span id: hex in the model, raw bytes on the wire (a non-hex digit reads as 0). */
+  hexBytes(field: number, hex: string): void {
+    const n = hex.length >> 1;
+    this.tag(field, LEN);
+    this.varint(n);
+    this.room(n);
+    for (let i = 0; i < n; i++) this.buf[this.pos + i] = (nibble(hex.charCodeAt(2 * i)) << 4) | nibble(hex.charCodeAt(2 * i + 1));
+    this.pos += n;
+  }
+
+  /** Room for `n` raw bytes (a packed field's items); returns where to write them. */
+  raw(n: number): number {
+    this.room(n);
+    this.pos += n;
+    return this.pos - n;
+  }
+
+  begin(field: number): void {
+    this.tag(field, LEN);
+    this.room(1);
+    this.open.push(this.pos);
+    this.pos += 1;
+  }
+
+  end(): void {
+    const start = this.open.pop()!;
+    const len = this.pos - start - 1;
+    if (len < 128) {
+      this.buf[start] = len;
+      return;
+    }
+    let extra = 0;
+    for (let v = len; v >= 128; v = Math.floor(v / 128)) extra += 1;
+    this.room(extra);
+    this.buf.copyWithin(start + 1 + extra, start + 1, this.pos);
+    const body = this.pos;
+    this.pos = start;
+    this.varint(len);
+    this.pos = body + extra;
+  }
+
+  done(): Buffer {
+    return this.buf.subarray(0, this.pos);
+  }
+}
+
+function nibble(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return 0;
+}
+
+/** One signal of a batch as the body of an OTLP/HTTP protobuf request. */
+export function encodeProto(signal: Signal, batch: Batch): Buffer {
+  const w = new Writer();
+  w.begin(1); // resource_spans / resource_logs / resource_metrics
+  w.begin(1); // resource
+  attributes(w, 1, batch.resource);
+  w.end();
+  w.begin(2); // scope_spans / scope_logs / scope_metrics
+  w.begin(1); // scope
+  w.string(1, batch.scope.name);
+  w.string(2, batch.scope.version);
+  w.end();
+  if (signal === 'traces') for (const s of batch.spans) span(w, s);
+  else if (signal === 'logs') for (const l of batch.logs) log(w, l);
+  else for (const m of batch.metrics) metric(w, m);
+  w.end();
+  w.end();
+  return w.done();
+}
+
+function attributes(w: Writer, field: number, attrs: Attributes): void {
+  for (const [key, value] of attrs) {
+    w.begin(field); // KeyValue
+    w.string(1, key);
+    w.begin(2);
+    anyValue(w, value);
+    w.end();
+    w.end();
+  }
+}
+
+/** AnyValue's oneof: always written, even an empty string or false (presence is the point of a oneof). */
+function anyValue(w: Writer, value: AttributeValue): void {
+  if (typeof value === 'string') w.string(1, value);
+  else if (typeof value === 'boolean') w.uint(2, value ? 1 : 0);
+  else if (typeof value === 'number') {
+    if (Number.isSafeInteger(value)) w.int64(3, value);
+    else w.double(4, value);
+  } else {
+    w.begin(5); // ArrayValue
+    for (const item of value) {
+      w.begin(1);
+      w.string(1, item);
+      w.end();
+    }
+    w.end();
+  }
+}
+
+function span(w: Writer, s: SpanData): void {
+  w.begin(2);
+  w.hexBytes(1, s.traceId);
+  w.hexBytes(2, s.spanId);
+  if (s.traceState !== undefined && s.traceState !== '') w.string(3, s.traceState);
+  if (s.parentSpanId !== undefined && s.parentSpanId !== '') w.hexBytes(4, s.parentSpanId);
+  w.string(5, s.name);
+  w.uint(6, s.kind);
+  w.fixed64(7, s.startNs);
+  w.fixed64(8, s.endNs);
+  attributes(w, 9, s.attributes);
+  for (const e of s.events) {
+    w.begin(11);
+    w.fixed64(1, e.timeNs);
+    w.string(2, e.name);
+    attributes(w, 3, e.attributes);
+    w.end();
+  }
+  w.begin(15); // status
+  if (s.status.message !== undefined && s.status.message !== '') w.string(2, s.status.message);
+  if (s.status.code !== 0) w.uint(3, s.status.code);
+  w.end();
+  w.end();
+}
+
+function log(w: Writer, l: LogData): void {
+  w.begin(2);
+  w.fixed64(1, l.timeNs);
+  w.fixed64(11, l.timeNs); // observed: mcpguard records a line when it sees it
+  w.uint(2, l.severityNumber);
+  w.string(3, l.severityText);
+  w.begin(5);
+  w.string(1, l.body);
+  w.end();
+  attributes(w, 6, l.attributes);
+  if (l.traceId !== undefined) w.hexBytes(9, l.traceId);
+  if (l.spanId !== undefined) w.hexBytes(10, l.spanId);
+  w.end();
+}
+
+function metric(w: Writer, m: MetricData): void {
+  w.begin(2);
+  w.string(1, m.name);
+  w.string(2, m.description);
+  w.string(3, m.unit);
+  if (m.kind === 'sum') {
+    w.begin(7);
+    for (const p of m.points) sumPoint(w, p);
+    w.uint(2, CUMULATIVE);
+    if (m.monotonic) w.uint(3, 1);
+    w.end();
+  } else {
+    w.begin(9);
+    for (const p of m.points) histogramPoint(w, p);
+    w.uint(2, CUMULATIVE);
+    w.end();
+  }
+  w.end();
+}
+
+function sumPoint(w: Writer, p: SumPoint): void {
+  w.begin(1);
+  attributes(w, 7, p.attributes);
+  w.fixed64(2, p.startNs);
+  w.fixed64(3, p.timeNs);
+  if (Number.isSafeInteger(p.value)) w.sfixed64(6, p.value);
+  else w.double(4, p.value);
+  w.end();
+}
+
+function histogramPoint(w: Writer, p: HistogramPoint): void {
+  w.begin(1);
+  attributes(w, 9, p.attributes);
+  w.fixed64(2, p.startNs);
+  w.fixed64(3, p.timeNs);
+  w.fixed64(4, BigInt(p.count));
+  w.double(5, p.sum);
+  w.begin(6); // bucket_counts, packed fixed64
+  for (const c of p.bucketCounts) {
+    w.buf.writeBigUInt64LE(BigInt(c), w.raw(8));
+  }
+  w.end();
+  w.begin(7); // explicit_bounds, packed double
+  for (const b of p.bounds) w.buf.writeDoubleLE(b, w.raw(8));
+  w.end();
+  if (p.count > 0) {
+    w.double(11, p.min);
+    w.double(12, p.max);
+  }
+  w.end();
+}
