@@ -34,6 +34,7 @@ export function runConfig(v: RunValues): RunConfig {
     fsync: v.fsync,
     gate: gateOptions(v),
     summary: v['session-summary'],
+    otlp: { endpoint: v['otlp-endpoint'], off: v.otlp === 'off' },
     recorded: recordedOptions(v),
   };
 }

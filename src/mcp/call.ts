@@ -85,6 +85,8 @@ export interface Call {
   endedAt: number | null;
   /** Why it ended, in words, for records and error answers. */
   detail: string | null;
+  /** The JSON-RPC error code the server answered with (state `error`), for the OpenTelemetry span's error.type; else null. */
+  errorCode?: number | null;
   /** The client asked to cancel it (notifications/cancelled). */
   cancelRequested: boolean;
   /** Deadline timer, if --call-timeout is set. */

@@ -25,6 +25,8 @@ import type { SessionOptions } from './session-types.js';
 import { StderrTap, type StderrOptions, type StderrSummary } from '../stderr/tap.js';
 import { humanSummary, summaryFormat, type SummaryMode } from './summary.js';
 import type { Watchdog } from '../process/watchdog.js';
+import type { LiveExport } from '../otel/live.js';
+import { basename } from 'node:path';
 
 /**
  * The relay's options, typed: the command line builds this once from its
@@ -41,6 +43,8 @@ export interface RunConfig {
   gate: GateOptions;
   /** --session-summary. */
   summary: SummaryMode;
+  /** --otlp-endpoint and --otlp off (OTEL_* in the environment complete them). */
+  otlp: { endpoint: string | null; off: boolean };
   /** The options worth keeping in the session record (no paths to keys). */
   recorded: Record<string, unknown>;
 }
@@ -94,6 +98,8 @@ export async function runRelay(p: Prepared): Promise<number> {
           session?.end('record_failure');
         });
   audit?.sessionStarted({ command: p.command, args: p.args, cwd: process.cwd(), options: c.recorded });
+  const otel = otlpWanted(c.otlp, process.env) ? await loadExport(p, (line) => diag.line(line)) : null;
+  if (otel !== null) diag.onLine = otel.diagnostic;
   const probe = new ProbeWatch();
   let isProbe = false;
   // CPU and memory of the server's tree: sampled while it runs, once more when the end is decided (before the tree is shut down), finished once it is reaped.
@@ -116,7 +122,7 @@ export async function runRelay(p: Prepared): Promise<number> {
       input: process.stdin,
       output,
       diag,
-      observers: audit === null ? [stderr, probe] : [stderr, audit, probe],
+      observers: [stderr, ...(audit === null ? [] : [audit]), probe, ...(otel === null ? [] : [otel.observer])],
       stderr,
       decorate,
       gate: gateFactory(c.gate, p.policy, [p.command, ...p.args].join(' '), (type, body) => audit?.gateRecord(type, body), p.approveCmd, p.records?.key),
@@ -126,7 +132,7 @@ export async function runRelay(p: Prepared): Promise<number> {
         meter.start(pid);
       },
       onEnding: sealProbe,
-      ...(c.session.restart === null ? {} : supervisionRecords(audit)),
+      ...(c.session.restart === null ? {} : supervisionRecords(audit, otel)),
     },
   );
   // The session's first records were written before the session existed to be ended.
@@ -151,6 +157,8 @@ export async function runRelay(p: Prepared): Promise<number> {
   if (audit !== null) record.name = audit.sessionName.name;
   // Finished after session.run: the server has been reaped, so its CPU is in mcpguard's own cutime.
   if (summary.pid !== null) record.resources = meter.finish();
+  // The export's last flush comes after the server was reaped: it can delay mcpguard's exit by its bound, never the child's shutdown.
+  if (otel !== null) record.otlp = await finishExport(otel, summary, stderr.summary());
   // A probe's log was sealed when the session ended; the record below goes to the summary only.
   if (audit !== null && !audit.log.sealed) audit.sessionEnded(record);
   if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
@@ -202,7 +210,7 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
 }
 
 /** The records of a supervised session: each generation's start and end, and each restart. */
-function supervisionRecords(audit: AuditLog | null): Pick<SessionIO, 'onGeneration' | 'onGenerationEnd' | 'onRestarted'> {
+function supervisionRecords(audit: AuditLog | null, otel: LiveExport | null): Pick<SessionIO, 'onGeneration' | 'onGenerationEnd' | 'onRestarted'> {
   return {
     onGeneration: (g) => audit?.generationStarted(g),
     onGenerationEnd: (g) =>
@@ -222,7 +230,8 @@ function supervisionRecords(audit: AuditLog | null): Pick<SessionIO, 'onGenerati
         next: g.next,
         delay_ms: g.delayMs,
       }),
-    onRestarted: (r) =>
+    onRestarted: (r) => {
+      otel?.restarted();
       audit?.restarted({
         generation: r.generation,
         handshake_replayed: r.replayed,
@@ -230,8 +239,55 @@ function supervisionRecords(audit: AuditLog | null): Pick<SessionIO, 'onGenerati
         list_changed_sent: r.listChangedSent,
         client_warned: r.warned,
         state_lost: r.stateLost,
-      }),
+      });
+    },
   };
+}
+
+/**
+ * Whether the OpenTelemetry export may be on: an endpoint on the command line
+ * or in OTEL_EXPORTER_OTLP_*, and not --otlp off. Only then is otel/ loaded
+ * (a dynamic import: a session without export pays nothing for it).
+ */
+function otlpWanted(o: RunConfig['otlp'], env: NodeJS.ProcessEnv): boolean {
+  if (o.off) return false;
+  if (o.endpoint !== null) return true;
+  return Object.keys(env).some((k) => k.startsWith('OTEL_EXPORTER_OTLP_') && k.endsWith('ENDPOINT') && env[k]!.trim() !== '');
+}
+
+/** The session's export, or null when its configuration turns it off or it cannot start (said once; the session runs anyway). */
+async function loadExport(p: Prepared, say: (line: string) => void): Promise<LiveExport | null> {
+  const c = p.config;
+  const policy = c.recorded.policy;
+  try {
+    const { startExport } = await import('../otel/live.js');
+    return startExport({
+      cli: c.otlp,
+      env: process.env,
+      sessionId: p.sessionId,
+      startedAt: p.startedAt,
+      schema: c.gate.validateArgs,
+      policy: p.policy === null ? null : typeof policy === 'string' ? basename(policy) : 'inline',
+    });
+  } catch (error) {
+    say(`the OpenTelemetry export is off: ${(error as Error).message}`);
+    return null;
+  }
+}
+
+/** The session's root span, the last metrics and the bounded flush: what the export sent, dropped and failed, for the session record. */
+async function finishExport(otel: LiveExport, s: SessionSummary, e: StderrSummary): Promise<Record<string, unknown>> {
+  const stats = await otel.finish({
+    endedAt: s.endedAt,
+    endReason: s.endReason,
+    protocolVersion: s.protocol.version,
+    status: s.status,
+    stderrTail: e.tail,
+    stderrSeen: e.bytes_seen,
+    stderrRetained: e.bytes_retained,
+    restarts: s.restarts?.count ?? null,
+  });
+  return { ...stats };
 }
 
 /**
