@@ -43,6 +43,11 @@ export async function main(argv: readonly string[]): Promise<number> {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('policy', name), true)) return print(subcommandHelp('policy'));
       return await (await import('../gate/policy-command.js')).runPolicyCommand(argv.slice(1));
     }
+    if (first === 'export') {
+      const command = await import('../views/export-command.js');
+      if (argv.slice(1).some((a) => a === '--help' || a === '-h')) return print(command.EXPORT_HELP);
+      return await command.runExportCommand(argv.slice(1));
+    }
     if (first === 'pins') {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('pins', name), true)) return print(subcommandHelp('pins'));
       return await (await import('../views/pins-command.js')).runPinsCommand(argv.slice(1));

@@ -243,3 +243,21 @@ export function callLogs(f: CallFacts, span: Pick<SpanData, 'traceId' | 'spanId'
 export function stderrLines(text: string): string[] {
   return text.split('\n').filter((line) => line.trim() !== '');
 }
+
+/** The session's stderr outside any call (its label line dropped), as the live export sends it. */
+export function tailLogs(sessionId: string, endedAt: number, tail: string): LogData[] {
+  const lines = stderrLines(tail);
+  if (lines[0]?.startsWith('[')) lines.shift();
+  return lines.map((body) => ({
+    timeNs: BigInt(Math.round(endedAt)) * 1_000_000n,
+    severityNumber: 9,
+    severityText: 'INFO',
+    body,
+    attributes: [
+      ['mcp.session.id', sessionId],
+      ['log.iostream', 'stderr'],
+    ],
+    traceId: sessionTraceId(sessionId),
+    spanId: sessionSpanId(sessionId),
+  }));
+}

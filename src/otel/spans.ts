@@ -11,7 +11,7 @@ import type { Masker } from '../mask/mask.js';
 import type { Rejection, SessionObserver } from '../relay/observer.js';
 import { RawId } from '../wire/request-id.js';
 import type { Exporter, OtlpConfig } from './api.js';
-import { callLogs, callSpan, errorType, parentOf, stderrLines, type CallFacts, type SessionFacts } from './call-span.js';
+import { callLogs, callSpan, errorType, parentOf, tailLogs, type CallFacts, type SessionFacts } from './call-span.js';
 import { sessionSpanId, sessionTraceId } from './ids.js';
 import { SessionMetrics } from './metrics.js';
 import { SpanKind, type Attributes, type AttributeValue, type LogData, type SpanData } from './model.js';
@@ -97,9 +97,7 @@ export class SpanBuilder implements SessionObserver {
   /** The session ended: its stderr tail, its root span and the last metrics, handed over (the caller then shuts the exporter down). */
   end(e: SessionEnd): void {
     if (this.timer !== null) clearInterval(this.timer);
-    for (const line of stderrLines(e.stderrTail).filter((l, i) => i > 0 || !l.startsWith('['))) {
-      this.exporter.log(this.sessionLog(e.endedAt, 9, 'INFO', line, [['log.iostream', 'stderr']]));
-    }
+    for (const log of tailLogs(this.facts.sessionId, e.endedAt, e.stderrTail)) this.exporter.log(log);
     const span = sessionSpan(this.facts.sessionId, this.o.startedAt, e);
     if (this.rootSampled) this.exporter.span(span);
     const duration: [string, AttributeValue][] = [['network.transport', 'pipe']];

@@ -287,7 +287,8 @@ async function finishExport(otel: LiveExport, s: SessionSummary, e: StderrSummar
     stderrRetained: e.bytes_retained,
     restarts: s.restarts?.count ?? null,
   });
-  return { ...stats };
+  // The root span's times, kept so that `mcpguard export otlp` sends this span again exactly as it went out.
+  return { ...stats, session_span: { started_at: new Date(s.startedAt).toISOString(), ended_at: new Date(s.endedAt).toISOString() } };
 }
 
 /**
