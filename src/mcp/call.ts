@@ -61,6 +61,8 @@ export interface Call {
   protocolVersion: string | null;
   /** W3C traceparent from the request's `_meta`, if any. */
   traceparent: string | null;
+  /** W3C tracestate from the request's `_meta`, if any (for the OpenTelemetry export; not recorded). */
+  tracestate?: string | null;
   /** For a retry after `input_required`: the call id of the leg before, and how the link was made. */
   continues: string | null;
   linkedBy: 'request_state' | 'same_target' | null;

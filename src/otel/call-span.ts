@@ -28,6 +28,8 @@ export interface CallFacts {
   endedAt: number;
   protocolVersion: string | null;
   traceparent: string | null;
+  /** The client's tracestate with it (live only). */
+  tracestate?: string | null;
   decision: Decision | null;
   generation: number | null;
   cancelRequested: boolean;
@@ -46,9 +48,19 @@ export interface SessionFacts {
 }
 
 /** Where a span hangs: the client's trace context when it sent one, else the session's root span. */
-export function parentOf(session: string, traceparent: string | null): { traceId: string; parentSpanId: string; sampled: boolean | null } {
-  const remote = parseTraceparent(traceparent);
-  if (remote !== null) return { traceId: remote.traceId, parentSpanId: remote.spanId, sampled: remote.sampled };
+export function parentOf(
+  session: string,
+  traceparent: string | null,
+  tracestate: string | null = null,
+): { traceId: string; parentSpanId: string; sampled: boolean | null; traceState?: string } {
+  const remote = parseTraceparent(traceparent, tracestate);
+  if (remote !== null)
+    return {
+      traceId: remote.traceId,
+      parentSpanId: remote.spanId,
+      sampled: remote.sampled,
+      ...(remote.traceState === undefined ? {} : { traceState: remote.traceState }),
+    };
   return { traceId: sessionTraceId(session), parentSpanId: sessionSpanId(session), sampled: null };
 }
 
@@ -115,11 +127,12 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
     at.push(['mcpguard.stderr.bytes_seen', e.seen], ['mcpguard.stderr.bytes_retained', e.retained], ['mcpguard.stderr.truncated', e.truncated]);
     if (e.shared) at.push(['mcpguard.stderr.shared', true]);
   }
-  const parent = parentOf(s.sessionId, f.traceparent);
+  const parent = parentOf(s.sessionId, f.traceparent, f.tracestate ?? null);
   return {
     traceId: parent.traceId,
     spanId: callSpanId(s.sessionId, f.callId),
     parentSpanId: parent.parentSpanId,
+    ...(parent.traceState === undefined ? {} : { traceState: masker.text(parent.traceState) }),
     name: target === null ? method : `${method} ${masker.text(target)}`,
     kind: SpanKind.server,
     startNs: ns(f.startedAt),

@@ -169,6 +169,7 @@ export function factsOf(call: Call): CallFacts {
     endedAt: call.endedAt ?? Date.now(),
     protocolVersion: call.protocolVersion,
     traceparent: call.traceparent,
+    tracestate: call.tracestate ?? null,
     decision: call.decision,
     generation: call.generation,
     cancelRequested: call.cancelRequested,

@@ -106,6 +106,7 @@ export class EraGuard {
     this.tracker.clientRequest(method, item.idKey, meta, params, frame);
     call.protocolVersion = meta.version ?? this.tracker.version;
     call.traceparent = meta.traceparent;
+    if (meta.tracestate) call.tracestate = meta.tracestate;
     if (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') {
       call.target = this.targetOf(method, call.tool ?? memberString(frame, params, method === 'resources/read' ? 'uri' : 'name') ?? '');
       this.legs.retry(call, params, frame);

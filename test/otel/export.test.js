@@ -101,6 +101,7 @@ test('every call is a SERVER span by the MCP conventions; the client trace conte
     assert.equal(one.name, 'tools/call echo');
     assert.equal(one.traceId, CLIENT_TRACE, "call 1 joins the client's trace");
     assert.equal(one.parentSpanId, CLIENT_SPAN, "as the child of the client's span");
+    assert.equal(one.traceState, 'rojo=1', "the client's tracestate goes with its parent");
     assert.equal(one.attrs['mcp.method.name'], 'tools/call');
     assert.equal(one.attrs['gen_ai.tool.name'], 'echo');
     assert.equal(one.attrs['gen_ai.operation.name'], 'execute_tool');
