@@ -34,7 +34,6 @@ export function runConfig(v: RunValues): RunConfig {
     fsync: v.fsync,
     gate: gateOptions(v),
     summary: v['session-summary'],
-    otlp: { endpoint: v['otlp-endpoint'], off: v.otlp === 'off' },
     recorded: recordedOptions(v),
   };
 }
@@ -70,4 +69,20 @@ function recordedOptions(v: RunValues): Record<string, unknown> {
   for (const [name, value] of Object.entries(v)) if (name !== 'audit-key-file' && name !== 'config') kept[name] = value;
   kept['audit-key'] = typeof v['audit-key-file'] === 'string';
   return kept;
+}
+
+/** --otlp-endpoint and --otlp off as otel/config.ts's otlpConfig takes them. */
+export function otlpCli(v: RunValues): { endpoint?: string; off: boolean } {
+  return { off: v.otlp === 'off', ...(v['otlp-endpoint'] === null ? {} : { endpoint: v['otlp-endpoint'] }) };
+}
+
+/**
+ * Whether the OpenTelemetry export may be on: not --otlp off, and an endpoint
+ * on the command line or in OTEL_EXPORTER_OTLP_*. Only then is otel/ loaded
+ * (dynamic imports: a session without export pays nothing for it).
+ */
+export function otlpWanted(v: RunValues, env: NodeJS.ProcessEnv): boolean {
+  if (v.otlp === 'off') return false;
+  if (v['otlp-endpoint'] !== null) return true;
+  return Object.keys(env).some((k) => k.startsWith('OTEL_EXPORTER_OTLP_') && k.endsWith('ENDPOINT') && env[k]!.trim() !== '');
 }

@@ -6,21 +6,15 @@
  */
 import type { OtlpConfig, SignalTarget } from './api.js';
 
-/** What the command line says: --otlp-endpoint URL and --otlp on|off. */
-export interface OtlpCli {
-  endpoint: string | null;
-  off: boolean;
-}
-
 const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 
 /** The export's configuration, or null when it is off (no endpoint, --otlp off, OTEL_SDK_DISABLED=true). */
-export function otlpConfig(env: Record<string, string | undefined>, cli: OtlpCli): OtlpConfig | null {
-  if (cli.off || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null;
+export function otlpConfig(env: Readonly<Record<string, string | undefined>>, cli: { endpoint?: string; off?: boolean }): OtlpConfig | null {
+  if (cli.off === true || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null;
   const base = cli.endpoint ?? nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT);
   const headers = parseHeaders(env.OTEL_EXPORTER_OTLP_HEADERS);
   const target = (signal: 'traces' | 'logs' | 'metrics'): SignalTarget | null => {
-    const own = cli.endpoint === null ? nonEmpty(env[`OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_ENDPOINT`]) : null;
+    const own = cli.endpoint === undefined ? nonEmpty(env[`OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_ENDPOINT`]) : null;
     const url = own ?? (base === null ? null : `${base.replace(/\/+$/, '')}/v1/${signal}`);
     return url === null ? null : { url, headers, protocol: 'http/json', compression: 'none', timeoutMs: 10_000 };
   };

@@ -13,13 +13,12 @@ import type { Attributes, AttributeValue, LogData, MetricData, SpanData } from '
 
 const MAX_QUEUED = 2048;
 const MAX_BATCH = 512;
-const SCOPE = { name: 'mcpguard', version: '1' };
 
 type Signal = 'spans' | 'logs' | 'metrics';
 
-/** A background exporter for `config` (non-null: export is on). */
-export function createExporter(config: OtlpConfig): Exporter {
-  return new JsonExporter(config);
+/** A background exporter for `config` (non-null: export is on), its items under `scope`. */
+export function createExporter(config: OtlpConfig, scope: { name: string; version: string }): Exporter {
+  return new JsonExporter(config, scope);
 }
 
 class JsonExporter implements Exporter {
@@ -36,7 +35,10 @@ class JsonExporter implements Exporter {
   private scheduled = false;
   private closed = false;
 
-  constructor(private readonly config: OtlpConfig) {}
+  constructor(
+    private readonly config: OtlpConfig,
+    private readonly scope: { name: string; version: string },
+  ) {}
 
   span(span: SpanData): void {
     this.queue('spans', span);
@@ -110,7 +112,7 @@ class JsonExporter implements Exporter {
       }
       if (items.length === 0) continue;
       this.busy.add(signal);
-      const body = Buffer.from(JSON.stringify(encode(signal, this.config.resource, items)));
+      const body = Buffer.from(JSON.stringify(encode(signal, this.config.resource, this.scope, items)));
       const sending = post(target, body).then((ok) => {
         this.busy.delete(signal);
         this.inFlight.delete(sending);
@@ -152,11 +154,11 @@ function post(target: SignalTarget, body: Buffer): Promise<boolean> {
   });
 }
 
-function encode(signal: Signal, resource: Attributes, items: readonly unknown[]): unknown {
+function encode(signal: Signal, resource: Attributes, scope: { name: string; version: string }, items: readonly unknown[]): unknown {
   const res = { attributes: attrs(resource) };
-  if (signal === 'spans') return { resourceSpans: [{ resource: res, scopeSpans: [{ scope: SCOPE, spans: (items as SpanData[]).map(spanJson) }] }] };
-  if (signal === 'logs') return { resourceLogs: [{ resource: res, scopeLogs: [{ scope: SCOPE, logRecords: (items as LogData[]).map(logJson) }] }] };
-  return { resourceMetrics: [{ resource: res, scopeMetrics: [{ scope: SCOPE, metrics: (items as MetricData[]).map(metricJson) }] }] };
+  if (signal === 'spans') return { resourceSpans: [{ resource: res, scopeSpans: [{ scope, spans: (items as SpanData[]).map(spanJson) }] }] };
+  if (signal === 'logs') return { resourceLogs: [{ resource: res, scopeLogs: [{ scope, logRecords: (items as LogData[]).map(logJson) }] }] };
+  return { resourceMetrics: [{ resource: res, scopeMetrics: [{ scope, metrics: (items as MetricData[]).map(metricJson) }] }] };
 }
 
 function value(v: AttributeValue): unknown {

@@ -6,8 +6,8 @@
  */
 import type { SessionObserver } from '../relay/observer.js';
 import { processMasker } from '../mask/mask.js';
-import type { DeliveryStats } from './api.js';
-import { otlpConfig, type OtlpCli } from './config.js';
+import { readFileSync } from 'node:fs';
+import type { DeliveryStats, OtlpConfig } from './api.js';
 import { createExporter } from './exporter.js';
 import { SpanBuilder, type SessionEnd } from './spans.js';
 
@@ -24,8 +24,8 @@ export interface LiveExport {
 }
 
 export interface LiveOptions {
-  cli: OtlpCli;
-  env: Record<string, string | undefined>;
+  /** Resolved and checked before the server started (otel/config.ts). */
+  config: OtlpConfig;
   sessionId: string;
   startedAt: number;
   /** --validate-args on. */
@@ -34,11 +34,16 @@ export interface LiveOptions {
   policy: string | null;
 }
 
-/** The session's export, or null when the configuration turns it off. */
-export function startExport(o: LiveOptions): LiveExport | null {
-  const config = otlpConfig(o.env, o.cli);
-  if (config === null) return null;
-  const exporter = createExporter(config);
+/** The instrumentation scope every item goes under: mcpguard and its version. */
+export function scope(): { name: string; version: string } {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return { name: 'mcpguard', version: typeof pkg.version === 'string' ? pkg.version : '' };
+}
+
+/** The session's export. */
+export function startExport(o: LiveOptions): LiveExport {
+  const config = o.config;
+  const exporter = createExporter(config, scope());
   const builder = new SpanBuilder({
     session: { sessionId: o.sessionId, schema: o.schema, policy: o.policy },
     startedAt: o.startedAt,

@@ -26,6 +26,7 @@ import { StderrTap, type StderrOptions, type StderrSummary } from '../stderr/tap
 import { humanSummary, summaryFormat, type SummaryMode } from './summary.js';
 import type { Watchdog } from '../process/watchdog.js';
 import type { LiveExport } from '../otel/live.js';
+import type { OtlpConfig } from '../otel/api.js';
 import { basename } from 'node:path';
 
 /**
@@ -43,8 +44,6 @@ export interface RunConfig {
   gate: GateOptions;
   /** --session-summary. */
   summary: SummaryMode;
-  /** --otlp-endpoint and --otlp off (OTEL_* in the environment complete them). */
-  otlp: { endpoint: string | null; off: boolean };
   /** The options worth keeping in the session record (no paths to keys). */
   recorded: Record<string, unknown>;
 }
@@ -69,6 +68,8 @@ export interface Prepared {
   approveCmd: string[] | null;
   /** Why this session keeps no records (--records off, or best-effort with an unusable directory); null when it does. */
   recordsOff: string | null;
+  /** The OpenTelemetry export's configuration (--otlp-endpoint, OTEL_*), checked before the child started; null: export off. */
+  otlp?: OtlpConfig | null;
 }
 
 /** At exit, give up on a client that took nothing from stdout for this long. */
@@ -98,7 +99,7 @@ export async function runRelay(p: Prepared): Promise<number> {
           session?.end('record_failure');
         });
   audit?.sessionStarted({ command: p.command, args: p.args, cwd: process.cwd(), options: c.recorded });
-  const otel = otlpWanted(c.otlp, process.env) ? await loadExport(p, (line) => diag.line(line)) : null;
+  const otel = p.otlp ? await loadExport(p, p.otlp, (line) => diag.line(line)) : null;
   if (otel !== null) diag.onLine = otel.diagnostic;
   const probe = new ProbeWatch();
   let isProbe = false;
@@ -245,25 +246,17 @@ function supervisionRecords(audit: AuditLog | null, otel: LiveExport | null): Pi
 }
 
 /**
- * Whether the OpenTelemetry export may be on: an endpoint on the command line
- * or in OTEL_EXPORTER_OTLP_*, and not --otlp off. Only then is otel/ loaded
- * (a dynamic import: a session without export pays nothing for it).
+ * The session's export, loaded with a dynamic import() (a session without
+ * export loads none of otel/), or null when it cannot start (said once; the
+ * session runs anyway).
  */
-function otlpWanted(o: RunConfig['otlp'], env: NodeJS.ProcessEnv): boolean {
-  if (o.off) return false;
-  if (o.endpoint !== null) return true;
-  return Object.keys(env).some((k) => k.startsWith('OTEL_EXPORTER_OTLP_') && k.endsWith('ENDPOINT') && env[k]!.trim() !== '');
-}
-
-/** The session's export, or null when its configuration turns it off or it cannot start (said once; the session runs anyway). */
-async function loadExport(p: Prepared, say: (line: string) => void): Promise<LiveExport | null> {
+async function loadExport(p: Prepared, config: OtlpConfig, say: (line: string) => void): Promise<LiveExport | null> {
   const c = p.config;
   const policy = c.recorded.policy;
   try {
     const { startExport } = await import('../otel/live.js');
     return startExport({
-      cli: c.otlp,
-      env: process.env,
+      config,
       sessionId: p.sessionId,
       startedAt: p.startedAt,
       schema: c.gate.validateArgs,

@@ -62,7 +62,12 @@ export async function runExportCommand(argv: string[], io: { stdout: NodeJS.Writ
     return fail((error as Error).message, error instanceof GuardError ? error.exitCode : EXIT_USAGE);
   }
   const { otlpConfig } = await import('../otel/config.js');
-  const config = otlpConfig(process.env, { endpoint, off: false });
+  let config: ReturnType<typeof otlpConfig>;
+  try {
+    config = otlpConfig(process.env, endpoint === null ? {} : { endpoint });
+  } catch (error) {
+    return fail((error as Error).message);
+  }
   if (config === null) return fail('no endpoint: give --otlp-endpoint URL, or set OTEL_EXPORTER_OTLP_ENDPOINT (and not OTEL_SDK_DISABLED=true)');
   let dir: string;
   try {
@@ -80,7 +85,11 @@ export async function runExportCommand(argv: string[], io: { stdout: NodeJS.Writ
   }
   const sessions = wanted.length === 0 ? logs : chosen;
   if (sessions.length === 0) return fail(`no sessions in '${dir}'`, 1);
-  const [{ backfillLog }, { createExporter }] = await Promise.all([import('../otel/backfill.js'), import('../otel/exporter.js')]);
+  const [{ backfillLog }, { createExporter }, { scope }] = await Promise.all([
+    import('../otel/backfill.js'),
+    import('../otel/exporter.js'),
+    import('../otel/live.js'),
+  ]);
   let incomplete = false;
   for (const log of sessions) {
     const total = emptyStats();
@@ -96,7 +105,7 @@ export async function runExportCommand(argv: string[], io: { stdout: NodeJS.Writ
         since,
         next: async () => {
           await drain();
-          current = createExporter(config);
+          current = createExporter(config!, scope());
           return current;
         },
       });

@@ -24,8 +24,16 @@ const init = {
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
 };
 const call = (id, name, args, meta) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) } });
-// No OTEL_* of the machine running the tests may leak into these runs.
-const CLEAN_ENV = { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', OTEL_SDK_DISABLED: '', OTEL_TRACES_SAMPLER: '' };
+// No OTEL_* of the machine running the tests may leak into these runs; the receiver here reads OTLP/JSON.
+const CLEAN_ENV = {
+  OTEL_EXPORTER_OTLP_ENDPOINT: '',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '',
+  OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: '',
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: '',
+  OTEL_SDK_DISABLED: '',
+  OTEL_TRACES_SAMPLER: '',
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+};
 
 async function session(args, env = {}) {
   const scratch = tempDir();
