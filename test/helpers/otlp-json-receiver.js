@@ -1,9 +1,9 @@
 // An OTLP/HTTP receiver for the tests, in this process: it records every
-// request's path, headers and JSON body (OTLP/JSON, the encoding the span
-// builder's temporary exporter speaks), answering 200 {}. Until the delivery
+// request's path, headers and JSON body (OTLP/JSON, gzipped or not), answering 200 {}. Until the delivery
 // half's receiver (test/helpers/otlp-receiver.js, both encodings decoded by
 // the official protobuf definitions) is on main; then the tests can move to it.
 import { createServer } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 
 /** Starts a receiver on 127.0.0.1 (a free port); `close()` stops it. */
 export async function jsonReceiver() {
@@ -14,7 +14,8 @@ export async function jsonReceiver() {
     req.on('end', () => {
       let body = null;
       try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        const raw = Buffer.concat(chunks);
+        body = JSON.parse((req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8'));
       } catch {}
       requests.push({ path: req.url, headers: req.headers, body });
       res.writeHead(200, { 'content-type': 'application/json' });
