@@ -35,7 +35,7 @@ const CLEAN_ENV = {
   OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
 };
 
-async function session(args, env = {}) {
+async function session(args, env = {}, summary = 'json') {
   const scratch = tempDir();
   const policy = join(scratch.dir, 'policy.json');
   writeFileSync(
@@ -50,7 +50,7 @@ async function session(args, env = {}) {
   );
   const c = conversation(
     SERVER,
-    ['--validate-args=on', `--policy=${policy}`, `--approve-cmd=python3 ${fixture('approve.py')}`, '--session-summary=json', ...args],
+    ['--validate-args=on', `--policy=${policy}`, `--approve-cmd=python3 ${fixture('approve.py')}`, `--session-summary=${summary}`, ...args],
     {
       ...CLEAN_ENV,
       ...env,
@@ -90,6 +90,8 @@ test('every call is a SERVER span by the MCP conventions; the client trace conte
   const c = await session([`--otlp-endpoint=${rx.url}`]);
   try {
     await sixCalls(c);
+    c.send(call(7, 'noise', {}));
+    await c.waitFor((m) => m.id === 7, 'answer 7');
     const r = await c.finish();
     assert.equal(r.code, 0, r.stderr);
     const spans = rx.spans();
@@ -176,7 +178,12 @@ test('every call is a SERVER span by the MCP conventions; the client trace conte
     assert.ok(r.summary.otlp.sent.spans >= 7, JSON.stringify(r.summary.otlp));
     const end = r.records.find((x) => x.type === 'session_end');
     assert.deepEqual(end.otlp, r.summary.otlp);
-    assert.equal(callEnds(r.records).length, 7);
+    assert.equal(callEnds(r.records).length, 8);
+    // mcpguard's own diagnostic (the server's stdout line that is not JSON-RPC): a WARN record on the session's span.
+    const warn = logs.find((l) => /child stdout line \d+ is not JSON-RPC/.test(l.body.stringValue));
+    assert.ok(warn, JSON.stringify(logs.map((l) => l.body.stringValue)));
+    assert.equal(warn.severityText, 'WARN');
+    assert.equal(warn.spanId, root.spanId);
   } finally {
     c.cleanup();
     await rx.close();
@@ -270,5 +277,19 @@ test('export otlp: the records give the same spans with the same ids as the live
     c.cleanup();
     await live.close();
     await back.close();
+  }
+});
+
+test('the human summary says what the export sent, dropped and failed', { timeout: TIMEOUT }, async () => {
+  const rx = await jsonReceiver();
+  const c = await session([`--otlp-endpoint=${rx.url}`], {}, 'human');
+  try {
+    c.send(call(1, 'echo', { text: 'hi' }));
+    await c.waitFor((m) => m.id === 1, 'answer 1');
+    const r = await c.finish();
+    assert.match(r.stderr, /^mcpguard: {3}otlp sent 3 spans, \d+ logs, \d+ metrics; dropped 0; failed 0$/m, r.stderr);
+  } finally {
+    c.cleanup();
+    await rx.close();
   }
 });
