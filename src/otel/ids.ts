@@ -12,21 +12,35 @@ import { createHash } from 'node:crypto';
 const ZERO = /^0+$/;
 
 function derived(kind: string, parts: readonly string[], hexDigits: number): string {
-  const hash = createHash('sha256').update(`mcpguard-otel\u0000${kind}`);
-  for (const part of parts) hash.update(`\u0000${part}`);
-  const hex = hash.digest('hex').slice(0, hexDigits);
+  // One update of one string: a call's id costs one hash (about 1 µs), not one per part.
+  const hex = createHash('sha256')
+    .update(`mcpguard-otel\u0000${kind}\u0000${parts.join('\u0000')}`)
+    .digest('hex')
+    .slice(0, hexDigits);
   // An all-zero id is invalid in W3C and OTLP; one in 2^64 hashes, but never sent.
   return ZERO.test(hex) ? `${hex.slice(0, -1)}1` : hex;
 }
 
+// A process runs one session (a backfill, one at a time): its two ids are made once, not per call.
+let lastSession = '';
+let lastIds = { trace: '', span: '' };
+
+function sessionIds(sessionId: string): { trace: string; span: string } {
+  if (sessionId !== lastSession) {
+    lastIds = { trace: derived('trace', [sessionId], 32), span: derived('session', [sessionId], 16) };
+    lastSession = sessionId;
+  }
+  return lastIds;
+}
+
 /** The trace a session's own spans belong to (calls without the client's trace context). */
 export function sessionTraceId(sessionId: string): string {
-  return derived('trace', [sessionId], 32);
+  return sessionIds(sessionId).trace;
 }
 
 /** The session's root span. */
 export function sessionSpanId(sessionId: string): string {
-  return derived('session', [sessionId], 16);
+  return sessionIds(sessionId).span;
 }
 
 /** A call's SERVER span. */

@@ -68,7 +68,12 @@ export class SpanBuilder implements SessionObserver {
     const span = callSpan(f, this.facts, this.o.masker);
     if (span !== null && this.sampled(f)) this.exporter.span(span);
     for (const log of callLogs(f, span, this.facts.sessionId)) this.exporter.log(log);
-    if (f.method !== null) this.metrics.operation.record(Math.max(0, f.endedAt - f.startedAt) / 1000, operationAttributes(f, this.o.masker));
+    if (f.method !== null) {
+      const error = errorType(f);
+      // A key of the raw fields (no JSON per call); \u0001 stands for none (a tool named exactly that would share a series with none: a merged count, nothing more).
+      const key = `op\u0000${f.method}\u0000${f.method === 'tools/call' ? (f.tool ?? '\u0001') : '\u0001'}\u0000${f.protocolVersion ?? '\u0001'}\u0000${error ?? '\u0001'}`;
+      this.metrics.operation.record(Math.max(0, f.endedAt - f.startedAt) / 1000, () => operationAttributes(f, this.o.masker), key);
+    }
     if ((f.state === 'denied' || f.state === 'rejected') && f.decision !== null) {
       const at: [string, AttributeValue][] = [['mcpguard.refused.by', f.decision.by]];
       if (f.decision.by === 'policy' && f.decision.rule !== null) at.push(['gen_ai.guardrail.security.policy.rule.id', String(f.decision.rule + 1)]);
@@ -110,6 +115,7 @@ export class SpanBuilder implements SessionObserver {
   }
 
   private sampled(f: CallFacts): boolean {
+    if (f.traceparent === null) return this.rootSampled;
     const parent = parentOf(this.facts.sessionId, f.traceparent);
     return parent.sampled === null ? this.rootSampled : sample(this.o.sampler, parent.traceId, parent.sampled);
   }
