@@ -44,9 +44,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       return await (await import('../gate/policy-command.js')).runPolicyCommand(argv.slice(1));
     }
     if (first === 'export') {
-      const command = await import('../views/export-command.js');
-      if (argv.slice(1).some((a) => a === '--help' || a === '-h')) return print(command.EXPORT_HELP);
-      return await command.runExportCommand(argv.slice(1));
+      if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('export', name), true)) return print(subcommandHelp('export'));
+      return await (await import('../views/export-command.js')).runExportCommand(argv.slice(1));
     }
     if (first === 'pins') {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('pins', name), true)) return print(subcommandHelp('pins'));

@@ -21,19 +21,6 @@ import { parseWhen } from './when.js';
 /** Longest wait for the collector to take one batch (BATCH_ITEMS items). */
 const DRAIN_MS = 30_000;
 
-export const EXPORT_HELP = `Usage: mcpguard export otlp [SESSION...] [--since TIME] [--otlp-endpoint URL] [--record-dir DIR]
-
-Send recorded sessions to an OpenTelemetry backend over OTLP/HTTP: each call
-as its SERVER span (with the gate's guardrail events), its stderr as logs,
-each ended session as its root span. The same spans as the live export
-(--otlp-endpoint on the relay), with the same ids: exporting twice does not
-duplicate. SESSION is an id or a unique prefix (default: every session).
-
-  --since TIME          only calls that ended at or after TIME (e.g. 2h, today, 2026-07-01)
-  --otlp-endpoint URL   the collector (default: OTEL_EXPORTER_OTLP_ENDPOINT; OTEL_* honoured)
-  --record-dir DIR      where the records are
-`;
-
 export async function runExportCommand(argv: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream } = process): Promise<number> {
   const fail = (message: string, code = EXIT_USAGE): number => {
     io.stderr.write(`mcpguard export: ${processMasker().text(message)}\n`);

@@ -242,6 +242,14 @@ test('export otlp: the records give the same spans with the same ids as the live
       assert.equal(e.code, 0, e.stderr);
       assert.match(e.stdout.toString(), new RegExp(`^${sessionId}: 7 call\\(s\\); sent 8 span\\(s\\)`));
     }
+    const later = await runGuard(['export', 'otlp', sessionId, '--since=2999-01-01', `--otlp-endpoint=${back.url}`, `--record-dir=${c.recordDir}`], {
+      env: CLEAN_ENV,
+    }).done;
+    assert.equal(later.code, 0, later.stderr);
+    assert.match(later.stdout.toString(), /: 0 call\(s\); sent 0 span\(s\), 0 log record\(s\)/, '--since after every call: nothing');
+    const none = await runGuard(['export', 'otlp', `--record-dir=${c.recordDir}`], { env: CLEAN_ENV }).done;
+    assert.equal(none.code, 125);
+    assert.match(none.stderr, /mcpguard export: no endpoint: give --otlp-endpoint URL/);
     const key = (s) => `${s.traceId}/${s.spanId}/${s.parentSpanId ?? ''}/${s.name}/${s.kind}/${s.startTimeUnixNano}/${s.endTimeUnixNano}`;
     const liveKeys = live.spans().map(key).sort();
     const backSpans = back.spans();
