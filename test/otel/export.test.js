@@ -5,9 +5,9 @@
 // (semantic-conventions-genai: mcp.md, gen-ai-security.md).
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, killStarted, tempDir } from '../helpers/run.js';
+import { ROOT, fixture, killStarted, tempDir } from '../helpers/run.js';
 import { callEnds, conversation } from '../helpers/conversation.js';
 import { jsonReceiver } from '../helpers/otlp-json-receiver.js';
 
@@ -300,4 +300,16 @@ test('the human summary says what the export sent, dropped and failed', { timeou
     c.cleanup();
     await rx.close();
   }
+});
+
+test('export off loads nothing of it: outside otel/, otel/ is imported for types or with a dynamic import() only', () => {
+  const offenders = [];
+  for (const folder of ['session', 'cli', 'views']) {
+    for (const file of readdirSync(join(ROOT, 'src', folder)).filter((f) => f.endsWith('.ts'))) {
+      const text = readFileSync(join(ROOT, 'src', folder, file), 'utf8');
+      for (const m of text.matchAll(/^import\s+(type\s+)?[^;]*?from\s+'\.\.\/otel\/[^']+';/gms))
+        if (m[1] === undefined) offenders.push(`${folder}/${file}: ${m[0]}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
 });
