@@ -313,3 +313,39 @@ test('export off loads nothing of it: outside otel/, otel/ is imported for types
   }
   assert.deepEqual(offenders, []);
 });
+
+test('a collector that is down, or that never answers, changes nothing the client sees; the summary says what was not delivered', {
+  timeout: TIMEOUT,
+}, async () => {
+  const { createServer } = await import('node:net');
+  // Accepts connections and never answers: every export request waits until the session's bounded flush gives up.
+  const held = [];
+  const stall = createServer((socket) => held.push(socket));
+  await new Promise((resolve) => stall.listen(0, '127.0.0.1', resolve));
+  const closed = createServer();
+  await new Promise((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const closedPort = closed.address().port;
+  await new Promise((resolve) => closed.close(resolve)); // nothing listens there now
+  try {
+    for (const endpoint of [`http://127.0.0.1:${closedPort}`, `http://127.0.0.1:${stall.address().port}`]) {
+      const c = await session([`--otlp-endpoint=${endpoint}`]);
+      try {
+        await sixCalls(c);
+        const r = await c.finish();
+        assert.equal(r.code, 0, r.stderr);
+        assert.deepEqual(
+          r.out.filter((m) => m.id !== 'init').map((m) => m.id),
+          [1, 2, 3, 4, 5, 6],
+          'every call answered, once',
+        );
+        assert.equal(r.summary.otlp.sent.spans, 0, endpoint);
+        assert.ok(r.summary.otlp.dropped.spans + r.summary.otlp.failed.spans >= 7, JSON.stringify(r.summary.otlp));
+      } finally {
+        c.cleanup();
+      }
+    }
+  } finally {
+    for (const s of held) s.destroy();
+    await new Promise((resolve) => stall.close(resolve));
+  }
+});
