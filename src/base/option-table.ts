@@ -9,7 +9,7 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { GuardError } from './errors.js';
 
-export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string' | 'policy' | 'label' | 'retain';
+export type OptionKind = 'flag' | 'ms' | 'bytes' | 'count' | 'enum' | 'string' | 'policy' | 'label' | 'retain' | 'url';
 
 export interface OptionSpec {
   kind: OptionKind;
@@ -106,6 +106,23 @@ export function parseOptionValue(
     case 'string':
       if (typeof raw === 'string' && raw.length > 0) return raw;
       throw new GuardError('bad_option', `${source} expects a non-empty string, got ${shown}`);
+    case 'url': {
+      // An http(s) URL the WHATWG parser accepts; credentials belong in headers, not in a URL that records and summaries keep.
+      let url: URL | null = null;
+      try {
+        url = typeof raw === 'string' ? new URL(raw) : null;
+      } catch {}
+      const why =
+        url === null
+          ? 'expects an http:// or https:// URL'
+          : url.protocol !== 'http:' && url.protocol !== 'https:'
+            ? `expects an http:// or https:// URL (not ${url.protocol})`
+            : url.username !== '' || url.password !== ''
+              ? 'expects a URL without user or password (give credentials in OTEL_EXPORTER_OTLP_HEADERS)'
+              : null;
+      if (why === null) return raw as string;
+      throw new GuardError('bad_option', `${source} ${why}, got ${shown}`);
+    }
     case 'policy':
       // A path; a config file may also hold the policy object itself.
       if (typeof raw === 'string' && raw.length > 0) return raw;

@@ -217,6 +217,18 @@ ${TIMES}`,
     ],
     exit: 'Exit status: 0 success; 1 nothing found (no such NAME, one that fits more than one\nserver, nothing held to accept, no decision recorded) or decisions.log does not verify;\n125 bad usage.',
   },
+  export: {
+    summary: 'send recorded sessions to an OpenTelemetry backend, as the live export sends them',
+    usage: 'mcpguard export otlp [SESSION...] [--since T] [--otlp-endpoint URL] [--record-dir DIR]',
+    about:
+      "Each recorded call as its SERVER span (the gate's steps as guardrail events), its stderr as\nlogs, each ended session as its root span, over OTLP/HTTP (OTEL_* honoured). Span ids derive\nfrom the session and call ids: exporting twice, or after a live export (--otlp-endpoint),\nsends the same spans again, not new ones. SESSION: an id or a unique prefix (default: all).\nThe span model: docs/otel.md.",
+    options: [
+      { name: 'since', arg: 'T', help: 'only calls that ended at or after T (2h, today, 2026-07-01)' },
+      { name: 'otlp-endpoint', arg: 'URL', help: 'the collector (default: OTEL_EXPORTER_OTLP_ENDPOINT)' },
+      RECORD_DIR,
+    ],
+    exit: 'Exit status: 0 every item accepted; 1 something dropped or failed, or no such session; 125 bad usage or no endpoint.',
+  },
   clients: {
     summary: 'the agents found here, their config files and stdio servers, and which are guarded',
     usage: 'mcpguard clients [CLIENT...]',

@@ -14,7 +14,7 @@ import { RECORD_VIEWS, closestSubcommand, helpRequested, isSubcommand, mainHelp,
 import { markedEnv } from '../process/marker.js';
 import { RUN_OPTIONS, applyConfigFile } from './options.js';
 import { parseArgv } from '../base/option-table.js';
-import { runConfig } from './run-config.js';
+import { otlpCli, otlpWanted, runConfig } from './run-config.js';
 import { loadAuditKey } from '../records/key.js';
 import { ensureWritableRecordDir, resolveRecordDir } from '../records/location.js';
 import { newSessionId } from '../records/session-id.js';
@@ -42,6 +42,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (first === 'policy') {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('policy', name), true)) return print(subcommandHelp('policy'));
       return await (await import('../gate/policy-command.js')).runPolicyCommand(argv.slice(1));
+    }
+    if (first === 'export') {
+      if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('export', name), true)) return print(subcommandHelp('export'));
+      return await (await import('../views/export-command.js')).runExportCommand(argv.slice(1));
     }
     if (first === 'pins') {
       if (helpRequested(argv.slice(1), (name) => viewOptionTakesValue('pins', name), true)) return print(subcommandHelp('pins'));
@@ -119,6 +123,8 @@ async function prepare(argv: readonly string[]): Promise<{ prepared: Prepared; r
   const policy = v.policy === null ? null : await (await import('../gate/load.js')).loadPolicy(v.policy);
   // Resolved once, here: every approval runs this file, whatever PATH holds later.
   const approveCmd = typeof v['approve-cmd'] === 'string' ? (await import('../gate/approve-cmd.js')).checkApproveCmd(v['approve-cmd']) : null;
+  // OTEL_* are options too: a bad value stops mcpguard before the server starts (otel/ loads only when an endpoint is named).
+  const otlp = otlpWanted(v, process.env) ? (await import('../otel/config.js')).otlpConfig(process.env, otlpCli(v)) : null;
   let records: Prepared['records'] = null;
   let recordsOff: string | null = v.records === 'off' ? '--records off' : null;
   if (v.records !== 'off') {
@@ -151,7 +157,7 @@ async function prepare(argv: readonly string[]): Promise<{ prepared: Prepared; r
   // The watchdog covers the child from its first moment, before the relay has loaded.
   const pid = started.child?.pid;
   const watchdog = pid === undefined ? undefined : armWatchdog(pid, v.grace, sessionId);
-  const prepared = { config: runConfig(v), command, args, sessionId, started, startedAt, watchdog, records, recordsOff, signals, policy, approveCmd };
+  const prepared = { config: runConfig(v), command, args, sessionId, started, startedAt, watchdog, records, recordsOff, signals, policy, approveCmd, otlp };
   return { prepared, retain: v.retain };
 }
 

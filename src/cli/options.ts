@@ -192,6 +192,18 @@ export const RUN_OPTIONS = {
     help: "write out hidden characters (controls, ANSI/OSC escapes, zero-width and bidi characters) in tool names, titles, descriptions and the server's instructions as \\uXXXX before the client sees them",
   },
   'sanitize-results': { kind: 'flag', default: false, help: 'also write out hidden characters in the text content of tools/call results' },
+  'otlp-endpoint': {
+    kind: 'url',
+    default: null,
+    arg: 'URL',
+    help: "send each call as an OpenTelemetry span (and the server's stderr as logs, and metrics) to this OTLP/HTTP endpoint, e.g. http://localhost:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT; export is off without an endpoint)",
+  },
+  otlp: {
+    kind: 'enum',
+    default: 'on',
+    values: ['on', 'off'],
+    help: 'off: no OpenTelemetry export, even when --otlp-endpoint or OTEL_EXPORTER_OTLP_* names an endpoint',
+  },
   config: { kind: 'string', default: null, arg: 'FILE', help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
   name: {
     kind: 'label',

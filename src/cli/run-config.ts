@@ -70,3 +70,19 @@ function recordedOptions(v: RunValues): Record<string, unknown> {
   kept['audit-key'] = typeof v['audit-key-file'] === 'string';
   return kept;
 }
+
+/** --otlp-endpoint and --otlp off as otel/config.ts's otlpConfig takes them. */
+export function otlpCli(v: RunValues): { endpoint?: string; off: boolean } {
+  return { off: v.otlp === 'off', ...(v['otlp-endpoint'] === null ? {} : { endpoint: v['otlp-endpoint'] }) };
+}
+
+/**
+ * Whether the OpenTelemetry export may be on: not --otlp off, and an endpoint
+ * on the command line or in OTEL_EXPORTER_OTLP_*. Only then is otel/ loaded
+ * (dynamic imports: a session without export pays nothing for it).
+ */
+export function otlpWanted(v: RunValues, env: NodeJS.ProcessEnv): boolean {
+  if (v.otlp === 'off') return false;
+  if (v['otlp-endpoint'] !== null) return true;
+  return Object.keys(env).some((k) => k.startsWith('OTEL_EXPORTER_OTLP_') && k.endsWith('ENDPOINT') && env[k]!.trim() !== '');
+}

@@ -71,8 +71,13 @@ export class Diagnostics {
   /** One diagnostic line, always starting on a line of its own, with secrets masked. */
   line(text: string): void {
     // Names and reasons quote either side (a schema's member names, a tool's name): written out, so a line stays one line and drives nothing.
-    this.writeLine(`mcpguard: ${writeOut(this.masker.text(text))}`);
+    const shown = writeOut(this.masker.text(text));
+    this.writeLine(`mcpguard: ${shown}`);
+    this.onLine?.(shown);
   }
+
+  /** Hears each diagnostic line as written (masked, escaped), e.g. for the OpenTelemetry export's logs; null: nobody. */
+  onLine: ((text: string) => void) | null = null;
 
   /**
    * A whole line as given (e.g. the JSON summary, whose values the caller

@@ -65,6 +65,8 @@ export interface Call {
   protocolVersion: string | null;
   /** W3C traceparent from the request's `_meta`, if any. */
   traceparent: string | null;
+  /** W3C tracestate from the request's `_meta`, if any (for the OpenTelemetry export; not recorded). */
+  tracestate?: string | null;
   /** For a retry after `input_required`: the call id of the leg before, and how the link was made. */
   continues: string | null;
   linkedBy: 'request_state' | 'same_target' | null;
@@ -89,6 +91,8 @@ export interface Call {
   endedAt: number | null;
   /** Why it ended, in words, for records and error answers. */
   detail: string | null;
+  /** The JSON-RPC error code the server answered with (state `error`), for the OpenTelemetry span's error.type; else null. */
+  errorCode?: number | null;
   /** The client asked to cancel it (notifications/cancelled). */
   cancelRequested: boolean;
   /** Deadline timer, if --call-timeout is set. */

@@ -75,11 +75,15 @@ export interface RequestMeta {
   capabilitiesNode: JsonNode | null;
   /** W3C trace context, when the request carries it (for the records). */
   traceparent: string | null;
+  /** Its W3C tracestate, when it carries one too (for the OpenTelemetry export, passed on unchanged). */
+  tracestate?: string | null;
 }
 
 const NO_META: RequestMeta = { version: null, claimsModern: false, capabilities: false, capabilitiesNode: null, traceparent: null };
 /** Longest traceparent kept: the W3C format is 55 characters; anything far longer is not one. */
 const MAX_TRACEPARENT = 128;
+/** Longest tracestate kept (parseTraceparent in otel/model.ts keeps at most 512 characters). */
+const MAX_TRACESTATE = 512;
 
 /** Read a request's or notification's `params._meta` (rescanning only that object). */
 export function readMeta(frame: Buffer, params: JsonNode | undefined): RequestMeta {
@@ -88,6 +92,7 @@ export function readMeta(frame: Buffer, params: JsonNode | undefined): RequestMe
   const m = meta.members!;
   const version = m.get(META_PROTOCOL_VERSION);
   const trace = m.get('traceparent');
+  const state = m.get('tracestate');
   const caps = m.get(META_CLIENT_CAPABILITIES);
   return {
     version: version?.type === 'string' ? stringValue(frame, version) : null,
@@ -95,6 +100,8 @@ export function readMeta(frame: Buffer, params: JsonNode | undefined): RequestMe
     capabilities: caps?.type === 'object',
     capabilitiesNode: caps?.type === 'object' ? caps : null,
     traceparent: trace?.type === 'string' && trace.end - trace.start <= MAX_TRACEPARENT + 2 ? stringValue(frame, trace) : null,
+    // W3C allows 32 list members of up to 256 characters; 512 is what OpenTelemetry keeps.
+    tracestate: state?.type === 'string' && state.end - state.start <= MAX_TRACESTATE + 2 ? stringValue(frame, state) : null,
   };
 }
 

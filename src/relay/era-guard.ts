@@ -106,6 +106,7 @@ export class EraGuard {
     this.tracker.clientRequest(method, item.idKey, meta, params, frame);
     call.protocolVersion = meta.version ?? this.tracker.version;
     call.traceparent = meta.traceparent;
+    if (meta.tracestate) call.tracestate = meta.tracestate;
     if (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') {
       call.target = this.targetOf(method, call.tool ?? memberString(frame, params, method === 'resources/read' ? 'uri' : 'name') ?? '');
       this.legs.retry(call, params, frame);
@@ -190,7 +191,12 @@ export class EraGuard {
   /** The state a response leaves its call in; a result that breaks the era's rules is refused under enforce. */
   outcome(line: number, call: Call, response: Response): Outcome {
     this.tracker.answered(response.idKey, !response.isError, response.isError ? undefined : response.body, response.frame);
-    if (response.isError) return ANSWERED_ERROR;
+    if (response.isError) {
+      // The code the server answered, for the call's OpenTelemetry span (error.type); a string "code" is no code.
+      const code = memberId(response.frame, response.body, 'code');
+      if (typeof code === 'number') call.errorCode = code;
+      return ANSWERED_ERROR;
+    }
     if (this.modern) {
       const violation = checkServerResult(call.method, response.body, response.frame);
       if (violation !== null) {

@@ -25,6 +25,9 @@ import type { SessionOptions } from './session-types.js';
 import { StderrTap, type StderrOptions, type StderrSummary } from '../stderr/tap.js';
 import { humanSummary, summaryFormat, type SummaryMode } from './summary.js';
 import type { Watchdog } from '../process/watchdog.js';
+import type { LiveExport } from '../otel/live.js';
+import type { OtlpConfig } from '../otel/api.js';
+import { basename } from 'node:path';
 
 /**
  * The relay's options, typed: the command line builds this once from its
@@ -65,6 +68,8 @@ export interface Prepared {
   approveCmd: string[] | null;
   /** Why this session keeps no records (--records off, or best-effort with an unusable directory); null when it does. */
   recordsOff: string | null;
+  /** The OpenTelemetry export's configuration (--otlp-endpoint, OTEL_*), checked before the child started; null: export off. */
+  otlp?: OtlpConfig | null;
 }
 
 /** At exit, give up on a client that took nothing from stdout for this long. */
@@ -94,6 +99,8 @@ export async function runRelay(p: Prepared): Promise<number> {
           session?.end('record_failure');
         });
   audit?.sessionStarted({ command: p.command, args: p.args, cwd: process.cwd(), options: c.recorded });
+  const otel = p.otlp ? await loadExport(p, p.otlp, (line) => diag.line(line)) : null;
+  if (otel !== null) diag.onLine = otel.diagnostic;
   const probe = new ProbeWatch();
   let isProbe = false;
   // CPU and memory of the server's tree: sampled while it runs, once more when the end is decided (before the tree is shut down), finished once it is reaped.
@@ -116,7 +123,7 @@ export async function runRelay(p: Prepared): Promise<number> {
       input: process.stdin,
       output,
       diag,
-      observers: audit === null ? [stderr, probe] : [stderr, audit, probe],
+      observers: [stderr, ...(audit === null ? [] : [audit]), probe, ...(otel === null ? [] : [otel.observer])],
       stderr,
       decorate,
       gate: gateFactory(c.gate, p.policy, [p.command, ...p.args].join(' '), (type, body) => audit?.gateRecord(type, body), p.approveCmd, p.records?.key),
@@ -126,7 +133,7 @@ export async function runRelay(p: Prepared): Promise<number> {
         meter.start(pid);
       },
       onEnding: sealProbe,
-      ...(c.session.restart === null ? {} : supervisionRecords(audit)),
+      ...(c.session.restart === null ? {} : supervisionRecords(audit, otel)),
     },
   );
   // The session's first records were written before the session existed to be ended.
@@ -151,6 +158,8 @@ export async function runRelay(p: Prepared): Promise<number> {
   if (audit !== null) record.name = audit.sessionName.name;
   // Finished after session.run: the server has been reaped, so its CPU is in mcpguard's own cutime.
   if (summary.pid !== null) record.resources = meter.finish();
+  // The export's last flush comes after the server was reaped: it can delay mcpguard's exit by its bound, never the child's shutdown.
+  if (otel !== null) record.otlp = await finishExport(otel, summary, stderr.summary());
   // A probe's log was sealed when the session ended; the record below goes to the summary only.
   if (audit !== null && !audit.log.sealed) audit.sessionEnded(record);
   if (audit?.failure) diag.line(`the audit log ${audit.log.path} is incomplete: ${audit.failure.message}`);
@@ -202,7 +211,7 @@ function summaryLine(s: SessionSummary, stderr: StderrSummary): Record<string, u
 }
 
 /** The records of a supervised session: each generation's start and end, and each restart. */
-function supervisionRecords(audit: AuditLog | null): Pick<SessionIO, 'onGeneration' | 'onGenerationEnd' | 'onRestarted'> {
+function supervisionRecords(audit: AuditLog | null, otel: LiveExport | null): Pick<SessionIO, 'onGeneration' | 'onGenerationEnd' | 'onRestarted'> {
   return {
     onGeneration: (g) => audit?.generationStarted(g),
     onGenerationEnd: (g) =>
@@ -222,7 +231,8 @@ function supervisionRecords(audit: AuditLog | null): Pick<SessionIO, 'onGenerati
         next: g.next,
         delay_ms: g.delayMs,
       }),
-    onRestarted: (r) =>
+    onRestarted: (r) => {
+      otel?.restarted();
       audit?.restarted({
         generation: r.generation,
         handshake_replayed: r.replayed,
@@ -230,8 +240,48 @@ function supervisionRecords(audit: AuditLog | null): Pick<SessionIO, 'onGenerati
         list_changed_sent: r.listChangedSent,
         client_warned: r.warned,
         state_lost: r.stateLost,
-      }),
+      });
+    },
   };
+}
+
+/**
+ * The session's export, loaded with a dynamic import() (a session without
+ * export loads none of otel/), or null when it cannot start (said once; the
+ * session runs anyway).
+ */
+async function loadExport(p: Prepared, config: OtlpConfig, say: (line: string) => void): Promise<LiveExport | null> {
+  const c = p.config;
+  const policy = c.recorded.policy;
+  try {
+    const { startExport } = await import('../otel/live.js');
+    return startExport({
+      config,
+      sessionId: p.sessionId,
+      startedAt: p.startedAt,
+      schema: c.gate.validateArgs,
+      policy: p.policy === null ? null : typeof policy === 'string' ? basename(policy) : 'inline',
+    });
+  } catch (error) {
+    say(`the OpenTelemetry export is off: ${(error as Error).message}`);
+    return null;
+  }
+}
+
+/** The session's root span, the last metrics and the bounded flush: what the export sent, dropped and failed, for the session record. */
+async function finishExport(otel: LiveExport, s: SessionSummary, e: StderrSummary): Promise<Record<string, unknown>> {
+  const stats = await otel.finish({
+    endedAt: s.endedAt,
+    endReason: s.endReason,
+    protocolVersion: s.protocol.version,
+    status: s.status,
+    stderrTail: e.tail,
+    stderrSeen: e.bytes_seen,
+    stderrRetained: e.bytes_retained,
+    restarts: s.restarts?.count ?? null,
+  });
+  // The root span's times, kept so that `mcpguard export otlp` sends this span again exactly as it went out.
+  return { ...stats, session_span: { started_at: new Date(s.startedAt).toISOString(), ended_at: new Date(s.endedAt).toISOString() } };
 }
 
 /**

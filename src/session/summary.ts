@@ -45,6 +45,8 @@ export function humanSummary(record: Record<string, unknown>, place: SummaryPlac
   if (stderr !== null) lines.push(`  stderr ${stderr}`);
   const used = resourcesText(record.resources);
   if (used !== null) lines.push(`  resources ${used}`);
+  const otlp = otlpText(record.otlp);
+  if (otlp !== null) lines.push(`  otlp ${otlp}`);
   if (place.logPath !== null) lines.push(`  log ${place.logPath}  (mcpguard show ${place.sessionId})`);
   else lines.push(`  no records${place.recordsOff === null ? '' : `: ${place.recordsOff}`}`);
   // A command or a reason may hold control characters: a terminal must not act on them.
@@ -153,4 +155,13 @@ function num(value: unknown): number | null {
 
 function str(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
+}
+
+/** What the OpenTelemetry export delivered: `sent 12 spans, 30 logs; dropped 0; failed 0`; null when export was off. */
+function otlpText(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const v = value as Record<string, Record<string, unknown> | undefined>;
+  const n = (group: string, signal: string): number => (typeof v[group]?.[signal] === 'number' ? (v[group]![signal] as number) : 0);
+  const sum = (group: string): number => n(group, 'spans') + n(group, 'logs') + n(group, 'metrics');
+  return `sent ${n('sent', 'spans')} spans, ${n('sent', 'logs')} logs, ${n('sent', 'metrics')} metrics; dropped ${sum('dropped')}; failed ${sum('failed')}`;
 }

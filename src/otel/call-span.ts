@@ -1,0 +1,276 @@
+/**
+ * One call as an OpenTelemetry SERVER span, by the MCP semantic conventions
+ * (open-telemetry/semantic-conventions-genai, docs/gen-ai/mcp.md), with the
+ * gate's steps as guardrail events (docs/gen-ai/gen-ai-security.md) and the
+ * call's stderr as log records tied to the span. Built from plain facts that
+ * both a live `Call` and a `call_end` record provide, so the live export and
+ * the backfill from records send the same span.
+ *
+ * Everything here came from one side or the other (ids, names, stderr): it is
+ * masked before it leaves. Arguments and results are never read.
+ */
+import type { Decision } from '../mcp/call.js';
+import type { Masker } from '../mask/mask.js';
+import { callSpanId, sessionSpanId, sessionTraceId } from './ids.js';
+import { SpanKind, parseTraceparent, type Attributes, type AttributeValue, type LogData, type SpanData, type SpanEvent } from './model.js';
+
+/** What a span is built from: the fields of a `Call` that a `call_end` record also keeps. */
+export interface CallFacts {
+  callId: string;
+  requestId: string | number | null;
+  method: string | null;
+  tool: string | null;
+  /** `prompts/get NAME` and the like (live only: records do not keep it). */
+  target: string | null;
+  state: string;
+  startedAt: number;
+  dispatchedAt: number | null;
+  endedAt: number;
+  protocolVersion: string | null;
+  traceparent: string | null;
+  /** The client's tracestate with it (live only). */
+  tracestate?: string | null;
+  decision: Decision | null;
+  generation: number | null;
+  cancelRequested: boolean;
+  /** The JSON-RPC error code the server answered with (live only). */
+  errorCode: number | null;
+  stderr: { seen: number; retained: number; truncated: boolean; shared: boolean; text: string | null } | null;
+}
+
+/** The session a call belongs to, and what its gate had switched on. */
+export interface SessionFacts {
+  sessionId: string;
+  /** --validate-args on: every tools/call passed (or failed) the schema step. */
+  schema: boolean;
+  /** The policy's name (its file's basename), or null without --policy. */
+  policy: string | null;
+}
+
+/** Where a span hangs: the client's trace context when it sent one, else the session's root span. */
+export function parentOf(
+  session: string,
+  traceparent: string | null,
+  tracestate: string | null = null,
+): { traceId: string; parentSpanId: string; sampled: boolean | null; traceState?: string } {
+  const remote = parseTraceparent(traceparent, tracestate);
+  if (remote !== null)
+    return {
+      traceId: remote.traceId,
+      parentSpanId: remote.spanId,
+      sampled: remote.sampled,
+      ...(remote.traceState === undefined ? {} : { traceState: remote.traceState }),
+    };
+  return { traceId: sessionTraceId(session), parentSpanId: sessionSpanId(session), sampled: null };
+}
+
+const ns = (ms: number): bigint => BigInt(Math.round(ms)) * 1_000_000n;
+
+/** The `error.type` of a final state: the JSON-RPC code, `tool_error` for an isError result (mcpguard's refusals are such results), else a low-cardinality name; null when it succeeded. */
+export function errorType(f: Pick<CallFacts, 'state' | 'errorCode' | 'decision'>): string | null {
+  switch (f.state) {
+    case 'completed':
+    case 'input_required':
+    case 'stream_ended':
+      return null;
+    case 'error':
+      return f.errorCode === null ? '_OTHER' : String(f.errorCode);
+    case 'tool_error':
+      return 'tool_error';
+    case 'denied':
+      return 'tool_error';
+    case 'rejected':
+      return f.decision === null ? 'rejected' : 'tool_error';
+    case 'timed_out_after_dispatch':
+      return 'timeout';
+    case 'cancelled_before_dispatch':
+    case 'cancelled_after_dispatch':
+      return 'cancelled';
+    case 'unknown_after_dispatch':
+      return 'server_exited';
+    default:
+      return '_OTHER';
+  }
+}
+
+/** The name a span goes by: `{mcp.method.name} {target}`, the target a tool or prompt name. */
+function targetName(f: CallFacts): { tool: string | null; prompt: string | null } {
+  if (f.method === 'tools/call') return { tool: f.tool, prompt: null };
+  if (f.method === 'prompts/get' && f.target !== null && f.target.startsWith('prompts/get ')) return { tool: null, prompt: f.target.slice(12) };
+  return { tool: null, prompt: null };
+}
+
+/** The call's span; null for a call with no method (nothing to name it by). */
+export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanData | null {
+  if (f.method === null) return null;
+  const method = masker.text(f.method);
+  const { tool, prompt } = targetName(f);
+  const target = tool ?? prompt;
+  const at: [string, AttributeValue][] = [
+    ['mcp.method.name', method],
+    ['mcp.session.id', s.sessionId],
+    ['network.transport', 'pipe'],
+  ];
+  if (f.requestId !== null) at.push(['jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId)]);
+  if (tool !== null) at.push(['gen_ai.tool.name', masker.text(tool)], ['gen_ai.operation.name', 'execute_tool']);
+  if (prompt !== null) at.push(['gen_ai.prompt.name', masker.text(prompt)]);
+  if (f.protocolVersion !== null) at.push(['mcp.protocol.version', masker.text(f.protocolVersion)]);
+  const error = errorType(f);
+  if (error !== null) at.push(['error.type', error]);
+  if (f.state === 'error' && f.errorCode !== null) at.push(['rpc.response.status_code', String(f.errorCode)]);
+  at.push(['mcpguard.call.id', f.callId], ['mcpguard.call.state', f.state]);
+  if (f.generation !== null) at.push(['mcpguard.generation', f.generation]);
+  if (f.dispatchedAt !== null) at.push(['mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt]);
+  if (f.cancelRequested) at.push(['mcpguard.cancel_requested', true]);
+  const e = f.stderr;
+  if (e !== null && e.seen > 0) {
+    at.push(['mcpguard.stderr.bytes_seen', e.seen], ['mcpguard.stderr.bytes_retained', e.retained], ['mcpguard.stderr.truncated', e.truncated]);
+    if (e.shared) at.push(['mcpguard.stderr.shared', true]);
+  }
+  const parent = parentOf(s.sessionId, f.traceparent, f.tracestate ?? null);
+  return {
+    traceId: parent.traceId,
+    spanId: callSpanId(s.sessionId, f.callId),
+    parentSpanId: parent.parentSpanId,
+    ...(parent.traceState === undefined ? {} : { traceState: masker.text(parent.traceState) }),
+    name: target === null ? method : `${method} ${masker.text(target)}`,
+    kind: SpanKind.server,
+    startNs: ns(f.startedAt),
+    endNs: ns(Math.max(f.endedAt, f.startedAt)),
+    attributes: at,
+    events: guardrailEvents(f, s),
+    status: error === null ? { code: 0 } : { code: 2, message: f.state },
+  };
+}
+
+/**
+ * The gate's steps, as guardrail events: schema, policy, a held pin, and a
+ * person's approval with its wait. What the records say decided the call is
+ * the step that decided it; the steps before it passed. The reason is a
+ * low-cardinality phrase (the conventions forbid user content in it): the
+ * rule's number and who answered, never the arguments a rule quoted.
+ */
+export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
+  if (f.method !== 'tools/call') return [];
+  const d = f.decision;
+  const events: SpanEvent[] = [];
+  const decidedAt = f.dispatchedAt ?? f.endedAt;
+  const by = d?.by ?? null;
+  const passed = by === null && f.dispatchedAt !== null;
+  const gateMs = decidedAt - f.startedAt;
+  if (s.schema && (by !== null || passed)) {
+    const verdict = by === 'schema' ? 'deny' : 'allow';
+    events.push(
+      step(
+        f,
+        'schema',
+        verdict,
+        by === 'schema' ? f.endedAt : decidedAt,
+        by === 'schema' ? gateMs : null,
+        'tool_call',
+        null,
+        verdict === 'deny' ? 'arguments do not match the inputSchema' : null,
+      ),
+    );
+  }
+  if (by === 'pins') events.push(step(f, 'pins', 'deny', f.endedAt, gateMs, 'tool_definition', null, 'the tool changed since it was pinned'));
+  if (s.policy !== null && by !== 'schema' && by !== 'pins' && (by !== null || passed)) {
+    const asked = by === 'approval' || by === 'approve-cmd';
+    const verdict = by === 'policy' ? 'deny' : asked ? 'escalate' : 'allow';
+    // Rules are numbered from 1, as the policy's own messages and `mcpguard policy test` name them.
+    const rule = d !== null && (by === 'policy' || asked) && d.rule !== null ? d.rule + 1 : null;
+    const which = rule === null ? "the policy's default" : `policy rule ${rule}`;
+    const reason = verdict === 'deny' ? `${which} denies` : verdict === 'escalate' ? `${which} asks a person` : null;
+    const at = d?.card?.shown_at ? Date.parse(d.card.shown_at) : by === 'policy' ? f.endedAt : decidedAt;
+    events.push(step(f, 'policy', verdict, at, null, 'tool_call', { policy: s.policy, rule }, reason));
+  }
+  if (by === 'approval' || by === 'approve-cmd') {
+    const card = d!.card;
+    const shown = card?.shown_at ? Date.parse(card.shown_at) : f.startedAt;
+    const answered = card?.answered_at ? Date.parse(card.answered_at) : null;
+    const dispatched = f.dispatchedAt !== null;
+    const verdict = dispatched ? 'allow' : f.state === 'input_required' ? 'escalate' : 'deny';
+    const wait = (answered ?? decidedAt) - shown;
+    const reason = dispatched ? null : verdict === 'escalate' ? 'a card was shown; the answer comes with the retry' : `not approved (${d!.channel ?? by})`;
+    events.push(step(f, 'approval', verdict, answered ?? decidedAt, wait, 'tool_call', null, reason, d!.channel));
+  }
+  return events;
+}
+
+function step(
+  f: CallFacts,
+  component: string,
+  verdict: 'allow' | 'deny' | 'escalate',
+  atMs: number,
+  durationMs: number | null,
+  subtype: 'tool_call' | 'tool_definition',
+  policy: { policy: string; rule: number | null } | null,
+  reason: string | null,
+  channel: string | null = null,
+): SpanEvent {
+  const at: [string, AttributeValue][] = [
+    ['gen_ai.operation.name', 'run_guardrail'],
+    ['gen_ai.guardrail.component.name', `mcpguard.${component}`],
+    ['gen_ai.guardrail.target.type', 'input'],
+    ['gen_ai.guardrail.target.subtype', subtype],
+    ['gen_ai.guardrail.target.id', f.callId],
+    ['gen_ai.guardrail.verdict.type', verdict],
+    ['gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict],
+  ];
+  if (reason !== null) at.push(['gen_ai.guardrail.verdict.reason', reason]);
+  if (policy !== null) {
+    at.push(['gen_ai.guardrail.security.policy.id', policy.policy]);
+    if (policy.rule !== null) at.push(['gen_ai.guardrail.security.policy.rule.id', String(policy.rule)]);
+  }
+  if (durationMs !== null) at.push(['mcpguard.guardrail.duration_ms', Math.max(0, durationMs)]);
+  if (channel !== null) at.push(['mcpguard.approval.channel', channel]);
+  return { name: `run_guardrail mcpguard.${component}`, timeNs: ns(Number.isFinite(atMs) ? atMs : f.endedAt), attributes: at };
+}
+
+/**
+ * The call's retained stderr (already masked, within --stderr-call-bytes) as
+ * one log record a line, tied to the call's span. Timed at the call's end:
+ * the ring keeps bytes, not when each arrived.
+ */
+export function callLogs(f: CallFacts, span: Pick<SpanData, 'traceId' | 'spanId'> | null, sessionId: string): LogData[] {
+  const text = f.stderr?.text ?? null;
+  if (text === null || text === '') return [];
+  const parent = span ?? { traceId: parentOf(sessionId, f.traceparent).traceId, spanId: callSpanId(sessionId, f.callId) };
+  const attributes: Attributes = [
+    ['log.iostream', 'stderr'],
+    ['mcp.session.id', sessionId],
+    ['mcpguard.call.id', f.callId],
+  ];
+  return stderrLines(text).map((body) => ({
+    timeNs: ns(f.endedAt),
+    severityNumber: 9,
+    severityText: 'INFO',
+    body,
+    attributes,
+    traceId: parent.traceId,
+    spanId: parent.spanId,
+  }));
+}
+
+/** Lines of retained stderr text, the last one without its newline; blank lines dropped. */
+export function stderrLines(text: string): string[] {
+  return text.split('\n').filter((line) => line.trim() !== '');
+}
+
+/** The session's stderr outside any call (its label line dropped), as the live export sends it. */
+export function tailLogs(sessionId: string, endedAt: number, tail: string): LogData[] {
+  const lines = stderrLines(tail);
+  if (lines[0]?.startsWith('[')) lines.shift();
+  return lines.map((body) => ({
+    timeNs: BigInt(Math.round(endedAt)) * 1_000_000n,
+    severityNumber: 9,
+    severityText: 'INFO',
+    body,
+    attributes: [
+      ['mcp.session.id', sessionId],
+      ['log.iostream', 'stderr'],
+    ],
+    traceId: sessionTraceId(sessionId),
+    spanId: sessionSpanId(sessionId),
+  }));
+}

@@ -1,0 +1,214 @@
+/**
+ * The span builder: a session observer that turns each call's final state
+ * into a SERVER span (call-span.ts), its stderr into log records, and keeps
+ * the session's metrics; at the session's end, the session's root span. It
+ * hands everything to an `Exporter` (api.ts), which never blocks: the
+ * builder's cost on the relay is one span object per call, made after the
+ * call's answer went out (observers run when the call ends).
+ */
+import type { Call } from '../mcp/call.js';
+import type { Masker } from '../mask/mask.js';
+import type { Rejection, SessionObserver } from '../relay/observer.js';
+import { RawId } from '../wire/request-id.js';
+import type { Exporter, OtlpConfig } from './api.js';
+import { callLogs, callSpan, errorType, parentOf, tailLogs, type CallFacts, type SessionFacts } from './call-span.js';
+import { sessionSpanId, sessionTraceId } from './ids.js';
+import { SessionMetrics } from './metrics.js';
+import { SpanKind, type Attributes, type AttributeValue, type LogData, type SpanData } from './model.js';
+
+/** How often the cumulative metrics are handed to the exporter (OTEL_METRIC_EXPORT_INTERVAL's default). */
+export const METRICS_INTERVAL_MS = 60_000;
+
+/** What the session's root span says when the session ends. */
+export interface SessionEnd {
+  endedAt: number;
+  endReason: string;
+  protocolVersion: string | null;
+  /** The child's exit status (mcpguard's), null when there was no child. */
+  status: number | null;
+  /** Stderr outside any call, as the session record keeps it (masked, within its budget, labelled). */
+  stderrTail: string;
+  stderrSeen: number;
+  stderrRetained: number;
+  restarts: number | null;
+}
+
+export interface BuilderOptions {
+  session: SessionFacts;
+  startedAt: number;
+  exporter: Exporter;
+  sampler: OtlpConfig['sampler'];
+  masker: Masker;
+  /** Interval of the periodic metrics; 0: only at the end. */
+  metricsIntervalMs?: number;
+}
+
+const ns = (ms: number): bigint => BigInt(Math.round(ms)) * 1_000_000n;
+
+export class SpanBuilder implements SessionObserver {
+  readonly metrics: SessionMetrics;
+  private readonly exporter: Exporter;
+  private readonly facts: SessionFacts;
+  private readonly rootSampled: boolean;
+  private stderrKept = 0;
+  private readonly timer: NodeJS.Timeout | null;
+
+  constructor(private readonly o: BuilderOptions) {
+    this.exporter = o.exporter;
+    this.facts = o.session;
+    this.metrics = new SessionMetrics(ns(o.startedAt));
+    this.rootSampled = sample(o.sampler, sessionTraceId(o.session.sessionId), null);
+    const every = o.metricsIntervalMs ?? METRICS_INTERVAL_MS;
+    this.timer = every > 0 ? setInterval(() => this.exporter.metrics(this.metrics.snapshot(ns(Date.now()))), every) : null;
+    this.timer?.unref();
+  }
+
+  callEnded(call: Call): void {
+    const f = factsOf(call);
+    const span = callSpan(f, this.facts, this.o.masker);
+    if (span !== null && this.sampled(f)) this.exporter.span(span);
+    for (const log of callLogs(f, span, this.facts.sessionId)) this.exporter.log(log);
+    if (f.method !== null) {
+      const error = errorType(f);
+      // A key of the raw fields (no JSON per call); \u0001 stands for none (a tool named exactly that would share a series with none: a merged count, nothing more).
+      const key = `op\u0000${f.method}\u0000${f.method === 'tools/call' ? (f.tool ?? '\u0001') : '\u0001'}\u0000${f.protocolVersion ?? '\u0001'}\u0000${error ?? '\u0001'}`;
+      this.metrics.operation.record(Math.max(0, f.endedAt - f.startedAt) / 1000, () => operationAttributes(f, this.o.masker), key);
+    }
+    if ((f.state === 'denied' || f.state === 'rejected') && f.decision !== null) {
+      const at: [string, AttributeValue][] = [['mcpguard.refused.by', f.decision.by]];
+      if (f.decision.by === 'policy' && f.decision.rule !== null) at.push(['gen_ai.guardrail.security.policy.rule.id', String(f.decision.rule + 1)]);
+      this.metrics.refusals.add(1, at);
+    }
+    this.stderrKept += call.stderr?.retained ?? 0;
+  }
+
+  rejected(r: Rejection): void {
+    if (r.action === 'forwarded') return;
+    const at: [string, AttributeValue][] = [['mcpguard.direction', r.direction]];
+    if (r.rule !== undefined) at.push(['mcpguard.era.rule', r.rule]);
+    this.metrics.rejectedFrames.add(1, at);
+  }
+
+  /** A restart of the server (--restart). */
+  restarted(): void {
+    this.metrics.restarts.add(1);
+  }
+
+  /** One of mcpguard's own diagnostic lines (already masked), as a WARN log record on the session's span. */
+  diagnostic(text: string): void {
+    this.exporter.log(this.sessionLog(Date.now(), 13, 'WARN', text, [['mcpguard.source', 'mcpguard']]));
+  }
+
+  /** The session ended: its stderr tail, its root span and the last metrics, handed over (the caller then shuts the exporter down). */
+  end(e: SessionEnd): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    for (const log of tailLogs(this.facts.sessionId, e.endedAt, e.stderrTail)) this.exporter.log(log);
+    const span = sessionSpan(this.facts.sessionId, this.o.startedAt, e);
+    if (this.rootSampled) this.exporter.span(span);
+    const duration: [string, AttributeValue][] = [['network.transport', 'pipe']];
+    if (e.protocolVersion !== null) duration.push(['mcp.protocol.version', this.o.masker.text(e.protocolVersion)]);
+    if (span.status.code === 2) duration.push(['error.type', e.endReason]);
+    this.metrics.session.record(Math.max(0, e.endedAt - this.o.startedAt) / 1000, duration);
+    this.metrics.stderrSeen.set(e.stderrSeen);
+    this.metrics.stderrKept.set(this.stderrKept + e.stderrRetained);
+    this.exporter.metrics(this.metrics.snapshot(ns(e.endedAt)));
+  }
+
+  private sampled(f: CallFacts): boolean {
+    if (f.traceparent === null) return this.rootSampled;
+    const parent = parentOf(this.facts.sessionId, f.traceparent);
+    return parent.sampled === null ? this.rootSampled : sample(this.o.sampler, parent.traceId, parent.sampled);
+  }
+
+  private sessionLog(atMs: number, severityNumber: number, severityText: string, body: string, extra: Attributes): LogData {
+    const id = this.facts.sessionId;
+    return {
+      timeNs: ns(atMs),
+      severityNumber,
+      severityText,
+      body,
+      attributes: [['mcp.session.id', id], ...extra],
+      traceId: sessionTraceId(id),
+      spanId: sessionSpanId(id),
+    };
+  }
+}
+
+/** The session's root span: INTERNAL (the conventions define no span for a stdio session; the calls are its SERVER children). */
+export function sessionSpan(sessionId: string, startedAt: number, e: SessionEnd): SpanData {
+  const failed = e.status !== null && e.status !== 0;
+  const at: [string, AttributeValue][] = [
+    ['mcp.session.id', sessionId],
+    ['network.transport', 'pipe'],
+    ['mcpguard.session.end_reason', e.endReason],
+    ['mcpguard.stderr.bytes_seen', e.stderrSeen],
+  ];
+  if (e.protocolVersion !== null) at.push(['mcp.protocol.version', e.protocolVersion]);
+  if (e.status !== null) at.push(['mcpguard.session.status', e.status]);
+  if (e.restarts !== null) at.push(['mcpguard.restarts', e.restarts]);
+  if (failed) at.push(['error.type', e.endReason]);
+  return {
+    traceId: sessionTraceId(sessionId),
+    spanId: sessionSpanId(sessionId),
+    name: 'mcpguard session',
+    kind: SpanKind.internal,
+    startNs: ns(startedAt),
+    endNs: ns(Math.max(startedAt, e.endedAt)),
+    attributes: at,
+    events: [],
+    status: failed ? { code: 2, message: e.endReason } : { code: 0 },
+  };
+}
+
+/** A live call's facts for its span. */
+export function factsOf(call: Call): CallFacts {
+  const id = call.requestId;
+  return {
+    callId: call.callId,
+    requestId: id instanceof RawId ? id.value : id,
+    method: call.method,
+    tool: call.tool,
+    target: call.target,
+    state: call.state ?? 'unknown',
+    startedAt: call.startedAt,
+    dispatchedAt: call.dispatchedAt,
+    endedAt: call.endedAt ?? Date.now(),
+    protocolVersion: call.protocolVersion,
+    traceparent: call.traceparent,
+    tracestate: call.tracestate ?? null,
+    decision: call.decision,
+    generation: call.generation,
+    cancelRequested: call.cancelRequested,
+    errorCode: call.errorCode ?? null,
+    stderr: call.stderr,
+  };
+}
+
+/** The attributes of mcp.server.operation.duration: the span's low-cardinality ones. */
+function operationAttributes(f: CallFacts, masker: Masker): Attributes {
+  const at: [string, AttributeValue][] = [
+    ['mcp.method.name', masker.text(f.method!)],
+    ['network.transport', 'pipe'],
+  ];
+  if (f.method === 'tools/call' && f.tool !== null) at.push(['gen_ai.tool.name', masker.text(f.tool)], ['gen_ai.operation.name', 'execute_tool']);
+  if (f.protocolVersion !== null) at.push(['mcp.protocol.version', masker.text(f.protocolVersion)]);
+  const error = errorType(f);
+  if (error !== null) at.push(['error.type', error]);
+  return at;
+}
+
+/**
+ * The sampler's decision (OTEL_TRACES_SAMPLER): ratio by the trace id's last
+ * 16 hex digits, as the SDKs do; a parent-based sampler follows the client's
+ * sampled flag when the call came with one.
+ */
+export function sample(s: OtlpConfig['sampler'], traceId: string, parentSampled: boolean | null): boolean {
+  if (parentSampled !== null && s.kind.startsWith('parentbased_')) return parentSampled;
+  const root = s.kind.replace('parentbased_', '');
+  if (root === 'always_on') return true;
+  if (root === 'always_off') return false;
+  if (s.ratio >= 1) return true;
+  if (s.ratio <= 0) return false;
+  const low = BigInt(`0x${traceId.slice(16)}`) & 0x7fffffffffffffffn;
+  return low < BigInt(Math.floor(s.ratio * 2 ** 63));
+}
