@@ -34,6 +34,7 @@ import { CallKeeper, type RelayCounters, type RelayOptions } from './relay-calls
 import type { CallTable } from './calls.js';
 import type { EraGuard } from './era-guard.js';
 import { ClientLineChecks, one, TOOL_ERROR_DETAIL, toolError } from './client-checks.js';
+import type { ResponseDecorator } from './hooks.js';
 
 export type { RelayCounters, RelayOptions } from './relay-calls.js';
 
@@ -66,8 +67,8 @@ export class Relay {
     private readonly observers: readonly SessionObserver[],
     /** Asks the session to end; the first reason wins there. */
     private readonly requestEnd: (reason: string) => void,
-    /** May return a replacement frame for a single response that ends a call. */
-    private readonly decorate: ((call: Call, response: Response) => Buffer | null) | null = null,
+    /** May return a replacement frame for a single response that ends a call (the stderr excerpt). */
+    private readonly decorate: ResponseDecorator | null = null,
     /** Schema, policy and approval for tools/call (null: --validate-args off and no policy). */
     gate: ((io: GateIO) => Gate) | null = null,
   ) {
