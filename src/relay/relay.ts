@@ -34,14 +34,16 @@ import { CallKeeper, type RelayCounters, type RelayOptions } from './relay-calls
 import type { CallTable } from './calls.js';
 import type { EraGuard } from './era-guard.js';
 import { ClientLineChecks, one, TOOL_ERROR_DETAIL, toolError } from './client-checks.js';
-import type { ResponseDecorator } from './hooks.js';
+import type { LineTap, ResponseDecorator } from './hooks.js';
 
 export type { RelayCounters, RelayOptions } from './relay-calls.js';
 
 /**
  * One object owns a line's fate in both directions. It holds the calls (a
  * CallKeeper) rather than inheriting them, and the session reaches it only
- * through its public methods: lines in (fromClient, fromChild), the endings
+ * through its public methods: lines in (fromClient, fromChild: the session's
+ * line splitters feed them and never look at a line themselves; what else
+ * must see raw lines is a LineTap, which the relay calls first), the endings
  * (clientEnded, answerPending, answerCrashed, closeInput) and what it learned
  * (counters, protocol).
  */
@@ -71,6 +73,8 @@ export class Relay {
     private readonly decorate: ResponseDecorator | null = null,
     /** Schema, policy and approval for tools/call (null: --validate-args off and no policy). */
     gate: ((io: GateIO) => Gate) | null = null,
+    /** See each raw line first, in this order (the restart code's handshake watch and replay). */
+    private readonly taps: readonly LineTap[] = [],
   ) {
     this.keeper = new CallKeeper(options, toClient, toChild, diag, observers, gate);
     this.calls = this.keeper.calls;
@@ -161,7 +165,9 @@ export class Relay {
 
   // ---- client → child ----
 
+  /** A line from the client: the taps see it, then the relay decides its fate (clientEvent). */
   fromClient(event: LineEvent): void {
+    for (const tap of this.taps) tap.clientLine?.(event);
     if (this.clientSlotBusy) return this.clientEvent(event, null);
     this.clientSlotBusy = true;
     try {
@@ -297,7 +303,9 @@ export class Relay {
 
   // ---- child → client ----
 
+  /** A line from the server: a tap may take it (the answer to mcpguard's own request); else the relay decides its fate (childEvent). */
   fromChild(event: LineEvent): void {
+    for (const tap of this.taps) if (tap.serverLine?.(event) === true) return;
     if (this.childSlotBusy) return this.childEvent(event, null);
     this.childSlotBusy = true;
     try {

@@ -8,7 +8,7 @@ import { constants } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { exitCodeOf, startChild, type ExitInfo, type StartedChild } from '../process/child.js';
 import type { Call } from '../mcp/call.js';
-import { JoinPool, LineSplitter, type LineEvent } from '../wire/framing.js';
+import { JoinPool, LineSplitter } from '../wire/framing.js';
 import { FramePrescan } from '../wire/json-prescan.js';
 import { notification } from '../wire/jsonrpc.js';
 import { markedEnv } from '../process/marker.js';
@@ -18,7 +18,7 @@ import { emptyCounters } from '../relay/counters.js';
 import type { ShutdownReport } from '../process/shutdown.js';
 import { explainSpawnFailure } from '../process/spawn-failure.js';
 import { Generation, STDIN_STALL_MS, type StreamEnd } from './generation.js';
-import { HandshakeWatch, replayHandshake, type ReplayOutcome } from './handshake.js';
+import { HandshakeWatch, ReplayTap, replayHandshake, type ReplayOutcome } from './handshake.js';
 import { ChildLink } from '../relay/link.js';
 import { RestartPolicy } from './restart-policy.js';
 import { generationTagger } from './tag.js';
@@ -142,7 +142,9 @@ export class Session {
     this.gen = this.startGeneration(1, started, reclaimer, io.watchdog, () => relay);
     const tagger = generationTagger(() => this.gen.number);
     const observers = watch === null ? [tagger, ...io.observers] : [tagger, watch, ...io.observers];
-    const relay = new Relay(options, this.toClient, link, io.diag, observers, (reason) => this.end(reason), io.decorate ?? null, io.gate ?? null);
+    // With --restart the relay shows each raw line to the replay (which takes its own answers) and then the watch.
+    const taps = watch === null ? [] : [this.replayTap, watch];
+    const relay = new Relay(options, this.toClient, link, io.diag, observers, (reason) => this.end(reason), io.decorate ?? null, io.gate ?? null, taps);
     this.relay = relay;
     this.watch = watch;
     io.onSpawn?.(this.gen.pid);
@@ -150,18 +152,7 @@ export class Session {
     link.goUp(this.gen.toChild);
 
     // Client stdin → relay.
-    const clientLines = new LineSplitter(
-      options.maxFrameBytes,
-      watch === null
-        ? (event) => relay.fromClient(event)
-        : (event) => {
-            watch.clientLine(event);
-            relay.fromClient(event);
-          },
-      this.inputGate,
-      this.joins,
-      new FramePrescan(),
-    );
+    const clientLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromClient(event), this.inputGate, this.joins, new FramePrescan());
     this.resumeLines = () => clientLines.resume();
     const onInput = (chunk: Buffer) => clientLines.push(chunk);
     io.input.on('data', onInput);
@@ -305,11 +296,7 @@ export class Session {
       started,
       this.options,
       {
-        line: (event) => {
-          if (this.intercept?.(event)) return;
-          this.watch?.serverLine(event);
-          relay().fromChild(event);
-        },
+        line: (event) => relay().fromChild(event),
         stderr: (chunk) => {
           this.stderrBytes += chunk.length;
           this.io.stderr.write(chunk, relay().inFlightCallIds());
@@ -349,8 +336,8 @@ export class Session {
     return this.startGeneration(n, started, reclaimer, undefined, relay);
   }
 
-  /** Lines of a new generation that mcpguard's own replay takes first. */
-  private intercept: ((event: LineEvent) => boolean) | null = null;
+  /** The relay's tap through which mcpguard's own replay takes the lines of a new generation meant for it. */
+  private readonly replayTap = new ReplayTap();
 
   private async replay(gen: Generation, waitMs: number): Promise<ReplayOutcome> {
     const relay = this.relay!;
@@ -359,7 +346,7 @@ export class Session {
     return await Promise.race([
       replayHandshake(this.watch, {
         send: (frame) => gen.toChild.write(frame),
-        intercept: (take) => (this.intercept = take),
+        intercept: (take) => (this.replayTap.take = take),
         waitMs,
         generation: gen.number,
         taken: (key) => relay.idTaken(key),
