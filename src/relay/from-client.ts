@@ -84,7 +84,7 @@ export class ClientLines {
       return this.reject(event.line, message.code, message.reason, id, event.frame, event.frame.length - 1, message.method);
     }
     // An answer to a request of a server generation that is gone (--restart): nobody is left to take it.
-    if (message.kind === 'response' && this.keeper.retiredChildRequests.delete(message.idKey))
+    if (message.kind === 'response' && this.keeper.endings.retiredChildRequests.delete(message.idKey))
       return this.diag.line(`dropped the client's answer to id ${JSON.stringify(message.id)}: the server that asked was restarted`);
     const items = message.kind === 'batch' ? message.items : one(slot, message);
     const problem = this.calls.lineProblem(items, this.ownsId);
@@ -97,12 +97,12 @@ export class ClientLines {
     this.forwardToChild(message.frame, items, metas);
   }
 
-  /** Input after the session closed is never forwarded; its requests are answered (CallKeeper.refuseClosed). */
+  /** Input after the session closed is never forwarded; its requests are answered (CallEndings.refuseClosed). */
   private refuseAfterClose(event: LineEvent): void {
     this.counters.ignoredClientBytes += event.kind === 'oversize' ? event.bytes : event.kind === 'line' ? event.frame.length : event.bytes.length;
     if (event.kind !== 'line') return;
     const message = classifyFrame(event.frame, this.options);
-    this.keeper.refuseClosed(message.kind === 'batch' ? message.items : [message]);
+    this.keeper.endings.refuseClosed(message.kind === 'batch' ? message.items : [message]);
   }
 
   private forwardToChild(frame: Buffer, items: readonly Message[], metas: readonly RequestMeta[]): void {
@@ -125,7 +125,7 @@ export class ClientLines {
       } else if (item.kind === 'response') {
         this.calls.childRequests.delete(item.idKey);
       } else if (item.method === 'notifications/cancelled' && items.length === 1) {
-        forward = this.keeper.clientCancels(item);
+        forward = this.keeper.endings.clientCancels(item);
       }
     }
     if (vetoed.length > 0) {

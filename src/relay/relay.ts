@@ -16,6 +16,7 @@ import type { FrameWriter } from '../wire/writer.js';
 import type { ToChild } from './link.js';
 import { CallKeeper, type RelayCounters, type RelayOptions } from './relay-calls.js';
 import type { CallTable } from './calls.js';
+import type { CallEndings } from './endings.js';
 import type { EraGuard } from './era-guard.js';
 import type { LineTap, ResponseDecorator } from './hooks.js';
 import { ClientLines } from './from-client.js';
@@ -40,6 +41,8 @@ export class Relay {
   private readonly eras: EraGuard;
   /** What the relay saw, for the session's summary (the same object for the whole session). */
   readonly counters: RelayCounters;
+  /** The answers owed when a side goes away, and the other endings of calls (the keeper's). */
+  private readonly endings: CallEndings;
   /** The client's direction: each line of mcpguard's stdin. */
   private readonly client: ClientLines;
   /** The server's direction: each line of its stdout. */
@@ -64,6 +67,7 @@ export class Relay {
     this.calls = this.keeper.calls;
     this.eras = this.keeper.eras;
     this.counters = this.keeper.counters;
+    this.endings = this.keeper.endings;
     const classify = () => this.classifyOptions();
     this.client = new ClientLines(this.keeper, options, toClient, toChild, diag, requestEnd, classify);
     this.child = new ChildLines(this.keeper, options, toClient, diag, observers, requestEnd, decorate, classify);
@@ -145,33 +149,33 @@ export class Relay {
     return this.keeper.idTaken(key);
   }
 
-  /** The client closed its input (EOF); see CallKeeper.clientEnded. */
+  /** The client closed its input (EOF); see CallEndings.clientEnded. */
   clientEnded(): void {
-    this.keeper.clientEnded();
+    this.endings.clientEnded();
   }
 
   /** Resolves when no call is owed an answer any more (streams excepted). */
   whenAnswered(): Promise<void> {
-    return this.keeper.whenAnswered();
+    return this.endings.whenAnswered();
   }
 
-  /** Every call still waiting gets its one answer: the child exited or the session is ending (see CallKeeper.answerPending). */
+  /** Every call still waiting gets its one answer: the child exited or the session is ending (see CallEndings.answerPending). */
   answerPending(state: CallState, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
-    this.keeper.answerPending(state, why, observed);
+    this.endings.answerPending(state, why, observed);
   }
 
-  /** The crashed generation's calls get their one answer, never a retry (see CallKeeper.answerCrashed). */
+  /** The crashed generation's calls get their one answer, never a retry (see CallEndings.answerCrashed). */
   answerCrashed(waiting: (call: Call) => boolean, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
-    this.keeper.answerCrashed(waiting, why, observed);
+    this.endings.answerCrashed(waiting, why, observed);
   }
 
   /** A new generation of the server runs: forget what only the last one knew. */
   serverRestarted(): void {
-    this.keeper.serverRestarted();
+    this.endings.serverRestarted();
   }
 
   /** A request waited --restart-wait for the next generation and was taken back: its one answer. */
   restartWaitExpired(call: Call, waitMs: number): void {
-    this.keeper.restartWaitExpired(call, waitMs);
+    this.endings.restartWaitExpired(call, waitMs);
   }
 }
