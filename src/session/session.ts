@@ -8,13 +8,10 @@
  */
 import type { ExitInfo, StartedChild } from '../process/child.js';
 import type { Call } from '../mcp/call.js';
-import { JoinPool, LineSplitter } from '../wire/framing.js';
-import { FramePrescan } from '../wire/json-prescan.js';
+import { JoinPool } from '../wire/framing.js';
 import { ReadBufferReclaimer } from '../process/reclaim.js';
 import { Relay } from '../relay/relay.js';
-import { emptyCounters } from '../relay/counters.js';
 import type { ShutdownReport } from '../process/shutdown.js';
-import { explainSpawnFailure } from '../process/spawn-failure.js';
 import type { StreamEnd } from './generation.js';
 import { HandshakeWatch, ReplayTap } from './handshake.js';
 import { ChildLink } from '../relay/link.js';
@@ -22,8 +19,9 @@ import { RestartPolicy } from './restart-policy.js';
 import { generationTagger } from './tag.js';
 import { FrameWriter } from '../wire/writer.js';
 import type { SessionIO, SessionOptions, SessionSummary } from './session-types.js';
-import { describeExit, sessionStatus } from './exit-status.js';
+import { describeExit, sessionStatus, spawnFailedSummary } from './exit-status.js';
 import { Supervisor, type Restarted } from './supervisor.js';
+import { ClientInput } from './client-input.js';
 
 export { EXIT_RACE_MS, type StreamEnd } from './generation.js';
 export { HANDSHAKE_MIN_MS } from './supervisor.js';
@@ -37,11 +35,8 @@ export class Session {
   private escalations: Array<() => void> = [];
   private ended!: () => void;
   private readonly endRequested = new Promise<void>((resolve) => (this.ended = resolve));
-  /** Why the client's input is paused: its frames wait for the child, or mcpguard's answers wait for the client. */
-  private readonly inputHeld = { byChild: false, byClient: false, done: false };
-  /** Read by the client's line splitter after every line: while held, the rest of a read waits. */
-  private readonly inputGate = { held: false };
-  private resumeLines: () => boolean = () => true;
+  /** mcpguard's stdin, in lines for the relay; paused while a side is full (client-input.ts). */
+  private readonly input: ClientInput;
   /** Buffers of large joined frames, both directions: the writers give them back after the write. */
   private readonly joins = new JoinPool();
   /** The generations of the server (supervisor.ts), from wireUp on. */
@@ -51,6 +46,7 @@ export class Session {
     private readonly options: SessionOptions,
     private readonly io: SessionIO,
   ) {
+    this.input = new ClientInput(io.input);
     // Created before the child so a client that is already gone is noticed; the
     // pressure callback is bound to the child's stdout once it exists. A client
     // that stops reading is also not read from: the answers mcpguard writes on
@@ -59,20 +55,11 @@ export class Session {
       queueLimit: options.maxFrameBytes,
       onPressure: (full) => {
         this.supervisor?.pauseChildStdout(full);
-        this.holdInput('byClient', full);
+        this.input.hold('byClient', full);
       },
       onClosed: () => this.end('client_gone'),
       joins: this.joins,
     });
-  }
-
-  private holdInput(why: 'byChild' | 'byClient', held: boolean): void {
-    const h = this.inputHeld;
-    h[why] = held;
-    this.inputGate.held = h.byChild || h.byClient || h.done;
-    if (this.inputGate.held) return void this.io.input.pause();
-    // Lines of an earlier read come before any new read; splitting them may close the gate again.
-    if (this.resumeLines() && !this.inputGate.held) this.io.input.resume();
   }
 
   /**
@@ -135,7 +122,7 @@ export class Session {
       waitMs: options.restart?.waitMs ?? 0,
       queueLimit: options.maxFrameBytes,
       expired: (call) => relay.restartWaitExpired(call as Call, options.restart!.waitMs),
-      onPressure: (full) => this.holdInput('byChild', full),
+      onPressure: (full) => this.input.hold('byChild', full),
     });
     const handshake = restarting ? { watch: new HandshakeWatch(), tap: new ReplayTap() } : null;
     const supervisor = new Supervisor(
@@ -145,7 +132,7 @@ export class Session {
         reason: () => this.reason,
         endRequested: this.endRequested,
         end: (reason) => this.end(reason),
-        holdInput: (full) => this.holdInput('byChild', full),
+        holdInput: (full) => this.input.hold('byChild', full),
         escalation: () => this.escalation(),
       },
       { relay: () => relay, link, reclaimer, toClient: this.toClient, joins: this.joins, handshake },
@@ -163,20 +150,18 @@ export class Session {
     link.goUp(gen.toChild);
 
     // Client stdin → relay.
-    const clientLines = new LineSplitter(options.maxFrameBytes, (event) => relay.fromClient(event), this.inputGate, this.joins, new FramePrescan());
-    this.resumeLines = () => clientLines.resume();
-    const onInput = (chunk: Buffer) => clientLines.push(chunk);
-    io.input.on('data', onInput);
-    io.input.once('end', () => {
-      clientLines.end();
-      void this.clientEof(relay);
-    });
-    io.input.once('error', () => this.end('client_eof'));
-    return { relay, link, supervisor, onInput };
+    this.input.read(
+      options.maxFrameBytes,
+      this.joins,
+      (event) => relay.fromClient(event),
+      () => void this.clientEof(relay),
+      () => this.end('client_eof'),
+    );
+    return { relay, link, supervisor };
   }
 
   /** The one shutdown of the last generation: requests the child never answered get their one answer now. */
-  private async shutDown({ relay, link, supervisor, onInput }: Wired): Promise<Ended> {
+  private async shutDown({ relay, link, supervisor }: Wired): Promise<Ended> {
     const { io } = this;
     const { gen } = supervisor;
     relay.closeInput();
@@ -203,9 +188,7 @@ export class Session {
     link.close(new Error('the session ended while the server was being restarted'));
     if (!gen.recorded) supervisor.recordEnd(gen, exit, streamEnd, shutdown, 'session_end', null);
     io.stderr.end();
-    io.input.off('data', onInput);
-    this.holdInput('byClient', true);
-    this.inputHeld.done = true;
+    this.input.stop();
     return { shutdown, exit, streamEnd };
   }
 
@@ -243,32 +226,12 @@ export class Session {
     };
   }
 
+  /** The server never started: said once on stderr, and the summary of a session without a child. */
   private spawnFailed(error: Error | null, startedAt: number): SessionSummary {
-    const { status, why: message } = explainSpawnFailure(this.options.command, error);
-    this.io.diag.line(`cannot start ${JSON.stringify(this.options.command)}: ${message}`);
+    const summary = spawnFailedSummary(this.options.command, error, startedAt);
+    this.io.diag.line(`cannot start ${JSON.stringify(this.options.command)}: ${summary.spawnError}`);
     this.reason = 'spawn_failed';
-    return {
-      endReason: 'spawn_failed',
-      pid: null,
-      exitCode: null,
-      signal: null,
-      status,
-      spawnError: message,
-      forcedKill: false,
-      unkillable: false,
-      signalsSent: [],
-      survivors: [],
-      foundByMarker: null,
-      triggerToExitMs: null,
-      streamEnd: { stdout: 'not_started', stderr: 'not_started' },
-      stderrBytes: 0,
-      counters: emptyCounters(),
-      protocol: { era: 'unknown', version: null, decidedBy: null },
-      outputDropped: 0,
-      outputUnflushedBytes: 0,
-      startedAt,
-      endedAt: Date.now(),
-    };
+    return summary;
   }
 }
 
@@ -277,8 +240,6 @@ interface Wired {
   relay: Relay;
   link: ChildLink;
   supervisor: Supervisor;
-  /** The client's input listener, taken off at the end. */
-  onInput: (chunk: Buffer) => void;
 }
 
 /** How the last generation ended. */
