@@ -18,6 +18,7 @@ import { MAX_SERVER_REQUESTS, type CallTable } from './calls.js';
 import type { EraGuard } from './era-guard.js';
 import type { CallKeeper, Refused } from './relay-calls.js';
 
+/** The endings of calls other than the server's answer, each through CallKeeper.end: one final state, one answer. */
 export class CallEndings {
   private readonly calls: CallTable;
   private readonly eras: EraGuard;

@@ -36,6 +36,7 @@ import type { EraGuard } from './era-guard.js';
 import { one, TOOL_ERROR_DETAIL, toolError } from './client-checks.js';
 import type { ResponseDecorator } from './hooks.js';
 
+/** The server's direction: one line of the child's stdout at a time, each forwarded, diverted or refused (ChildLines.line). */
 export class ChildLines {
   private readonly calls: CallTable;
   private readonly eras: EraGuard;

@@ -20,6 +20,7 @@ import type { CallTable } from './calls.js';
 import type { EraGuard } from './era-guard.js';
 import { ClientLineChecks, one } from './client-checks.js';
 
+/** The client's direction: one line of mcpguard's stdin at a time, each forwarded or answered (ClientLines.line). */
 export class ClientLines {
   private readonly calls: CallTable;
   private readonly eras: EraGuard;

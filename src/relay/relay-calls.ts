@@ -247,6 +247,7 @@ export class CallKeeper {
   }
 }
 
+/** The gate's refusal of a call: its state, reason and the answer the client gets. */
 export type Refused = Extract<Outcome, { kind: 'refuse' }>;
 
 function requestsIn(items: readonly Message[]): number {

@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream';
 import { LineSplitter, type JoinPool, type LineEvent } from '../wire/framing.js';
 import { FramePrescan } from '../wire/json-prescan.js';
 
+/** mcpguard's stdin for one session: read in lines, paused for a reason, stopped for good at shutdown. */
 export class ClientInput {
   /** Why the input is paused: its frames wait for the child, or mcpguard's answers wait for the client; `done`: for good. */
   private readonly held = { byChild: false, byClient: false, done: false };

@@ -52,6 +52,7 @@ export interface SupervisedParts {
   handshake: { watch: HandshakeWatch; tap: ReplayTap } | null;
 }
 
+/** The server's generations for one session: the one running now, and with --restart the ones after it. */
 export class Supervisor {
   /** The generation running now (a restart replaces it). */
   gen!: Generation;
