@@ -1,34 +1,26 @@
 /**
  * The call half of the relay: every client request from the moment it is
- * accepted to its one final state and its one answer. Starting a call, the
- * gate's decision, dispatch and delivery, cancellation, deadlines, and the
- * answers owed when the session ends. The relay (relay.ts) reads the lines,
- * holds one CallKeeper and calls in here; nothing else does.
+ * accepted to its one final state and its one answer. Here: starting a call,
+ * room for it, the gate's decision, the write-ahead record, dispatch, the
+ * deadline, and the one end of each call (`end`). What the writer reports
+ * for a dispatched line is in delivery.ts; the other endings (a cancel, the
+ * client's EOF, the server's exit or restart) in endings.ts. The relay
+ * (relay.ts) reads the lines, holds one CallKeeper and calls in here;
+ * nothing else does.
  */
 import { emptyCounters, type RelayCounters } from './counters.js';
 import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS } from './calls.js';
 import { newCall, type Call, type CallState } from '../mcp/call.js';
 import type { Diagnostics } from '../mask/diagnostics.js';
-import {
-  cancellation,
-  errorResponse,
-  idKey,
-  memberId,
-  memberString,
-  CONNECTION_CLOSED,
-  INTERNAL_ERROR,
-  REQUEST_TIMEOUT,
-  type Classified,
-  type Message,
-  type Request,
-} from '../wire/jsonrpc.js';
+import { cancellation, errorResponse, memberString, INTERNAL_ERROR, REQUEST_TIMEOUT, type Message, type Request } from '../wire/jsonrpc.js';
 import type { Rejection, SessionObserver } from './observer.js';
 import { STREAM_METHODS, type EraRules, type RequestMeta } from '../mcp/era.js';
 import { EraGuard } from './era-guard.js';
 import type { Gate, GateIO, Outcome } from '../gate/gate.js';
-import { refusal } from '../gate/refusal.js';
-import { QueueRefusal, type Delivery, type FrameWriter } from '../wire/writer.js';
+import type { Delivery, FrameWriter } from '../wire/writer.js';
 import type { ToChild } from './link.js';
+import { CallDelivery } from './delivery.js';
+import { CallEndings } from './endings.js';
 
 export interface RelayOptions {
   maxFrameBytes: number;
@@ -50,13 +42,15 @@ export class CallKeeper {
   readonly eras: EraGuard;
   /** Schema, policy and approval for tools/call; null when off. */
   readonly gate: Gate | null;
+  /** How calls end other than by the server's answer, and what is owed when a side goes away (endings.ts). */
+  readonly endings: CallEndings;
 
   constructor(
     private readonly options: RelayOptions,
-    private readonly toClient: FrameWriter,
+    readonly toClient: FrameWriter,
     private readonly toChild: ToChild,
-    private readonly diag: Diagnostics,
-    private readonly observers: readonly SessionObserver[],
+    readonly diag: Diagnostics,
+    readonly observers: readonly SessionObserver[],
     gate: ((io: GateIO) => Gate) | null,
   ) {
     this.eras = new EraGuard(
@@ -75,9 +69,10 @@ export class CallKeeper {
             diag: (line) => this.diag.line(line),
             modern: () => this.eras.modern,
             version: () => this.eras.tracker.version,
-            clientClosed: () => this.clientClosed,
+            clientClosed: () => this.endings.clientClosed,
             idTaken: (key) => this.idTaken(key),
           });
+    this.endings = new CallEndings(this);
   }
 
   /**
@@ -86,7 +81,7 @@ export class CallKeeper {
    * server's too, whose answers are still dropped), or one of mcpguard's own.
    */
   idTaken(key: string): boolean {
-    return this.calls.inFlight.has(key) || this.calls.childRequests.has(key) || this.retiredChildRequests.has(key) || (this.gate?.ownsId(key) ?? false);
+    return this.calls.inFlight.has(key) || this.calls.childRequests.has(key) || this.endings.retiredChildRequests.has(key) || (this.gate?.ownsId(key) ?? false);
   }
 
   /** A request's call, with what its era and its metadata say about it. */
@@ -193,7 +188,7 @@ export class CallKeeper {
   }
 
   /** Take back a call that has not reached the child (the gate holds it, or it waits in the queue): true if it had not. */
-  private withdraw(call: Call): boolean {
+  withdraw(call: Call): boolean {
     if (call.dispatchedAt !== null) return false;
     if (call.gated) {
       call.gated = false;
@@ -207,57 +202,6 @@ export class CallKeeper {
   delivery(started: Call | readonly Call[]): Delivery {
     // One small object per forwarded line, not an object and two closures.
     return new CallDelivery(this, started);
-  }
-
-  /** The calls' line was handed to the child's stdin. */
-  callsDispatched(started: Call | readonly Call[]): void {
-    const now = Date.now();
-    if (!Array.isArray(started)) return this.dispatchedAt(started as Call, now);
-    for (const call of started as readonly Call[]) this.dispatchedAt(call, now);
-  }
-
-  private dispatchedAt(call: Call, now: number): void {
-    if (call.state !== null) return;
-    call.dispatchedAt = now;
-    for (const o of this.observers) o.callDispatched?.(call);
-  }
-
-  /** The child's stdin was closed (EPIPE) before the calls' bytes got in: the server never saw them. */
-  callsUndelivered(started: Call | readonly Call[], error: Error): void {
-    for (const call of Array.isArray(started) ? (started as readonly Call[]) : [started as Call]) {
-      if (call.state !== null) continue;
-      this.counters.undelivered++;
-      call.dispatchedAt = null;
-      const why =
-        error instanceof QueueRefusal
-          ? error.message
-          : `the server's stdin is closed (${(error as NodeJS.ErrnoException).code ?? error.message}); not delivered`;
-      this.end(call, 'cancelled_before_dispatch', why);
-      this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
-    }
-  }
-
-  /** A client cancellation; returns whether to forward it to the child. */
-  clientCancels(message: Message & { kind: 'notification' }): boolean {
-    const requestId = memberId(message.frame, message.params, 'requestId');
-    const call = requestId === undefined ? undefined : this.calls.inFlight.get(idKey(requestId));
-    if (call === undefined || call.state !== null) {
-      this.diag.line(`client cancelled request ${JSON.stringify(requestId ?? null)}, which is not in flight; not forwarded`);
-      return false;
-    }
-    if (call.method === 'initialize') {
-      this.diag.line('client tried to cancel initialize, which must not be cancelled; not forwarded');
-      return false;
-    }
-    call.cancelRequested = true;
-    if (this.withdraw(call)) {
-      this.end(call, 'cancelled_before_dispatch', 'cancelled by the client before it reached the server');
-      return false;
-    }
-    // Closing a stream is how a listen ends, not a failed call.
-    if (STREAM_METHODS.has(call.method!)) this.end(call, 'stream_ended', 'closed by the client (notifications/cancelled)', true);
-    else this.end(call, 'cancelled_after_dispatch', 'cancelled by the client', true);
-    return true;
   }
 
   armDeadline(call: Call): void {
@@ -281,129 +225,9 @@ export class CallKeeper {
     this.answer(call, REQUEST_TIMEOUT, `mcpguard: request timed out after ${ms} ms (--call-timeout)`);
   }
 
-  // ---- the client's end of input ----
-
-  /** The client closed its input (EOF). */
-  private clientClosed = false;
-  /** Resolved once no call read before the client's EOF is still owed an answer (see whenAnswered). */
-  private onAnswered: (() => void) | null = null;
-
-  /**
-   * The client closed its input: no more requests, but every one it sent is
-   * still decided and, if allowed, dispatched and answered. A card shown by
-   * elicitation can no longer be answered (the answer would travel on the
-   * closed input), so its call is denied now rather than at its deadline.
-   */
-  clientEnded(): void {
-    this.clientClosed = true;
-    for (const call of [...this.calls.pending()]) {
-      if (!call.gated || call.decision?.channel !== 'elicitation') continue;
-      this.withdraw(call);
-      const card = call.decision.card;
-      if (card !== null) {
-        card.answered_at = new Date().toISOString();
-        card.answer = 'client_closed';
-      }
-      this.settleNow(
-        call,
-        refusal(call, 'denied', 'not approved: the client closed its input before the approval card was answered', this.eras.modern) as Refused,
-      );
-    }
-  }
-
-  /**
-   * Resolves when no call is owed an answer any more (streams excepted: a
-   * subscriptions/listen ends with the session, not before it).
-   */
-  whenAnswered(): Promise<void> {
-    if (this.owed() === 0) return Promise.resolve();
-    return new Promise((resolve) => (this.onAnswered = resolve));
-  }
-
-  private owed(): number {
-    let n = 0;
-    for (const call of this.calls.pending()) if (!STREAM_METHODS.has(call.method!)) n++;
-    return n;
-  }
-
-  private settleNow(call: Call, outcome: Refused): void {
+  settleNow(call: Call, outcome: Refused): void {
     this.end(call, outcome.state, outcome.reason);
     this.toClient.write(outcome.answer);
-  }
-
-  /**
-   * A line read after the session closed, never forwarded: each request in it
-   * still gets its one answer (the client must not wait forever) and its
-   * record, unless its id is still in flight: an answer with that id would be
-   * a second answer to the request already running.
-   */
-  refuseClosed(items: readonly Classified[]): void {
-    for (const item of items) {
-      if (item.kind !== 'request') continue;
-      if (this.calls.inFlight.has(item.idKey)) {
-        this.diag.line(`request id ${JSON.stringify(item.id)} arrived after the session closed while a request with that id is in flight; not answered twice`);
-        continue;
-      }
-      this.end(newCall(item.id, null, item.method, null), 'rejected', 'arrived after the session closed');
-      this.toClient.write(errorResponse(item.id, CONNECTION_CLOSED, 'mcpguard: the session is closed; request not forwarded', { state: 'rejected' }));
-    }
-  }
-
-  // ---- endings ----
-
-  /**
-   * Answer every call still waiting (and drop queued ones): the child exited
-   * or the session is ending. `state` says what is known about calls the child
-   * had already received.
-   */
-  answerPending(state: CallState, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
-    for (const call of [...this.calls.pending()]) {
-      const dispatched = !this.withdraw(call);
-      call.exitStatus = observed.exitStatus;
-      call.streamEnd = observed.streamEnd;
-      this.end(call, !dispatched ? 'cancelled_before_dispatch' : STREAM_METHODS.has(call.method!) ? 'stream_ended' : state, why);
-      this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
-    }
-  }
-
-  /**
-   * The server died and another generation will follow (--restart): the
-   * calls it had received get their one answer now, never a retry (the
-   * action may have happened). Calls still with the gate, or waiting for the
-   * next generation (`waiting`), are not its calls and stay.
-   */
-  answerCrashed(waiting: (call: Call) => boolean, why: string, observed: Pick<Call, 'exitStatus' | 'streamEnd'>): void {
-    for (const call of [...this.calls.pending()]) {
-      if (call.gated || waiting(call)) continue;
-      call.exitStatus = observed.exitStatus;
-      call.streamEnd = observed.streamEnd;
-      const state = call.dispatchedAt === null ? 'cancelled_before_dispatch' : STREAM_METHODS.has(call.method!) ? 'stream_ended' : 'unknown_after_dispatch';
-      this.end(call, state, why);
-      this.answer(call, CONNECTION_CLOSED, `mcpguard: ${why}`);
-    }
-  }
-
-  /** Ids of the dead generation's requests to the client: the client's late answers to them are dropped. */
-  readonly retiredChildRequests = new Set<string>();
-
-  /** A new generation of the server runs: forget what only the last one knew. */
-  serverRestarted(): void {
-    for (const key of this.calls.childRequests.keys()) this.retiredChildRequests.add(key);
-    // Bounded like the table they come from: the oldest are forgotten first (a late answer to one is then refused as unasked).
-    for (const key of this.retiredChildRequests) {
-      if (this.retiredChildRequests.size <= MAX_SERVER_REQUESTS) break;
-      this.retiredChildRequests.delete(key);
-    }
-    this.calls.childRequests.clear();
-    // Its tools are learned again (from the next tools/list, or mcpguard's own).
-    this.gate?.tools.restarted();
-  }
-
-  /** A request waited --restart-wait for the next generation and was taken back: its one answer. */
-  restartWaitExpired(call: Call, waitMs: number): void {
-    if (call.state !== null) return;
-    this.end(call, 'cancelled_before_dispatch', `the server was being restarted and was not back within ${waitMs} ms (--restart-wait)`);
-    this.answer(call, CONNECTION_CLOSED, `mcpguard: the server is restarting and was not back within ${waitMs} ms (--restart-wait); request not forwarded`);
   }
 
   end(call: Call, state: CallState, detail: string | null, reserveId = false): void {
@@ -411,11 +235,7 @@ export class CallKeeper {
     this.counters.states[state] = (this.counters.states[state] ?? 0) + 1;
     this.gate?.callEnded(call);
     for (const o of this.observers) o.callEnded?.(call);
-    if (this.onAnswered !== null && this.owed() === 0) {
-      const resolve = this.onAnswered;
-      this.onAnswered = null;
-      resolve();
-    }
+    this.endings.callEnded();
   }
 
   answer(call: Call, code: number, message: string): void {
@@ -427,7 +247,8 @@ export class CallKeeper {
   }
 }
 
-type Refused = Extract<Outcome, { kind: 'refuse' }>;
+/** The gate's refusal of a call: its state, reason and the answer the client gets. */
+export type Refused = Extract<Outcome, { kind: 'refuse' }>;
 
 function requestsIn(items: readonly Message[]): number {
   let n = 0;
@@ -443,20 +264,4 @@ function reviewFailed(call: Call, error: Error): Outcome {
     reason: `mcpguard could not check the call: ${error.message}`,
     answer: errorResponse(call.requestId, INTERNAL_ERROR, 'mcpguard: the call could not be checked; not forwarded', { state: 'rejected' }),
   };
-}
-
-/** A forwarded line's Delivery: what the writer reports goes to the keeper, for the line's calls. */
-class CallDelivery implements Delivery {
-  constructor(
-    private readonly keeper: CallKeeper,
-    private readonly started: Call | readonly Call[],
-  ) {}
-
-  dispatched(): void {
-    this.keeper.callsDispatched(this.started);
-  }
-
-  undelivered(error: Error): void {
-    this.keeper.callsUndelivered(this.started, error);
-  }
 }

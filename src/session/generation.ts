@@ -95,7 +95,7 @@ export class Generation {
         if (!expected) this.streamLost(hooks, `the server closed its stdin (${(error as NodeJS.ErrnoException).code ?? error.message})`, 'child_stdin_closed');
       },
       joins: hooks.joins,
-      // With --restart, what this generation never took goes to the next one (session.ts requeues it).
+      // With --restart, what this generation never took goes to the next one (Supervisor.supervise, supervisor.ts, requeues it).
       keepQueuedOnClose: options.restart !== null,
       // A server that stopped reading must not hide the client's later frames (its end of input above all) for ever.
       stall: {

@@ -18,6 +18,7 @@ import { idKey, peekId, requestFrame } from '../wire/jsonrpc.js';
 import { canonical } from '../records/canonical.js';
 import { ownRequestId } from '../wire/own-id.js';
 import type { SessionObserver } from '../relay/observer.js';
+import type { LineTap } from '../relay/hooks.js';
 import { isObject } from '../base/values.js';
 
 type Json = Record<string, unknown>;
@@ -32,7 +33,7 @@ const INITIALIZE = Buffer.from('initialize');
 /** Most pages of mcpguard's own tools/list after a restart. */
 const MAX_PAGES = 100;
 
-export class HandshakeWatch implements SessionObserver {
+export class HandshakeWatch implements SessionObserver, LineTap {
   /** The client's initialize params (JSON text), once the relay accepted it. */
   initParams: string | null = null;
   /** The client's notifications/initialized line, as it sent it. */
@@ -45,7 +46,7 @@ export class HandshakeWatch implements SessionObserver {
   private readonly toolCalls = new Map<string, Call>();
   private pageTools: unknown[] | null = null;
 
-  /** A client line, before the relay sees it. */
+  /** A client line, before the relay's checks (LineTap): an initialize or notifications/initialized is kept. */
   clientLine(event: LineEvent): void {
     if (this.initialized !== null || event.kind !== 'line' || event.frame.indexOf(INITIALIZE) === -1) return;
     const message = parse(event.frame);
@@ -72,7 +73,7 @@ export class HandshakeWatch implements SessionObserver {
     if (call.idKey !== null && this.toolCalls.get(call.idKey) === call) this.toolCalls.delete(call.idKey);
   }
 
-  /** A server line, before the relay sees it. */
+  /** A server line, before the relay's checks (LineTap): the answer to the kept initialize, or a tools/list page. */
   serverLine(event: LineEvent): void {
     const init = this.initCall !== null && this.hello === null && this.initCall.state === null ? this.initCall : null;
     if ((init === null && this.toolCalls.size === 0) || event.kind !== 'line') return;
@@ -91,6 +92,20 @@ export class HandshakeWatch implements SessionObserver {
     this.pageTools = call.cursor && this.pageTools !== null ? [...this.pageTools, ...result.tools] : [...result.tools];
     // The list is complete once a page without a next cursor came.
     if (typeof result.nextCursor !== 'string') this.tools = this.pageTools;
+  }
+}
+
+/**
+ * The relay's first tap on a server line (before the watch): while a replay
+ * runs, the answers to mcpguard's own requests are taken here and never reach
+ * the relay, so the client never sees them.
+ */
+export class ReplayTap implements LineTap {
+  /** Set by replayHandshake for the time of the replay (ReplayIO.intercept); null: every line passes. */
+  take: ((event: LineEvent) => boolean) | null = null;
+
+  serverLine(event: LineEvent): boolean {
+    return this.take?.(event) ?? false;
   }
 }
 

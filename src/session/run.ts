@@ -5,14 +5,12 @@
  * session, runs it, and writes the session record and summary.
  */
 import type { StartedChild } from '../process/child.js';
-import type { Call } from '../mcp/call.js';
 import { AuditLog } from './audit.js';
 import { ignoredSignalText, reportDebugSignals } from '../process/debug-signals.js';
 import { Diagnostics } from '../mask/diagnostics.js';
 import { EXIT_RECORD_FAILURE } from '../base/errors.js';
 import { processMasker } from '../mask/mask.js';
 import { jsonLine } from '../mask/escape.js';
-import { withMetaEntry, type Response } from '../wire/jsonrpc.js';
 import { gateFactory, type GateOptions } from '../gate/setup.js';
 import type { Policy } from '../gate/policy.js';
 import { openOutput } from '../base/output.js';
@@ -23,6 +21,7 @@ import type { RelayCounters } from '../relay/relay.js';
 import { Session, type SessionEnding, type SessionIO, type SessionSummary } from './session.js';
 import type { SessionOptions } from './session-types.js';
 import { StderrTap, type StderrOptions, type StderrSummary } from '../stderr/tap.js';
+import { excerptDecorator } from '../stderr/decorate.js';
 import { humanSummary, summaryFormat, type SummaryMode } from './summary.js';
 import type { Watchdog } from '../process/watchdog.js';
 import type { LiveExport } from '../otel/live.js';
@@ -321,23 +320,5 @@ function trafficFields(c: RelayCounters, stderr: StderrSummary): Record<string, 
     era_probes_declined: c.eraProbesDeclined,
     era_violations: c.eraViolations,
     shape_rejections: c.shapeRejections,
-  };
-}
-
-/** The key under `_meta` that carries a failed call's stderr excerpt. */
-export const STDERR_META_KEY = 'io.mcpguard/stderr';
-
-/**
- * For --stderr-excerpt-on-error: a tools/call that ended in a JSON-RPC error
- * or in a result with `isError: true` gets its retained stderr, cut to the
- * excerpt budget, under `_meta`; every other answer is left as it came.
- */
-function excerptDecorator(stderr: StderrTap): (call: Call, response: Response) => Buffer | null {
-  return (call, response) => {
-    if (call.method !== 'tools/call') return null;
-    const failed = response.isError || response.body.members?.get('isError')?.type === 'true';
-    if (!failed) return null;
-    const excerpt = stderr.excerpt(call);
-    return excerpt === null ? null : withMetaEntry(response, STDERR_META_KEY, excerpt);
   };
 }

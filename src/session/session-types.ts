@@ -6,11 +6,10 @@
  * audit, the summary printer) need not read the supervision code.
  */
 import type { Readable, Writable } from 'node:stream';
-import type { Call } from '../mcp/call.js';
 import type { Diagnostics } from '../mask/diagnostics.js';
 import type { Gate, GateIO } from '../gate/gate.js';
-import type { Response } from '../wire/jsonrpc.js';
 import type { SessionObserver } from '../relay/observer.js';
+import type { ResponseDecorator } from '../relay/hooks.js';
 import type { RelayCounters, RelayOptions } from '../relay/relay.js';
 import type { StreamEnd } from './generation.js';
 import type { RestartOptions } from './restart-policy.js';
@@ -82,8 +81,8 @@ export interface SessionIO {
   watchdog?: Watchdog;
   /** Called once the child is running, before any frame reaches it. */
   onSpawn?: (pid: number) => void;
-  /** Decorates a tools/call answer before it is written (the stderr excerpt). */
-  decorate?: (call: Call, response: Response) => Buffer | null;
+  /** Decorates a tools/call answer before it is written (the stderr excerpt, stderr/decorate.ts). */
+  decorate?: ResponseDecorator;
   /** Builds the gate that reviews each tools/call (null: no gate). */
   gate?: ((io: GateIO) => Gate) | null;
   /**
