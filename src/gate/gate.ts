@@ -23,7 +23,8 @@ import { Approvals } from './approval.js';
 import { CardBound } from './card-bound.js';
 import { HeldCalls } from './held.js';
 import { ownRequestId } from '../wire/own-id.js';
-import { alwaysDenied, decide, verdictWhy, type Policy, type PolicyVerdict } from './policy.js';
+import { alwaysDenied, decide, overText, verdictWhy, type Policy, type PolicyVerdict } from './policy.js';
+import { RateBook, type RateCount } from './rates.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from '../wire/splice.js';
 import { loadEngine, verdictText } from './schema/schema.js';
@@ -46,6 +47,8 @@ export interface GateConfig {
   hooks?: ToolHooks | null;
   /** --on-tool-change. */
   onToolChange?: 'warn' | 'ask' | 'block' | 'off';
+  /** The rate windows' clock (ms, monotonic); tests drive it. */
+  clock?: () => number;
 }
 
 export interface GateIO {
@@ -77,6 +80,10 @@ export class Gate {
   private readonly approvals: Approvals;
   /** Each card bound to the definition of the tool it showed. */
   private readonly bound: CardBound;
+  /** The session's rate windows (null: no rule has a `limit`); the gate lives as long as the session, restarts included. */
+  private readonly rates: RateBook | null;
+  /** Windows each call counts against if dispatched (set by the policy), then the slots it took (until it ends). */
+  private readonly counted = new Map<Call, { counts: RateCount[]; taken: Array<[string, number]> }>();
 
   constructor(
     private readonly config: GateConfig,
@@ -92,6 +99,7 @@ export class Gate {
     );
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
     this.bound = new CardBound(this.tools, this.held, (call, reason) => this.refuse(call, 'denied', reason));
+    this.rates = config.policy?.hasLimits ? new RateBook(config.clock) : null;
   }
 
   /** The client's initialize: whether a card can be shown by elicitation in this (legacy) session. */
@@ -106,12 +114,42 @@ export class Gate {
    * once, later, unless the call is withdrawn first (then it is ignored).
    */
   review(call: Call, request: Request, meta: RequestMeta): Outcome | Promise<Outcome> {
+    const outcome = this.reviewCall(call, request, meta);
+    if (this.rates === null) return outcome;
+    return outcome instanceof Promise ? outcome.then((o) => this.admit(call, o)) : this.admit(call, outcome);
+  }
+
+  /**
+   * A call the gate lets go takes its slots in the rate windows it counts
+   * against; if one filled up while it waited (for a person, or a tools/list),
+   * it is denied by that limit instead.
+   */
+  private admit(call: Call, outcome: Outcome): Outcome {
+    const entry = this.counted.get(call);
+    if (outcome.kind !== 'dispatch' || entry === undefined) return outcome;
+    const full = this.rates!.take(entry.counts, entry.taken);
+    if (full === null) return outcome;
+    const why = `policy rule ${full.count.rule + 1} (${overText(full.count, full.waitMs)}; reached while the call waited)`;
+    call.decision = { by: 'policy', rule: full.count.rule, channel: call.decision?.channel ?? null, card: call.decision?.card ?? null, reason: why };
+    return this.refuse(call, 'denied', `denied by ${why}`);
+  }
+
+  /** What the policy's verdict sets on a call besides its decision: its deadline, and the rate windows it counts against. */
+  private limits(call: Call, verdict: PolicyVerdict): void {
+    if (verdict.timeout !== undefined) call.deadline = verdict.timeout;
+    if (verdict.counts !== undefined && this.rates !== null) this.counted.set(call, { counts: verdict.counts, taken: [] });
+  }
+
+  private reviewCall(call: Call, request: Request, meta: RequestMeta): Outcome | Promise<Outcome> {
     const { frame, params } = request;
     const name = call.tool!;
     const args = new CallArgs(frame, params!.members!.get('arguments'));
     const state = params!.members!.get('requestState');
     if (this.io.modern() && state?.type === 'string' && this.approvals.isOurs(stringValue(frame, state))) {
       const sealed = stringValue(frame, state);
+      // The retry of an approved card is not decided again, but its deadline and rate windows are the policy's.
+      const policy = this.config.policy;
+      if (policy !== null && (policy.hasLimits || policy.hasTimeouts)) this.retryLimits(call, policy, name, args);
       const retried = this.bound.retried(call, request, meta, sealed, this.approvals.retried(call, request, sealed, args.bytes));
       return retried instanceof Promise ? retried.then((o) => this.pinRetried(sealed, o)) : this.pinRetried(sealed, retried);
     }
@@ -134,12 +172,13 @@ export class Gate {
     if (policy === null) return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
     let verdict: PolicyVerdict;
     try {
-      verdict = decide(policy, name, args, this.tools.annotations(name));
+      verdict = decide(policy, name, args, this.tools.annotations(name), this.rates ?? undefined);
     } catch (error) {
       // A `when` that cannot be checked (arguments nested beyond the engine's bound): refusing is the safe answer.
       call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
       return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
     }
+    this.limits(call, verdict);
     const why = verdictWhy(verdict);
     // A held change holds whatever the policy says: the policy may add a question, never remove one.
     if (verdict.decision === 'allow') return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
@@ -213,9 +252,21 @@ export class Gate {
     return this.held.withdraw(call);
   }
 
-  /** A call ended (any state): an approval its chain held ends with the chain. */
+  /** A call ended (any state): an approval its chain held ends with the chain; rate slots of a call never dispatched are given back. */
   callEnded(call: Call): void {
     this.approvals.callEnded(call);
+    const entry = this.counted.get(call);
+    if (entry === undefined) return;
+    this.counted.delete(call);
+    if (call.dispatchedAt === null) this.rates!.release(entry.taken);
+  }
+
+  private retryLimits(call: Call, policy: Policy, name: string, args: CallArgs): void {
+    try {
+      this.limits(call, decide(policy, name, args, this.tools.annotations(name), this.rates ?? undefined));
+    } catch {
+      // A `when` that cannot be checked: the retry's card was approved on these very bytes; it keeps --call-timeout and counts nothing.
+    }
   }
 
   /** Every call still held (the session is ending). */
