@@ -5,6 +5,8 @@
  * read as the gate reads a call's (CallArgs over their bytes), so a policy
  * can be tried before a server runs behind it. Paths are judged on this
  * machine, from the current directory, as the relay would judge them here.
+ * It evaluates one call in a fresh session: no rate limit is reached, and the
+ * limits the call would count in are listed instead.
  */
 import { parseArgs } from 'node:util';
 import { EXIT_USAGE, GuardError } from '../base/errors.js';
@@ -14,7 +16,8 @@ import { processMasker, shownText } from '../mask/mask.js';
 import type { JsonNode } from '../wire/json-scan.js';
 import { parseFileJson } from '../wire/json-file.js';
 import { loadPolicy } from './load.js';
-import { decide, verdictWhy } from './policy.js';
+import { decide, verdictWhy, type PolicyVerdict } from './policy.js';
+import { limitText } from './rates.js';
 import { CallArgs } from './tools.js';
 
 /** Run `mcpguard policy ACTION ...` (argv after `policy`); resolves to the exit code. */
@@ -41,11 +44,29 @@ export async function runPolicyCommand(argv: readonly string[]): Promise<number>
   if (parsed.values.json === true) {
     const masker = processMasker();
     const reason = verdict.reason === null ? null : masker.text(verdict.reason);
-    process.stdout.write(`${jsonLine({ decision: verdict.decision, rule: verdict.rule, reason, why: masker.text(why) })}\n`);
+    process.stdout.write(`${jsonLine({ decision: verdict.decision, rule: verdict.rule, reason, why: masker.text(why), ...limitsJson(verdict) })}\n`);
   } else {
-    process.stdout.write(`${verdict.decision}: ${shownText(why)}\n`);
+    process.stdout.write(`${verdict.decision}: ${shownText(why)}\n${limitsText(verdict)}`);
   }
   return 0;
+}
+
+/** A deadline and rate limits the call met, as JSON members (none when it met none). */
+function limitsJson(verdict: PolicyVerdict): Record<string, unknown> {
+  return {
+    ...(verdict.timeout === undefined ? {} : { timeout_ms: verdict.timeout.ms, timeout_rule: verdict.timeout.rule }),
+    // One call in a fresh session: a limit is never reached here, so these are the windows the call would count in.
+    ...(verdict.counts === undefined ? {} : { counts_in: verdict.counts.map((c) => ({ rule: c.rule, calls: c.limit.calls, per: c.limit.per })) }),
+  };
+}
+
+/** The same, as lines for a person. */
+function limitsText(verdict: PolicyVerdict): string {
+  let text = '';
+  if (verdict.timeout !== undefined) text += `deadline: ${verdict.timeout.ms} ms, set by policy rule ${verdict.timeout.rule + 1} (instead of --call-timeout)\n`;
+  for (const c of verdict.counts ?? [])
+    text += `counts in: policy rule ${c.rule + 1}, ${shownText(limitText(c))} (not reached: policy test evaluates one call in a fresh session)\n`;
+  return text;
 }
 
 function parse(args: string[]) {
