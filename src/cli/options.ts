@@ -144,6 +144,12 @@ export const RUN_OPTIONS = {
     default: null,
     help: 'a JSON policy file: which tool calls are allowed, denied, or asked about (in --config: a path, or the policy object itself)',
   },
+  'secrets-in-args': {
+    kind: 'enum',
+    default: 'default',
+    values: ['default', 'deny', 'ask', 'off'],
+    help: "a tools/call whose arguments carry the value of one of mcpguard's secret environment variables, or a known credential shape, where no policy rule names secrets: default (an env value is denied, a credential shape asked about), deny, ask, or off",
+  },
   'approve-cmd': {
     kind: 'string',
     default: null,

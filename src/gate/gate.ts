@@ -23,8 +23,9 @@ import { Approvals } from './approval.js';
 import { CardBound } from './card-bound.js';
 import { HeldCalls } from './held.js';
 import { ownRequestId } from '../wire/own-id.js';
-import { alwaysDenied, decide, overText, verdictWhy, type Policy, type PolicyVerdict } from './policy.js';
+import { alwaysDenied, buildPolicy, decide, overText, verdictWhy, type DecideContext, type Policy, type PolicyVerdict } from './policy.js';
 import { RateBook, type RateCount } from './rates.js';
+import type { SecretsMode } from './secrets.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from '../wire/splice.js';
 import { loadEngine, verdictText } from './schema/schema.js';
@@ -49,6 +50,8 @@ export interface GateConfig {
   onToolChange?: 'warn' | 'ask' | 'block' | 'off';
   /** The rate windows' clock (ms, monotonic); tests drive it. */
   clock?: () => number;
+  /** --secrets-in-args: what a call whose arguments carry a secret gets where no policy rule names `secrets` (absent: off). */
+  secrets?: SecretsMode;
 }
 
 export interface GateIO {
@@ -72,6 +75,11 @@ export type Outcome =
   | { kind: 'refuse'; state: 'rejected' | 'denied'; reason: string; answer: Buffer }
   /** 2026-07-28: mcpguard answered the call itself with its approval question (the call ends input_required). */
   | { kind: 'card'; answer: Buffer; state: string };
+
+/** The policy of a gate run without --policy: no rules, every call allowed (but for --secrets-in-args). */
+const NO_RULES = buildPolicy({}, '(none)', () => {
+  throw new Error('no engine');
+});
 
 export class Gate {
   readonly tools: ToolBook;
@@ -100,7 +108,15 @@ export class Gate {
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
     this.bound = new CardBound(this.tools, this.held, (call, reason) => this.refuse(call, 'denied', reason));
     this.rates = config.policy?.hasLimits ? new RateBook(config.clock) : null;
+    this.context = { rates: this.rates ?? undefined, secrets: config.secrets };
+    // --secrets-in-args needs decide() even without a policy: an empty one (every call allowed but for the secrets).
+    this.policy = config.policy ?? (config.secrets === undefined || config.secrets === 'off' ? null : NO_RULES);
   }
+
+  /** What decide() is told of this session. */
+  private readonly context: DecideContext;
+  /** The policy decide() runs: --policy, or no rules when only --secrets-in-args asks for a decision. */
+  private readonly policy: Policy | null;
 
   /** The client's initialize: whether a card can be shown by elicitation in this (legacy) session. */
   clientInitialized(request: Request): void {
@@ -167,12 +183,12 @@ export class Gate {
   private afterSchema(call: Call, request: Request, meta: RequestMeta, args: CallArgs): Outcome | Promise<Outcome> {
     const { frame } = request;
     const name = call.tool!;
-    const policy = this.config.policy;
+    const policy = this.policy;
     const held = this.config.hooks?.pins.held(name) ?? null;
     if (policy === null) return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
     let verdict: PolicyVerdict;
     try {
-      verdict = decide(policy, name, args, this.tools.annotations(name), this.rates ?? undefined);
+      verdict = decide(policy, name, args, this.tools.annotations(name), this.context);
     } catch (error) {
       // A `when` that cannot be checked (arguments nested beyond the engine's bound): refusing is the safe answer.
       call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
@@ -263,7 +279,7 @@ export class Gate {
 
   private retryLimits(call: Call, policy: Policy, name: string, args: CallArgs): void {
     try {
-      this.limits(call, decide(policy, name, args, this.tools.annotations(name), this.rates ?? undefined));
+      this.limits(call, decide(policy, name, args, this.tools.annotations(name), this.context));
     } catch {
       // A `when` that cannot be checked: the retry's card was approved on these very bytes; it keeps --call-timeout and counts nothing.
     }

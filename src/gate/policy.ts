@@ -27,6 +27,7 @@ import { buildPaths, judgePaths, type PathPlace, type PathRule } from './paths.j
 import { buildHosts, judgeHosts, type HostRule } from './hosts.js';
 import type { NamedJudgement } from './named-args.js';
 import { buildLimit, limitText, ruleDuration, RateBook, type RateCount, type RateLimit } from './rates.js';
+import { findSecret, secretText, type SecretFound, type SecretsMode } from './secrets.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
@@ -179,16 +180,17 @@ const STRICTNESS: Readonly<Record<PolicyDecision, number>> = { allow: 0, ask: 1,
  * rule's decision, and what the rules after it decide). Annotation rules
  * only ask or deny, so this never lets through what a listing would stop.
  *
- * `rates` are the session's windows (none given: a fresh session, where no
- * limit is reached). A `limit` rule below its limit does not match and the
- * verdict lists it in `counts` (the gate takes the slots if it dispatches);
+ * `context.rates` are the session's windows (none: a fresh session, where no
+ * limit is reached); `context.secrets` is --secrets-in-args, which applies
+ * only when no rule names `secrets` (the policy then says it all). A `limit`
+ * rule below its limit does not match and the verdict lists it in `counts` (the gate takes the slots if it dispatches);
  * the first matching rule with a `timeout` sets `timeout`, and a rule with
  * only a timeout lets evaluation go on.
  */
-export function decide(policy: Policy, tool: string, args: ArgsValue, annotations: Record<string, unknown> | null, rates: RateBook = FRESH): PolicyVerdict {
+export function decide(policy: Policy, tool: string, args: ArgsValue, annotations: Record<string, unknown> | null, context?: DecideContext): PolicyVerdict {
   let floor: PolicyVerdict | null = null;
-  let timeout: PolicyVerdict['timeout'];
-  let counts: RateCount[] | undefined;
+  // What rules add besides a decision; rules without these keys leave them untouched (no per-call work).
+  const extra: Extra = { timeout: undefined, counts: undefined, secret: undefined };
   for (const rule of policy.rules) {
     const match = matchesTool(rule, tool, annotations);
     if (match === false) continue;
@@ -197,26 +199,70 @@ export function decide(policy: Policy, tool: string, args: ArgsValue, annotation
     if (named?.match === false) continue;
     const sure = match === true && named?.match !== 'unknown';
     let why = named?.why ?? null;
+    if (rule.secrets) {
+      // Looked for once, the first time a rule (or --secrets-in-args) needs it.
+      const found = (extra.secret ??= findSecret(args.value()));
+      if (found === null) continue;
+      why = join(why, secretText(found));
+    }
     if (rule.limit !== null) {
       const count: RateCount = { rule: rule.index, tool, limit: rule.limit };
-      const waitMs = rates.wait(count);
+      const waitMs = (context?.rates ?? FRESH).wait(count);
       if (waitMs === 0) {
         // Below the limit: no match; the call uses a slot only if it is dispatched.
-        if (sure) (counts ??= []).push(count);
+        if (sure) (extra.counts ??= []).push(count);
         continue;
       }
       why = join(why, overText(count, waitMs));
     }
-    if (rule.timeoutMs !== null && sure && timeout === undefined) timeout = { ms: rule.timeoutMs, rule: rule.index };
+    if (rule.timeoutMs !== null && sure && extra.timeout === undefined) extra.timeout = { ms: rule.timeoutMs, rule: rule.index };
     if (rule.decision === null) continue;
     const reason = why === null ? rule.reason : rule.reason === null ? why : `${rule.reason}; ${why}`;
-    const verdict = { decision: rule.decision, rule: rule.index, reason };
-    if (sure) return withLimits(stricter(floor, verdict), timeout, counts);
+    // A secret the card could not mask (deep inside a string) is never shown to a person.
+    const verdict: PolicyVerdict =
+      rule.secrets && extra.secret?.deep === true && rule.decision === 'ask'
+        ? { decision: 'deny', rule: rule.index, reason: `${reason}; denied: an approval card could not mask it` }
+        : { decision: rule.decision, rule: rule.index, reason };
+    if (sure) return finish(stricter(floor, verdict), policy, args, context, extra);
     // Unknown (annotations not listed, or a path that cannot be judged): this rule's decision becomes a floor.
     const unknown = match === 'unknown' ? "the tool's annotations are unknown: the server has not listed it" : null;
     if (floor === null || STRICTNESS[rule.decision] > STRICTNESS[floor.decision]) floor = { ...verdict, reason: join(reason, unknown) };
   }
-  return withLimits(stricter(floor, { decision: policy.defaultDecision, rule: null, reason: null }), timeout, counts);
+  return finish(stricter(floor, { decision: policy.defaultDecision, rule: null, reason: null }), policy, args, context, extra);
+}
+
+/** What decide() is told of the session: its rate windows, and --secrets-in-args. */
+export interface DecideContext {
+  rates?: RateBook | undefined;
+  secrets?: SecretsMode | undefined;
+}
+
+interface Extra {
+  timeout: PolicyVerdict['timeout'];
+  counts: RateCount[] | undefined;
+  /** The arguments' first secret, once looked for (null: none; undefined: not looked for). */
+  secret: SecretFound | null | undefined;
+}
+
+/**
+ * The verdict with --secrets-in-args (where no rule names `secrets`: the
+ * stricter of the policy's verdict and the secrets'; `default`: an env value
+ * denies, a credential shape asks; one the card could not mask denies; its
+ * rule is null and its reason names the option), the deadline and the rate
+ * windows.
+ */
+function finish(verdict: PolicyVerdict, policy: Policy, args: ArgsValue, context: DecideContext | undefined, extra: Extra): PolicyVerdict {
+  const mode = context?.secrets;
+  if (mode !== undefined && mode !== 'off' && !policy.namesSecrets && verdict.decision !== 'deny') {
+    const found = (extra.secret ??= findSecret(args.value()));
+    if (found !== null) {
+      const decision: PolicyDecision = mode === 'deny' || found.deep ? 'deny' : mode === 'ask' ? 'ask' : found.env ? 'deny' : 'ask';
+      verdict = stricter({ decision, rule: null, reason: `--secrets-in-args ${mode}: ${secretText(found)}` }, verdict);
+    }
+  }
+  const { timeout, counts } = extra;
+  if (timeout === undefined && counts === undefined) return verdict;
+  return { ...verdict, ...(timeout === undefined ? {} : { timeout }), ...(counts === undefined ? {} : { counts }) };
 }
 
 /** The windows of a session that has dispatched nothing (`policy test`, and decide() called without a session). */
@@ -227,17 +273,14 @@ export function overText(count: RateCount, waitMs: number): string {
   return `${limitText(count)}: next allowed in ${Math.ceil(waitMs / 1000)} s`;
 }
 
-function withLimits(verdict: PolicyVerdict, timeout: PolicyVerdict['timeout'], counts: RateCount[] | undefined): PolicyVerdict {
-  if (timeout === undefined && counts === undefined) return verdict;
-  return { ...verdict, ...(timeout === undefined ? {} : { timeout }), ...(counts === undefined ? {} : { counts }) };
-}
-
 function join(a: string | null, b: string | null): string | null {
   return a === null ? b : b === null ? a : `${a}; ${b}`;
 }
 
 /** A verdict in words, as the refusal, the card and `policy test` say it (rules counted from 1). */
 export function verdictWhy(verdict: PolicyVerdict): string {
+  // A verdict of no rule with a reason is --secrets-in-args, whose reason says so.
+  if (verdict.rule === null && verdict.reason !== null) return verdict.reason;
   return verdict.rule === null
     ? `the policy's default is ${verdict.decision}`
     : `policy rule ${verdict.rule + 1}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;

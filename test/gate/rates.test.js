@@ -37,7 +37,7 @@ describe('limit: the window, with a fake clock', () => {
     );
     /** What decide() says, and (as the gate does when it lets a call go) the slots taken. */
     const call = () => {
-      const v = decide(p, 'shell', args, {}, book);
+      const v = decide(p, 'shell', args, {}, { rates: book });
       if (v.decision !== 'deny') assert.equal(book.take(v.counts, []), null);
       return v;
     };
@@ -80,23 +80,23 @@ describe('limit: the window, with a fake clock', () => {
       noEngine,
     );
     const taken = [];
-    const a1 = decide(p, 'a', args, {}, book);
+    const a1 = decide(p, 'a', args, {}, { rates: book });
     assert.deepEqual(
       a1.counts.map((c) => c.rule),
       [0, 1],
       'a call counts against every limit it passed',
     );
     assert.equal(book.take(a1.counts, taken), null);
-    const a2 = decide(p, 'a', args, {}, book);
+    const a2 = decide(p, 'a', args, {}, { rates: book });
     assert.deepEqual([a2.decision, a2.rule, a2.reason], ['ask', 1, '1 call per 30s to "a": next allowed in 30 s']);
-    const b = decide(p, 'b', args, {}, book);
+    const b = decide(p, 'b', args, {}, { rates: book });
     assert.equal(b.decision, 'allow', 'another tool has its own window');
     book.release(taken);
-    assert.equal(decide(p, 'a', args, {}, book).decision, 'allow', 'released: as if the call had never been let go');
-    assert.equal(book.take(decide(p, 'a', args, {}, book).counts, []), null);
+    assert.equal(decide(p, 'a', args, {}, { rates: book }).decision, 'allow', 'released: as if the call had never been let go');
+    assert.equal(book.take(decide(p, 'a', args, {}, { rates: book }).counts, []), null);
     now = 31_000;
-    assert.equal(book.take(decide(p, 'a', args, {}, book).counts, []), null, "rule 2's window has room again; rule 1's takes a second call");
-    const third = decide(p, 'a', args, {}, book);
+    assert.equal(book.take(decide(p, 'a', args, {}, { rates: book }).counts, []), null, "rule 2's window has room again; rule 1's takes a second call");
+    const third = decide(p, 'a', args, {}, { rates: book });
     assert.deepEqual([third.decision, third.rule], ['deny', 0]);
     assert.equal(third.reason, 'slow down; 2 calls per 1h to "a": next allowed in 3569 s');
     // take() refuses a full window (a call that waited for a person while others went): nothing is taken then.
