@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
 import { conversation, endOf } from '../helpers/conversation.js';
-import { buildPolicy, decide } from '../../dist/gate/policy.js';
+import { alwaysDenied, buildPolicy, decide } from '../../dist/gate/policy.js';
 
 after(killStarted);
 
@@ -44,6 +44,8 @@ describe('timeout on a rule', () => {
     );
     assert.deepEqual(decide(p, 'slow_b', args, {}).decision, 'deny', 'a rule with only a timeout decides nothing');
     assert.deepEqual(decide(p, 'fast', args, {}), { decision: 'ask', rule: null, reason: null }, 'no timeout: --call-timeout applies');
+    assert.equal(alwaysDenied(p, 'slow_b', {}), true, 'hide_denied looks past a rule with only a timeout');
+    assert.equal(alwaysDenied(p, 'slow_a', {}), false);
   });
 
   test('through the relay: the rule deadline answers a slow tool with the timeout error; other calls keep --call-timeout; the record names the deadline', {

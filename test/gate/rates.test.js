@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fixture, killStarted, tempDir } from '../helpers/run.js';
 import { conversation, endOf } from '../helpers/conversation.js';
+import { openWire } from '../session/restart-wire.js';
 import { buildPolicy, decide } from '../../dist/gate/policy.js';
 import { RateBook } from '../../dist/gate/rates.js';
 
@@ -192,6 +193,85 @@ describe('through the relay', () => {
       assert.match(end.decision.reason, /2 calls per 1h to "echo": next allowed in/);
     } finally {
       c.cleanup();
+      t.cleanup();
+    }
+  });
+});
+
+describe('through the relay: who counts, and for how long', () => {
+  test('a call a person refused uses nothing up, an approved one counts; past the limit it is denied without asking', { timeout: TIMEOUT }, async () => {
+    const t = tempDir();
+    const policyFile = join(t.dir, 'policy.json');
+    const rules = [
+      { tool: 'delete_file', limit: { calls: 1, per: '1h' }, decision: 'deny', reason: 'one delete an hour' },
+      { tool: 'delete_file', decision: 'ask' },
+    ];
+    writeFileSync(policyFile, JSON.stringify({ rules }));
+    // approve.py approves deleting under /tmp only.
+    const c = conversation(
+      ['python3', fixture('gate-server.py')],
+      ['--validate-args=on', `--policy=${policyFile}`, `--approve-cmd=python3 ${fixture('approve.py')}`],
+    );
+    const del = (id, path) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'delete_file', arguments: { path } } });
+    try {
+      c.send({
+        jsonrpc: '2.0',
+        id: 'init',
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      });
+      await c.waitFor((m) => m.id === 'init', 'initialize answer');
+      c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      const answers = {};
+      for (const [id, path] of [
+        [1, '/etc/passwd'],
+        [2, '/tmp/a'],
+        [3, '/tmp/b'],
+      ]) {
+        c.send(del(id, path));
+        answers[id] = (await c.waitFor((m) => m.id === id, `answer to ${id}`)).result;
+      }
+      const r = await c.finish();
+      const reached = c
+        .atServer()
+        .filter((m) => m.method === 'tools/call')
+        .map((m) => m.id);
+      assert.deepEqual(reached, [2]);
+      assert.match(answers[1].content[0].text, /not approved/);
+      assert.equal(answers[2].isError, undefined);
+      assert.match(answers[3].content[0].text, /denied by policy rule 1 \(one delete an hour; 1 call per 1h to "delete_file": next allowed in \d+ s\)$/);
+      assert.deepEqual([endOf(r.records, 3).decision.by, endOf(r.records, 3).decision.channel], ['policy', null], 'not asked');
+    } finally {
+      c.cleanup();
+      t.cleanup();
+    }
+  });
+
+  test('a restart of the server (--restart) does not reset the window: it lives with the session', { timeout: 60000 }, async () => {
+    const t = tempDir();
+    const policyFile = join(t.dir, 'policy.json');
+    writeFileSync(policyFile, JSON.stringify({ rules: [{ tool: 'echo', limit: { calls: 2, per: '1h' }, decision: 'deny' }] }));
+    const wire = openWire([`--policy=${policyFile}`, '--restart', 'on-failure', '--restart-delay', '100ms']);
+    try {
+      await wire.initialize();
+      assert.equal((await wire.tool('echo', { text: 'a' })).result.isError, undefined);
+      assert.equal((await wire.tool('crash', { code: 3 })).error.data.state, 'unknown_after_dispatch');
+      const b = await wire.tool('echo', { text: 'b' });
+      assert.match(b.result.content[0].text, /^gen 2 .*: b$/);
+      const c = await wire.tool('echo', { text: 'c' });
+      assert.match(c.result.content[0].text, /denied by policy rule 1 \(2 calls per 1h to "echo": next allowed in \d+ s\)$/);
+      const { code } = await wire.close();
+      assert.equal(code, 0);
+      const echoes = wire.lines().filter((e) => e.message?.method === 'tools/call' && e.message.params.name === 'echo');
+      assert.deepEqual(
+        echoes.map((e) => [e.gen, e.message.params.arguments.text]),
+        [
+          [1, 'a'],
+          [2, 'b'],
+        ],
+      );
+    } finally {
+      wire.cleanup();
       t.cleanup();
     }
   });
