@@ -36,7 +36,9 @@ export interface SecretFound {
 
 /** Levels of JSON-in-a-string opened, and the longest string parsed as JSON. */
 const MAX_DEPTH = 4;
-const MAX_PARSE_CHARS = 1 << 20;
+const MAX_PARSE_CHARS = 64 * 1024;
+/** Arrays and objects inside each other, opened strings included: past this the walk stops, and the call is refused (not judged). */
+const MAX_NESTING = 1024;
 
 let envKinds: Set<string> | null = null;
 
@@ -44,6 +46,8 @@ let envKinds: Set<string> | null = null;
 interface Walk {
   path: string[];
   shape: SecretFound | null;
+  /** Arrays and objects entered and not yet left. */
+  level: number;
 }
 
 /**
@@ -54,13 +58,22 @@ interface Walk {
  */
 export function findSecret(value: unknown): SecretFound | null {
   envKinds ??= new Set(envSecrets(process.env).map((s) => s.kind));
-  const walk: Walk = { path: [], shape: null };
+  const walk: Walk = { path: [], shape: null, level: 0 };
   return visit(value, walk, 0, false) ?? walk.shape;
 }
 
 function visit(v: unknown, walk: Walk, depth: number, deep: boolean): SecretFound | null {
   if (typeof v === 'string') return inString(v, walk, depth, deep);
   if (typeof v === 'number') return look(String(v), walk, deep);
+  if (typeof v !== 'object' || v === null) return null;
+  // JSON inside a string is not bounded by the frame's nesting limit: a bound of its own, failing closed (decide() throws, the gate refuses).
+  if (++walk.level > MAX_NESTING) throw new Error(`the arguments nest more than ${MAX_NESTING} levels (JSON inside strings included) to look for secrets in`);
+  const hit = inside(v, walk, depth, deep);
+  walk.level--;
+  return hit;
+}
+
+function inside(v: object, walk: Walk, depth: number, deep: boolean): SecretFound | null {
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
       walk.path.push(String(i));

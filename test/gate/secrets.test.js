@@ -12,11 +12,14 @@ import { join } from 'node:path';
 import { PLANTED_ENV, PLANTED_SHAPES, assertNoPlanted, fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
 import { conversation, endOf } from '../helpers/conversation.js';
 import { buildPolicy } from '../../dist/gate/policy.js';
+import { findSecret } from '../../dist/gate/secrets.js';
 
 after(killStarted);
 
 const TIMEOUT = 30000;
 const TOKEN = PLANTED_ENV.MCPGUARD_TEST_API_TOKEN;
+// findSecret below runs in this process: the planted variable is mcpguard's own there too (read once, at first use).
+process.env.MCPGUARD_TEST_API_TOKEN = TOKEN;
 const SK = PLANTED_SHAPES.MCPGUARD_TEST_SHAPE_OPENAI.value;
 const noEngine = () => {
   throw new Error('no engine');
@@ -60,6 +63,18 @@ describe('secrets: true on a rule', () => {
       () => buildPolicy({ rules: [{ tool: '*', secrets: true, timeout: '1s' }] }, "'p'", noEngine),
       /rule 1: a rule with "limit", "secrets" or "reason" needs a "decision"/,
     );
+  });
+});
+
+describe('findSecret', () => {
+  test('JSON nested past 1024 levels inside a string is refused, not skipped; a plain large string is judged in bounded time', () => {
+    const deep = `${'['.repeat(2000)}${']'.repeat(2000)}`;
+    assert.throws(() => findSecret({ text: deep }), /the arguments nest more than 1024 levels/);
+    assert.equal(findSecret({ text: `${'['.repeat(500)}${']'.repeat(500)}` }), null);
+    const big = `${'ünïcödé text '.repeat(80_000)}${TOKEN}`;
+    const started = process.hrtime.bigint();
+    assert.equal(findSecret({ content: big }).kind, 'the value of $MCPGUARD_TEST_API_TOKEN');
+    assert.ok(Number(process.hrtime.bigint() - started) / 1e6 < 5000, 'about 1 MiB in well under the bound');
   });
 });
 
