@@ -146,9 +146,9 @@ export const RUN_OPTIONS = {
   },
   'secrets-in-args': {
     kind: 'enum',
-    default: 'default',
-    values: ['default', 'deny', 'ask', 'off'],
-    help: "a tools/call whose arguments carry the value of one of mcpguard's secret environment variables, or a known credential shape, where no policy rule names secrets: default (an env value is denied, a credential shape asked about), deny, ask, or off",
+    default: 'deny-env',
+    values: ['deny-env', 'deny', 'ask', 'off'],
+    help: "a tools/call whose arguments carry the value of one of mcpguard's secret environment variables, or a known credential shape, where no policy rule names secrets: deny-env (an env value is denied, a credential shape asked about), deny (both denied), ask (both asked about), or off",
   },
   'approve-cmd': {
     kind: 'string',

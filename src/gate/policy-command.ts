@@ -39,8 +39,8 @@ export async function runPolicyCommand(argv: readonly string[]): Promise<number>
   const annotations = parsed.values.annotations === undefined ? null : jsonObject('annotations', parsed.values.annotations);
   const policy = (await loadPolicy(file))!;
   const bytes = Buffer.from(text, 'utf8');
-  // As the relay decides with its defaults: --secrets-in-args default; a fresh session's rate windows.
-  const verdict = decide(policy, tool, new CallArgs(bytes, { start: 0, end: bytes.length } as JsonNode), annotations, { secrets: 'default' });
+  // As the relay decides with its defaults: --secrets-in-args deny-env; a fresh session's rate windows.
+  const verdict = decide(policy, tool, new CallArgs(bytes, { start: 0, end: bytes.length } as JsonNode), annotations, { secrets: 'deny-env' });
   const why = verdictWhy(verdict);
   if (parsed.values.json === true) {
     const masker = processMasker();

@@ -246,7 +246,7 @@ interface Extra {
 
 /**
  * The verdict with --secrets-in-args (where no rule names `secrets`: the
- * stricter of the policy's verdict and the secrets'; `default`: an env value
+ * stricter of the policy's verdict and the secrets'; `deny-env`: an env value
  * denies, a credential shape asks; one the card could not mask denies; its
  * rule is null and its reason names the option), the deadline and the rate
  * windows.

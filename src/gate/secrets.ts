@@ -20,7 +20,7 @@ import { processMasker } from '../mask/mask.js';
 import { isObject } from '../base/values.js';
 
 /** What --secrets-in-args does where no policy rule names `secrets`. */
-export type SecretsMode = 'default' | 'deny' | 'ask' | 'off';
+export type SecretsMode = 'deny-env' | 'deny' | 'ask' | 'off';
 
 /** A secret found in the arguments: what it was and where, never its value. */
 export interface SecretFound {

@@ -94,14 +94,14 @@ describe('through the relay', () => {
       const text = (id) => answers[id].content[0].text;
       assert.equal(
         text(1),
-        'mcpguard denied this call before it reached the server: denied by --secrets-in-args default: the arguments carry the value of $MCPGUARD_TEST_API_TOKEN (at "/text")',
+        'mcpguard denied this call before it reached the server: denied by --secrets-in-args deny-env: the arguments carry the value of $MCPGUARD_TEST_API_TOKEN (at "/text")',
       );
       assert.match(text(2), /the value of \$MCPGUARD_TEST_API_TOKEN \(at "\/env\/deep\/1"\)/);
       assert.match(text(3), /the value of \$MCPGUARD_TEST_API_TOKEN \(at "\/text"\)/, 'escapes in the frame are judged as the parsed value');
       assert.match(text(4), /the value of \$MCPGUARD_TEST_API_TOKEN \(at "\/command\/x", encoded inside the string\)/);
       assert.match(
         text(5),
-        /^mcpguard denied this call before it reached the server: --secrets-in-args default: the arguments carry a token \(sk-…\) \(at "\/text"\) asks for a person's approval/,
+        /^mcpguard denied this call before it reached the server: --secrets-in-args deny-env: the arguments carry a token \(sk-…\) \(at "\/text"\) asks for a person's approval/,
       );
       assert.match(text(5), /there is no way to ask/, 'a shape asks; with no way to ask, denied as any ask is');
       assert.equal(answers[6].isError, undefined);
@@ -190,8 +190,8 @@ describe('mcpguard policy test', () => {
       assert.deepEqual(await one(empty, 'fetch', { url: `https://x.example/?k=${TOKEN}` }), {
         decision: 'deny',
         rule: null,
-        reason: '--secrets-in-args default: the arguments carry the value of $MCPGUARD_TEST_API_TOKEN (at "/url")',
-        why: '--secrets-in-args default: the arguments carry the value of $MCPGUARD_TEST_API_TOKEN (at "/url")',
+        reason: '--secrets-in-args deny-env: the arguments carry the value of $MCPGUARD_TEST_API_TOKEN (at "/url")',
+        why: '--secrets-in-args deny-env: the arguments carry the value of $MCPGUARD_TEST_API_TOKEN (at "/url")',
       });
       assert.equal((await one(empty, 'fetch', { h: SK })).decision, 'ask');
       const ruledHit = await one(ruled, 'fetch', { url: TOKEN });
