@@ -8,7 +8,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, killStarted, tempDir } from '../helpers/run.js';
+import { fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
 import { conversation, endOf } from '../helpers/conversation.js';
 import { openWire } from '../session/restart-wire.js';
 import { buildPolicy, decide } from '../../dist/gate/policy.js';
@@ -272,6 +272,32 @@ describe('through the relay: who counts, and for how long', () => {
       );
     } finally {
       wire.cleanup();
+      t.cleanup();
+    }
+  });
+});
+
+describe('mcpguard policy test', () => {
+  test('lists the limits a call would count in, and says a fresh session reaches none', { timeout: TIMEOUT }, async () => {
+    const t = tempDir();
+    try {
+      const file = join(t.dir, 'p.json');
+      writeFileSync(file, JSON.stringify({ default: 'ask', rules: [{ tool: 'shell', limit: { calls: 3, per: '1m' }, decision: 'deny' }] }));
+      const json = await runGuard(['policy', 'test', file, '--tool', 'shell', '--json'], { timeout: TIMEOUT }).done;
+      assert.equal(json.code, 0, json.stderr);
+      assert.deepEqual(JSON.parse(json.stdout), {
+        decision: 'ask',
+        rule: null,
+        reason: null,
+        why: "the policy's default is ask",
+        counts_in: [{ rule: 0, calls: 3, per: '1m' }],
+      });
+      const text = await runGuard(['policy', 'test', file, '--tool', 'shell'], { timeout: TIMEOUT }).done;
+      assert.equal(
+        text.stdout.toString(),
+        'ask: the policy\'s default is ask\ncounts in: policy rule 1, 3 calls per 1m to "shell" (not reached: policy test evaluates one call in a fresh session)\n',
+      );
+    } finally {
       t.cleanup();
     }
   });
