@@ -2,7 +2,7 @@
 // rules (the cost every call pays), and 20 rules of which 10 fence a path and
 // 10 a URL host on the called tool (each call then resolves its path on this
 // machine: lstat per component); the same 20 name rules with the secrets check
-// of --secrets-in-args default (arguments without a secret: what every call
+// of --secrets-in-args deny-env (arguments without a secret: what every call
 // pays by default), and with a rate limit on the tool (a fresh session: below
 // the limit). decide() alone, no relay; µs per call, p50 of rounds. Run from
 // the repo after a build:
@@ -35,7 +35,7 @@ const limited = [...names.slice(1), { tool: 'echo', limit: { calls: 1000, per: '
 const rows = [
   ['no policy rules match (20 name rules)', buildPolicy({ rules: names }, 'bench', noEngine), {}],
   ['20 rules: 10 paths + 10 hosts (one of each on the tool)', buildPolicy({ rules: fenced }, 'bench', noEngine), {}],
-  ['20 name rules, --secrets-in-args default (no secret)', buildPolicy({ rules: names }, 'bench', noEngine), { secrets: 'default' }],
+  ['20 name rules, --secrets-in-args deny-env (no secret)', buildPolicy({ rules: names }, 'bench', noEngine), { secrets: 'deny-env' }],
   ['19 name rules + a limit on the tool (below it)', buildPolicy({ rules: limited }, 'bench', noEngine), {}],
 ];
 const N = 20000;
