@@ -279,7 +279,12 @@ export class Gate {
 
   private retryLimits(call: Call, policy: Policy, name: string, args: CallArgs): void {
     try {
-      this.limits(call, decide(policy, name, args, this.tools.annotations(name), this.context));
+      const verdict = decide(policy, name, args, this.tools.annotations(name), this.context);
+      this.limits(call, verdict);
+      // A limit that denies and filled up while the card waited: the retry is denied by it at admit(), as a legacy
+      // call is; one that asks was what the person approved (a call approved past the limit is not counted).
+      if (verdict.over !== undefined && verdict.decision === 'deny' && verdict.rule === verdict.over.rule && this.rates !== null)
+        this.counted.set(call, { counts: [verdict.over, ...(verdict.counts ?? [])], taken: [] });
     } catch {
       // A `when` that cannot be checked: the retry's card was approved on these very bytes; it keeps --call-timeout and counts nothing.
     }

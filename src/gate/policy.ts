@@ -82,6 +82,8 @@ export interface PolicyVerdict {
   timeout?: { ms: number; rule: number } | undefined;
   /** The rate windows the call counts against if it is dispatched (limits it passed below); absent: none. */
   counts?: RateCount[] | undefined;
+  /** The full window of the `limit` rule that matched (it decided the call); absent: none did. */
+  over?: RateCount | undefined;
 }
 
 const TOP_KEYS = new Set(['default', 'hide_denied', 'rules']);
@@ -190,7 +192,7 @@ const STRICTNESS: Readonly<Record<PolicyDecision, number>> = { allow: 0, ask: 1,
 export function decide(policy: Policy, tool: string, args: ArgsValue, annotations: Record<string, unknown> | null, context?: DecideContext): PolicyVerdict {
   let floor: PolicyVerdict | null = null;
   // What rules add besides a decision; rules without these keys leave them untouched (no per-call work).
-  const extra: Extra = { timeout: undefined, counts: undefined, secret: undefined };
+  const extra: Extra = { timeout: undefined, counts: undefined, over: undefined, secret: undefined };
   for (const rule of policy.rules) {
     const match = matchesTool(rule, tool, annotations);
     if (match === false) continue;
@@ -214,6 +216,7 @@ export function decide(policy: Policy, tool: string, args: ArgsValue, annotation
         continue;
       }
       why = join(why, overText(count, waitMs));
+      if (sure) extra.over = count;
     }
     if (rule.timeoutMs !== null && sure && extra.timeout === undefined) extra.timeout = { ms: rule.timeoutMs, rule: rule.index };
     if (rule.decision === null) continue;
@@ -240,6 +243,7 @@ export interface DecideContext {
 interface Extra {
   timeout: PolicyVerdict['timeout'];
   counts: RateCount[] | undefined;
+  over: RateCount | undefined;
   /** The arguments' first secret, once looked for (null: none; undefined: not looked for). */
   secret: SecretFound | null | undefined;
 }
@@ -260,9 +264,9 @@ function finish(verdict: PolicyVerdict, policy: Policy, args: ArgsValue, context
       verdict = stricter({ decision, rule: null, reason: `--secrets-in-args ${mode}: ${secretText(found)}` }, verdict);
     }
   }
-  const { timeout, counts } = extra;
-  if (timeout === undefined && counts === undefined) return verdict;
-  return { ...verdict, ...(timeout === undefined ? {} : { timeout }), ...(counts === undefined ? {} : { counts }) };
+  const { timeout, counts, over } = extra;
+  if (timeout === undefined && counts === undefined && over === undefined) return verdict;
+  return { ...verdict, ...(timeout === undefined ? {} : { timeout }), ...(counts === undefined ? {} : { counts }), ...(over === undefined ? {} : { over }) };
 }
 
 /** The windows of a session that has dispatched nothing (`policy test`, and decide() called without a session). */

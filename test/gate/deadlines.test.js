@@ -110,6 +110,38 @@ describe('timeout on a rule', () => {
     }
   });
 
+  test('2026-07-28: the retry of an approved card keeps the deadline of the rule that asked', { timeout: TIMEOUT }, async () => {
+    const t = tempDir();
+    const policyFile = join(t.dir, 'policy.json');
+    writeFileSync(policyFile, JSON.stringify({ rules: [{ tool: 'slow_*', timeout: '300ms', decision: 'ask' }] }));
+    const c = conversation(['python3', fixture('gate-server.py')], ['--validate-args=on', `--policy=${policyFile}`], { SLOW_TOOLS: '1' });
+    const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+    const accept = { 'io.mcpguard/approval': { action: 'accept', content: {} } };
+    const slow = (id, extra = {}) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'slow_wait', arguments: { seconds: 4 }, ...extra, _meta: META },
+    });
+    try {
+      c.send(slow(1));
+      const card = await c.waitFor((m) => m.id === 1, 'the card');
+      assert.equal(card.result.resultType, 'input_required');
+      c.send(slow(2, { inputResponses: accept, requestState: card.result.requestState }));
+      const two = await c.waitFor((m) => m.id === 2, 'answer to the retry', 15000);
+      assert.deepEqual(two.error, {
+        code: -32001,
+        message: 'mcpguard: request timed out after 300 ms (the timeout of policy rule 1)',
+        data: { source: 'mcpguard', state: 'timed_out_after_dispatch' },
+      });
+      const r = await c.finish();
+      assert.equal(endOf(r.records, 2).detail, 'the timeout of policy rule 1 300 ms expired');
+    } finally {
+      c.cleanup();
+      t.cleanup();
+    }
+  });
+
   test('policy test names the deadline a rule sets', { timeout: TIMEOUT }, async () => {
     const t = tempDir();
     try {

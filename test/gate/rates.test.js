@@ -247,6 +247,55 @@ describe('through the relay: who counts, and for how long', () => {
     }
   });
 
+  test('2026-07-28: a retry whose window filled while its card waited is denied by the limit; the window counts the retry, not the card', {
+    timeout: TIMEOUT,
+  }, async () => {
+    const t = tempDir();
+    const policyFile = join(t.dir, 'policy.json');
+    const rules = [
+      { tool: 'delete_file', limit: { calls: 1, per: '1h' }, decision: 'deny' },
+      { tool: 'delete_file', decision: 'ask' },
+    ];
+    writeFileSync(policyFile, JSON.stringify({ rules }));
+    const c = conversation(['python3', fixture('gate-server.py')], ['--validate-args=on', `--policy=${policyFile}`]);
+    const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } };
+    const accept = { 'io.mcpguard/approval': { action: 'accept', content: {} } };
+    const del = (id, path, extra = {}) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'delete_file', arguments: { path }, ...extra, _meta: META },
+    });
+    const answer = async (id) => (await c.waitFor((m) => m.id === id, `answer to ${id}`)).result;
+    try {
+      c.send(del(1, '/tmp/a'));
+      const cardA = await answer(1);
+      c.send(del(2, '/tmp/b'));
+      const cardB = await answer(2);
+      assert.deepEqual([cardA.resultType, cardB.resultType], ['input_required', 'input_required'], 'cards take no slot');
+      c.send(del(3, '/tmp/a', { inputResponses: accept, requestState: cardA.requestState }));
+      assert.equal((await answer(3)).resultType, 'complete');
+      c.send(del(4, '/tmp/b', { inputResponses: accept, requestState: cardB.requestState }));
+      const four = await answer(4);
+      assert.match(four.content[0].text, /denied by policy rule 1 \(1 call per 1h to "delete_file": next allowed in \d+ s; reached while the call waited\)$/);
+      c.send(del(5, '/tmp/c'));
+      assert.match(
+        (await answer(5)).content[0].text,
+        /denied by policy rule 1 \(1 call per 1h to "delete_file": next allowed in \d+ s\)$/,
+        'no card past the limit',
+      );
+      await c.finish();
+      const reached = c
+        .atServer()
+        .filter((m) => m.method === 'tools/call')
+        .map((m) => m.id);
+      assert.deepEqual(reached, [3]);
+    } finally {
+      c.cleanup();
+      t.cleanup();
+    }
+  });
+
   test('a restart of the server (--restart) does not reset the window: it lives with the session', { timeout: 60000 }, async () => {
     const t = tempDir();
     const policyFile = join(t.dir, 'policy.json');
