@@ -26,8 +26,11 @@ import { isObject } from '../base/values.js';
 import { buildPaths, judgePaths, type PathPlace, type PathRule } from './paths.js';
 import { buildHosts, judgeHosts, type HostRule } from './hosts.js';
 import type { NamedJudgement } from './named-args.js';
-import { buildLimit, limitText, ruleDuration, RateBook, type RateCount, type RateLimit } from './rates.js';
-import { findSecret, secretText, type SecretFound, type SecretsMode } from './secrets.js';
+import { buildLimit, ruleDuration, type RateCount, type RateLimit } from './rates.js';
+import { findSecret, secretText } from './secrets.js';
+import { finish, FRESH, join, overText, stricter, STRICTNESS, type DecideContext, type Extra } from './verdict.js';
+
+export { overText, type DecideContext } from './verdict.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
@@ -170,9 +173,6 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
   };
 }
 
-/** How strict each decision is: where the annotations are unknown, the stricter of two outcomes wins. */
-const STRICTNESS: Readonly<Record<PolicyDecision, number>> = { allow: 0, ask: 1, deny: 2 };
-
 /**
  * Decide a call. `args` is read only when a rule with `when` is reached;
  * `annotations` are the tool's as the server advertised them, or null when
@@ -185,9 +185,9 @@ const STRICTNESS: Readonly<Record<PolicyDecision, number>> = { allow: 0, ask: 1,
  * `context.rates` are the session's windows (none: a fresh session, where no
  * limit is reached); `context.secrets` is --secrets-in-args, which applies
  * only when no rule names `secrets` (the policy then says it all). A `limit`
- * rule below its limit does not match and the verdict lists it in `counts` (the gate takes the slots if it dispatches);
- * the first matching rule with a `timeout` sets `timeout`, and a rule with
- * only a timeout lets evaluation go on.
+ * rule below its limit does not match and the verdict lists it in `counts`
+ * (the gate takes the slots if it dispatches); the first matching rule with a
+ * `timeout` sets `timeout`, and a rule with only a timeout lets evaluation go on.
  */
 export function decide(policy: Policy, tool: string, args: ArgsValue, annotations: Record<string, unknown> | null, context?: DecideContext): PolicyVerdict {
   let floor: PolicyVerdict | null = null;
@@ -234,53 +234,6 @@ export function decide(policy: Policy, tool: string, args: ArgsValue, annotation
   return finish(stricter(floor, { decision: policy.defaultDecision, rule: null, reason: null }), policy, args, context, extra);
 }
 
-/** What decide() is told of the session: its rate windows, and --secrets-in-args. */
-export interface DecideContext {
-  rates?: RateBook | undefined;
-  secrets?: SecretsMode | undefined;
-}
-
-interface Extra {
-  timeout: PolicyVerdict['timeout'];
-  counts: RateCount[] | undefined;
-  over: RateCount | undefined;
-  /** The arguments' first secret, once looked for (null: none; undefined: not looked for). */
-  secret: SecretFound | null | undefined;
-}
-
-/**
- * The verdict with --secrets-in-args (where no rule names `secrets`: the
- * stricter of the policy's verdict and the secrets'; `deny-env`: an env value
- * denies, a credential shape asks; one the card could not mask denies; its
- * rule is null and its reason names the option), the deadline and the rate
- * windows.
- */
-function finish(verdict: PolicyVerdict, policy: Policy, args: ArgsValue, context: DecideContext | undefined, extra: Extra): PolicyVerdict {
-  const mode = context?.secrets;
-  if (mode !== undefined && mode !== 'off' && !policy.namesSecrets && verdict.decision !== 'deny') {
-    const found = (extra.secret ??= findSecret(args.value()));
-    if (found !== null) {
-      const decision: PolicyDecision = mode === 'deny' || found.deep ? 'deny' : mode === 'ask' ? 'ask' : found.env ? 'deny' : 'ask';
-      verdict = stricter({ decision, rule: null, reason: `--secrets-in-args ${mode}: ${secretText(found)}` }, verdict);
-    }
-  }
-  const { timeout, counts, over } = extra;
-  if (timeout === undefined && counts === undefined && over === undefined) return verdict;
-  return { ...verdict, ...(timeout === undefined ? {} : { timeout }), ...(counts === undefined ? {} : { counts }), ...(over === undefined ? {} : { over }) };
-}
-
-/** The windows of a session that has dispatched nothing (`policy test`, and decide() called without a session). */
-const FRESH = new RateBook(() => 0);
-
-/** A limit reached, as the reason says it: `3 calls per 1m to "shell": next allowed in 41 s`. */
-export function overText(count: RateCount, waitMs: number): string {
-  return `${limitText(count)}: next allowed in ${Math.ceil(waitMs / 1000)} s`;
-}
-
-function join(a: string | null, b: string | null): string | null {
-  return a === null ? b : b === null ? a : `${a}; ${b}`;
-}
-
 /** A verdict in words, as the refusal, the card and `policy test` say it (rules counted from 1). */
 export function verdictWhy(verdict: PolicyVerdict): string {
   // A verdict of no rule with a reason is --secrets-in-args, whose reason says so.
@@ -288,10 +241,6 @@ export function verdictWhy(verdict: PolicyVerdict): string {
   return verdict.rule === null
     ? `the policy's default is ${verdict.decision}`
     : `policy rule ${verdict.rule + 1}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
-}
-
-function stricter(floor: PolicyVerdict | null, verdict: PolicyVerdict): PolicyVerdict {
-  return floor !== null && STRICTNESS[floor.decision] > STRICTNESS[verdict.decision] ? floor : verdict;
 }
 
 /**
