@@ -23,8 +23,8 @@ import { Approvals } from './approval.js';
 import { CardBound } from './card-bound.js';
 import { HeldCalls } from './held.js';
 import { ownRequestId } from '../wire/own-id.js';
-import { alwaysDenied, buildPolicy, decide, overText, verdictWhy, type DecideContext, type Policy, type PolicyVerdict } from './policy.js';
-import { RateBook, type RateCount } from './rates.js';
+import { alwaysDenied, buildPolicy, decide, verdictWhy, type DecideContext, type Policy, type PolicyVerdict } from './policy.js';
+import { CallLimits } from './call-limits.js';
 import type { SecretsMode } from './secrets.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from '../wire/splice.js';
@@ -88,10 +88,8 @@ export class Gate {
   private readonly approvals: Approvals;
   /** Each card bound to the definition of the tool it showed. */
   private readonly bound: CardBound;
-  /** The session's rate windows (null: no rule has a `limit`); the gate lives as long as the session, restarts included. */
-  private readonly rates: RateBook | null;
-  /** Windows each call counts against if dispatched (set by the policy), then the slots it took (until it ends). */
-  private readonly counted = new Map<Call, { counts: RateCount[]; taken: Array<[string, number]> }>();
+  /** Deadlines and rate windows; the gate lives as long as the session, restarts included. */
+  private readonly limits: CallLimits;
 
   constructor(
     private readonly config: GateConfig,
@@ -107,8 +105,8 @@ export class Gate {
     );
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
     this.bound = new CardBound(this.tools, this.held, (call, reason) => this.refuse(call, 'denied', reason));
-    this.rates = config.policy?.hasLimits ? new RateBook(config.clock) : null;
-    this.context = { rates: this.rates ?? undefined, secrets: config.secrets };
+    this.limits = new CallLimits(config.policy, config.clock);
+    this.context = { rates: this.limits.rates ?? undefined, secrets: config.secrets };
     // --secrets-in-args needs decide() even without a policy: an empty one (every call allowed but for the secrets).
     this.policy = config.policy ?? (config.secrets === undefined || config.secrets === 'off' ? null : NO_RULES);
   }
@@ -131,29 +129,9 @@ export class Gate {
    */
   review(call: Call, request: Request, meta: RequestMeta): Outcome | Promise<Outcome> {
     const outcome = this.reviewCall(call, request, meta);
-    if (this.rates === null) return outcome;
-    return outcome instanceof Promise ? outcome.then((o) => this.admit(call, o)) : this.admit(call, outcome);
-  }
-
-  /**
-   * A call the gate lets go takes its slots in the rate windows it counts
-   * against; if one filled up while it waited (for a person, or a tools/list),
-   * it is denied by that limit instead.
-   */
-  private admit(call: Call, outcome: Outcome): Outcome {
-    const entry = this.counted.get(call);
-    if (outcome.kind !== 'dispatch' || entry === undefined) return outcome;
-    const full = this.rates!.take(entry.counts, entry.taken);
-    if (full === null) return outcome;
-    const why = `policy rule ${full.count.rule + 1} (${overText(full.count, full.waitMs)}; reached while the call waited)`;
-    call.decision = { by: 'policy', rule: full.count.rule, channel: call.decision?.channel ?? null, card: call.decision?.card ?? null, reason: why };
-    return this.refuse(call, 'denied', `denied by ${why}`);
-  }
-
-  /** What the policy's verdict sets on a call besides its decision: its deadline, and the rate windows it counts against. */
-  private limits(call: Call, verdict: PolicyVerdict): void {
-    if (verdict.timeout !== undefined) call.deadline = verdict.timeout;
-    if (verdict.counts !== undefined && this.rates !== null) this.counted.set(call, { counts: verdict.counts, taken: [] });
+    if (this.limits.rates === null) return outcome;
+    const refuse = (c: Call, reason: string): Outcome => this.refuse(c, 'denied', reason);
+    return outcome instanceof Promise ? outcome.then((o) => this.limits.admit(call, o, refuse)) : this.limits.admit(call, outcome, refuse);
   }
 
   private reviewCall(call: Call, request: Request, meta: RequestMeta): Outcome | Promise<Outcome> {
@@ -194,7 +172,7 @@ export class Gate {
       call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
       return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
     }
-    this.limits(call, verdict);
+    this.limits.decided(call, verdict);
     const why = verdictWhy(verdict);
     // A held change holds whatever the policy says: the policy may add a question, never remove one.
     if (verdict.decision === 'allow') return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
@@ -271,20 +249,12 @@ export class Gate {
   /** A call ended (any state): an approval its chain held ends with the chain; rate slots of a call never dispatched are given back. */
   callEnded(call: Call): void {
     this.approvals.callEnded(call);
-    const entry = this.counted.get(call);
-    if (entry === undefined) return;
-    this.counted.delete(call);
-    if (call.dispatchedAt === null) this.rates!.release(entry.taken);
+    this.limits.ended(call);
   }
 
   private retryLimits(call: Call, policy: Policy, name: string, args: CallArgs): void {
     try {
-      const verdict = decide(policy, name, args, this.tools.annotations(name), this.context);
-      this.limits(call, verdict);
-      // A limit that denies and filled up while the card waited: the retry is denied by it at admit(), as a legacy
-      // call is; one that asks was what the person approved (a call approved past the limit is not counted).
-      if (verdict.over !== undefined && verdict.decision === 'deny' && verdict.rule === verdict.over.rule && this.rates !== null)
-        this.counted.set(call, { counts: [verdict.over, ...(verdict.counts ?? [])], taken: [] });
+      this.limits.retried(call, decide(policy, name, args, this.tools.annotations(name), this.context));
     } catch {
       // A `when` that cannot be checked: the retry's card was approved on these very bytes; it keeps --call-timeout and counts nothing.
     }
