@@ -16,8 +16,8 @@ import { processMasker, shownText } from '../mask/mask.js';
 import type { JsonNode } from '../wire/json-scan.js';
 import { parseFileJson } from '../wire/json-file.js';
 import { loadPolicy } from './load.js';
-import { decide, verdictWhy, type PolicyVerdict } from './policy.js';
-import { limitText } from './rates.js';
+import { decide, verdictWhy } from './policy.js';
+import { limitsJson, limitsText } from './verdict.js';
 import { CallArgs } from './tools.js';
 
 /** Run `mcpguard policy ACTION ...` (argv after `policy`); resolves to the exit code. */
@@ -50,24 +50,6 @@ export async function runPolicyCommand(argv: readonly string[]): Promise<number>
     process.stdout.write(`${verdict.decision}: ${shownText(why)}\n${limitsText(verdict)}`);
   }
   return 0;
-}
-
-/** A deadline and rate limits the call met, as JSON members (none when it met none). */
-function limitsJson(verdict: PolicyVerdict): Record<string, unknown> {
-  return {
-    ...(verdict.timeout === undefined ? {} : { timeout_ms: verdict.timeout.ms, timeout_rule: verdict.timeout.rule }),
-    // One call in a fresh session: a limit is never reached here, so these are the windows the call would count in.
-    ...(verdict.counts === undefined ? {} : { counts_in: verdict.counts.map((c) => ({ rule: c.rule, calls: c.limit.calls, per: c.limit.per })) }),
-  };
-}
-
-/** The same, as lines for a person. */
-function limitsText(verdict: PolicyVerdict): string {
-  let text = '';
-  if (verdict.timeout !== undefined) text += `deadline: ${verdict.timeout.ms} ms, set by policy rule ${verdict.timeout.rule + 1} (instead of --call-timeout)\n`;
-  for (const c of verdict.counts ?? [])
-    text += `counts in: policy rule ${c.rule + 1}, ${shownText(limitText(c))} (not reached: policy test evaluates one call in a fresh session)\n`;
-  return text;
 }
 
 function parse(args: string[]) {

@@ -8,6 +8,7 @@ import type { ArgsValue } from './tools.js';
 import type { Policy, PolicyDecision, PolicyVerdict } from './policy.js';
 import { limitText, RateBook, type RateCount } from './rates.js';
 import { findSecret, secretText, type SecretFound, type SecretsMode } from './secrets.js';
+import { shownText } from '../mask/mask.js';
 
 /** How strict each decision is: where the annotations are unknown, the stricter of two outcomes wins. */
 export const STRICTNESS: Readonly<Record<PolicyDecision, number>> = { allow: 0, ask: 1, deny: 2 };
@@ -64,4 +65,22 @@ export function overText(count: RateCount, waitMs: number): string {
 /** Two parts of a reason, either of which may be missing. */
 export function join(a: string | null, b: string | null): string | null {
   return a === null ? b : b === null ? a : `${a}; ${b}`;
+}
+
+/** For `policy test --json`: the deadline and rate limits the call met, as JSON members (none when it met none). */
+export function limitsJson(verdict: PolicyVerdict): Record<string, unknown> {
+  return {
+    ...(verdict.timeout === undefined ? {} : { timeout_ms: verdict.timeout.ms, timeout_rule: verdict.timeout.rule }),
+    // One call in a fresh session: a limit is never reached here, so these are the windows the call would count in.
+    ...(verdict.counts === undefined ? {} : { counts_in: verdict.counts.map((c) => ({ rule: c.rule, calls: c.limit.calls, per: c.limit.per })) }),
+  };
+}
+
+/** For `policy test`: the same, as lines for a person. */
+export function limitsText(verdict: PolicyVerdict): string {
+  let text = '';
+  if (verdict.timeout !== undefined) text += `deadline: ${verdict.timeout.ms} ms, set by policy rule ${verdict.timeout.rule + 1} (instead of --call-timeout)\n`;
+  for (const c of verdict.counts ?? [])
+    text += `counts in: policy rule ${c.rule + 1}, ${shownText(limitText(c))} (not reached: policy test evaluates one call in a fresh session)\n`;
+  return text;
 }
