@@ -144,6 +144,12 @@ export const RUN_OPTIONS = {
     default: null,
     help: 'a JSON policy file: which tool calls are allowed, denied, or asked about (in --config: a path, or the policy object itself)',
   },
+  'secrets-in-args': {
+    kind: 'enum',
+    default: 'deny-env',
+    values: ['deny-env', 'deny', 'ask', 'off'],
+    help: "a tools/call whose arguments carry the value of one of mcpguard's secret environment variables, or a known credential shape, where no policy rule names secrets: deny-env (an env value is denied, a credential shape asked about), deny (both denied), ask (both asked about), or off",
+  },
   'approve-cmd': {
     kind: 'string',
     default: null,

@@ -60,6 +60,7 @@ function gateOptions(v: RunValues): GateOptions {
     name: typeof v.name === 'string' && v.name !== '' ? v.name : null,
     recordDir: typeof v['record-dir'] === 'string' ? v['record-dir'] : undefined,
     approvalTimeoutMs: v['approval-timeout'],
+    secretsInArgs: v['secrets-in-args'],
   };
 }
 

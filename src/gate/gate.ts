@@ -23,7 +23,9 @@ import { Approvals } from './approval.js';
 import { CardBound } from './card-bound.js';
 import { HeldCalls } from './held.js';
 import { ownRequestId } from '../wire/own-id.js';
-import { alwaysDenied, decide, verdictWhy, type Policy, type PolicyVerdict } from './policy.js';
+import { alwaysDenied, buildPolicy, decide, verdictWhy, type DecideContext, type Policy, type PolicyVerdict } from './policy.js';
+import { CallLimits } from './call-limits.js';
+import type { SecretsMode } from './secrets.js';
 import { refusal, withdrawn } from './refusal.js';
 import { applySplices, type Splice } from '../wire/splice.js';
 import { loadEngine, verdictText } from './schema/schema.js';
@@ -46,6 +48,10 @@ export interface GateConfig {
   hooks?: ToolHooks | null;
   /** --on-tool-change. */
   onToolChange?: 'warn' | 'ask' | 'block' | 'off';
+  /** The rate windows' clock (ms, monotonic); tests drive it. */
+  clock?: () => number;
+  /** --secrets-in-args: what a call whose arguments carry a secret gets where no policy rule names `secrets` (absent: off). */
+  secrets?: SecretsMode;
 }
 
 export interface GateIO {
@@ -70,6 +76,11 @@ export type Outcome =
   /** 2026-07-28: mcpguard answered the call itself with its approval question (the call ends input_required). */
   | { kind: 'card'; answer: Buffer; state: string };
 
+/** The policy of a gate run without --policy: no rules, every call allowed (but for --secrets-in-args). */
+const NO_RULES = buildPolicy({}, '(none)', () => {
+  throw new Error('no engine');
+});
+
 export class Gate {
   readonly tools: ToolBook;
   /** Calls the gate holds, and how to stop waiting for each. */
@@ -77,6 +88,8 @@ export class Gate {
   private readonly approvals: Approvals;
   /** Each card bound to the definition of the tool it showed. */
   private readonly bound: CardBound;
+  /** Deadlines and rate windows; the gate lives as long as the session, restarts included. */
+  private readonly limits: CallLimits;
 
   constructor(
     private readonly config: GateConfig,
@@ -92,7 +105,16 @@ export class Gate {
     );
     this.approvals = new Approvals(config, io, this.held, (call, state, reason) => this.refuse(call, state, reason));
     this.bound = new CardBound(this.tools, this.held, (call, reason) => this.refuse(call, 'denied', reason));
+    this.limits = new CallLimits(config.policy, config.clock);
+    this.context = { rates: this.limits.rates ?? undefined, secrets: config.secrets };
+    // --secrets-in-args needs decide() even without a policy: an empty one (every call allowed but for the secrets).
+    this.policy = config.policy ?? (config.secrets === undefined || config.secrets === 'off' ? null : NO_RULES);
   }
+
+  /** What decide() is told of this session. */
+  private readonly context: DecideContext;
+  /** The policy decide() runs: --policy, or no rules when only --secrets-in-args asks for a decision. */
+  private readonly policy: Policy | null;
 
   /** The client's initialize: whether a card can be shown by elicitation in this (legacy) session. */
   clientInitialized(request: Request): void {
@@ -106,12 +128,22 @@ export class Gate {
    * once, later, unless the call is withdrawn first (then it is ignored).
    */
   review(call: Call, request: Request, meta: RequestMeta): Outcome | Promise<Outcome> {
+    const outcome = this.reviewCall(call, request, meta);
+    if (this.limits.rates === null) return outcome;
+    const refuse = (c: Call, reason: string): Outcome => this.refuse(c, 'denied', reason);
+    return outcome instanceof Promise ? outcome.then((o) => this.limits.admit(call, o, refuse)) : this.limits.admit(call, outcome, refuse);
+  }
+
+  private reviewCall(call: Call, request: Request, meta: RequestMeta): Outcome | Promise<Outcome> {
     const { frame, params } = request;
     const name = call.tool!;
     const args = new CallArgs(frame, params!.members!.get('arguments'));
     const state = params!.members!.get('requestState');
     if (this.io.modern() && state?.type === 'string' && this.approvals.isOurs(stringValue(frame, state))) {
       const sealed = stringValue(frame, state);
+      // The retry of an approved card is not decided again, but its deadline and rate windows are the policy's.
+      const policy = this.config.policy;
+      if (policy !== null && (policy.hasLimits || policy.hasTimeouts)) this.retryLimits(call, policy, name, args);
       const retried = this.bound.retried(call, request, meta, sealed, this.approvals.retried(call, request, sealed, args.bytes));
       return retried instanceof Promise ? retried.then((o) => this.pinRetried(sealed, o)) : this.pinRetried(sealed, retried);
     }
@@ -129,17 +161,18 @@ export class Gate {
   private afterSchema(call: Call, request: Request, meta: RequestMeta, args: CallArgs): Outcome | Promise<Outcome> {
     const { frame } = request;
     const name = call.tool!;
-    const policy = this.config.policy;
+    const policy = this.policy;
     const held = this.config.hooks?.pins.held(name) ?? null;
     if (policy === null) return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
     let verdict: PolicyVerdict;
     try {
-      verdict = decide(policy, name, args, this.tools.annotations(name));
+      verdict = decide(policy, name, args, this.tools.annotations(name), this.context);
     } catch (error) {
       // A `when` that cannot be checked (arguments nested beyond the engine's bound): refusing is the safe answer.
       call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
       return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
     }
+    this.limits.decided(call, verdict);
     const why = verdictWhy(verdict);
     // A held change holds whatever the policy says: the policy may add a question, never remove one.
     if (verdict.decision === 'allow') return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
@@ -227,9 +260,18 @@ export class Gate {
     return this.held.withdraw(call);
   }
 
-  /** A call ended (any state): an approval its chain held ends with the chain. */
+  /** A call ended (any state): an approval its chain held ends with the chain; rate slots of a call never dispatched are given back. */
   callEnded(call: Call): void {
     this.approvals.callEnded(call);
+    this.limits.ended(call);
+  }
+
+  private retryLimits(call: Call, policy: Policy, name: string, args: CallArgs): void {
+    try {
+      this.limits.retried(call, decide(policy, name, args, this.tools.annotations(name), this.context));
+    } catch {
+      // A `when` that cannot be checked: the retry's card was approved on these very bytes; it keeps --call-timeout and counts nothing.
+    }
   }
 
   /** Every call still held (the session is ending). */

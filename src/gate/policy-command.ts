@@ -5,6 +5,8 @@
  * read as the gate reads a call's (CallArgs over their bytes), so a policy
  * can be tried before a server runs behind it. Paths are judged on this
  * machine, from the current directory, as the relay would judge them here.
+ * It evaluates one call in a fresh session: no rate limit is reached, and the
+ * limits the call would count in are listed instead.
  */
 import { parseArgs } from 'node:util';
 import { EXIT_USAGE, GuardError } from '../base/errors.js';
@@ -15,6 +17,7 @@ import type { JsonNode } from '../wire/json-scan.js';
 import { parseFileJson } from '../wire/json-file.js';
 import { loadPolicy } from './load.js';
 import { decide, verdictWhy } from './policy.js';
+import { limitsJson, limitsText } from './verdict.js';
 import { CallArgs } from './tools.js';
 
 /** Run `mcpguard policy ACTION ...` (argv after `policy`); resolves to the exit code. */
@@ -36,14 +39,15 @@ export async function runPolicyCommand(argv: readonly string[]): Promise<number>
   const annotations = parsed.values.annotations === undefined ? null : jsonObject('annotations', parsed.values.annotations);
   const policy = (await loadPolicy(file))!;
   const bytes = Buffer.from(text, 'utf8');
-  const verdict = decide(policy, tool, new CallArgs(bytes, { start: 0, end: bytes.length } as JsonNode), annotations);
+  // As the relay decides with its defaults: --secrets-in-args deny-env; a fresh session's rate windows.
+  const verdict = decide(policy, tool, new CallArgs(bytes, { start: 0, end: bytes.length } as JsonNode), annotations, { secrets: 'deny-env' });
   const why = verdictWhy(verdict);
   if (parsed.values.json === true) {
     const masker = processMasker();
     const reason = verdict.reason === null ? null : masker.text(verdict.reason);
-    process.stdout.write(`${jsonLine({ decision: verdict.decision, rule: verdict.rule, reason, why: masker.text(why) })}\n`);
+    process.stdout.write(`${jsonLine({ decision: verdict.decision, rule: verdict.rule, reason, why: masker.text(why), ...limitsJson(verdict) })}\n`);
   } else {
-    process.stdout.write(`${verdict.decision}: ${shownText(why)}\n`);
+    process.stdout.write(`${verdict.decision}: ${shownText(why)}\n${limitsText(verdict)}`);
   }
   return 0;
 }

@@ -15,7 +15,10 @@
  * claims about its tool, so a rule keyed on them may only ask or deny.
  * `paths` fences path arguments to roots (paths.ts); a path it cannot judge
  * is handled like unknown annotations: the stricter of both outcomes;
- * `hosts` does the same for URL arguments (hosts.ts).
+ * `hosts` does the same for URL arguments (hosts.ts). `limit` matches once
+ * the call would exceed a rate (rates.ts); `timeout` sets the call's deadline
+ * (a rule with only a timeout decides nothing and evaluation goes on);
+ * `secrets` matches arguments that carry a secret (secrets.ts).
  */
 import { GuardError, EXIT_USAGE } from '../base/errors.js';
 import type { ArgsValue } from './tools.js';
@@ -23,6 +26,11 @@ import { isObject } from '../base/values.js';
 import { buildPaths, judgePaths, type PathPlace, type PathRule } from './paths.js';
 import { buildHosts, judgeHosts, type HostRule } from './hosts.js';
 import type { NamedJudgement } from './named-args.js';
+import { buildLimit, ruleDuration, type RateCount, type RateLimit } from './rates.js';
+import { findSecret, secretText } from './secrets.js';
+import { finish, FRESH, join, overText, stricter, STRICTNESS, type DecideContext, type Extra } from './verdict.js';
+
+export { overText, type DecideContext } from './verdict.js';
 
 export type PolicyDecision = 'allow' | 'ask' | 'deny';
 const DECISIONS: readonly PolicyDecision[] = ['allow', 'ask', 'deny'];
@@ -43,7 +51,14 @@ export interface Rule {
   paths: PathRule | null;
   /** A `hosts` clause (hosts.ts), or null. */
   hosts: HostRule | null;
-  decision: PolicyDecision;
+  /** A `limit` clause (rates.ts), or null. */
+  limit: RateLimit | null;
+  /** `timeout` in ms, or null: the deadline of the calls this rule matches. */
+  timeoutMs: number | null;
+  /** `secrets: true`: the rule matches only arguments that carry a secret (secrets.ts). */
+  secrets: boolean;
+  /** null: a rule with only a `timeout`, which decides nothing (evaluation goes on). */
+  decision: PolicyDecision | null;
   reason: string | null;
 }
 
@@ -53,6 +68,12 @@ export interface Policy {
   rules: Rule[];
   /** Any rule reads the arguments (so they must be parsed to decide). */
   readsArguments: boolean;
+  /** Some rule has a `limit` (the session then keeps a RateBook). */
+  hasLimits: boolean;
+  /** Some rule has a `timeout`. */
+  hasTimeouts: boolean;
+  /** Some rule has `secrets` (the policy then says what secrets in arguments get, not --secrets-in-args). */
+  namesSecrets: boolean;
 }
 
 /** What the policy decided for one call, and which rule decided it (null: the default). */
@@ -60,10 +81,16 @@ export interface PolicyVerdict {
   decision: PolicyDecision;
   rule: number | null;
   reason: string | null;
+  /** The deadline a matching rule set (`timeout`), and which rule set it; absent: --call-timeout applies. */
+  timeout?: { ms: number; rule: number } | undefined;
+  /** The rate windows the call counts against if it is dispatched (limits it passed below); absent: none. */
+  counts?: RateCount[] | undefined;
+  /** The full window of the `limit` rule that matched (it decided the call); absent: none did. */
+  over?: RateCount | undefined;
 }
 
 const TOP_KEYS = new Set(['default', 'hide_denied', 'rules']);
-const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'paths', 'hosts', 'decision', 'reason']);
+const RULE_KEYS = new Set(['tool', 'when', 'annotations', 'paths', 'hosts', 'limit', 'timeout', 'secrets', 'decision', 'reason']);
 
 /** Check an already-parsed policy value (a `policy` key inside --config). */
 export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWhen, place?: PathPlace): Policy {
@@ -76,7 +103,15 @@ export function buildPolicy(raw: unknown, source: string, compileWhen: CompileWh
   const rulesRaw = raw.rules ?? [];
   if (!Array.isArray(rulesRaw)) throw bad(source, '"rules" must be an array');
   const rules = rulesRaw.map((rule, index) => buildRule(rule, index, source, compileWhen, place));
-  return { defaultDecision, hideDenied, rules, readsArguments: rules.some(conditional) };
+  return {
+    defaultDecision,
+    hideDenied,
+    rules,
+    readsArguments: rules.some(conditional),
+    hasLimits: rules.some((r) => r.limit !== null),
+    hasTimeouts: rules.some((r) => r.timeoutMs !== null),
+    namesSecrets: rules.some((r) => r.secrets),
+  };
 }
 
 function buildRule(raw: unknown, index: number, source: string, compileWhen: CompileWhen, place?: PathPlace): Rule {
@@ -84,7 +119,16 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
   if (!isObject(raw)) throw bad(source, `${where} must be an object`);
   for (const key of Object.keys(raw))
     if (!RULE_KEYS.has(key)) throw bad(source, `${where}: unknown key ${JSON.stringify(key)} (known: ${[...RULE_KEYS].join(', ')})`);
-  if (!isDecision(raw.decision)) throw bad(source, `${where}: "decision" must be one of ${DECISIONS.join(', ')}, got ${JSON.stringify(raw.decision)}`);
+  // A rule with only a timeout sets the deadline and decides nothing: it needs no decision.
+  const timeoutOnly = raw.decision === undefined && raw.timeout !== undefined;
+  if (!timeoutOnly && !isDecision(raw.decision))
+    throw bad(source, `${where}: "decision" must be one of ${DECISIONS.join(', ')}, got ${JSON.stringify(raw.decision ?? null)}`);
+  if (timeoutOnly && (raw.limit !== undefined || raw.secrets !== undefined || raw.reason !== undefined))
+    throw bad(source, `${where}: a rule with "limit", "secrets" or "reason" needs a "decision" (only a rule with just a "timeout" may go without)`);
+  if (raw.secrets !== undefined && raw.secrets !== true)
+    throw bad(source, `${where}: "secrets" must be true (leave it out otherwise), got ${JSON.stringify(raw.secrets)}`);
+  if (raw.limit !== undefined && raw.decision === 'allow')
+    throw bad(source, `${where}: a rule with "limit" may only ask or deny (it matches the calls over the limit)`);
   if (raw.tool !== undefined && (typeof raw.tool !== 'string' || raw.tool === '')) throw bad(source, `${where}: "tool" must be a tool name or a * pattern`);
   if (raw.reason !== undefined && typeof raw.reason !== 'string') throw bad(source, `${where}: "reason" must be a string`);
   if (raw.annotations !== undefined && !isObject(raw.annotations)) throw bad(source, `${where}: "annotations" must be an object`);
@@ -103,9 +147,13 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
   }
   let paths: PathRule | null = null;
   let hosts: HostRule | null = null;
+  let limit: RateLimit | null = null;
+  let timeoutMs: number | null = null;
   try {
     if (raw.paths !== undefined) paths = buildPaths(raw.paths, place);
     if (raw.hosts !== undefined) hosts = buildHosts(raw.hosts);
+    if (raw.limit !== undefined) limit = buildLimit(raw.limit);
+    if (raw.timeout !== undefined) timeoutMs = ruleDuration(raw.timeout, '"timeout"');
   } catch (error) {
     throw bad(source, `${where}: ${(error as Error).message}`);
   }
@@ -117,13 +165,13 @@ function buildRule(raw: unknown, index: number, source: string, compileWhen: Com
     annotations: (raw.annotations as Record<string, unknown> | undefined) ?? null,
     paths,
     hosts,
-    decision: raw.decision,
+    limit,
+    timeoutMs,
+    secrets: raw.secrets === true,
+    decision: timeoutOnly ? null : (raw.decision as PolicyDecision),
     reason: (raw.reason as string | undefined) ?? null,
   };
 }
-
-/** How strict each decision is: where the annotations are unknown, the stricter of two outcomes wins. */
-const STRICTNESS: Readonly<Record<PolicyDecision, number>> = { allow: 0, ask: 1, deny: 2 };
 
 /**
  * Decide a call. `args` is read only when a rule with `when` is reached;
@@ -133,35 +181,66 @@ const STRICTNESS: Readonly<Record<PolicyDecision, number>> = { allow: 0, ask: 1,
  * might match or not, so the call gets the stricter of both outcomes (the
  * rule's decision, and what the rules after it decide). Annotation rules
  * only ask or deny, so this never lets through what a listing would stop.
+ *
+ * `context.rates` are the session's windows (none: a fresh session, where no
+ * limit is reached); `context.secrets` is --secrets-in-args, which applies
+ * only when no rule names `secrets` (the policy then says it all). A `limit`
+ * rule below its limit does not match and the verdict lists it in `counts`
+ * (the gate takes the slots if it dispatches); the first matching rule with a
+ * `timeout` sets `timeout`, and a rule with only a timeout lets evaluation go on.
  */
-export function decide(policy: Policy, tool: string, args: ArgsValue, annotations: Record<string, unknown> | null): PolicyVerdict {
+export function decide(policy: Policy, tool: string, args: ArgsValue, annotations: Record<string, unknown> | null, context?: DecideContext): PolicyVerdict {
   let floor: PolicyVerdict | null = null;
+  // What rules add besides a decision; rules without these keys leave them untouched (no per-call work).
+  const extra: Extra = { timeout: undefined, counts: undefined, over: undefined, secret: undefined };
   for (const rule of policy.rules) {
     const match = matchesTool(rule, tool, annotations);
     if (match === false) continue;
     if (rule.when !== null && !rule.when(args.value(), args)) continue;
     const named = rule.paths === null && rule.hosts === null ? null : judgeArgs(rule, args.value());
     if (named?.match === false) continue;
-    const reason = named?.why == null ? rule.reason : rule.reason === null ? named.why : `${rule.reason}; ${named.why}`;
-    const verdict = { decision: rule.decision, rule: rule.index, reason };
-    if (match === true && named?.match !== 'unknown') return stricter(floor, verdict);
+    const sure = match === true && named?.match !== 'unknown';
+    let why = named?.why ?? null;
+    if (rule.secrets) {
+      // Looked for once, the first time a rule (or --secrets-in-args) needs it.
+      const found = (extra.secret ??= findSecret(args.value()));
+      if (found === null) continue;
+      why = join(why, secretText(found));
+    }
+    if (rule.limit !== null) {
+      const count: RateCount = { rule: rule.index, tool, limit: rule.limit };
+      const waitMs = (context?.rates ?? FRESH).wait(count);
+      if (waitMs === 0) {
+        // Below the limit: no match; the call uses a slot only if it is dispatched.
+        if (sure) (extra.counts ??= []).push(count);
+        continue;
+      }
+      why = join(why, overText(count, waitMs));
+      if (sure) extra.over = count;
+    }
+    if (rule.timeoutMs !== null && sure && extra.timeout === undefined) extra.timeout = { ms: rule.timeoutMs, rule: rule.index };
+    if (rule.decision === null) continue;
+    const reason = why === null ? rule.reason : rule.reason === null ? why : `${rule.reason}; ${why}`;
+    // A secret the card could not mask (deep inside a string) is never shown to a person.
+    const verdict: PolicyVerdict =
+      rule.secrets && extra.secret?.deep === true && rule.decision === 'ask'
+        ? { decision: 'deny', rule: rule.index, reason: `${reason}; denied: an approval card could not mask it` }
+        : { decision: rule.decision, rule: rule.index, reason };
+    if (sure) return finish(stricter(floor, verdict), policy, args, context, extra);
     // Unknown (annotations not listed, or a path that cannot be judged): this rule's decision becomes a floor.
-    const why = match === 'unknown' ? "the tool's annotations are unknown: the server has not listed it" : null;
-    if (floor === null || STRICTNESS[rule.decision] > STRICTNESS[floor.decision])
-      floor = { ...verdict, reason: why === null ? reason : reason === null ? why : `${reason}; ${why}` };
+    const unknown = match === 'unknown' ? "the tool's annotations are unknown: the server has not listed it" : null;
+    if (floor === null || STRICTNESS[rule.decision] > STRICTNESS[floor.decision]) floor = { ...verdict, reason: join(reason, unknown) };
   }
-  return stricter(floor, { decision: policy.defaultDecision, rule: null, reason: null });
+  return finish(stricter(floor, { decision: policy.defaultDecision, rule: null, reason: null }), policy, args, context, extra);
 }
 
 /** A verdict in words, as the refusal, the card and `policy test` say it (rules counted from 1). */
 export function verdictWhy(verdict: PolicyVerdict): string {
+  // A verdict of no rule with a reason is --secrets-in-args, whose reason says so.
+  if (verdict.rule === null && verdict.reason !== null) return verdict.reason;
   return verdict.rule === null
     ? `the policy's default is ${verdict.decision}`
     : `policy rule ${verdict.rule + 1}${verdict.reason === null ? '' : ` (${verdict.reason})`}`;
-}
-
-function stricter(floor: PolicyVerdict | null, verdict: PolicyVerdict): PolicyVerdict {
-  return floor !== null && STRICTNESS[floor.decision] > STRICTNESS[verdict.decision] ? floor : verdict;
 }
 
 /**
@@ -171,7 +250,7 @@ function stricter(floor: PolicyVerdict | null, verdict: PolicyVerdict): PolicyVe
 export function alwaysDenied(policy: Policy, tool: string, annotations: Record<string, unknown> | null): boolean {
   for (const rule of policy.rules) {
     const match = matchesTool(rule, tool, annotations);
-    if (match === false) continue;
+    if (match === false || rule.decision === null) continue;
     // Unknown annotations: denied either way only if this rule denies outright and so do the rules after it.
     if (match === 'unknown' && !conditional(rule) && rule.decision === 'deny') continue;
     if (match === 'unknown') return false;
@@ -191,9 +270,9 @@ function judgeArgs(rule: Rule, value: unknown): NamedJudgement {
   return { match: paths.match === true && hosts.match === true ? true : 'unknown', why: why === '' ? null : why };
 }
 
-/** Whether a rule reads the arguments (so it may match some calls of a tool and not others). */
+/** Whether a rule may match some calls of a tool and not others (it reads the arguments, or counts calls). */
 function conditional(rule: Rule): boolean {
-  return rule.when !== null || rule.paths !== null || rule.hosts !== null;
+  return rule.when !== null || rule.paths !== null || rule.hosts !== null || rule.limit !== null || rule.secrets;
 }
 
 /** true or false; 'unknown' when only the annotations could decide and they are not known. */

@@ -10,6 +10,7 @@ import { PinGuard, type OnToolChange } from '../pins/guard.js';
 import { ToolHooks } from '../pins/hooks.js';
 import { Gate, type GateIO } from './gate.js';
 import type { Policy } from './policy.js';
+import type { SecretsMode } from './secrets.js';
 import { ToolSchemas } from './schema/schema.js';
 
 /** Where the pins' changes and hidden-character counts are recorded (the audit log), if anywhere. */
@@ -18,7 +19,8 @@ export type GateRecord = (type: string, body: Record<string, unknown>) => void;
 /**
  * The gate's options, typed: the command line builds them from
  * --validate-args, --validate-output, --on-tool-change, --sanitize,
- * --sanitize-results, --name, --record-dir and --approval-timeout.
+ * --sanitize-results, --name, --record-dir, --approval-timeout and
+ * --secrets-in-args.
  */
 export interface GateOptions {
   validateArgs: boolean;
@@ -30,6 +32,8 @@ export interface GateOptions {
   /** --record-dir as given (undefined: the default place), where the pins are kept too. */
   recordDir: string | undefined;
   approvalTimeoutMs: number;
+  /** --secrets-in-args (secrets.ts); absent: off. */
+  secretsInArgs?: SecretsMode;
 }
 
 /** `approveCmd`: --approve-cmd as resolved at start (`checkApproveCmd`), or null; `key`: the audit key (the chain of pin decisions records each pin file with it). */
@@ -50,7 +54,18 @@ export function gateFactory(
       ? new ToolHooks(new PinGuard({ mode: onToolChange, name, command: server, stateDir, key }, { diag: io.diag, record }), sanitize, io.diag, record)
       : null;
     return new Gate(
-      { validateArgs, validateOutput: o.validateOutput, policy, approveCmd, approvalTimeoutMs: o.approvalTimeoutMs, server, hooks, onToolChange },
+      {
+        validateArgs,
+        validateOutput: o.validateOutput,
+        policy,
+        approveCmd,
+        approvalTimeoutMs: o.approvalTimeoutMs,
+        server,
+        hooks,
+        onToolChange,
+        // Secrets are looked for where mcpguard reads arguments at all (their schema, or a policy): not with pins alone.
+        secrets: validateArgs || policy !== null ? o.secretsInArgs : 'off',
+      },
       io,
       new ToolSchemas(),
     );

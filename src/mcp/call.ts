@@ -97,6 +97,8 @@ export interface Call {
   cancelRequested: boolean;
   /** Deadline timer, if --call-timeout is set. */
   timer: NodeJS.Timeout | null;
+  /** A policy rule's `timeout` for this call, replacing --call-timeout from dispatch on; null: none. */
+  deadline: { ms: number; rule: number } | null;
   /** The child's exit, when it was observed with the call in flight; else null. */
   exitStatus: { code: number | null; signal: string | null } | null;
   /** How the child's streams ended, for calls cut off by the child's end; else null (streams still open). */
@@ -131,6 +133,7 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
     detail: null,
     cancelRequested: false,
     timer: null,
+    deadline: null,
     exitStatus: null,
     streamEnd: null,
     stderr: null,

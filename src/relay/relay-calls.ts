@@ -167,7 +167,15 @@ export class CallKeeper {
       return;
     }
     if (!this.recordAttempt(call)) return this.refuseUnrecorded(call);
+    if (call.deadline !== null) this.armRuleDeadline(call);
     this.toChild.write(outcome.frame, this.delivery(call), call);
+  }
+
+  /** A policy rule's `timeout` replaces --call-timeout from the moment the gate lets the call go (a person's wait is not the tool's). */
+  private armRuleDeadline(call: Call): void {
+    if (call.timer !== null) clearTimeout(call.timer);
+    call.timer = setTimeout(() => this.expire(call, call.deadline), call.deadline!.ms);
+    call.timer.unref();
   }
 
   /**
@@ -210,19 +218,21 @@ export class CallKeeper {
     call.timer.unref();
   }
 
-  private expire(call: Call): void {
+  /** `rule`: the policy rule's deadline ran out (null: --call-timeout's), in the words of the records and the answer. */
+  private expire(call: Call, rule: Call['deadline'] = null): void {
     if (call.state !== null) return;
-    const ms = this.options.callTimeout;
+    const ms = rule?.ms ?? this.options.callTimeout;
+    const which = rule === null ? '--call-timeout' : `the timeout of policy rule ${rule.rule + 1}`;
     if (this.withdraw(call)) {
-      this.end(call, 'cancelled_before_dispatch', `--call-timeout ${ms} ms expired before it reached the server`);
+      this.end(call, 'cancelled_before_dispatch', `${which} ${ms} ms expired before it reached the server`);
     } else {
       // initialize must never be cancelled: answer the client, tell the child nothing.
       if (call.method !== 'initialize') {
-        this.toChild.write(cancellation(call.requestId!, `mcpguard: --call-timeout ${ms} ms expired`));
+        this.toChild.write(cancellation(call.requestId!, `mcpguard: ${which} ${ms} ms expired`));
       }
-      this.end(call, 'timed_out_after_dispatch', `--call-timeout ${ms} ms expired`, true);
+      this.end(call, 'timed_out_after_dispatch', `${which} ${ms} ms expired`, true);
     }
-    this.answer(call, REQUEST_TIMEOUT, `mcpguard: request timed out after ${ms} ms (--call-timeout)`);
+    this.answer(call, REQUEST_TIMEOUT, `mcpguard: request timed out after ${ms} ms (${which})`);
   }
 
   settleNow(call: Call, outcome: Refused): void {
