@@ -186,8 +186,9 @@ export class Gate {
       call.decision = { by: 'approval', rule: verdict.rule, channel: null, card: null, reason: 'approved on an earlier leg of this call' };
       return { kind: 'dispatch', frame };
     }
-    // A person's session grant answers the question this `ask` would ask (and only that: schema, pins and deny came first).
-    const grant = this.bound.grantFor(call, args.bytes, verdict.rule);
+    // A person's session grant answers the question this `ask` would ask (and only that: schema, pins and deny came first),
+    // never one about a secret in the arguments: a grant for `echo` is not leave to send a token through it.
+    const grant = verdict.secret === true ? null : this.bound.grantFor(call, args.bytes, verdict.rule);
     if (grant !== null) {
       const { callId, scope, channel, grantedAt } = grant;
       call.decision = {

@@ -87,6 +87,8 @@ export interface PolicyVerdict {
   counts?: RateCount[] | undefined;
   /** The full window of the `limit` rule that matched (it decided the call); absent: none did. */
   over?: RateCount | undefined;
+  /** The arguments carry a secret (a `secrets` rule or --secrets-in-args looked and found one): no session grant answers this call's question. */
+  secret?: true | undefined;
 }
 
 const TOP_KEYS = new Set(['default', 'hide_denied', 'rules']);

@@ -49,12 +49,22 @@ export function finish(verdict: PolicyVerdict, policy: Policy, args: ArgsValue, 
     const found = (extra.secret ??= findSecret(args.value()));
     if (found !== null) {
       const decision: PolicyDecision = mode === 'deny' || found.deep ? 'deny' : mode === 'ask' ? 'ask' : found.env ? 'deny' : 'ask';
-      verdict = stricter({ decision, rule: null, reason: `--secrets-in-args ${mode}: ${secretText(found)}` }, verdict);
+      const why = `--secrets-in-args ${mode}: ${secretText(found)}`;
+      // As strict as the policy's verdict: that verdict stands, and its reason says the secret too (a card must say what it is about).
+      verdict = decision === verdict.decision ? { ...verdict, reason: join(verdict.reason, why) } : stricter({ decision, rule: null, reason: why }, verdict);
     }
   }
   const { timeout, counts, over } = extra;
-  if (timeout === undefined && counts === undefined && over === undefined) return verdict;
-  return { ...verdict, ...(timeout === undefined ? {} : { timeout }), ...(counts === undefined ? {} : { counts }), ...(over === undefined ? {} : { over }) };
+  // A grant was given for the arguments a person saw; a secret in these is a new question (gate.ts asks it again).
+  const secret = extra.secret !== undefined && extra.secret !== null && verdict.decision === 'ask';
+  if (timeout === undefined && counts === undefined && over === undefined && !secret) return verdict;
+  return {
+    ...verdict,
+    ...(timeout === undefined ? {} : { timeout }),
+    ...(counts === undefined ? {} : { counts }),
+    ...(over === undefined ? {} : { over }),
+    ...(secret ? { secret: true as const } : {}),
+  };
 }
 
 /** A limit reached, as the reason says it: `3 calls per 1m to "shell": next allowed in 41 s`. */

@@ -7,7 +7,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, killStarted, tempDir } from '../helpers/run.js';
+import { PLANTED_SHAPES, fixture, killStarted, tempDir } from '../helpers/run.js';
 import { conversation, endOf } from '../helpers/conversation.js';
 
 const TIMEOUT = 30000;
@@ -29,12 +29,12 @@ describe('--approve-cmd answers a scope on its stdout', () => {
   const call = (id, path) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'delete_file', arguments: { path } } });
 
   /** Three delete_file calls under /tmp through a client that cannot show a card; the approver prints `answer`. */
-  async function approverRun(answer) {
+  async function approverRun(answer, policy = ask, paths = ['/tmp/1', '/tmp/2', '/tmp/3']) {
     const scratch = tempDir('mcpguard-grants-cmd-');
     cleanups.push(scratch.cleanup);
     const policyFile = join(scratch.dir, 'policy.json');
     const runs = join(scratch.dir, 'runs');
-    writeFileSync(policyFile, JSON.stringify(ask));
+    writeFileSync(policyFile, JSON.stringify(policy));
     const c = conversation(GATE_SERVER(), ['--validate-args=on', `--policy=${policyFile}`, `--approve-cmd=python3 ${fixture('approve.py')}`], {
       APPROVE_RUNS: runs,
       ...(answer === undefined ? {} : { APPROVE_ANSWER: answer }),
@@ -44,8 +44,9 @@ describe('--approve-cmd answers a scope on its stdout', () => {
     await c.waitFor((m) => m.id === 'init', 'initialize answer');
     c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const answers = [];
-    for (const id of [1, 2, 3]) {
-      c.send(call(id, `/tmp/${id}`));
+    for (const [i, path] of paths.entries()) {
+      const id = i + 1;
+      c.send(call(id, path));
       answers.push(await c.waitFor((m) => m.id === id, `answer to ${id}`));
     }
     const r = await c.finish();
@@ -83,5 +84,20 @@ describe('--approve-cmd answers a scope on its stdout', () => {
       assert.deepEqual(run.reached, [], answer);
       assert.match(run.answers[0].result.content[0].text, /exited 0, but its answer does not fit the card/);
     }
+  });
+
+  test("a grant never answers a question about a secret: a credential shape in a granted tool's arguments runs the approver again", {
+    timeout: TIMEOUT,
+  }, async () => {
+    // The policy's default asks (rule null), and so does --secrets-in-args for a shape (rule null): one question in the
+    // records' terms, but the grant was given for arguments a person saw, not for a token the model put in later.
+    const shape = PLANTED_SHAPES.MCPGUARD_TEST_SHAPE_OPENAI.value;
+    const run = await approverRun('{"scope": "session-tool"}\n', { default: 'ask' }, ['/tmp/1', `/tmp/${shape}`, '/tmp/3']);
+    assert.equal(run.ran, 2, 'the grant covered call 3, not call 2');
+    assert.deepEqual(
+      [1, 2, 3].map((id) => endOf(run.records, id).decision.by),
+      ['approve-cmd', 'approve-cmd', 'grant'],
+    );
+    assert.match(endOf(run.records, 2).decision.reason, /--secrets-in-args deny-env: the arguments carry a token/);
   });
 });
