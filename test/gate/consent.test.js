@@ -150,7 +150,9 @@ describe('approval under a stderr flood (seed 004)', () => {
       assert.ok(waited >= 500 - CLOCK_MS && waited <= 500 + LATE_MS, `the records say the call waited ${waited} ms for its card's answer`);
       assert.ok(open <= waited, `the records say the card was open ${open} ms, longer than the call waited (${waited} ms)`);
       // The flood ran before the call (mirrored before it was written), while the card was open, and after.
-      assert.ok(end.stderr_bytes_seen >= 1024 * 1024, `only ${end.stderr_bytes_seen} bytes of stderr while the card was open: no flood?`);
+      // How much the flood writes in 500 ms depends on the CPU it gets (174 KB on a loaded 2-CPU machine, several MB when quiet):
+      // what matters is that it ran through the card's wait, so the floor is well above a few stray lines.
+      assert.ok(end.stderr_bytes_seen >= 64 * 1024, `only ${end.stderr_bytes_seen} bytes of stderr while the card was open: no flood?`);
       assert.ok(endOf(r.records, 'after').stderr_bytes_seen > 0, 'the server still flooded after the denial');
       assert.equal(endOf(r.records, 'after').state, 'completed');
       t.diagnostic(
