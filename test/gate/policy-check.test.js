@@ -6,7 +6,8 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { killStarted, runGuard, tempDir } from '../helpers/run.js';
+import { fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
+import { conversation } from '../helpers/conversation.js';
 import { buildPolicy } from '../../dist/gate/policy.js';
 import { globCovers, lintPolicy } from '../../dist/gate/policy-check.js';
 
@@ -282,6 +283,70 @@ describe('mcpguard policy test --tools', () => {
       assert.equal(both.code, 125);
       assert.match(both.err, /--annotations and --tools/);
     } finally {
+      t.cleanup();
+    }
+  });
+});
+
+describe('policy test --tools against the relay', () => {
+  test('each call gets the outcome the relay gives it behind the server that listed the tools: dispatched, rejected (the schema before the policy), denied', {
+    timeout: TIMEOUT * 6,
+  }, async () => {
+    const t = tempDir();
+    const file = join(t.dir, 'policy.json');
+    writeFileSync(file, JSON.stringify({ rules: [{ annotations: { destructiveHint: true }, decision: 'deny', reason: 'destructive' }] }));
+    const c = conversation(['python3', fixture('gate-server.py')], ['--validate-args=on', `--policy=${file}`]);
+    try {
+      c.send({
+        jsonrpc: '2.0',
+        id: 'init',
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      });
+      await c.waitFor((m) => m.id === 'init', 'initialize answer');
+      c.send({ jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 'list', method: 'tools/list' });
+      // The whole response, saved as a person would save it.
+      const lists = join(t.dir, 'tools.json');
+      writeFileSync(lists, JSON.stringify(await c.waitFor((m) => m.id === 'list', 'tools/list answer')));
+      const calls = [
+        ['echo', { text: 'hi' }],
+        ['echo', { text: 3 }],
+        ['echo', {}],
+        ['delete_file', { path: 'x' }],
+        ['delete_file', {}],
+        ['exec', { command: 'ls', cwd: ['not', 'a', 'string'] }],
+        ['exec', { command: 'ls' }],
+      ];
+      calls.forEach(([name, args], i) => c.send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name, arguments: args } }));
+      const answers = [];
+      for (let i = 0; i < calls.length; i++) answers.push((await c.waitFor((m) => m.id === i + 1, `answer to ${i + 1}`)).result);
+      await c.finish();
+      const reached = new Set(
+        c
+          .atServer()
+          .filter((m) => m.method === 'tools/call')
+          .map((m) => m.id),
+      );
+      const outcomes = [];
+      for (const [i, [name, args]] of calls.entries()) {
+        const r = await policy(['test', file, '--tools', lists, '--tool', name, '--args', JSON.stringify(args), '--json']);
+        assert.equal(r.code, 0, r.err);
+        const said = JSON.parse(r.out);
+        const relay = reached.has(i + 1) ? 'dispatched' : answers[i]._meta['io.mcpguard/refused'].state;
+        outcomes.push([said.decision, relay]);
+        if (said.decision !== 'allow') assert.ok(answers[i].content[0].text.includes(said.reason), `${name}: the relay says ${answers[i].content[0].text}`);
+      }
+      assert.deepEqual(outcomes, [
+        ['allow', 'dispatched'],
+        ['rejected', 'rejected'],
+        ['rejected', 'rejected'],
+        ['deny', 'denied'],
+        ['rejected', 'rejected'],
+        ['rejected', 'rejected'],
+        ['allow', 'dispatched'],
+      ]);
+    } finally {
+      c.cleanup();
       t.cleanup();
     }
   });
