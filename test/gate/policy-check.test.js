@@ -317,7 +317,7 @@ describe('policy test --tools against the relay', () => {
         ['exec', { command: 'ls', cwd: ['not', 'a', 'string'] }],
         ['exec', { command: 'ls' }],
       ];
-      calls.forEach(([name, args], i) => c.send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name, arguments: args } }));
+      for (const [i, [name, args]] of calls.entries()) c.send({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name, arguments: args } });
       const answers = [];
       for (let i = 0; i < calls.length; i++) answers.push((await c.waitFor((m) => m.id === i + 1, `answer to ${i + 1}`)).result);
       await c.finish();
