@@ -10,21 +10,21 @@
 // of the same connection are reported as a row of their own: what the first
 // calls of a short agent session see.
 import { interleave, roundName } from './interleave.js';
-import { launch, stop } from './proc.js';
+import { benchHome, launch, stop } from './proc.js';
 import { Peer, requestFrame } from './rpc.js';
 import { readMemory } from './rss.js';
 import { median, pairedRatio, percentiles } from './stats.js';
 import { line, num, ratioText } from './table.js';
-import { ECHO_SERVER, NODE, POLICY_20, VALIDATE_RELAY, guarded, mcpguardHelp, relayVariants } from './variants.js';
+import { ECHO_SERVER, NODE, POLICY_20, VALIDATE_RELAY, fencedPolicy, guarded, mcpguardHelp, relayVariants } from './variants.js';
 
 const SMALL = { name: 'echo', arguments: { size: 64 } };
 
-/** µs for each of `count` sequential calls on `peer`. */
-export async function timedCalls(peer, count) {
+/** µs for each of `count` sequential calls on `peer` (`call`: the tools/call params, the small echo unless given). */
+export async function timedCalls(peer, count, call = SMALL) {
   const micros = new Float64Array(count);
   for (let i = 0; i < count; i++) {
     const id = peer.reserveId();
-    const frame = requestFrame(id, 'tools/call', SMALL);
+    const frame = requestFrame(id, 'tools/call', call);
     const t0 = process.hrtime.bigint();
     const { at } = await peer.send(id, frame);
     micros[i] = Number(at - t0) / 1000;
@@ -37,14 +37,14 @@ export async function timedCalls(peer, count) {
  * initialize (timed, in `coldMicros`), then up to `warmup` calls in all
  * untimed, then `requests` timed calls (`micros`), in µs per request.
  */
-export async function roundTrips(argv, requests, warmup, cold = 0) {
+export async function roundTrips(argv, requests, warmup, cold = 0, call = SMALL) {
   const child = launch(argv);
   try {
     const peer = new Peer(child);
     await peer.initialize();
-    const coldMicros = await timedCalls(peer, cold);
-    for (let i = cold; i < warmup; i++) await peer.call('tools/call', SMALL);
-    const micros = await timedCalls(peer, requests);
+    const coldMicros = await timedCalls(peer, cold, call);
+    for (let i = cold; i < warmup; i++) await peer.call('tools/call', call);
+    const micros = await timedCalls(peer, requests, call);
     const memory = readMemory(child.pid);
     return { micros, coldMicros, hwmKiB: memory?.hwmKiB ?? NaN };
   } finally {
@@ -64,6 +64,20 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
       { name: 'novalidate', label: 'mcpguard --validate-args off', argv: guarded([NODE, ECHO_SERVER], ['--validate-args', 'off']) },
       { name: 'policy20', label: 'mcpguard --policy (20 rules)', argv: guarded([NODE, ECHO_SERVER], ['--policy', POLICY_20]) },
     );
+    // Path and host rules (builds that have them): the same call with a path and a URL, without and with a
+    // 20-rule policy of which one path rule and one host rule are the echo tool's (its path resolved on every call).
+    const fenced = fencedPolicy(benchHome);
+    if (fenced !== null) {
+      variants.push(
+        { name: 'fencedArgs', label: 'mcpguard, a call with a path and a URL', argv: guarded([NODE, ECHO_SERVER]), call: fenced.call },
+        {
+          name: 'policyPaths',
+          label: 'the same, --policy (20 rules: 10 paths, 10 hosts)',
+          argv: guarded([NODE, ECHO_SERVER], ['--policy', fenced.file]),
+          call: fenced.call,
+        },
+      );
+    }
   }
   // What validation alone costs: the copy relay plus mcpguard's classifyFrame on every line.
   variants.splice(2, 0, { name: 'validate', label: 'copy + mcpguard validator', argv: [NODE, VALIDATE_RELAY, NODE, ECHO_SERVER] });
@@ -72,7 +86,7 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
     rounds,
     async (v, r) => {
       progress(`latency ${v.name} ${roundName(r, rounds)}`);
-      const { micros, coldMicros, hwmKiB } = await roundTrips(v.argv, requests, warmup, cold);
+      const { micros, coldMicros, hwmKiB } = await roundTrips(v.argv, requests, warmup, cold, v.call);
       return { ...percentiles(micros), coldP50: percentiles(coldMicros).p50, hwmKiB };
     },
     { warmup: warmupRounds },
@@ -101,6 +115,9 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
             vsCopy <= 1.25 && vsSdk < 1,
           ),
         );
+      } else if (v.name === 'policyPaths') {
+        // Against the same call through mcpguard without a policy.
+        lines.push(line(row, v.label, num(median(values)), ratioText(pairedRatio(values, series('fencedArgs', key)), 'the same call without policy')));
       } else if (v.name === 'novalidate' || v.name === 'policy20') {
         // Against mcpguard with its defaults (the gate checking each call's arguments, no policy).
         lines.push(

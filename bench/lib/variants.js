@@ -1,8 +1,8 @@
 // The command lines under test. Every relay runs the same server; only what
 // sits between the measuring client and that server changes.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, symlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -20,6 +20,34 @@ export const STDERR_FLOOD = `${ROOT}bench/fixtures/stderr-flood.js`;
 /** A policy of 20 rules that all let the bench's echo call through, most after looking at it. */
 export const POLICY_20 = `${ROOT}bench/fixtures/policy-20.json`;
 export const STDERR_READER = `${ROOT}bench/fixtures/stderr-reader.js`;
+
+/**
+ * A policy of 20 rules, 10 fencing a path and 10 a URL host, one of each on
+ * the echo tool (bench/policy-rules.js has the same rules, for decide() alone),
+ * written under a fresh directory in `under` whose project/src exists; and the echo call
+ * that names a new file there and a documentation URL, so both rules judge it
+ * and let it through. null when the build under test has no path rules.
+ */
+export function fencedPolicy(under) {
+  if (!existsSync(join(dirname(MCPGUARD), '..', 'dist', 'gate', 'paths.js'))) return null;
+  const dir = mkdtempSync(join(under, 'paths-'));
+  mkdirSync(join(dir, 'project', 'src'), { recursive: true });
+  const rules = [
+    ...Array.from({ length: 10 }, (_, i) => ({
+      tool: i === 9 ? 'echo' : `other_${i}`,
+      paths: { args: ['/path'], outside: [join(dir, 'project')] },
+      decision: 'deny',
+    })),
+    ...Array.from({ length: 10 }, (_, i) => ({
+      tool: i === 9 ? 'echo' : `other_${i}`,
+      hosts: { args: ['/url'], outside: ['docs.python.org', '*.mozilla.org'] },
+      decision: 'deny',
+    })),
+  ];
+  const file = join(dir, 'policy-paths-20.json');
+  writeFileSync(file, JSON.stringify({ default: 'allow', rules }));
+  return { file, call: { name: 'echo', arguments: { size: 64, path: join(dir, 'project', 'src', 'main.py'), url: 'https://docs.python.org/3/' } } };
+}
 
 /** mcpguard with its defaults (what a user runs), in front of `server`. */
 export function guarded(server, options = []) {

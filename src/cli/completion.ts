@@ -40,11 +40,13 @@ interface Context {
 
 /** `mcpguard pins ACTION` (views/pins-command.ts), completed right after `pins`. */
 const PINS_ACTIONS = ['list', 'show', 'diff', 'accept', 'forget', 'log'];
+/** `mcpguard policy ACTION FILE` (gate/policy-command.ts): the action right after `policy`, then files. */
+const POLICY_ACTIONS = ['test', 'check'];
 /** Subcommands whose first word is one of their context's words (a subcommand, a shell, an action). */
-const WORD_FIRST = ['help', 'completion', 'pins'];
+const WORD_FIRST = ['help', 'completion', 'pins', 'policy'];
 
 const DIR_OPTIONS = new Set(['record-dir', 'cwd']);
-const FILE_OPTIONS = new Set(['audit-key-file', 'config', 'policy']);
+const FILE_OPTIONS = new Set(['audit-key-file', 'config', 'policy', 'tools']);
 
 function valueKind(o: HelpOption): ValueKind | null {
   if (o.arg === undefined) return null;
@@ -70,7 +72,17 @@ async function contexts(): Promise<Context[]> {
         : toContext(
             name,
             SUBCOMMANDS[name]!.options,
-            name === 'help' ? subcommands : name === 'completion' ? ['bash', 'zsh'] : name === 'pins' ? PINS_ACTIONS : INSTALLING.has(name) ? CLIENT_NAMES : [],
+            name === 'help'
+              ? subcommands
+              : name === 'completion'
+                ? ['bash', 'zsh']
+                : name === 'pins'
+                  ? PINS_ACTIONS
+                  : name === 'policy'
+                    ? POLICY_ACTIONS
+                    : INSTALLING.has(name)
+                      ? CLIENT_NAMES
+                      : [],
           ),
     ),
   ];
@@ -119,6 +131,8 @@ ${valueCases}  esac
   case "$sub" in
 ${optionsCase}  esac
   if [[ $cur == -* ]]; then mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur"); return; fi
+  # policy test|check FILE: the policy file.
+  if [[ $sub == policy ]] && ((COMP_CWORD > 2)); then mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return; fi
   if [[ -z $sub && $COMP_CWORD -eq 1 ]] || { [[ " ${WORD_FIRST.join(' ')} " == *" $sub "* ]] && ((COMP_CWORD == 2)); } || [[ $sub == install || $sub == uninstall || $sub == clients ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$extra" -- "$cur")
   fi
@@ -160,6 +174,7 @@ ${valueCases}  esac
   case "$sub" in
 ${optionsCase}  esac
   if [[ $cur == -* ]]; then compadd -- $opts; return; fi
+  if [[ $sub == policy ]] && ((CURRENT > 3)); then _files; return; fi
   if [[ -z $sub && $CURRENT -eq 2 ]] || { [[ " ${WORD_FIRST.join(' ')} " == *" $sub "* ]] && ((CURRENT == 3)); } || [[ $sub == install || $sub == uninstall || $sub == clients ]]; then
     compadd -- $extra
   fi

@@ -187,17 +187,22 @@ ${TIMES}`,
     exit: 'Exit status: 0 done (also when nothing had to go); 1 a log could not be removed, or the\ntombstone chain cannot be extended, or another prune is running; 125 bad usage.',
   },
   policy: {
-    summary: 'what a policy decides for one call, the rule that decided it, and why',
-    usage: 'mcpguard policy test FILE --tool NAME [--args JSON] [--annotations JSON] [--json]',
+    summary: 'try a policy: what it decides for one call and why (test), or what in it never decides (check)',
+    usage:
+      'mcpguard policy test FILE --tool NAME [--args JSON] [--annotations JSON | --tools LIST] [--json]\n  mcpguard policy check FILE [--tools LIST] [--json]',
     about:
-      "The same check of the file and the same decision as the relay (docs/gate.md#policy).\nPaths are judged on this machine from the current directory; without --annotations the\ntool's annotations are unknown, as for a call before any tools/list.",
+      "test: the same check of the file and the same decision as the relay (docs/gate.md#policy).\nPaths are judged on this machine from the current directory; without --annotations or\n--tools the tool's annotations are unknown, as for a call before any tools/list. With\n--tools, the listed tool's inputSchema is checked first, as the gate does (decision\nrejected), and its annotations are the listed ones.\ncheck: rules never reached (after a rule with no condition whose tool pattern covers\ntheirs); with --tools, tool patterns that match no listed tool, and, when the default is\nallow, listed tools no rule names. LIST: a saved tools/list answer (its result, the\nwhole JSON-RPC response, or the array of tools).",
     options: [
-      { name: 'tool', arg: 'NAME', help: 'the tool called' },
-      { name: 'args', arg: 'JSON', help: "the call's arguments, a JSON object (default {})" },
-      { name: 'annotations', arg: 'JSON', help: "the tool's annotations as the server lists them, a JSON object" },
-      { name: 'json', help: 'one object: decision, rule (its 0-based index, or null for the default), reason, why' },
+      { name: 'tool', arg: 'NAME', help: 'test: the tool called' },
+      { name: 'args', arg: 'JSON', help: "test: the call's arguments, a JSON object (default {})" },
+      { name: 'annotations', arg: 'JSON', help: "test: the tool's annotations as the server lists them, a JSON object" },
+      { name: 'tools', arg: 'LIST', help: "a file with the server's tools/list (test: the tool must be in it)" },
+      {
+        name: 'json',
+        help: 'test: one object: decision, rule (its 0-based index, or null for the default), reason, why; check: one array of {rule, kind, message}',
+      },
     ],
-    exit: 'Exit status: 0 decided (whatever the decision); 125 bad usage or a policy that is not understood.',
+    exit: 'Exit status: test: 0 decided (whatever the decision); check: 0 no findings, 1 findings;\n125 bad usage or a policy that is not understood.',
   },
   pins: {
     summary: 'the tool definitions pinned per server, the changes held, and accepting them',

@@ -14,7 +14,8 @@ import { buildPolicy, type Policy } from './policy.js';
 /** Most bytes read from a policy file. */
 export const MAX_POLICY_BYTES = 1024 * 1024;
 
-export async function loadPolicy(value: unknown): Promise<Policy | null> {
+/** Load and check a policy (a path, or the object itself); `parsed` sees the file's JSON value (`policy check` reads its rules' keys). */
+export async function loadPolicy(value: unknown, parsed?: (raw: unknown) => void): Promise<Policy | null> {
   if (value === null || value === undefined) return null;
   let raw: unknown;
   let source: string;
@@ -36,6 +37,7 @@ export async function loadPolicy(value: unknown): Promise<Policy | null> {
     source = '(the "policy" key of --config)';
     raw = value;
   }
+  parsed?.(raw);
   const rules = (raw as { rules?: unknown })?.rules;
   const needsEngine = Array.isArray(rules) && rules.some((rule) => typeof rule === 'object' && rule !== null && 'when' in rule);
   if (!needsEngine)

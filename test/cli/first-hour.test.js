@@ -43,7 +43,7 @@ test('bash completion offers the pins actions after `pins`, log among them', { t
 test('zsh completion offers the pins actions after `pins`', { timeout: TIMEOUT }, () => {
   const script = spawnSync(process.execPath, [BIN, 'completion', 'zsh'], { encoding: 'utf8', timeout: TIMEOUT }).stdout;
   assert.match(script, /case "\$sub" in\n(.|\n)*'pins'\) opts=\([^)]*\); extra=\(list show diff accept forget log\)/);
-  assert.match(script, /\[\[ " help completion pins " == \*" \$sub "\* \]\] && \(\(CURRENT == 3\)\)/);
+  assert.match(script, /\[\[ " help completion pins policy " == \*" \$sub "\* \]\] && \(\(CURRENT == 3\)\)/);
 });
 
 test("the man page's SYNOPSIS lists every subcommand", () => {

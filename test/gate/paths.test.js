@@ -110,6 +110,28 @@ describe('resolvePath against the OS', () => {
   });
 });
 
+describe('the realpath(3) fast path agrees with the component walk', () => {
+  test('a last name that is a symlink (dangling too: a write follows it out of the root), a missing directory, a file as a directory', () => {
+    const t = tree();
+    const place = { cwd: t.project, home: t.home };
+    try {
+      symlinkSync(join(t.home, 'outside', 'not-yet'), join(t.project, 'dangle-out'));
+      symlinkSync('a.txt', join(t.project, 'sub', 'file-link'));
+      assert.deepEqual(resolvePath('dangle-out', place), { path: join(t.home, 'outside', 'not-yet') }, 'a dangling link is where a write lands');
+      assert.deepEqual(resolvePath('sub/deep/../rel-out/secret', place), { path: join(t.home, 'outside', 'secret') });
+      assert.deepEqual(resolvePath('link-out', place), { path: join(t.home, 'outside') });
+      assert.deepEqual(resolvePath('new/dir/file', place), { path: join(t.project, 'new', 'dir', 'file') });
+      assert.deepEqual(resolvePath('a.txt/x', place), { path: join(t.project, 'a.txt', 'x') }, 'ENOTDIR: the rest is lexical, as before');
+      assert.match(resolvePath('loop1', place).unknown, /symlink loop/, 'a loop as the last name');
+      assert.match(resolvePath('loop1/x', place).unknown, /symlink loop/);
+      assert.deepEqual(resolvePath('/', place), { path: '/' });
+      assert.deepEqual(resolvePath('/tmp', place), { path: realpathSync('/tmp') });
+    } finally {
+      t.cleanup();
+    }
+  });
+});
+
 describe('decide with paths', () => {
   test('roots are resolved at load; a root that is not absolute is a policy error naming the rule', () => {
     const t = tree();
