@@ -96,7 +96,9 @@ async function check(file: string, tools: ListedTool[] | null, json: boolean): P
     const masker = processMasker();
     process.stdout.write(`${jsonLine(findings.map((f) => ({ ...f, message: masker.text(f.message) })))}\n`);
   } else if (findings.length === 0) {
-    process.stdout.write(`${shownText(file)}: no findings (${policy.rules.length} rules${tools === null ? '' : `, ${tools.length} listed tools`})\n`);
+    process.stdout.write(
+      `${shownText(file)}: no findings (${count(policy.rules.length, 'rule')}${tools === null ? '' : `, ${count(tools.length, 'listed tool')}`})\n`,
+    );
   } else {
     for (const f of findings) process.stdout.write(`${f.kind}: ${shownText(f.message)}\n`);
   }
@@ -182,4 +184,9 @@ function jsonObject(option: string, text: string): Record<string, unknown> {
 
 function usage(message: string): GuardError {
   return new GuardError('bad_usage', message, EXIT_USAGE);
+}
+
+/** `1 rule`, `2 rules`. */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

@@ -173,7 +173,7 @@ describe('mcpguard policy check', () => {
       );
       const r0 = await policy(['check', clean]);
       assert.equal(r0.code, 0, r0.err);
-      assert.match(r0.out, /no findings \(1 rules\)/);
+      assert.match(r0.out, /no findings \(1 rule\)/);
 
       const text = await policy(['check', file]);
       assert.equal(text.code, 1, text.err);
