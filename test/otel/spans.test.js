@@ -1,4 +1,4 @@
-// The span builder against a recording Exporter (test/helpers/otlp-json-receiver.js):
+// The span builder against a recording Exporter (test/helpers/otlp-receiver.js):
 // the sampler's decisions, the metrics, the diagnostic logs, and ids that are
 // the same for the same session and call wherever they are built.
 import { test } from 'node:test';
@@ -7,7 +7,7 @@ import { newCall } from '../../dist/mcp/call.js';
 import { processMasker } from '../../dist/mask/mask.js';
 import { SpanBuilder, sample } from '../../dist/otel/spans.js';
 import { callSpanId, sessionSpanId, sessionTraceId } from '../../dist/otel/ids.js';
-import { memoryExporter } from '../helpers/otlp-json-receiver.js';
+import { memoryExporter } from '../helpers/otlp-receiver.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';
