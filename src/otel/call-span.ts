@@ -12,6 +12,7 @@
 import type { Decision } from '../mcp/call.js';
 import type { Masker } from '../mask/mask.js';
 import { callSpanId, sessionSpanId, sessionTraceId } from './ids.js';
+import { attr, spaced } from './interned.js';
 import { SpanKind, parseTraceparent, type Attributes, type AttributeValue, type LogData, type SpanData, type SpanEvent } from './model.js';
 
 /** What a span is built from: the fields of a `Call` that a `call_end` record also keeps. */
@@ -61,8 +62,16 @@ export function parentOf(
       sampled: remote.sampled,
       ...(remote.traceState === undefined ? {} : { traceState: remote.traceState }),
     };
-  return { traceId: sessionTraceId(session), parentSpanId: sessionSpanId(session), sampled: null };
+  if (sessionParent.session !== session)
+    sessionParent = { session, parent: { traceId: sessionTraceId(session), parentSpanId: sessionSpanId(session), sampled: null } };
+  return sessionParent.parent;
 }
+
+/** The session's own parent, made once (a process exports one session at a time); callers only read it. */
+let sessionParent = { session: '', parent: { traceId: '', parentSpanId: '', sampled: null as boolean | null } };
+
+/** The status of every span that did not fail, shared (encoders only read it). */
+const UNSET: SpanData['status'] = Object.freeze({ code: 0 });
 
 const ns = (ms: number): bigint => BigInt(Math.round(ms)) * 1_000_000n;
 
@@ -106,26 +115,23 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
   const method = masker.text(f.method);
   const { tool, prompt } = targetName(f);
   const target = tool ?? prompt;
-  const at: [string, AttributeValue][] = [
-    ['mcp.method.name', method],
-    ['mcp.session.id', s.sessionId],
-    ['network.transport', 'pipe'],
-  ];
+  // Pairs that repeat from span to span are shared (interned.ts); ids and durations are the call's own.
+  const at: (readonly [string, AttributeValue])[] = [attr('mcp.method.name', method), attr('mcp.session.id', s.sessionId), attr('network.transport', 'pipe')];
   if (f.requestId !== null) at.push(['jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId)]);
-  if (tool !== null) at.push(['gen_ai.tool.name', masker.text(tool)], ['gen_ai.operation.name', 'execute_tool']);
-  if (prompt !== null) at.push(['gen_ai.prompt.name', masker.text(prompt)]);
-  if (f.protocolVersion !== null) at.push(['mcp.protocol.version', masker.text(f.protocolVersion)]);
+  if (tool !== null) at.push(attr('gen_ai.tool.name', masker.text(tool)), attr('gen_ai.operation.name', 'execute_tool'));
+  if (prompt !== null) at.push(attr('gen_ai.prompt.name', masker.text(prompt)));
+  if (f.protocolVersion !== null) at.push(attr('mcp.protocol.version', masker.text(f.protocolVersion)));
   const error = errorType(f);
-  if (error !== null) at.push(['error.type', error]);
-  if (f.state === 'error' && f.errorCode !== null) at.push(['rpc.response.status_code', String(f.errorCode)]);
-  at.push(['mcpguard.call.id', f.callId], ['mcpguard.call.state', f.state]);
-  if (f.generation !== null) at.push(['mcpguard.generation', f.generation]);
+  if (error !== null) at.push(attr('error.type', error));
+  if (f.state === 'error' && f.errorCode !== null) at.push(attr('rpc.response.status_code', String(f.errorCode)));
+  at.push(['mcpguard.call.id', f.callId], attr('mcpguard.call.state', f.state));
+  if (f.generation !== null) at.push(attr('mcpguard.generation', f.generation));
   if (f.dispatchedAt !== null) at.push(['mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt]);
-  if (f.cancelRequested) at.push(['mcpguard.cancel_requested', true]);
+  if (f.cancelRequested) at.push(attr('mcpguard.cancel_requested', true));
   const e = f.stderr;
   if (e !== null && e.seen > 0) {
-    at.push(['mcpguard.stderr.bytes_seen', e.seen], ['mcpguard.stderr.bytes_retained', e.retained], ['mcpguard.stderr.truncated', e.truncated]);
-    if (e.shared) at.push(['mcpguard.stderr.shared', true]);
+    at.push(['mcpguard.stderr.bytes_seen', e.seen], ['mcpguard.stderr.bytes_retained', e.retained], attr('mcpguard.stderr.truncated', e.truncated));
+    if (e.shared) at.push(attr('mcpguard.stderr.shared', true));
   }
   const parent = parentOf(s.sessionId, f.traceparent, f.tracestate ?? null);
   return {
@@ -133,13 +139,13 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
     spanId: callSpanId(s.sessionId, f.callId),
     parentSpanId: parent.parentSpanId,
     ...(parent.traceState === undefined ? {} : { traceState: masker.text(parent.traceState) }),
-    name: target === null ? method : `${method} ${masker.text(target)}`,
+    name: target === null ? method : spaced(method, masker.text(target)),
     kind: SpanKind.server,
     startNs: ns(f.startedAt),
     endNs: ns(Math.max(f.endedAt, f.startedAt)),
     attributes: at,
     events: guardrailEvents(f, s),
-    status: error === null ? { code: 0 } : { code: 2, message: f.state },
+    status: error === null ? UNSET : { code: 2, message: f.state },
   };
 }
 
@@ -197,9 +203,12 @@ export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
   return events;
 }
 
+/** The gate's steps by their component names (no string made per event). */
+const COMPONENT = { schema: 'mcpguard.schema', policy: 'mcpguard.policy', pins: 'mcpguard.pins', approval: 'mcpguard.approval' } as const;
+
 function step(
   f: CallFacts,
-  component: string,
+  component: keyof typeof COMPONENT,
   verdict: 'allow' | 'deny' | 'escalate',
   atMs: number,
   durationMs: number | null,
@@ -208,23 +217,23 @@ function step(
   reason: string | null,
   channel: string | null = null,
 ): SpanEvent {
-  const at: [string, AttributeValue][] = [
-    ['gen_ai.operation.name', 'run_guardrail'],
-    ['gen_ai.guardrail.component.name', `mcpguard.${component}`],
-    ['gen_ai.guardrail.target.type', 'input'],
-    ['gen_ai.guardrail.target.subtype', subtype],
+  const at: (readonly [string, AttributeValue])[] = [
+    attr('gen_ai.operation.name', 'run_guardrail'),
+    attr('gen_ai.guardrail.component.name', COMPONENT[component]),
+    attr('gen_ai.guardrail.target.type', 'input'),
+    attr('gen_ai.guardrail.target.subtype', subtype),
     ['gen_ai.guardrail.target.id', f.callId],
-    ['gen_ai.guardrail.verdict.type', verdict],
-    ['gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict],
+    attr('gen_ai.guardrail.verdict.type', verdict),
+    attr('gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict),
   ];
-  if (reason !== null) at.push(['gen_ai.guardrail.verdict.reason', reason]);
+  if (reason !== null) at.push(attr('gen_ai.guardrail.verdict.reason', reason));
   if (policy !== null) {
-    at.push(['gen_ai.guardrail.security.policy.id', policy.policy]);
-    if (policy.rule !== null) at.push(['gen_ai.guardrail.security.policy.rule.id', String(policy.rule)]);
+    at.push(attr('gen_ai.guardrail.security.policy.id', policy.policy));
+    if (policy.rule !== null) at.push(attr('gen_ai.guardrail.security.policy.rule.id', String(policy.rule)));
   }
   if (durationMs !== null) at.push(['mcpguard.guardrail.duration_ms', Math.max(0, durationMs)]);
-  if (channel !== null) at.push(['mcpguard.approval.channel', channel]);
-  return { name: `run_guardrail mcpguard.${component}`, timeNs: ns(Number.isFinite(atMs) ? atMs : f.endedAt), attributes: at };
+  if (channel !== null) at.push(attr('mcpguard.approval.channel', channel));
+  return { name: spaced('run_guardrail', COMPONENT[component]), timeNs: ns(Number.isFinite(atMs) ? atMs : f.endedAt), attributes: at };
 }
 
 /**
