@@ -7,9 +7,10 @@
  * the backfill from records send the same span.
  *
  * Everything here came from one side or the other (ids, names, stderr): it is
- * masked before it leaves. Arguments and results are never read.
+ * masked before it leaves. Arguments and results are read only with
+ * --otlp-content on (masked, then cut at CONTENT_BYTES).
  */
-import type { Decision } from '../mcp/call.js';
+import { CONTENT_BYTES, type CallContent, type Decision } from '../mcp/call.js';
 import type { Masker } from '../mask/mask.js';
 import { callSpanId, sessionSpanId, sessionTraceId } from './ids.js';
 import { attr, spaced } from './interned.js';
@@ -37,6 +38,8 @@ export interface CallFacts {
   /** The JSON-RPC error code the server answered with (live only). */
   errorCode: number | null;
   stderr: { seen: number; retained: number; truncated: boolean; shared: boolean; text: string | null } | null;
+  /** A tools/call's arguments and result (live, --otlp-content on only). */
+  content?: CallContent | undefined;
 }
 
 /** The session a call belongs to, and what its gate had switched on. */
@@ -102,6 +105,12 @@ export function errorType(f: Pick<CallFacts, 'state' | 'errorCode' | 'decision'>
   }
 }
 
+/** Arguments or a result as an attribute: masked, then cut at CONTENT_BYTES (`…(+N bytes)` says what is not shown). */
+function contentText(masker: Masker, bytes: Buffer, total: number): string {
+  const { text, omitted } = masker.clip(bytes, CONTENT_BYTES, total);
+  return omitted > 0 ? `${text}…(+${omitted} bytes)` : text;
+}
+
 /** The name a span goes by: `{mcp.method.name} {target}`, the target a tool or prompt name. */
 function targetName(f: CallFacts): { tool: string | null; prompt: string | null } {
   if (f.method === 'tools/call') return { tool: f.tool, prompt: null };
@@ -132,6 +141,11 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
   if (e !== null && e.seen > 0) {
     at.push(['mcpguard.stderr.bytes_seen', e.seen], ['mcpguard.stderr.bytes_retained', e.retained], attr('mcpguard.stderr.truncated', e.truncated));
     if (e.shared) at.push(attr('mcpguard.stderr.shared', true));
+  }
+  const c = f.content;
+  if (c !== undefined) {
+    if (c.arguments !== null) at.push(['gen_ai.tool.call.arguments', contentText(masker, c.arguments, c.argumentsBytes)]);
+    if (c.result !== null) at.push(['gen_ai.tool.call.result', contentText(masker, c.result, c.resultBytes)]);
   }
   const parent = parentOf(s.sessionId, f.traceparent, f.tracestate ?? null);
   return {

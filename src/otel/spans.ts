@@ -205,6 +205,7 @@ export function factsOf(call: Call, into?: CallFacts): CallFacts {
   f.cancelRequested = call.cancelRequested;
   f.errorCode = call.errorCode ?? null;
   f.stderr = call.stderr;
+  f.content = call.content;
   return f;
 }
 

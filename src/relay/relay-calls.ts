@@ -7,7 +7,7 @@
  */
 import { emptyCounters, type RelayCounters } from './counters.js';
 import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS } from './calls.js';
-import { newCall, type Call, type CallState } from '../mcp/call.js';
+import { keepContent, newCall, type Call, type CallState } from '../mcp/call.js';
 import type { Diagnostics } from '../mask/diagnostics.js';
 import {
   cancellation,
@@ -39,6 +39,8 @@ export interface RelayOptions {
   callTimeout: number | null;
   /** What to do with a line that breaks its protocol era's rules: refuse it, or forward it and report it. */
   eraRules: EraRules;
+  /** Keep each tools/call's arguments and result on its call (--otlp-content on, for the OpenTelemetry export). */
+  keepContent?: boolean;
 }
 
 export type { RelayCounters } from './counters.js';
@@ -93,6 +95,7 @@ export class CallKeeper {
   startCall(item: Request, meta: RequestMeta): Call {
     const tool = item.method === 'tools/call' ? (memberString(item.frame, item.params, 'name') ?? null) : null;
     const call = newCall(item.id, item.idKey, item.method, tool);
+    if (tool !== null && this.options.keepContent === true) call.content = keepContent();
     this.calls.inFlight.set(item.idKey, call);
     this.eras.callStarted(call, item, meta);
     if (item.method === 'tools/list') call.cursor = item.params?.members?.has('cursor') === true;
