@@ -160,6 +160,7 @@ async function prepare(argv: readonly string[]): Promise<{ prepared: Prepared; r
   const config = runConfig(v);
   // Arguments and results are kept on the calls only for an export that is on (--otlp-content on alone keeps nothing).
   config.session.keepContent = otlp !== null && v['otlp-content'] === 'on';
+  config.session.timeSteps = otlp !== null;
   const prepared = { config, command, args, sessionId, started, startedAt, watchdog, records, recordsOff, signals, policy, approveCmd, otlp };
   return { prepared, retain: v.retain };
 }

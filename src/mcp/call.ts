@@ -133,6 +133,8 @@ export interface Call {
   stderr: { seen: number; retained: number; truncated: boolean; shared: boolean; text: string | null; end?: number | null } | null;
   /** The arguments and result of a tools/call, with --otlp-content on only (absent otherwise). */
   content?: CallContent;
+  /** How long the gate's schema and policy steps took, ms (performance.now); present only with the OpenTelemetry export on, which shows them. */
+  steps?: { schemaMs: number | null; policyMs: number | null };
 }
 
 export function newCall(requestId: RequestId | null, idKey: string | null, method: string | null, tool: string | null): Call {

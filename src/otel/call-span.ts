@@ -40,6 +40,8 @@ export interface CallFacts {
   stderr: { seen: number; retained: number; truncated: boolean; shared: boolean; text: string | null } | null;
   /** A tools/call's arguments and result (live, --otlp-content on only). */
   content?: CallContent | undefined;
+  /** What the gate's schema and policy steps took, ms (live only: records do not keep them). */
+  steps?: { schemaMs: number | null; policyMs: number | null } | undefined;
 }
 
 /** The session a call belongs to, and what its gate had switched on. */
@@ -186,7 +188,7 @@ export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
         'schema',
         verdict,
         by === 'schema' ? f.endedAt : decidedAt,
-        by === 'schema' ? gateMs : null,
+        f.steps?.schemaMs ?? (by === 'schema' ? gateMs : null),
         'tool_call',
         null,
         verdict === 'deny' ? 'arguments do not match the inputSchema' : null,
@@ -202,7 +204,7 @@ export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
     const which = rule === null ? "the policy's default" : `policy rule ${rule}`;
     const reason = verdict === 'deny' ? `${which} denies` : verdict === 'escalate' ? `${which} asks a person` : null;
     const at = d?.card?.shown_at ? Date.parse(d.card.shown_at) : by === 'policy' ? f.endedAt : decidedAt;
-    events.push(step(f, 'policy', verdict, at, null, 'tool_call', { policy: s.policy, rule }, reason));
+    events.push(step(f, 'policy', verdict, at, f.steps?.policyMs ?? null, 'tool_call', { policy: s.policy, rule }, reason));
   }
   if (by === 'approval' || by === 'approve-cmd') {
     const card = d!.card;

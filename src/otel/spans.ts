@@ -206,6 +206,7 @@ export function factsOf(call: Call, into?: CallFacts): CallFacts {
   f.errorCode = call.errorCode ?? null;
   f.stderr = call.stderr;
   f.content = call.content;
+  f.steps = call.steps;
   return f;
 }
 

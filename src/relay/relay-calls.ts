@@ -41,6 +41,8 @@ export interface RelayOptions {
   eraRules: EraRules;
   /** Keep each tools/call's arguments and result on its call (--otlp-content on, for the OpenTelemetry export). */
   keepContent?: boolean;
+  /** Have the gate time its schema and policy steps on each tools/call (the OpenTelemetry export is on). */
+  timeSteps?: boolean;
 }
 
 export type { RelayCounters } from './counters.js';
@@ -96,6 +98,7 @@ export class CallKeeper {
     const tool = item.method === 'tools/call' ? (memberString(item.frame, item.params, 'name') ?? null) : null;
     const call = newCall(item.id, item.idKey, item.method, tool);
     if (tool !== null && this.options.keepContent === true) call.content = keepContent();
+    if (tool !== null && this.options.timeSteps === true) call.steps = { schemaMs: null, policyMs: null };
     this.calls.inFlight.set(item.idKey, call);
     this.eras.callStarted(call, item, meta);
     if (item.method === 'tools/list') call.cursor = item.params?.members?.has('cursor') === true;
