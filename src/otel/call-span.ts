@@ -13,7 +13,7 @@
 import { CONTENT_BYTES, type CallContent, type Decision } from '../mcp/call.js';
 import type { Masker } from '../mask/mask.js';
 import { callSpanId, sessionSpanId, sessionTraceId } from './ids.js';
-import { attr, spaced } from './interned.js';
+import { attr, Collector, spaced } from './interned.js';
 import { SpanKind, parseTraceparent, type Attributes, type AttributeValue, type LogData, type SpanData, type SpanEvent } from './model.js';
 
 /** What a span is built from: the fields of a `Call` that a `call_end` record also keeps. */
@@ -75,6 +75,11 @@ export function parentOf(
 /** The session's own parent, made once (a process exports one session at a time); callers only read it. */
 let sessionParent = { session: '', parent: { traceId: '', parentSpanId: '', sampled: null as boolean | null } };
 
+/** The span's and the guardrail event's attributes are collected here (interned.ts Collector): one exact array each. */
+const SPAN_PAIRS = new Collector<readonly [string, AttributeValue]>();
+const EVENT_PAIRS = new Collector<readonly [string, AttributeValue]>();
+const EVENTS = new Collector<SpanEvent>();
+
 /** The status of every span that did not fail, shared (encoders only read it). */
 const UNSET: SpanData['status'] = Object.freeze({ code: 0 });
 
@@ -113,41 +118,44 @@ function contentText(masker: Masker, bytes: Buffer, total: number): string {
   return omitted > 0 ? `${text}…(+${omitted} bytes)` : text;
 }
 
-/** The name a span goes by: `{mcp.method.name} {target}`, the target a tool or prompt name. */
-function targetName(f: CallFacts): { tool: string | null; prompt: string | null } {
-  if (f.method === 'tools/call') return { tool: f.tool, prompt: null };
-  if (f.method === 'prompts/get' && f.target !== null && f.target.startsWith('prompts/get ')) return { tool: null, prompt: f.target.slice(12) };
-  return { tool: null, prompt: null };
+/** The name a span goes by: `{mcp.method.name} {target}`, the target a tool (tools/call) or a prompt (prompts/get); null for other methods. Two functions, not an object per call. */
+function toolOf(f: CallFacts): string | null {
+  return f.method === 'tools/call' ? f.tool : null;
+}
+
+function promptOf(f: CallFacts): string | null {
+  return f.method === 'prompts/get' && f.target !== null && f.target.startsWith('prompts/get ') ? f.target.slice(12) : null;
 }
 
 /** The call's span; null for a call with no method (nothing to name it by). */
 export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanData | null {
   if (f.method === null) return null;
   const method = masker.text(f.method);
-  const { tool, prompt } = targetName(f);
+  const tool = toolOf(f);
+  const prompt = promptOf(f);
   const target = tool ?? prompt;
   // Pairs that repeat from span to span are shared (interned.ts); ids and durations are the call's own.
-  const at: (readonly [string, AttributeValue])[] = [attr('mcp.method.name', method), attr('mcp.session.id', s.sessionId), attr('network.transport', 'pipe')];
-  if (f.requestId !== null) at.push(['jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId)]);
-  if (tool !== null) at.push(attr('gen_ai.tool.name', masker.text(tool)), attr('gen_ai.operation.name', 'execute_tool'));
-  if (prompt !== null) at.push(attr('gen_ai.prompt.name', masker.text(prompt)));
-  if (f.protocolVersion !== null) at.push(attr('mcp.protocol.version', masker.text(f.protocolVersion)));
+  const at = SPAN_PAIRS.start().add(attr('mcp.method.name', method)).add(attr('mcp.session.id', s.sessionId)).add(attr('network.transport', 'pipe'));
+  if (f.requestId !== null) at.add(['jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId)]);
+  if (tool !== null) at.add(attr('gen_ai.tool.name', masker.text(tool))).add(attr('gen_ai.operation.name', 'execute_tool'));
+  if (prompt !== null) at.add(attr('gen_ai.prompt.name', masker.text(prompt)));
+  if (f.protocolVersion !== null) at.add(attr('mcp.protocol.version', masker.text(f.protocolVersion)));
   const error = errorType(f);
-  if (error !== null) at.push(attr('error.type', error));
-  if (f.state === 'error' && f.errorCode !== null) at.push(attr('rpc.response.status_code', String(f.errorCode)));
-  at.push(['mcpguard.call.id', f.callId], attr('mcpguard.call.state', f.state));
-  if (f.generation !== null) at.push(attr('mcpguard.generation', f.generation));
-  if (f.dispatchedAt !== null) at.push(['mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt]);
-  if (f.cancelRequested) at.push(attr('mcpguard.cancel_requested', true));
+  if (error !== null) at.add(attr('error.type', error));
+  if (f.state === 'error' && f.errorCode !== null) at.add(attr('rpc.response.status_code', String(f.errorCode)));
+  at.add(['mcpguard.call.id', f.callId]).add(attr('mcpguard.call.state', f.state));
+  if (f.generation !== null) at.add(attr('mcpguard.generation', f.generation));
+  if (f.dispatchedAt !== null) at.add(['mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt]);
+  if (f.cancelRequested) at.add(attr('mcpguard.cancel_requested', true));
   const e = f.stderr;
   if (e !== null && e.seen > 0) {
-    at.push(['mcpguard.stderr.bytes_seen', e.seen], ['mcpguard.stderr.bytes_retained', e.retained], attr('mcpguard.stderr.truncated', e.truncated));
-    if (e.shared) at.push(attr('mcpguard.stderr.shared', true));
+    at.add(['mcpguard.stderr.bytes_seen', e.seen]).add(['mcpguard.stderr.bytes_retained', e.retained]).add(attr('mcpguard.stderr.truncated', e.truncated));
+    if (e.shared) at.add(attr('mcpguard.stderr.shared', true));
   }
   const c = f.content;
   if (c !== undefined) {
-    if (c.arguments !== null) at.push(['gen_ai.tool.call.arguments', contentText(masker, c.arguments, c.argumentsBytes)]);
-    if (c.result !== null) at.push(['gen_ai.tool.call.result', contentText(masker, c.result, c.resultBytes)]);
+    if (c.arguments !== null) at.add(['gen_ai.tool.call.arguments', contentText(masker, c.arguments, c.argumentsBytes)]);
+    if (c.result !== null) at.add(['gen_ai.tool.call.result', contentText(masker, c.result, c.resultBytes)]);
   }
   const parent = parentOf(s.sessionId, f.traceparent, f.tracestate ?? null);
   return {
@@ -159,7 +167,7 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
     kind: SpanKind.server,
     startNs: ns(f.startedAt),
     endNs: ns(Math.max(f.endedAt, f.startedAt)),
-    attributes: at,
+    attributes: at.take(),
     events: guardrailEvents(f, s),
     status: error === null ? UNSET : { code: 2, message: f.state },
   };
@@ -175,14 +183,14 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
 export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
   if (f.method !== 'tools/call') return [];
   const d = f.decision;
-  const events: SpanEvent[] = [];
+  const events = EVENTS.start();
   const decidedAt = f.dispatchedAt ?? f.endedAt;
   const by = d?.by ?? null;
   const passed = by === null && f.dispatchedAt !== null;
   const gateMs = decidedAt - f.startedAt;
   if (s.schema && (by !== null || passed)) {
     const verdict = by === 'schema' ? 'deny' : 'allow';
-    events.push(
+    events.add(
       step(
         f,
         'schema',
@@ -195,7 +203,7 @@ export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
       ),
     );
   }
-  if (by === 'pins') events.push(step(f, 'pins', 'deny', f.endedAt, gateMs, 'tool_definition', null, 'the tool changed since it was pinned'));
+  if (by === 'pins') events.add(step(f, 'pins', 'deny', f.endedAt, gateMs, 'tool_definition', null, 'the tool changed since it was pinned'));
   if (s.policy !== null && by !== 'schema' && by !== 'pins' && (by !== null || passed)) {
     const asked = by === 'approval' || by === 'approve-cmd';
     const verdict = by === 'policy' ? 'deny' : asked ? 'escalate' : 'allow';
@@ -204,7 +212,7 @@ export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
     const which = rule === null ? "the policy's default" : `policy rule ${rule}`;
     const reason = verdict === 'deny' ? `${which} denies` : verdict === 'escalate' ? `${which} asks a person` : null;
     const at = d?.card?.shown_at ? Date.parse(d.card.shown_at) : by === 'policy' ? f.endedAt : decidedAt;
-    events.push(step(f, 'policy', verdict, at, f.steps?.policyMs ?? null, 'tool_call', { policy: s.policy, rule }, reason));
+    events.add(step(f, 'policy', verdict, at, f.steps?.policyMs ?? null, 'tool_call', { policy: s.policy, rule }, reason));
   }
   if (by === 'approval' || by === 'approve-cmd') {
     const card = d!.card;
@@ -214,9 +222,9 @@ export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
     const verdict = dispatched ? 'allow' : f.state === 'input_required' ? 'escalate' : 'deny';
     const wait = (answered ?? decidedAt) - shown;
     const reason = dispatched ? null : verdict === 'escalate' ? 'a card was shown; the answer comes with the retry' : `not approved (${d!.channel ?? by})`;
-    events.push(step(f, 'approval', verdict, answered ?? decidedAt, wait, 'tool_call', null, reason, d!.channel));
+    events.add(step(f, 'approval', verdict, answered ?? decidedAt, wait, 'tool_call', null, reason, d!.channel));
   }
-  return events;
+  return events.take();
 }
 
 /** The gate's steps by their component names (no string made per event). */
@@ -233,23 +241,22 @@ function step(
   reason: string | null,
   channel: string | null = null,
 ): SpanEvent {
-  const at: (readonly [string, AttributeValue])[] = [
-    attr('gen_ai.operation.name', 'run_guardrail'),
-    attr('gen_ai.guardrail.component.name', COMPONENT[component]),
-    attr('gen_ai.guardrail.target.type', 'input'),
-    attr('gen_ai.guardrail.target.subtype', subtype),
-    ['gen_ai.guardrail.target.id', f.callId],
-    attr('gen_ai.guardrail.verdict.type', verdict),
-    attr('gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict),
-  ];
-  if (reason !== null) at.push(attr('gen_ai.guardrail.verdict.reason', reason));
+  const at = EVENT_PAIRS.start()
+    .add(attr('gen_ai.operation.name', 'run_guardrail'))
+    .add(attr('gen_ai.guardrail.component.name', COMPONENT[component]))
+    .add(attr('gen_ai.guardrail.target.type', 'input'))
+    .add(attr('gen_ai.guardrail.target.subtype', subtype))
+    .add(['gen_ai.guardrail.target.id', f.callId])
+    .add(attr('gen_ai.guardrail.verdict.type', verdict))
+    .add(attr('gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict));
+  if (reason !== null) at.add(attr('gen_ai.guardrail.verdict.reason', reason));
   if (policy !== null) {
-    at.push(attr('gen_ai.guardrail.security.policy.id', policy.policy));
-    if (policy.rule !== null) at.push(attr('gen_ai.guardrail.security.policy.rule.id', String(policy.rule)));
+    at.add(attr('gen_ai.guardrail.security.policy.id', policy.policy));
+    if (policy.rule !== null) at.add(attr('gen_ai.guardrail.security.policy.rule.id', String(policy.rule)));
   }
-  if (durationMs !== null) at.push(['mcpguard.guardrail.duration_ms', Math.max(0, durationMs)]);
-  if (channel !== null) at.push(attr('mcpguard.approval.channel', channel));
-  return { name: spaced('run_guardrail', COMPONENT[component]), timeNs: ns(Number.isFinite(atMs) ? atMs : f.endedAt), attributes: at };
+  if (durationMs !== null) at.add(['mcpguard.guardrail.duration_ms', Math.max(0, durationMs)]);
+  if (channel !== null) at.add(attr('mcpguard.approval.channel', channel));
+  return { name: spaced('run_guardrail', COMPONENT[component]), timeNs: ns(Number.isFinite(atMs) ? atMs : f.endedAt), attributes: at.take() };
 }
 
 /**

@@ -52,3 +52,30 @@ export function spaced(a: string, b: string): string {
   }
   return s;
 }
+
+/**
+ * Items (a span's attribute pairs, its events) collected into one array kept
+ * between spans; `take()` returns an array of exactly their number. A span's attributes then cost that one
+ * array, not the stores a growing array leaves behind (a 3-element literal
+ * pushed to 15 allocates twice). Not re-entrant: one list per kind of item.
+ */
+export class Collector<T> {
+  private readonly items: T[] = [];
+  private n = 0;
+
+  /** Empties the list for a new item. */
+  start(): this {
+    this.n = 0;
+    return this;
+  }
+
+  add(item: T): this {
+    this.items[this.n++] = item;
+    return this;
+  }
+
+  /** The items added since start(), as a new array of their exact length. */
+  take(): T[] {
+    return this.items.slice(0, this.n);
+  }
+}
