@@ -79,6 +79,9 @@ let sessionParent = { session: '', parent: { traceId: '', parentSpanId: '', samp
 const SPAN_PAIRS = new Collector<readonly [string, AttributeValue]>();
 const EVENT_PAIRS = new Collector<readonly [string, AttributeValue]>();
 const EVENTS = new Collector<SpanEvent>();
+/** A call without events or stderr lines shares these (callers only read them). */
+const NO_EVENTS: readonly SpanEvent[] = Object.freeze([]);
+const NO_LOGS: readonly LogData[] = Object.freeze([]);
 
 /** The status of every span that did not fail, shared (encoders only read it). */
 const UNSET: SpanData['status'] = Object.freeze({ code: 0 });
@@ -180,8 +183,8 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
  * low-cardinality phrase (the conventions forbid user content in it): the
  * rule's number and who answered, never the arguments a rule quoted.
  */
-export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
-  if (f.method !== 'tools/call') return [];
+export function guardrailEvents(f: CallFacts, s: SessionFacts): readonly SpanEvent[] {
+  if (f.method !== 'tools/call') return NO_EVENTS;
   const d = f.decision;
   const events = EVENTS.start();
   const decidedAt = f.dispatchedAt ?? f.endedAt;
@@ -264,9 +267,9 @@ function step(
  * one log record a line, tied to the call's span. Timed at the call's end:
  * the ring keeps bytes, not when each arrived.
  */
-export function callLogs(f: CallFacts, span: Pick<SpanData, 'traceId' | 'spanId'> | null, sessionId: string): LogData[] {
+export function callLogs(f: CallFacts, span: Pick<SpanData, 'traceId' | 'spanId'> | null, sessionId: string): readonly LogData[] {
   const text = f.stderr?.text ?? null;
-  if (text === null || text === '') return [];
+  if (text === null || text === '') return NO_LOGS;
   const parent = span ?? { traceId: parentOf(sessionId, f.traceparent).traceId, spanId: callSpanId(sessionId, f.callId) };
   const attributes: Attributes = [
     ['log.iostream', 'stderr'],
