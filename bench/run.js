@@ -12,6 +12,7 @@
 //   node bench/run.js --rows=micro      only bench/records.js, bench/stderr.js (if present)
 //   node bench/run.js --rows=warmup     p50 by call index as the JIT warms up (run only when named)
 //   node bench/run.js --rows=consent    time to the approval card, server quiet vs flooding its stderr
+//   taskset -c 0 node bench/run.js --rows=otel   small calls with the OTLP export off / on (collector up) / on (collector down) (run only when named)
 //   node bench/run.js --profile=throughput|latency|flood|shutdown|startup [--keep-profile] [--top=N] [--guard-opts='--records off']
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,6 +21,7 @@ import { consentRows } from './lib/consent.js';
 import { floodRows } from './lib/flood.js';
 import { latencyRows } from './lib/latency.js';
 import { microSections } from './lib/micro.js';
+import { otelRows } from './lib/otel-row.js';
 import { warmupRows } from './lib/warmup.js';
 import { describeBuild, describeMachine, load } from './lib/machine.js';
 import { benchHome, killAll } from './lib/proc.js';
@@ -34,9 +36,9 @@ import { tailRows } from './lib/tail.js';
 import { throughputRows } from './lib/throughput.js';
 import { ROOT, mcpguardHelp, snapshotGuard } from './lib/variants.js';
 
-const ROWS = ['latency', 'throughput', 'single', 'startup', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup', 'tail'];
+const ROWS = ['latency', 'throughput', 'single', 'startup', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup', 'tail', 'otel'];
 /** Rows run only when --rows names them. */
-const ON_REQUEST = ['warmup', 'tail'];
+const ON_REQUEST = ['warmup', 'tail', 'otel'];
 /** Not table rows: other helpers' micro-benchmarks, appended when present (full runs of all rows, or --rows=micro). */
 const EXTRA = ['micro'];
 const MODES = {
@@ -52,6 +54,7 @@ const MODES = {
     consent: { rounds: 2, requests: 50, warmup: 20 },
     warmup: { rounds: 2 },
     tail: { rounds: 3, requests: 2000, warmup: 2000 },
+    otel: { rounds: 3, requests: 2000, warmup: 2000 },
   },
   full: {
     latency: { rounds: 11, requests: 2000, warmup: 5000, cold: 200 },
@@ -65,6 +68,7 @@ const MODES = {
     consent: { rounds: 7, requests: 200, warmup: 300 },
     warmup: { rounds: 5 },
     tail: { rounds: 9, requests: 10000, warmup: 5000 },
+    otel: { rounds: 9, requests: 10000, warmup: 5000 },
   },
 };
 
@@ -157,6 +161,7 @@ const RUNNERS = {
   records: recordsRows,
   consent: consentRows,
   tail: tailRows,
+  otel: otelRows,
 };
 const started = Date.now();
 const lines = [];

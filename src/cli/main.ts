@@ -157,7 +157,11 @@ async function prepare(argv: readonly string[]): Promise<{ prepared: Prepared; r
   // The watchdog covers the child from its first moment, before the relay has loaded.
   const pid = started.child?.pid;
   const watchdog = pid === undefined ? undefined : armWatchdog(pid, v.grace, sessionId);
-  const prepared = { config: runConfig(v), command, args, sessionId, started, startedAt, watchdog, records, recordsOff, signals, policy, approveCmd, otlp };
+  const config = runConfig(v);
+  // Arguments and results are kept on the calls only for an export that is on (--otlp-content on alone keeps nothing).
+  config.session.keepContent = otlp !== null && v['otlp-content'] === 'on';
+  config.session.timeSteps = otlp !== null;
+  const prepared = { config, command, args, sessionId, started, startedAt, watchdog, records, recordsOff, signals, policy, approveCmd, otlp };
   return { prepared, retain: v.retain };
 }
 

@@ -210,6 +210,12 @@ export const RUN_OPTIONS = {
     values: ['on', 'off'],
     help: 'off: no OpenTelemetry export, even when --otlp-endpoint or OTEL_EXPORTER_OTLP_* names an endpoint',
   },
+  'otlp-content': {
+    kind: 'enum',
+    default: 'off',
+    values: ['on', 'off'],
+    help: "on: each tools/call span carries the call's arguments and result (gen_ai.tool.call.arguments / .result), secrets masked, each cut at 4096 bytes; off: neither (names, ids and the gate's steps only)",
+  },
   config: { kind: 'string', default: null, arg: 'FILE', help: 'read options from a JSON file whose keys are option names; flags on the command line win' },
   name: {
     kind: 'label',

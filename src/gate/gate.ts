@@ -148,9 +148,16 @@ export class Gate {
       return retried instanceof Promise ? retried.then((o) => this.pinRetried(sealed, o)) : this.pinRetried(sealed, retried);
     }
     if (!this.config.validateArgs) return this.afterSchema(call, request, meta, args);
+    // Timed only for the OpenTelemetry export (call.steps is there only then): two clock reads a step.
+    const t0 = call.steps === undefined ? 0 : performance.now();
     const now = this.tools.checkNow(name, args);
-    if (now !== null) return now.ok ? this.afterSchema(call, request, meta, args) : this.schemaRefusal(call, now, name);
+    if (now !== null) {
+      if (call.steps !== undefined) call.steps.schemaMs = performance.now() - t0;
+      return now.ok ? this.afterSchema(call, request, meta, args) : this.schemaRefusal(call, now, name);
+    }
     return this.held.waitFor(call, this.tools.check(name, args, meta, frame)).then((verdict) => {
+      // Waiting for the server's tools/list (or the engine's load) included: the step took that long.
+      if (call.steps !== undefined) call.steps.schemaMs = performance.now() - t0;
       if (verdict === null) return withdrawn();
       if (!verdict.ok) return this.schemaRefusal(call, verdict, name);
       return this.afterSchema(call, request, meta, args);
@@ -165,13 +172,16 @@ export class Gate {
     const held = this.config.hooks?.pins.held(name) ?? null;
     if (policy === null) return held === null ? { kind: 'dispatch', frame } : this.heldChange(call, request, meta, args.bytes, held, null, null);
     let verdict: PolicyVerdict;
+    const t0 = call.steps === undefined ? 0 : performance.now();
     try {
       verdict = decide(policy, name, args, this.tools.annotations(name), this.context);
     } catch (error) {
+      if (call.steps !== undefined) call.steps.policyMs = performance.now() - t0;
       // A `when` that cannot be checked (arguments nested beyond the engine's bound): refusing is the safe answer.
       call.decision = { by: 'policy', rule: null, channel: null, card: null, reason: (error as Error).message };
       return this.refuse(call, 'denied', `the policy could not decide: ${(error as Error).message}`);
     }
+    if (call.steps !== undefined) call.steps.policyMs = performance.now() - t0;
     this.limits.decided(call, verdict);
     const why = verdictWhy(verdict);
     // A held change holds whatever the policy says: the policy may add a question, never remove one.

@@ -78,6 +78,32 @@ export class Masker {
   }
 
   /**
+   * The first `max` bytes of `bytes`, masked, as plain text (for a telemetry
+   * attribute: neither quoted nor escaped), cut at a character boundary.
+   * Masked as `quote` masks, over `max` + MAX_HOLD_BYTES, so a secret that
+   * starts before the cut is masked whole. `omitted`: bytes not shown, of
+   * the masked whole (`total`: the input's whole length, when `bytes` is only its head).
+   */
+  clip(bytes: Buffer, max: number, total: number = bytes.length): { text: string; omitted: number } {
+    const window = max + MAX_HOLD_BYTES;
+    let decided: Buffer;
+    let whole: number;
+    if (bytes.length <= window && total <= bytes.length) {
+      decided = this.bytes(bytes);
+      whole = decided.length;
+    } else {
+      const r = this.#redactor;
+      r.reset();
+      decided = r.push(bytes.subarray(0, window));
+      whole = decided.length + total - (Math.min(window, bytes.length) - r.pending);
+    }
+    let end = Math.min(max, decided.length);
+    // Not inside a UTF-8 sequence: back up over continuation bytes.
+    while (end > 0 && end < decided.length && (decided[end]! & 0xc0) === 0x80) end--;
+    return { text: decided.toString('utf8', 0, end), omitted: Math.max(0, whole - end) };
+  }
+
+  /**
    * A copy of a JSON-like value (a record, a summary, a report) with every
    * string masked, keys included. Each string is masked on its own, so the
    * JSON around it stays whole.

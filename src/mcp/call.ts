@@ -6,6 +6,34 @@
  */
 import type { RequestId } from '../wire/jsonrpc.js';
 import { newCallId } from '../records/ids.js';
+import { MAX_HOLD_BYTES } from '../mask/redact.js';
+
+/** The most of a tools/call's arguments or result the OpenTelemetry export shows (--otlp-content on), in bytes after masking. */
+export const CONTENT_BYTES = 4096;
+
+/**
+ * A tools/call's arguments and result as the frames carried them, kept only
+ * with --otlp-content on (the relay sets `content` when the call starts):
+ * copies of at most CONTENT_BYTES plus the masker's look-ahead
+ * (MAX_HOLD_BYTES, so that a secret that starts before the cut is still
+ * masked whole), and each one's whole length.
+ */
+export interface CallContent {
+  arguments: Buffer | null;
+  argumentsBytes: number;
+  result: Buffer | null;
+  resultBytes: number;
+}
+
+/** A new, empty CallContent (the call's content is to be kept). */
+export function keepContent(): CallContent {
+  return { arguments: null, argumentsBytes: 0, result: null, resultBytes: 0 };
+}
+
+/** The bytes of `frame` from `start` to `end` that CallContent keeps: a copy, never a view (a view would keep the whole read chunk alive). */
+export function contentBytes(frame: Buffer, start: number, end: number): Buffer {
+  return Buffer.from(frame.subarray(start, Math.min(end, start + CONTENT_BYTES + MAX_HOLD_BYTES)));
+}
 
 /** What decided a call, for its records. */
 export interface Decision {
@@ -105,6 +133,10 @@ export interface Call {
   streamEnd: { stdout: string; stderr: string } | null;
   /** Stderr accounting for the call's window and its retained text (marked as excerpt.ts marks it; null: none seen), filled in when it ends. */
   stderr: { seen: number; retained: number; truncated: boolean; shared: boolean; text: string | null; end?: number | null } | null;
+  /** The arguments and result of a tools/call, with --otlp-content on only (absent otherwise). */
+  content?: CallContent;
+  /** How long the gate's schema and policy steps took, ms (performance.now); present only with the OpenTelemetry export on, which shows them. */
+  steps?: { schemaMs: number | null; policyMs: number | null };
 }
 
 export function newCall(requestId: RequestId | null, idKey: string | null, method: string | null, tool: string | null): Call {

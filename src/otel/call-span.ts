@@ -7,11 +7,13 @@
  * the backfill from records send the same span.
  *
  * Everything here came from one side or the other (ids, names, stderr): it is
- * masked before it leaves. Arguments and results are never read.
+ * masked before it leaves. Arguments and results are read only with
+ * --otlp-content on (masked, then cut at CONTENT_BYTES).
  */
-import type { Decision } from '../mcp/call.js';
+import { CONTENT_BYTES, type CallContent, type Decision } from '../mcp/call.js';
 import type { Masker } from '../mask/mask.js';
 import { callSpanId, sessionSpanId, sessionTraceId } from './ids.js';
+import { attr, Collector, spaced } from './interned.js';
 import { SpanKind, parseTraceparent, type Attributes, type AttributeValue, type LogData, type SpanData, type SpanEvent } from './model.js';
 
 /** What a span is built from: the fields of a `Call` that a `call_end` record also keeps. */
@@ -36,6 +38,10 @@ export interface CallFacts {
   /** The JSON-RPC error code the server answered with (live only). */
   errorCode: number | null;
   stderr: { seen: number; retained: number; truncated: boolean; shared: boolean; text: string | null } | null;
+  /** A tools/call's arguments and result (live, --otlp-content on only). */
+  content?: CallContent | undefined;
+  /** What the gate's schema and policy steps took, ms (live only: records do not keep them). */
+  steps?: { schemaMs: number | null; policyMs: number | null } | undefined;
 }
 
 /** The session a call belongs to, and what its gate had switched on. */
@@ -61,8 +67,24 @@ export function parentOf(
       sampled: remote.sampled,
       ...(remote.traceState === undefined ? {} : { traceState: remote.traceState }),
     };
-  return { traceId: sessionTraceId(session), parentSpanId: sessionSpanId(session), sampled: null };
+  if (sessionParent.session !== session)
+    sessionParent = { session, parent: { traceId: sessionTraceId(session), parentSpanId: sessionSpanId(session), sampled: null } };
+  return sessionParent.parent;
 }
+
+/** The session's own parent, made once (a process exports one session at a time); callers only read it. */
+let sessionParent = { session: '', parent: { traceId: '', parentSpanId: '', sampled: null as boolean | null } };
+
+/** The span's and the guardrail event's attributes are collected here (interned.ts Collector): one exact array each. */
+const SPAN_PAIRS = new Collector<readonly [string, AttributeValue]>();
+const EVENT_PAIRS = new Collector<readonly [string, AttributeValue]>();
+const EVENTS = new Collector<SpanEvent>();
+/** A call without events or stderr lines shares these (callers only read them). */
+const NO_EVENTS: readonly SpanEvent[] = Object.freeze([]);
+const NO_LOGS: readonly LogData[] = Object.freeze([]);
+
+/** The status of every span that did not fail, shared (encoders only read it). */
+const UNSET: SpanData['status'] = Object.freeze({ code: 0 });
 
 const ns = (ms: number): bigint => BigInt(Math.round(ms)) * 1_000_000n;
 
@@ -93,39 +115,50 @@ export function errorType(f: Pick<CallFacts, 'state' | 'errorCode' | 'decision'>
   }
 }
 
-/** The name a span goes by: `{mcp.method.name} {target}`, the target a tool or prompt name. */
-function targetName(f: CallFacts): { tool: string | null; prompt: string | null } {
-  if (f.method === 'tools/call') return { tool: f.tool, prompt: null };
-  if (f.method === 'prompts/get' && f.target !== null && f.target.startsWith('prompts/get ')) return { tool: null, prompt: f.target.slice(12) };
-  return { tool: null, prompt: null };
+/** Arguments or a result as an attribute: masked, then cut at CONTENT_BYTES (`…(+N bytes)` says what is not shown). */
+function contentText(masker: Masker, bytes: Buffer, total: number): string {
+  const { text, omitted } = masker.clip(bytes, CONTENT_BYTES, total);
+  return omitted > 0 ? `${text}…(+${omitted} bytes)` : text;
+}
+
+/** The name a span goes by: `{mcp.method.name} {target}`, the target a tool (tools/call) or a prompt (prompts/get); null for other methods. Two functions, not an object per call. */
+function toolOf(f: CallFacts): string | null {
+  return f.method === 'tools/call' ? f.tool : null;
+}
+
+function promptOf(f: CallFacts): string | null {
+  return f.method === 'prompts/get' && f.target !== null && f.target.startsWith('prompts/get ') ? f.target.slice(12) : null;
 }
 
 /** The call's span; null for a call with no method (nothing to name it by). */
 export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanData | null {
   if (f.method === null) return null;
   const method = masker.text(f.method);
-  const { tool, prompt } = targetName(f);
+  const tool = toolOf(f);
+  const prompt = promptOf(f);
   const target = tool ?? prompt;
-  const at: [string, AttributeValue][] = [
-    ['mcp.method.name', method],
-    ['mcp.session.id', s.sessionId],
-    ['network.transport', 'pipe'],
-  ];
-  if (f.requestId !== null) at.push(['jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId)]);
-  if (tool !== null) at.push(['gen_ai.tool.name', masker.text(tool)], ['gen_ai.operation.name', 'execute_tool']);
-  if (prompt !== null) at.push(['gen_ai.prompt.name', masker.text(prompt)]);
-  if (f.protocolVersion !== null) at.push(['mcp.protocol.version', masker.text(f.protocolVersion)]);
+  // Pairs that repeat from span to span are shared (interned.ts); ids and durations are the call's own.
+  const at = SPAN_PAIRS.start().add(attr('mcp.method.name', method)).add(attr('mcp.session.id', s.sessionId)).add(attr('network.transport', 'pipe'));
+  if (f.requestId !== null) at.add(['jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId)]);
+  if (tool !== null) at.add(attr('gen_ai.tool.name', masker.text(tool))).add(attr('gen_ai.operation.name', 'execute_tool'));
+  if (prompt !== null) at.add(attr('gen_ai.prompt.name', masker.text(prompt)));
+  if (f.protocolVersion !== null) at.add(attr('mcp.protocol.version', masker.text(f.protocolVersion)));
   const error = errorType(f);
-  if (error !== null) at.push(['error.type', error]);
-  if (f.state === 'error' && f.errorCode !== null) at.push(['rpc.response.status_code', String(f.errorCode)]);
-  at.push(['mcpguard.call.id', f.callId], ['mcpguard.call.state', f.state]);
-  if (f.generation !== null) at.push(['mcpguard.generation', f.generation]);
-  if (f.dispatchedAt !== null) at.push(['mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt]);
-  if (f.cancelRequested) at.push(['mcpguard.cancel_requested', true]);
+  if (error !== null) at.add(attr('error.type', error));
+  if (f.state === 'error' && f.errorCode !== null) at.add(attr('rpc.response.status_code', String(f.errorCode)));
+  at.add(['mcpguard.call.id', f.callId]).add(attr('mcpguard.call.state', f.state));
+  if (f.generation !== null) at.add(attr('mcpguard.generation', f.generation));
+  if (f.dispatchedAt !== null) at.add(['mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt]);
+  if (f.cancelRequested) at.add(attr('mcpguard.cancel_requested', true));
   const e = f.stderr;
   if (e !== null && e.seen > 0) {
-    at.push(['mcpguard.stderr.bytes_seen', e.seen], ['mcpguard.stderr.bytes_retained', e.retained], ['mcpguard.stderr.truncated', e.truncated]);
-    if (e.shared) at.push(['mcpguard.stderr.shared', true]);
+    at.add(['mcpguard.stderr.bytes_seen', e.seen]).add(['mcpguard.stderr.bytes_retained', e.retained]).add(attr('mcpguard.stderr.truncated', e.truncated));
+    if (e.shared) at.add(attr('mcpguard.stderr.shared', true));
+  }
+  const c = f.content;
+  if (c !== undefined) {
+    if (c.arguments !== null) at.add(['gen_ai.tool.call.arguments', contentText(masker, c.arguments, c.argumentsBytes)]);
+    if (c.result !== null) at.add(['gen_ai.tool.call.result', contentText(masker, c.result, c.resultBytes)]);
   }
   const parent = parentOf(s.sessionId, f.traceparent, f.tracestate ?? null);
   return {
@@ -133,13 +166,13 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
     spanId: callSpanId(s.sessionId, f.callId),
     parentSpanId: parent.parentSpanId,
     ...(parent.traceState === undefined ? {} : { traceState: masker.text(parent.traceState) }),
-    name: target === null ? method : `${method} ${masker.text(target)}`,
+    name: target === null ? method : spaced(method, masker.text(target)),
     kind: SpanKind.server,
     startNs: ns(f.startedAt),
     endNs: ns(Math.max(f.endedAt, f.startedAt)),
-    attributes: at,
+    attributes: at.take(),
     events: guardrailEvents(f, s),
-    status: error === null ? { code: 0 } : { code: 2, message: f.state },
+    status: error === null ? UNSET : { code: 2, message: f.state },
   };
 }
 
@@ -150,30 +183,30 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
  * low-cardinality phrase (the conventions forbid user content in it): the
  * rule's number and who answered, never the arguments a rule quoted.
  */
-export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
-  if (f.method !== 'tools/call') return [];
+export function guardrailEvents(f: CallFacts, s: SessionFacts): readonly SpanEvent[] {
+  if (f.method !== 'tools/call') return NO_EVENTS;
   const d = f.decision;
-  const events: SpanEvent[] = [];
+  const events = EVENTS.start();
   const decidedAt = f.dispatchedAt ?? f.endedAt;
   const by = d?.by ?? null;
   const passed = by === null && f.dispatchedAt !== null;
   const gateMs = decidedAt - f.startedAt;
   if (s.schema && (by !== null || passed)) {
     const verdict = by === 'schema' ? 'deny' : 'allow';
-    events.push(
+    events.add(
       step(
         f,
         'schema',
         verdict,
         by === 'schema' ? f.endedAt : decidedAt,
-        by === 'schema' ? gateMs : null,
+        f.steps?.schemaMs ?? (by === 'schema' ? gateMs : null),
         'tool_call',
         null,
         verdict === 'deny' ? 'arguments do not match the inputSchema' : null,
       ),
     );
   }
-  if (by === 'pins') events.push(step(f, 'pins', 'deny', f.endedAt, gateMs, 'tool_definition', null, 'the tool changed since it was pinned'));
+  if (by === 'pins') events.add(step(f, 'pins', 'deny', f.endedAt, gateMs, 'tool_definition', null, 'the tool changed since it was pinned'));
   if (s.policy !== null && by !== 'schema' && by !== 'pins' && (by !== null || passed)) {
     const asked = by === 'approval' || by === 'approve-cmd';
     const verdict = by === 'policy' ? 'deny' : asked ? 'escalate' : 'allow';
@@ -182,7 +215,7 @@ export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
     const which = rule === null ? "the policy's default" : `policy rule ${rule}`;
     const reason = verdict === 'deny' ? `${which} denies` : verdict === 'escalate' ? `${which} asks a person` : null;
     const at = d?.card?.shown_at ? Date.parse(d.card.shown_at) : by === 'policy' ? f.endedAt : decidedAt;
-    events.push(step(f, 'policy', verdict, at, null, 'tool_call', { policy: s.policy, rule }, reason));
+    events.add(step(f, 'policy', verdict, at, f.steps?.policyMs ?? null, 'tool_call', { policy: s.policy, rule }, reason));
   }
   if (by === 'approval' || by === 'approve-cmd') {
     const card = d!.card;
@@ -192,14 +225,17 @@ export function guardrailEvents(f: CallFacts, s: SessionFacts): SpanEvent[] {
     const verdict = dispatched ? 'allow' : f.state === 'input_required' ? 'escalate' : 'deny';
     const wait = (answered ?? decidedAt) - shown;
     const reason = dispatched ? null : verdict === 'escalate' ? 'a card was shown; the answer comes with the retry' : `not approved (${d!.channel ?? by})`;
-    events.push(step(f, 'approval', verdict, answered ?? decidedAt, wait, 'tool_call', null, reason, d!.channel));
+    events.add(step(f, 'approval', verdict, answered ?? decidedAt, wait, 'tool_call', null, reason, d!.channel));
   }
-  return events;
+  return events.take();
 }
+
+/** The gate's steps by their component names (no string made per event). */
+const COMPONENT = { schema: 'mcpguard.schema', policy: 'mcpguard.policy', pins: 'mcpguard.pins', approval: 'mcpguard.approval' } as const;
 
 function step(
   f: CallFacts,
-  component: string,
+  component: keyof typeof COMPONENT,
   verdict: 'allow' | 'deny' | 'escalate',
   atMs: number,
   durationMs: number | null,
@@ -208,23 +244,22 @@ function step(
   reason: string | null,
   channel: string | null = null,
 ): SpanEvent {
-  const at: [string, AttributeValue][] = [
-    ['gen_ai.operation.name', 'run_guardrail'],
-    ['gen_ai.guardrail.component.name', `mcpguard.${component}`],
-    ['gen_ai.guardrail.target.type', 'input'],
-    ['gen_ai.guardrail.target.subtype', subtype],
-    ['gen_ai.guardrail.target.id', f.callId],
-    ['gen_ai.guardrail.verdict.type', verdict],
-    ['gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict],
-  ];
-  if (reason !== null) at.push(['gen_ai.guardrail.verdict.reason', reason]);
+  const at = EVENT_PAIRS.start()
+    .add(attr('gen_ai.operation.name', 'run_guardrail'))
+    .add(attr('gen_ai.guardrail.component.name', COMPONENT[component]))
+    .add(attr('gen_ai.guardrail.target.type', 'input'))
+    .add(attr('gen_ai.guardrail.target.subtype', subtype))
+    .add(['gen_ai.guardrail.target.id', f.callId])
+    .add(attr('gen_ai.guardrail.verdict.type', verdict))
+    .add(attr('gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict));
+  if (reason !== null) at.add(attr('gen_ai.guardrail.verdict.reason', reason));
   if (policy !== null) {
-    at.push(['gen_ai.guardrail.security.policy.id', policy.policy]);
-    if (policy.rule !== null) at.push(['gen_ai.guardrail.security.policy.rule.id', String(policy.rule)]);
+    at.add(attr('gen_ai.guardrail.security.policy.id', policy.policy));
+    if (policy.rule !== null) at.add(attr('gen_ai.guardrail.security.policy.rule.id', String(policy.rule)));
   }
-  if (durationMs !== null) at.push(['mcpguard.guardrail.duration_ms', Math.max(0, durationMs)]);
-  if (channel !== null) at.push(['mcpguard.approval.channel', channel]);
-  return { name: `run_guardrail mcpguard.${component}`, timeNs: ns(Number.isFinite(atMs) ? atMs : f.endedAt), attributes: at };
+  if (durationMs !== null) at.add(['mcpguard.guardrail.duration_ms', Math.max(0, durationMs)]);
+  if (channel !== null) at.add(attr('mcpguard.approval.channel', channel));
+  return { name: spaced('run_guardrail', COMPONENT[component]), timeNs: ns(Number.isFinite(atMs) ? atMs : f.endedAt), attributes: at.take() };
 }
 
 /**
@@ -232,9 +267,9 @@ function step(
  * one log record a line, tied to the call's span. Timed at the call's end:
  * the ring keeps bytes, not when each arrived.
  */
-export function callLogs(f: CallFacts, span: Pick<SpanData, 'traceId' | 'spanId'> | null, sessionId: string): LogData[] {
+export function callLogs(f: CallFacts, span: Pick<SpanData, 'traceId' | 'spanId'> | null, sessionId: string): readonly LogData[] {
   const text = f.stderr?.text ?? null;
-  if (text === null || text === '') return [];
+  if (text === null || text === '') return NO_LOGS;
   const parent = span ?? { traceId: parentOf(sessionId, f.traceparent).traceId, spanId: callSpanId(sessionId, f.callId) };
   const attributes: Attributes = [
     ['log.iostream', 'stderr'],

@@ -18,6 +18,8 @@ const LEN = 2;
 /** Aggregation temporality: mcpguard's points are cumulative from the session's start. */
 const CUMULATIVE = 2;
 
+const MAX_U64 = 2n ** 64n - 1n;
+
 /**
  * A growable buffer with nested length-delimited messages: `begin` reserves
  * one byte for the length, `end` fills it in and, for a body of 128 bytes or
@@ -26,6 +28,8 @@ const CUMULATIVE = 2;
  */
 class Writer {
   buf = Buffer.allocUnsafe(4096);
+  /** The same memory as `buf`: DataView's 64-bit setters take a BigInt as is (Buffer's allocate two more per call). */
+  private view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
   pos = 0;
   private readonly open: number[] = [];
 
@@ -34,6 +38,14 @@ class Writer {
     const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
     this.buf.copy(grown, 0, 0, this.pos);
     this.buf = grown;
+    this.view = new DataView(grown.buffer, grown.byteOffset, grown.length);
+  }
+
+  /** Bytes encoded once (a constant attribute's KeyValue), copied as they are. */
+  bytes(b: Uint8Array): void {
+    this.room(b.length);
+    this.buf.set(b, this.pos);
+    this.pos += b.length;
   }
 
   varint(n: number): void {
@@ -70,7 +82,7 @@ class Writer {
   fixed64(field: number, n: bigint): void {
     this.tag(field, I64);
     this.room(8);
-    this.buf.writeBigUInt64LE(BigInt.asUintN(64, n), this.pos);
+    this.view.setBigUint64(this.pos, n >= 0n && n <= MAX_U64 ? n : BigInt.asUintN(64, n), true);
     this.pos += 8;
   }
 
@@ -187,7 +199,15 @@ export function encodeProto(signal: Signal, batch: Batch): Buffer {
 }
 
 function attributes(w: Writer, field: number, attrs: Attributes): void {
-  for (const [key, value] of attrs) {
+  for (const kv of attrs) {
+    const pre = ENCODED.get(kv);
+    if (pre !== undefined) {
+      w.tag(field, LEN);
+      w.varint(pre.length);
+      w.bytes(pre);
+      continue;
+    }
+    const [key, value] = kv;
     w.begin(field); // KeyValue
     w.string(1, key);
     w.begin(2);
@@ -195,6 +215,20 @@ function attributes(w: Writer, field: number, attrs: Attributes): void {
     w.end();
     w.end();
   }
+}
+
+/** KeyValue bodies of the constant attributes (model.ts `constant`), encoded on first use. */
+const ENCODED = new WeakMap<object, Uint8Array>();
+
+/** Encodes `kv` once and keeps its bytes while `kv` lives: for attributes the span builder shares between spans (never for one made per call). */
+export function preencode(kv: readonly [string, AttributeValue]): void {
+  if (ENCODED.has(kv)) return;
+  const w = new Writer();
+  w.string(1, kv[0]);
+  w.begin(2);
+  anyValue(w, kv[1]);
+  w.end();
+  ENCODED.set(kv, Buffer.from(w.done()));
 }
 
 /** AnyValue's oneof: always written, even an empty string or false (presence is the point of a oneof). */

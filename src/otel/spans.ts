@@ -51,6 +51,16 @@ export class SpanBuilder implements SessionObserver {
   private readonly facts: SessionFacts;
   private readonly rootSampled: boolean;
   private stderrKept = 0;
+  /** The facts of the call being ended (factsOf writes into it), and its operation attributes made from them only for a new series. */
+  private readonly scratch = {} as CallFacts;
+  private readonly opAttributes = (): Attributes => operationAttributes(this.scratch, this.o.masker);
+  private lastOp: { method: string | null; tool: string | null; version: string | null; error: string | null; key: string } = {
+    method: null,
+    tool: null,
+    version: null,
+    error: null,
+    key: '',
+  };
   private readonly timer: NodeJS.Timeout | null;
 
   constructor(private readonly o: BuilderOptions) {
@@ -64,15 +74,25 @@ export class SpanBuilder implements SessionObserver {
   }
 
   callEnded(call: Call): void {
-    const f = factsOf(call);
+    const f = factsOf(call, this.scratch);
     const span = callSpan(f, this.facts, this.o.masker);
     if (span !== null && this.sampled(f)) this.exporter.span(span);
     for (const log of callLogs(f, span, this.facts.sessionId)) this.exporter.log(log);
     if (f.method !== null) {
       const error = errorType(f);
       // A key of the raw fields (no JSON per call); \u0001 stands for none (a tool named exactly that would share a series with none: a merged count, nothing more).
-      const key = `op\u0000${f.method}\u0000${f.method === 'tools/call' ? (f.tool ?? '\u0001') : '\u0001'}\u0000${f.protocolVersion ?? '\u0001'}\u0000${error ?? '\u0001'}`;
-      this.metrics.operation.record(Math.max(0, f.endedAt - f.startedAt) / 1000, () => operationAttributes(f, this.o.masker), key);
+      const tool = f.method === 'tools/call' ? f.tool : null;
+      const last = this.lastOp;
+      // Calls in a row mostly share their series: the last key is reused rather than made again (no string per call).
+      if (last.method !== f.method || last.tool !== tool || last.version !== f.protocolVersion || last.error !== error)
+        this.lastOp = {
+          method: f.method,
+          tool,
+          version: f.protocolVersion,
+          error,
+          key: `op\u0000${f.method}\u0000${tool ?? '\u0001'}\u0000${f.protocolVersion ?? '\u0001'}\u0000${error ?? '\u0001'}`,
+        };
+      this.metrics.operation.record(Math.max(0, f.endedAt - f.startedAt) / 1000, this.opAttributes, this.lastOp.key);
     }
     if ((f.state === 'denied' || f.state === 'rejected') && f.decision !== null) {
       const at: [string, AttributeValue][] = [['mcpguard.refused.by', f.decision.by]];
@@ -160,28 +180,34 @@ export function sessionSpan(sessionId: string, startedAt: number, e: SessionEnd)
   };
 }
 
-/** A live call's facts for its span. */
-export function factsOf(call: Call): CallFacts {
+/**
+ * A live call's facts for its span, written into `into` when given: the
+ * builder reuses one object for every call (nothing keeps the facts past
+ * callEnded), so a call costs no facts object.
+ */
+export function factsOf(call: Call, into?: CallFacts): CallFacts {
+  const f = into ?? ({} as CallFacts);
   const id = call.requestId;
-  return {
-    callId: call.callId,
-    requestId: id instanceof RawId ? id.value : id,
-    method: call.method,
-    tool: call.tool,
-    target: call.target,
-    state: call.state ?? 'unknown',
-    startedAt: call.startedAt,
-    dispatchedAt: call.dispatchedAt,
-    endedAt: call.endedAt ?? Date.now(),
-    protocolVersion: call.protocolVersion,
-    traceparent: call.traceparent,
-    tracestate: call.tracestate ?? null,
-    decision: call.decision,
-    generation: call.generation,
-    cancelRequested: call.cancelRequested,
-    errorCode: call.errorCode ?? null,
-    stderr: call.stderr,
-  };
+  f.callId = call.callId;
+  f.requestId = id instanceof RawId ? id.value : id;
+  f.method = call.method;
+  f.tool = call.tool;
+  f.target = call.target;
+  f.state = call.state ?? 'unknown';
+  f.startedAt = call.startedAt;
+  f.dispatchedAt = call.dispatchedAt;
+  f.endedAt = call.endedAt ?? Date.now();
+  f.protocolVersion = call.protocolVersion;
+  f.traceparent = call.traceparent;
+  f.tracestate = call.tracestate ?? null;
+  f.decision = call.decision;
+  f.generation = call.generation;
+  f.cancelRequested = call.cancelRequested;
+  f.errorCode = call.errorCode ?? null;
+  f.stderr = call.stderr;
+  f.content = call.content;
+  f.steps = call.steps;
+  return f;
 }
 
 /** The attributes of mcp.server.operation.duration: the span's low-cardinality ones. */

@@ -4,7 +4,7 @@
  * and then acts (forwards, answers, diverts); this module keeps the era, the
  * links between the legs of multi-round calls, and the counts.
  */
-import type { Call, CallState } from '../mcp/call.js';
+import { contentBytes, type Call, type CallState } from '../mcp/call.js';
 import { escapeBytes, type Diagnostics } from '../mask/diagnostics.js';
 import { idKey, memberId, membersOf, memberString, type Message, type Notification, type Request, type RequestId, type Response } from '../wire/jsonrpc.js';
 import type { Rejection } from './observer.js';
@@ -107,6 +107,11 @@ export class EraGuard {
     call.protocolVersion = meta.version ?? this.tracker.version;
     call.traceparent = meta.traceparent;
     if (meta.tracestate) call.tracestate = meta.tracestate;
+    const args = call.content === undefined ? undefined : params?.members?.get('arguments');
+    if (args !== undefined) {
+      call.content!.arguments = contentBytes(frame, args.start, args.end);
+      call.content!.argumentsBytes = args.end - args.start;
+    }
     if (method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') {
       call.target = this.targetOf(method, call.tool ?? memberString(frame, params, method === 'resources/read' ? 'uri' : 'name') ?? '');
       this.legs.retry(call, params, frame);
@@ -191,6 +196,11 @@ export class EraGuard {
   /** The state a response leaves its call in; a result that breaks the era's rules is refused under enforce. */
   outcome(line: number, call: Call, response: Response): Outcome {
     this.tracker.answered(response.idKey, !response.isError, response.isError ? undefined : response.body, response.frame);
+    if (call.content !== undefined && !response.isError) {
+      // --otlp-content on: the result as the server sent it (masked and capped by the export, never here).
+      call.content.result = contentBytes(response.frame, response.body.start, response.body.end);
+      call.content.resultBytes = response.body.end - response.body.start;
+    }
     if (response.isError) {
       // The code the server answered, for the call's OpenTelemetry span (error.type); a string "code" is no code.
       const code = memberId(response.frame, response.body, 'code');

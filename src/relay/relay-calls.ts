@@ -10,7 +10,7 @@
  */
 import { emptyCounters, type RelayCounters } from './counters.js';
 import { CallTable, MAX_OPEN_CALLS, MAX_SERVER_REQUESTS } from './calls.js';
-import { newCall, type Call, type CallState } from '../mcp/call.js';
+import { keepContent, newCall, type Call, type CallState } from '../mcp/call.js';
 import type { Diagnostics } from '../mask/diagnostics.js';
 import { cancellation, errorResponse, memberString, INTERNAL_ERROR, REQUEST_TIMEOUT, type Message, type Request } from '../wire/jsonrpc.js';
 import type { Rejection, SessionObserver } from './observer.js';
@@ -31,6 +31,10 @@ export interface RelayOptions {
   callTimeout: number | null;
   /** What to do with a line that breaks its protocol era's rules: refuse it, or forward it and report it. */
   eraRules: EraRules;
+  /** Keep each tools/call's arguments and result on its call (--otlp-content on, for the OpenTelemetry export). */
+  keepContent?: boolean;
+  /** Have the gate time its schema and policy steps on each tools/call (the OpenTelemetry export is on). */
+  timeSteps?: boolean;
 }
 
 export type { RelayCounters } from './counters.js';
@@ -88,6 +92,8 @@ export class CallKeeper {
   startCall(item: Request, meta: RequestMeta): Call {
     const tool = item.method === 'tools/call' ? (memberString(item.frame, item.params, 'name') ?? null) : null;
     const call = newCall(item.id, item.idKey, item.method, tool);
+    if (tool !== null && this.options.keepContent === true) call.content = keepContent();
+    if (tool !== null && this.options.timeSteps === true) call.steps = { schemaMs: null, policyMs: null };
     this.calls.inFlight.set(item.idKey, call);
     this.eras.callStarted(call, item, meta);
     if (item.method === 'tools/list') call.cursor = item.params?.members?.has('cursor') === true;

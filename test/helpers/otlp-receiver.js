@@ -148,6 +148,19 @@ export async function startReceiver(plan = [], tls = null) {
     url: `${tls === null ? 'http' : 'https'}://127.0.0.1:${port}`,
     requests,
     plan,
+    /** Every span received (decoded by the official definitions), with its attributes as a plain object. */
+    spans: () =>
+      bodies(requests, '/v1/traces')
+        .flatMap((b) => (b.resourceSpans ?? []).flatMap((rs) => (rs.scopeSpans ?? []).flatMap((s) => s.spans ?? [])))
+        .map(plain),
+    /** Every log record received, likewise. */
+    logs: () =>
+      bodies(requests, '/v1/logs')
+        .flatMap((b) => (b.resourceLogs ?? []).flatMap((rl) => (rl.scopeLogs ?? []).flatMap((s) => s.logRecords ?? [])))
+        .map(plain),
+    /** Every metric received, in order. */
+    metrics: () =>
+      bodies(requests, '/v1/metrics').flatMap((b) => (b.resourceMetrics ?? []).flatMap((rm) => (rm.scopeMetrics ?? []).flatMap((s) => s.metrics ?? []))),
     /** Resolves once `n` requests have arrived, or rejects after `ms`. */
     async waitFor(n, ms = 10000) {
       const until = Date.now() + ms;
@@ -207,4 +220,51 @@ export async function downUrl() {
   const { port } = server.address();
   await new Promise((resolve) => server.close(resolve));
   return `http://127.0.0.1:${port}`;
+}
+
+/** The decoded bodies of the requests to `path`; a request that did not decode, or had keys the definitions do not know, fails the test. */
+function bodies(requests, path) {
+  return requests
+    .filter((r) => r.path === path)
+    .map((r) => {
+      if (r.error !== null) throw new Error(`receiver: ${path} did not decode: ${r.error.message}`);
+      if (r.unknown.length > 0) throw new Error(`receiver: ${path} has keys OTLP does not define: ${r.unknown.join(', ')}`);
+      return r.body;
+    });
+}
+
+/** OTLP attributes (decoded) as { key: value }. */
+export function attrs(list = []) {
+  const out = {};
+  for (const { key, value } of list)
+    out[key] = value.stringValue ?? value.boolValue ?? value.doubleValue ?? (value.intValue === undefined ? value.arrayValue : Number(value.intValue));
+  return out;
+}
+
+function plain(item) {
+  return { ...item, attrs: attrs(item.attributes), events: (item.events ?? []).map((e) => ({ ...e, attrs: attrs(e.attributes) })) };
+}
+
+/** A recording Exporter (src/otel/api.ts) for tests of the span builder without a network. */
+export function memoryExporter() {
+  const spans = [];
+  const logs = [];
+  const snapshots = [];
+  const stats = () => ({
+    sent: { spans: spans.length, logs: logs.length, metrics: snapshots.length },
+    dropped: { spans: 0, logs: 0, metrics: 0 },
+    failed: { spans: 0, logs: 0, metrics: 0 },
+    errors: 0,
+  });
+  return {
+    spans,
+    logs,
+    /** Each metrics snapshot handed over, in order. */
+    snapshots,
+    span: (s) => spans.push(s),
+    log: (l) => logs.push(l),
+    metrics: (m) => snapshots.push(m),
+    shutdown: async () => stats(),
+    stats,
+  };
 }

@@ -1,7 +1,9 @@
 // The OpenTelemetry export through the real binary: a fixture server that
 // writes a stderr line per call, a client (this file) that sends a W3C
 // traceparent in one request's _meta, and an OTLP/HTTP receiver in this
-// process. Each span, event and log record is asserted by the conventions
+// process that decodes every request with the official OTLP protobuf
+// definitions (test/helpers/otlp-receiver.js), in both encodings. Each span,
+// event and log record is asserted by the conventions
 // (semantic-conventions-genai: mcp.md, gen-ai-security.md).
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +11,7 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, fixture, killStarted, tempDir } from '../helpers/run.js';
 import { callEnds, conversation } from '../helpers/conversation.js';
-import { jsonReceiver } from '../helpers/otlp-json-receiver.js';
+import { startReceiver } from '../helpers/otlp-receiver.js';
 
 after(killStarted);
 
@@ -24,7 +26,7 @@ const init = {
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
 };
 const call = (id, name, args, meta) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) } });
-// No OTEL_* of the machine running the tests may leak into these runs; the receiver here reads OTLP/JSON.
+// No OTEL_* of the machine running the tests may leak into these runs (the protocol is the default, http/protobuf, unless a test sets it).
 const CLEAN_ENV = {
   OTEL_EXPORTER_OTLP_ENDPOINT: '',
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '',
@@ -32,7 +34,7 @@ const CLEAN_ENV = {
   OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: '',
   OTEL_SDK_DISABLED: '',
   OTEL_TRACES_SAMPLER: '',
-  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  OTEL_EXPORTER_OTLP_PROTOCOL: '',
 };
 
 async function session(args, env = {}, summary = 'json') {
@@ -83,11 +85,19 @@ async function sixCalls(c) {
   await c.waitFor((m) => m.id === 6, 'answer 6');
 }
 
-test('every call is a SERVER span by the MCP conventions; the client trace context is its parent; the gate steps are guardrail events; stderr lines are logs on their span', {
-  timeout: TIMEOUT,
-}, async () => {
-  const rx = await jsonReceiver();
-  const c = await session([`--otlp-endpoint=${rx.url}`]);
+for (const [protocol, contentType] of [
+  ['', 'application/x-protobuf'],
+  ['http/json', 'application/json'],
+])
+  test(`${protocol || 'http/protobuf (the default)'}: every call is a SERVER span by the MCP conventions; the client trace context is its parent; the gate steps are guardrail events; stderr lines are logs on their span`, {
+    timeout: TIMEOUT,
+  }, async () => {
+    await conventions(protocol, contentType);
+  });
+
+async function conventions(protocol, contentType) {
+  const rx = await startReceiver();
+  const c = await session([`--otlp-endpoint=${rx.url}`], { OTEL_EXPORTER_OTLP_PROTOCOL: protocol });
   try {
     await sixCalls(c);
     c.send(call(7, 'noise', {}));
@@ -118,7 +128,7 @@ test('every call is a SERVER span by the MCP conventions; the client trace conte
     assert.equal(one.attrs['mcp.protocol.version'], '2025-06-18');
     assert.equal(one.attrs['mcpguard.call.state'], 'completed');
     assert.equal(one.attrs['error.type'], undefined);
-    assert.equal(one.status.code ?? 0, 0);
+    assert.equal(one.status?.code ?? 0, 0);
     for (const id of [2, 3, 4, 5, 6]) {
       assert.equal(byId(id).traceId, root.traceId, `call ${id} without trace context is in the session's trace`);
       assert.equal(byId(id).parentSpanId, root.spanId, `under the session's span`);
@@ -134,6 +144,18 @@ test('every call is a SERVER span by the MCP conventions; the client trace conte
     assert.equal(two['mcpguard.approval']['gen_ai.guardrail.target.subtype'], 'tool_call');
     assert.equal(two['mcpguard.approval']['gen_ai.operation.name'], 'run_guardrail');
     assert.equal(typeof two['mcpguard.approval']['mcpguard.guardrail.duration_ms'], 'number', "the approval's wait");
+    // The schema and policy steps' own durations, timed by the gate (two clock reads a step, only with export on).
+    for (const [id, step] of [
+      [1, 'mcpguard.schema'],
+      [2, 'mcpguard.schema'],
+      [2, 'mcpguard.policy'],
+      [4, 'mcpguard.policy'],
+      [5, 'mcpguard.schema'],
+    ]) {
+      const ms = events(id)[step]['mcpguard.guardrail.duration_ms'];
+      assert.equal(typeof ms, 'number', `call ${id}: ${step} has its duration`);
+      assert.ok(ms >= 0 && ms < 5000, `call ${id}: ${step} took ${ms} ms`);
+    }
     assert.equal(byId(2).attrs['mcpguard.call.state'], 'completed');
     // Denied by the person (the command): approval deny, the span an error.
     const three = events(3);
@@ -184,14 +206,24 @@ test('every call is a SERVER span by the MCP conventions; the client trace conte
     assert.ok(warn, JSON.stringify(logs.map((l) => l.body.stringValue)));
     assert.equal(warn.severityText, 'WARN');
     assert.equal(warn.spanId, root.spanId);
+    // Every request in the encoding asked for, each decoded by the official definitions (rx.spans() etc. throw otherwise).
+    assert.ok(rx.requests.length >= 3);
+    for (const q of rx.requests) assert.equal(q.headers['content-type'], contentType, q.path);
+    const kinds = Object.fromEntries(metrics.map((m) => [m.name, Object.keys(m).find((k) => ['histogram', 'sum', 'gauge'].includes(k))]));
+    assert.equal(kinds['mcp.server.operation.duration'], 'histogram');
+    assert.equal(kinds['mcp.server.session.duration'], 'histogram');
+    assert.equal(metrics.find((m) => m.name === 'mcp.server.session.duration').unit, 's');
+    assert.equal(kinds['mcpguard.calls.refused'], 'sum');
+    const refused = metrics.findLast((m) => m.name === 'mcpguard.calls.refused').sum;
+    assert.equal(refused.isMonotonic, true);
   } finally {
     c.cleanup();
     await rx.close();
   }
-});
+}
 
 test('export is off by default and with --otlp off: no request reaches the endpoint, the summary has no otlp', { timeout: TIMEOUT }, async () => {
-  const rx = await jsonReceiver();
+  const rx = await startReceiver();
   try {
     for (const [args, env] of [
       [[], {}],
@@ -228,8 +260,8 @@ test('export otlp: the records give the same spans with the same ids as the live
   timeout: TIMEOUT,
 }, async () => {
   const { runGuard } = await import('../helpers/run.js');
-  const live = await jsonReceiver();
-  const back = await jsonReceiver();
+  const live = await startReceiver();
+  const back = await startReceiver();
   const c = await session([`--otlp-endpoint=${live.url}`]);
   try {
     await sixCalls(c);
@@ -264,10 +296,12 @@ test('export otlp: the records give the same spans with the same ids as the live
       const { 'error.type': be, 'rpc.response.status_code': br, ...brest } = s.attrs;
       assert.deepEqual(brest, lrest, s.name);
       assert.equal(be, le === '-32001' ? '_OTHER' : le);
-      assert.deepEqual(
-        s.events.map((e) => e.attrs),
-        l.events.map((e) => e.attrs),
-      );
+      // The schema and policy steps' durations are timed live only (the records do not keep them).
+      const untimed = (e) => {
+        const { 'mcpguard.guardrail.duration_ms': ms, ...rest } = e.attrs;
+        return ['mcpguard.schema', 'mcpguard.policy'].includes(e.attrs['gen_ai.guardrail.component.name']) ? rest : e.attrs;
+      };
+      assert.deepEqual(s.events.map(untimed), l.events.map(untimed));
     }
     const logKey = (l) => `${l.traceId}/${l.spanId}/${l.body.stringValue}`;
     assert.deepEqual(
@@ -289,7 +323,7 @@ test('export otlp: the records give the same spans with the same ids as the live
 });
 
 test('the human summary says what the export sent, dropped and failed', { timeout: TIMEOUT }, async () => {
-  const rx = await jsonReceiver();
+  const rx = await startReceiver();
   const c = await session([`--otlp-endpoint=${rx.url}`], {}, 'human');
   try {
     c.send(call(1, 'echo', { text: 'hi' }));
@@ -347,5 +381,58 @@ test('a collector that is down, or that never answers, changes nothing the clien
   } finally {
     for (const s of held) s.destroy();
     await new Promise((resolve) => stall.close(resolve));
+  }
+});
+
+test('a collector answering 503 with Retry-After, stalling, or answering garbage, while calls run: every answer arrives once, exit 0 within the bounded flush, the session record says what was sent, dropped and failed', {
+  timeout: 90000,
+}, async () => {
+  const many = (step) => Array.from({ length: 200 }, () => step);
+  for (const [fault, plan] of [
+    [
+      '503',
+      [
+        { status: 503, retryAfter: '1' },
+        { status: 503, retryAfter: '1' },
+        { status: 503, retryAfter: '1' },
+      ],
+    ],
+    ['stall', many('stall')],
+    ['garbage', many('garbage')],
+  ]) {
+    const rx = await startReceiver(plan);
+    const c = await session([`--otlp-endpoint=${rx.url}`]);
+    try {
+      await sixCalls(c);
+      const closing = Date.now();
+      const r = await c.finish();
+      // The flush is bounded at 2 s (otel/live.ts); a stalled collector would otherwise hold the session forever.
+      assert.ok(Date.now() - closing < 15000, `${fault}: the session ended within its bounded flush`);
+      assert.equal(r.code, 0, `${fault}: ${r.stderr}`);
+      assert.deepEqual(
+        r.out.filter((m) => m.id !== 'init').map((m) => m.id),
+        [1, 2, 3, 4, 5, 6],
+        `${fault}: every call answered, once`,
+      );
+      const end = r.records.find((x) => x.type === 'session_end');
+      assert.deepEqual(end.otlp, r.summary.otlp, `${fault}: the session record holds the summary's otlp`);
+      const { sent, dropped, failed, errors } = end.otlp;
+      if (fault === '503') {
+        // Retried after the collector's Retry-After, then delivered: nothing lost.
+        assert.ok(sent.spans >= 7, JSON.stringify(end.otlp));
+        assert.equal(dropped.spans + failed.spans, 0, JSON.stringify(end.otlp));
+        assert.ok(errors >= 1, JSON.stringify(end.otlp));
+        const traces = rx.requests.filter((q) => q.path === '/v1/traces');
+        assert.ok(traces.length >= 2, 'the refused batch was sent again');
+        assert.ok(traces[1].at - traces[0].at >= 900, `not before Retry-After: ${traces[1].at - traces[0].at} ms`);
+        assert.ok(rx.spans().length >= 7);
+      } else {
+        assert.equal(sent.spans, 0, `${fault}: ${JSON.stringify(end.otlp)}`);
+        assert.ok(dropped.spans + failed.spans >= 7, `${fault}: ${JSON.stringify(end.otlp)}`);
+      }
+    } finally {
+      c.cleanup();
+      await rx.close();
+    }
   }
 });

@@ -1,4 +1,4 @@
-// The span builder against a recording Exporter (test/helpers/otlp-json-receiver.js):
+// The span builder against a recording Exporter (test/helpers/otlp-receiver.js):
 // the sampler's decisions, the metrics, the diagnostic logs, and ids that are
 // the same for the same session and call wherever they are built.
 import { test } from 'node:test';
@@ -7,7 +7,7 @@ import { newCall } from '../../dist/mcp/call.js';
 import { processMasker } from '../../dist/mask/mask.js';
 import { SpanBuilder, sample } from '../../dist/otel/spans.js';
 import { callSpanId, sessionSpanId, sessionTraceId } from '../../dist/otel/ids.js';
-import { memoryExporter } from '../helpers/otlp-json-receiver.js';
+import { memoryExporter } from '../helpers/otlp-receiver.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';
@@ -108,4 +108,33 @@ test("mcpguard's own diagnostics are WARN log records on the session's span; ids
   assert.notEqual(callSpanId(SESSION, 'c_000000000001'), callSpanId('s_other', 'c_000000000001'));
   assert.match(sessionTraceId(SESSION), /^[0-9a-f]{32}$/);
   b.end(END);
+});
+
+test('attribute pairs shared between spans (interned, their protobuf bytes made once) decode as their own values; past the bound per key, tool names still do', async () => {
+  const { encodeProto } = await import('../../dist/otel/encode-proto.js');
+  const { decodeOtlp, attrs } = await import('../helpers/otlp-receiver.js');
+  const { MAX_VALUES } = await import('../../dist/otel/interned.js');
+  const { b, exporter } = builder();
+  const n = MAX_VALUES + 50;
+  for (let i = 1; i <= n; i++)
+    b.callEnded(ended(i, `tool_${i}`, i % 3 === 0 ? 'denied' : 'completed', i % 3 === 0 ? { decision: { by: 'policy', rule: i % 7 } } : {}));
+  const sent = exporter.spans.slice(0, n);
+  const body = encodeProto('traces', { resource: [], scope: { name: 'mcpguard', version: '0' }, spans: sent, logs: [], metrics: [] });
+  const decoded = decodeOtlp('/v1/traces', 'application/x-protobuf', body).body.resourceSpans[0].scopeSpans[0].spans;
+  assert.equal(decoded.length, n);
+  for (const [i, span] of decoded.entries()) {
+    const id = i + 1;
+    const at = attrs(span.attributes);
+    assert.equal(span.name, `tools/call tool_${id}`);
+    assert.equal(at['gen_ai.tool.name'], `tool_${id}`);
+    assert.equal(at['jsonrpc.request.id'], String(id));
+    assert.equal(at['mcpguard.call.state'], id % 3 === 0 ? 'denied' : 'completed');
+    assert.deepEqual(at, Object.fromEntries(sent[i].attributes), `span ${id}: the encoded attributes are the model's`);
+    const events = span.events ?? [];
+    assert.deepEqual(
+      events.map((e) => attrs(e.attributes)),
+      sent[i].events.map((e) => Object.fromEntries(e.attributes)),
+    );
+    if (id % 3 === 0) assert.equal(attrs(events.at(-1).attributes)['gen_ai.guardrail.security.policy.rule.id'], String((id % 7) + 1));
+  }
 });
