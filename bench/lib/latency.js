@@ -65,6 +65,9 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
       { name: 'policy20', label: 'mcpguard --policy (20 rules)', argv: guarded([NODE, ECHO_SERVER], ['--policy', POLICY_20]) },
     );
   }
+  // MCPGUARD_BENCH_BEFORE=path/to/bin/mcpguard.js: another build (the one before a change) interleaved in the same rounds.
+  const before = process.env.MCPGUARD_BENCH_BEFORE;
+  if (before !== undefined) variants.push({ name: 'before', label: 'mcpguard before (MCPGUARD_BENCH_BEFORE)', argv: [NODE, before, '--', NODE, ECHO_SERVER] });
   // What validation alone costs: the copy relay plus mcpguard's classifyFrame on every line.
   variants.splice(2, 0, { name: 'validate', label: 'copy + mcpguard validator', argv: [NODE, VALIDATE_RELAY, NODE, ECHO_SERVER] });
   const samples = await interleave(
@@ -101,7 +104,7 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
             vsCopy <= 1.25 && vsSdk < 1,
           ),
         );
-      } else if (v.name === 'novalidate' || v.name === 'policy20') {
+      } else if (v.name === 'novalidate' || v.name === 'policy20' || v.name === 'before') {
         // Against mcpguard with its defaults (the gate checking each call's arguments, no policy).
         lines.push(
           line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('mcpguard', key)), 'default')}`),
