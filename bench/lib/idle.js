@@ -8,8 +8,10 @@
 // RSS counts the Node binary's pages a process has touched (shared with every
 // other Node process, but resident), so code run once (V8's optimising
 // compiler, OpenSSL, spawn) shows here as much as memory allocated.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { interleave, roundName } from './interleave.js';
-import { launch, stop } from './proc.js';
+import { benchHome, launch, stop } from './proc.js';
 import { Peer } from './rpc.js';
 import { readMemory } from './rss.js';
 import { median, pairedRatio } from './stats.js';
@@ -53,9 +55,39 @@ async function bareNode() {
   }
 }
 
+/** As many ES modules as mcpguard has loaded by then (~125), each empty: what loading them costs a process that does nothing else. */
+const ESM_MODULES = 125;
+function esmProgram() {
+  const dir = join(benchHome, 'esm-floor');
+  mkdirSync(join(dir, 'dist', 'layer'), { recursive: true });
+  writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+  const imports = [];
+  for (let i = 0; i < ESM_MODULES; i++) {
+    writeFileSync(join(dir, 'dist', 'layer', `m${i}.js`), `export const m${i} = ${i};\n`);
+    imports.push(`import './dist/layer/m${i}.js';`);
+  }
+  writeFileSync(join(dir, 'main.js'), `${imports.join('\n')}\nsetInterval(() => {}, 1 << 30);\n`);
+  return join(dir, 'main.js');
+}
+
+/** RSS (MiB) of a `node` that loaded ESM_MODULES empty modules and does nothing. */
+async function esmFloor(main) {
+  const child = launch([NODE, main], { stdio: 'ignore' });
+  try {
+    await sleep(SETTLE_MS);
+    const rss = readMemory(child.pid).rssKiB / 1024;
+    return { short: rss, warm: rss };
+  } finally {
+    child.kill('SIGKILL');
+    await stop(child);
+  }
+}
+
 export async function idleRows({ rounds, warmupRounds = 0 }, progress) {
+  const main = esmProgram();
   const variants = [
     { name: 'bare', label: 'bare `node` (nothing to do)', run: bareNode },
+    { name: 'esm', label: `${ESM_MODULES} empty ES modules loaded, nothing to do`, run: () => esmFloor(main) },
     ...relayVariants()
       .filter((v) => v.name !== 'direct')
       .map((v) => ({ ...v, run: () => idleSession(v.argv) })),
@@ -91,5 +123,10 @@ export async function idleRows({ rounds, warmupRounds = 0 }, progress) {
       } else lines.push(line(row, v.label, num(median(values)), ratioText(pairedRatio(values, bare), 'bare')));
     }
   }
-  return { lines, notes: [`idle rows: VmRSS read after ${SETTLE_MS} ms without traffic; the byte-copy relay is the floor for a Node relay`] };
+  return {
+    lines,
+    notes: [
+      `idle rows: VmRSS read after ${SETTLE_MS} ms without traffic; the byte-copy relay is the floor for a Node relay, ${ESM_MODULES} empty ES modules the floor for a program of mcpguard's module count (Node's ES module loader, and V8's optimising compiler, which its path functions wake)`,
+    ],
+  };
 }
