@@ -12,6 +12,7 @@
 //   node bench/run.js --rows=micro      only bench/records.js, bench/stderr.js (if present)
 //   node bench/run.js --rows=warmup     p50 by call index as the JIT warms up (run only when named)
 //   node bench/run.js --rows=consent    time to the approval card, server quiet vs flooding its stderr
+//   node bench/run.js --rows=idle       idle RSS of a session against a bare node (and the copy relay, the floor)
 //   taskset -c 0 node bench/run.js --rows=otel   small calls with the OTLP export off / on (collector up) / on (collector down) (run only when named)
 //   node bench/run.js --profile=throughput|latency|flood|shutdown|startup [--keep-profile] [--top=N] [--guard-opts='--records off']
 import { existsSync, rmSync } from 'node:fs';
@@ -19,6 +20,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { consentRows } from './lib/consent.js';
 import { floodRows } from './lib/flood.js';
+import { idleRows } from './lib/idle.js';
 import { latencyRows } from './lib/latency.js';
 import { microSections } from './lib/micro.js';
 import { otelRows } from './lib/otel-row.js';
@@ -36,7 +38,7 @@ import { tailRows } from './lib/tail.js';
 import { throughputRows } from './lib/throughput.js';
 import { ROOT, mcpguardHelp, snapshotGuard } from './lib/variants.js';
 
-const ROWS = ['latency', 'throughput', 'single', 'startup', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup', 'tail', 'otel'];
+const ROWS = ['latency', 'throughput', 'single', 'startup', 'idle', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup', 'tail', 'otel'];
 /** Rows run only when --rows names them. */
 const ON_REQUEST = ['warmup', 'tail', 'otel'];
 /** Not table rows: other helpers' micro-benchmarks, appended when present (full runs of all rows, or --rows=micro). */
@@ -47,6 +49,7 @@ const MODES = {
     throughput: { rounds: 3, frames: 16, window: 4 },
     single: { rounds: 3, calls: 10 },
     startup: { rounds: 5 },
+    idle: { rounds: 2 },
     flood: { rounds: 2, bytes: 64 * 2 ** 20 },
     stall: { rounds: 1, lines: 100000 },
     shutdown: { rounds: 5 },
@@ -61,6 +64,7 @@ const MODES = {
     throughput: { rounds: 7, frames: 64, window: 4 },
     single: { rounds: 7, calls: 40 },
     startup: { rounds: 21 },
+    idle: { rounds: 5 },
     flood: { rounds: 3, bytes: 2 * 2 ** 30 },
     stall: { rounds: 3, lines: 400000 },
     shutdown: { rounds: 15 },
@@ -155,6 +159,7 @@ const RUNNERS = {
   throughput: throughputRows,
   single: singleFlightRows,
   startup: startupRows,
+  idle: idleRows,
   flood: floodRows,
   stall: stallRows,
   shutdown: shutdownRows,

@@ -55,9 +55,10 @@ async function nodeReader(bytes) {
   return { mibps: report.mibps(), peakMiB: peakHwmKiB / 1024 };
 }
 
-async function throughGuard(bytes, sink) {
+async function throughGuard(bytes, sink, bin = null) {
   const report = drainReport();
-  const child = launch(guarded([NODE, STDERR_FLOOD, String(bytes), report.path]), { stdio: ['pipe', 'pipe', sink === 'pipe' ? 'pipe' : 'ignore'] });
+  const server = [NODE, STDERR_FLOOD, String(bytes), report.path];
+  const child = launch(bin === null ? guarded(server) : [NODE, bin, '--', ...server], { stdio: ['pipe', 'pipe', sink === 'pipe' ? 'pipe' : 'ignore'] });
   const memory = sampleMemory(child.pid, 20);
   let mirrored = 0;
   child.stderr?.on('data', (chunk) => (mirrored += chunk.length));
@@ -88,6 +89,9 @@ export async function floodRows({ rounds, bytes }, progress) {
     { name: 'null', label: 'mcpguard, its stderr → /dev/null', run: () => throughGuard(bytes, 'null') },
     { name: 'pipe', label: 'mcpguard, its stderr → drained pipe', run: () => throughGuard(bytes, 'pipe') },
   ];
+  // MCPGUARD_BENCH_BEFORE=path/to/bin/mcpguard.js: another build (the one before a change), its stderr → /dev/null, in the same rounds.
+  const before = process.env.MCPGUARD_BENCH_BEFORE;
+  if (before !== undefined) variants.push({ name: 'before', label: 'mcpguard before, its stderr → /dev/null', run: () => throughGuard(bytes, 'null', before) });
   const samples = await interleave(
     variants,
     rounds,

@@ -79,6 +79,9 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
       );
     }
   }
+  // MCPGUARD_BENCH_BEFORE=path/to/bin/mcpguard.js: another build (the one before a change) interleaved in the same rounds.
+  const before = process.env.MCPGUARD_BENCH_BEFORE;
+  if (before !== undefined) variants.push({ name: 'before', label: 'mcpguard before (MCPGUARD_BENCH_BEFORE)', argv: [NODE, before, '--', NODE, ECHO_SERVER] });
   // What validation alone costs: the copy relay plus mcpguard's classifyFrame on every line.
   variants.splice(2, 0, { name: 'validate', label: 'copy + mcpguard validator', argv: [NODE, VALIDATE_RELAY, NODE, ECHO_SERVER] });
   const samples = await interleave(
@@ -118,7 +121,7 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
       } else if (v.name === 'policyPaths') {
         // Against the same call through mcpguard without a policy.
         lines.push(line(row, v.label, num(median(values)), ratioText(pairedRatio(values, series('fencedArgs', key)), 'the same call without policy')));
-      } else if (v.name === 'novalidate' || v.name === 'policy20') {
+      } else if (v.name === 'novalidate' || v.name === 'policy20' || v.name === 'before') {
         // Against mcpguard with its defaults (the gate checking each call's arguments, no policy).
         lines.push(
           line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('mcpguard', key)), 'default')}`),

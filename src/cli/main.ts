@@ -20,6 +20,7 @@ import { ensureWritableRecordDir, resolveRecordDir } from '../records/location.j
 import { newSessionId } from '../records/session-id.js';
 import type { Prepared } from '../session/run.js';
 import { armWatchdog } from '../process/watchdog.js';
+import { keepYoungGenerationSmall } from '../process/reclaim.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const RECORD_COMMANDS = new Set<string>(RECORD_VIEWS);
@@ -57,6 +58,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       return await runRecordsCommand(first as (typeof RECORD_VIEWS)[number], argv.slice(1));
     }
     if (helpRequested(argv, takesValue)) return print(relayHelp());
+    // The relay is mostly idle, and what it allocates per message dies young.
+    keepYoungGenerationSmall();
     const { prepared, retain } = await prepare(argv);
     retainInBackground(prepared, retain);
     return await (await import('../session/run.js')).runRelay(prepared);

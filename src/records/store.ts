@@ -9,12 +9,15 @@
  *
  * `append` writes at once. `defer` queues a record whose bytes need not be on
  * disk before anything else happens (a dispatch, a call's end, a rejection);
- * the queue is chained and written in one go by the next `flush` (the audit
- * log flushes when its event-loop turn is over), so those records cost no
- * write and no hashing on the request path.
+ * `stage` chains the queue without writing it (the audit log stages when its
+ * event-loop turn is over), and the next write takes the staged lines along:
+ * the next attempt's, or `flush` (the audit log's bound on the wait). So
+ * those records cost no hashing on the request path, and no write(2) of
+ * their own while calls keep coming.
  * A record written at once with `appendShaped` (a call's write-ahead attempt)
- * is chained ahead of records still queued: the file's order is the order
- * records were chained, and every record's `ts` says when its event happened.
+ * is chained ahead of records still queued, after records staged: the file's
+ * order is the order records were chained, and every record's `ts` says when
+ * its event happened.
  * Its line is written before it is hashed: the hash that the next record's
  * `prev` needs is computed when that record is chained (after the attempt's
  * request has been forwarded), and `flush` leaves it computed, so the next
@@ -176,6 +179,20 @@ export class SessionLog {
     }
     this.chainShaped(shape, values, ts);
     this.writePending();
+  }
+
+  /**
+   * Chain every deferred record now, and hash the last, but write nothing:
+   * their lines wait in the buffer for the next write, which is then one
+   * write(2) for them and whatever comes next (a call's attempt, or `flush`).
+   * True when lines are waiting to be written. The next attempt then neither
+   * builds nor hashes them on the request path.
+   */
+  stage(): boolean {
+    if (this.fd === null) return false;
+    this.chainQueued();
+    this.link();
+    return this.written < this.lines.length;
   }
 
   /** Chain and write every deferred record now (one write). */

@@ -6,7 +6,9 @@
  * dispatched call); rejected frames are
  * recorded apart from calls, by reason and fingerprint, never by content; the
  * session record and the seal come last. One event = one line, never split
- * across writes; lines that need not be write-ahead share the next write.
+ * across writes; lines that need not be write-ahead share the next write (a
+ * quick call's final record goes out with the next call's attempt, or within
+ * DISPATCH_WAIT_MS).
  *
  * A record that cannot be written vetoes the dispatch of the call it
  * describes: a call that happened must never be missing from the log.
@@ -27,9 +29,12 @@ import type { ServerInfo } from '../mcp/server-info.js';
 import { basename } from 'node:path';
 
 /**
- * Longest wait of a dispatch record for its call's final record: a quick
- * call's final record makes it unneeded (it carries the same facts), a slow
- * call's dispatch is written on its own by then.
+ * Longest wait of a record that is not write-ahead for a write to carry it.
+ * A dispatch record waits this long for its call's final record (a quick
+ * call's final record makes it unneeded: it carries the same facts; a slow
+ * call's dispatch is written on its own by then); a final record or a
+ * rejection, chained at the end of its turn, waits this long for the next
+ * call's attempt to take it along in the same write(2).
  */
 export const DISPATCH_WAIT_MS = 20;
 
@@ -250,9 +255,10 @@ export class AuditLog implements SessionObserver {
   }
 
   /**
-   * A call's record: written at once (`now`, write-ahead), at the end of this
-   * event-loop turn (`turn`, like `defer`), or with the next of those writes
-   * but no later than DISPATCH_WAIT_MS from now (`later`).
+   * A call's record: written at once (`now`, write-ahead), chained at the end
+   * of this event-loop turn (`turn`, like `defer`) or queued (`later`), and
+   * then written with the next write but no later than DISPATCH_WAIT_MS from
+   * then.
    */
   private shaped(shape: RecordShape, values: unknown[], when: 'now' | 'turn' | 'later'): boolean {
     if (this.closed()) return false;
@@ -282,12 +288,14 @@ export class AuditLog implements SessionObserver {
    * Records that need not precede anything (a call's end, a rejection) wait
    * in the log's queue until the current turn of the event loop is over (by
    * then the answer that ended a call has been written), and are then chained
-   * and written together in one write, with any dispatch records waiting. So
-   * the request path pays for one record (the attempt) and one write per call,
-   * a quick call costs one more write off that path, and the queue never grows
-   * into a long stall. Only a crash within that turn (for a dispatch record,
-   * within DISPATCH_WAIT_MS) can lose them, never an attempt; the session's
-   * end writes everything.
+   * together, with any dispatch records waiting, but not written: the next
+   * call's attempt takes them along in its own write, or the late flush writes
+   * them DISPATCH_WAIT_MS later at the latest. So the request path pays for
+   * one record (the attempt) and one write per call, a call that follows
+   * within DISPATCH_WAIT_MS costs no write of its own for the records of the
+   * one before, and the queue never grows into a long stall. Only a crash
+   * within DISPATCH_WAIT_MS of them can lose them, never an attempt; the
+   * session's end writes everything.
    */
   private defer(type: string, body: Record<string, unknown>): void {
     if (this.closed()) return;
@@ -314,7 +322,13 @@ export class AuditLog implements SessionObserver {
 
   private readonly flushDeferred = (): void => {
     this.flushScheduled = false;
-    this.flushNow();
+    if (this.failure !== null) return;
+    try {
+      // Chained now (hashing off the request path), written by the next attempt or by the late flush.
+      if (this.log.stage()) this.scheduleLateFlush();
+    } catch (error) {
+      this.fail(error as Error);
+    }
   };
 
   private readonly lateFlush = (): void => {

@@ -14,8 +14,8 @@
  */
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { setFlagsFromString } from 'node:v8';
 import { EXIT_USAGE, GuardError } from '../base/errors.js';
+import { keepYoungGenerationSmall } from '../process/reclaim.js';
 import { activityView } from './activity-view.js';
 import { callFilters, sessionFilters } from './filters.js';
 import { describe, recordDirFor, resolveRecordDir } from '../records/location.js';
@@ -90,6 +90,7 @@ export async function runRecordsCommand(
 ): Promise<number> {
   if (io.stdout === process.stdout) {
     tolerateEpipe();
+    // A view streams: its rows die young, and a young generation grown to its maximum only raises the peak.
     keepYoungGenerationSmall();
   }
   if (name === 'logs') {
@@ -250,25 +251,6 @@ function optionError(error: Error, argv: string[]): string {
   const given = argv.find((arg) => arg.startsWith(`${option}=`));
   if (given !== undefined) return `${option} takes no value, got '${given.slice(option.length + 1)}'`;
   return error.message;
-}
-
-/**
- * A view streams: a row's objects and text die young, and little survives a
- * collection. V8 still doubles its young generation whenever the bytes that
- * survived since the last doubling exceed its size, so over a long listing it
- * grows to its maximum (2 x 16 MiB semi-spaces on 64-bit) and the process's
- * peak RSS with it: ~90 MB for `activity` of 200,000 calls, ~98 MB for `logs`
- * of 90 MB of stderr. Growth factor 1 keeps it at its first size: ~80 MB for
- * both, for a little more collecting. The flag is read each time V8 would
- * grow the space, so setting it now takes effect; this process only runs the
- * view (the relay never comes here). Any failure only costs memory.
- */
-function keepYoungGenerationSmall(): void {
-  try {
-    setFlagsFromString('--semi-space-growth-factor=1');
-  } catch {
-    /* an engine without the flag */
-  }
 }
 
 let epipeTolerated = false;

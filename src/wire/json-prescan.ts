@@ -34,11 +34,16 @@ const SHORT_STRING_COST = 32;
 const QUOTE = 0x22;
 
 export class FramePrescan {
-  /** The SIMD string check (null: the scanner's own loop, slower, same answers). */
-  private readonly bodies: StringBodyCheck | null;
+  /**
+   * The SIMD string check (null: the scanner's own loop, slower, same
+   * answers), compiled by the first frame that needs it (undefined until
+   * then): a session whose frames stay small never compiles the module nor
+   * holds its memory.
+   */
+  private bodies: StringBodyCheck | null | undefined;
 
   constructor({ simd = true }: { simd?: boolean } = {}) {
-    this.bodies = simd ? stringBodyCheck() : null;
+    if (!simd) this.bodies = null;
   }
 
   private hints: ScanHints = { starts: [], ends: [], utf8: false };
@@ -58,6 +63,7 @@ export class FramePrescan {
     // A view that ends where the bytes end: searches never look past them.
     const view = buf.length === filled ? buf : buf.subarray(0, filled);
     // The scanner's own loop only where there is no SIMD check (one object per read otherwise for nothing).
+    if (this.bodies === undefined) this.bodies = stringBodyCheck();
     const strings = this.bodies === null ? new StringResume(view, filled) : null;
     let at = this.at;
     try {
