@@ -302,7 +302,11 @@ describe('what a card and an approver are shown', () => {
       assert.ok(action.card.includes(`Arguments (exactly as they will be sent, but for the secrets masked): ${action.arguments_text}`));
       assert.ok(action.card.includes('1 secret masked: an API key header value'));
       assert.equal(action.tool, 'exec');
-      assert.equal(action.reason, 'policy rule 1 (commands need a person)');
+      // The policy asks, and so would --secrets-in-args for the header value: one card, whose reason names both.
+      assert.equal(
+        action.reason,
+        'policy rule 1 (commands need a person; --secrets-in-args deny-env: the arguments carry an API key header value (at "/command"))',
+      );
       assert.ok(readFileSync(join(c.dir, 'server-lines'), 'utf8').includes(args), 'the server got the arguments byte for byte');
     } finally {
       c.cleanup();
