@@ -66,14 +66,7 @@ describe('timeout on a rule', () => {
     });
     const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
     try {
-      c.send({
-        jsonrpc: '2.0',
-        id: 'init',
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      });
-      await c.waitFor((m) => m.id === 'init', 'initialize answer');
-      c.send({ jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 'list', method: 'tools/list' });
+      await c.initialize({ jsonrpc: '2.0', id: 'list', method: 'tools/list' });
       await c.waitFor((m) => m.id === 'list', 'tools/list answer');
       c.send(
         call(1, 'slow_wait', { seconds: 4 }), // rule 1's 300 ms

@@ -118,14 +118,7 @@ describe('through the relay', () => {
     const c = conversation(['python3', fixture('gate-server.py')], ['--validate-args=on', `--policy=${policyFile}`]);
     const call = (id, text) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text } } });
     try {
-      c.send({
-        jsonrpc: '2.0',
-        id: 'init',
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      });
-      await c.waitFor((m) => m.id === 'init', 'initialize answer');
-      c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      await c.initialize();
       const calls = {
         1: 'https://docs.python.org/3/library/',
         2: 'https://docs.python.org@evil.com/',

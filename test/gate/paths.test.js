@@ -212,14 +212,7 @@ describe('through the relay', () => {
     const c = conversation(['python3', fixture('gate-server.py')], ['--validate-args=on', `--policy=${policyFile}`], { HOME: t.home });
     const call = (id, path) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'delete_file', arguments: { path } } });
     try {
-      c.send({
-        jsonrpc: '2.0',
-        id: 'init',
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      });
-      await c.waitFor((m) => m.id === 'init', 'initialize answer');
-      c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      await c.initialize();
       const calls = {
         1: '~/project/a.txt',
         2: '~/project/../outside/secret',

@@ -297,14 +297,7 @@ describe('policy test --tools against the relay', () => {
     writeFileSync(file, JSON.stringify({ rules: [{ annotations: { destructiveHint: true }, decision: 'deny', reason: 'destructive' }] }));
     const c = conversation(['python3', fixture('gate-server.py')], ['--validate-args=on', `--policy=${file}`]);
     try {
-      c.send({
-        jsonrpc: '2.0',
-        id: 'init',
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      });
-      await c.waitFor((m) => m.id === 'init', 'initialize answer');
-      c.send({ jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 'list', method: 'tools/list' });
+      await c.initialize({ jsonrpc: '2.0', id: 'list', method: 'tools/list' });
       // The whole response, saved as a person would save it.
       const lists = join(t.dir, 'tools.json');
       writeFileSync(lists, JSON.stringify(await c.waitFor((m) => m.id === 'list', 'tools/list answer')));

@@ -151,14 +151,7 @@ describe('through the relay', () => {
     const c = conversation(['python3', fixture('gate-server.py')], ['--validate-args=on', `--policy=${policyFile}`]);
     const call = (id, text) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text } } });
     try {
-      c.send({
-        jsonrpc: '2.0',
-        id: 'init',
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      });
-      await c.waitFor((m) => m.id === 'init', 'initialize answer');
-      c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      await c.initialize();
       // Sent before mcpguard knows the tools: all wait for its tools/list, then are let go in order. 1 is refused by
       // the schema (text must be a string) and counts nothing; 2 and 3 take the two slots; 4 finds them taken.
       c.send(call(1, 5), call(2, 'one'), call(3, 'two'), call(4, 'three'));
@@ -214,14 +207,7 @@ describe('through the relay: who counts, and for how long', () => {
     );
     const del = (id, path) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'delete_file', arguments: { path } } });
     try {
-      c.send({
-        jsonrpc: '2.0',
-        id: 'init',
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-      });
-      await c.waitFor((m) => m.id === 'init', 'initialize answer');
-      c.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      await c.initialize();
       const answers = {};
       for (const [id, path] of [
         [1, '/etc/passwd'],

@@ -36,6 +36,17 @@ export function conversation(server, args = [], env = {}, timeout = 30000) {
     recordDir,
     send: (...values) => run.child.stdin.write(values.map(frame).join('')),
     out,
+    /** The handshake of a 2025-06-18 client (`initialize`, its answer, `notifications/initialized`), then `more` frames. */
+    async initialize(...more) {
+      this.send({
+        jsonrpc: '2.0',
+        id: 'init',
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      });
+      await this.waitFor((m) => m.id === 'init', 'initialize answer');
+      this.send({ jsonrpc: '2.0', method: 'notifications/initialized' }, ...more);
+    },
     /** Wait for a line that matches; fails the test after `ms`. */
     async waitFor(match, what, ms = 10000) {
       for (let waited = 0; waited < ms; waited += 20) {
