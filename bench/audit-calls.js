@@ -26,7 +26,7 @@ async function load(root, label) {
   return {
     label,
     AuditLog: (await import(join(dist, 'session', 'audit.js'))).AuditLog,
-    newCallId: (await import(join(dist, 'records', 'ids.js'))).newCallId,
+    newCall: (await import(join(dist, 'mcp', 'call.js'))).newCall,
   };
 }
 const builds = [await load(ROOT, 'this build')];
@@ -36,37 +36,9 @@ const turn = () => new Promise((r) => setImmediate(r));
 const writeCalls = () => Number(/^syscw:\s+(\d+)/m.exec(readFileSync('/proc/self/io', 'latin1'))?.[1] ?? Number.NaN);
 let sessions = 0;
 
-/** A quick call's life as the relay's observer sees it. */
+/** A quick call's life as the relay's observer sees it: the build's own new call, as the relay makes it, gated. */
 function newCall(build, i) {
-  return {
-    callId: build.newCallId(),
-    requestId: i,
-    idKey: null,
-    method: 'tools/call',
-    tool: 'echo',
-    target: null,
-    protocolVersion: '2025-06-18',
-    traceparent: null,
-    continues: null,
-    linkedBy: null,
-    chain: null,
-    requestStateHash: null,
-    cursor: false,
-    gated: true,
-    decision: null,
-    flags: null,
-    startedAt: Date.now(),
-    dispatchedAt: null,
-    generation: null,
-    state: null,
-    endedAt: null,
-    detail: null,
-    cancelRequested: false,
-    timer: null,
-    exitStatus: null,
-    streamEnd: null,
-    stderr: null,
-  };
+  return Object.assign(build.newCall(i, null, 'tools/call', 'echo'), { protocolVersion: '2025-06-18', gated: true });
 }
 
 /** CPU µs and write(2)s per call over `count` sequential calls of one session. */

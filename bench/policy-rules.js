@@ -13,6 +13,7 @@ import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { fencedRules } from './lib/variants.js';
 
 const before = process.argv.find((a) => a.startsWith('--before='))?.slice(9);
 const builds = [['this build', await import('../dist/gate/policy.js')]];
@@ -24,18 +25,7 @@ const noEngine = () => {
   throw new Error('no engine');
 };
 const names = Array.from({ length: 20 }, (_, i) => ({ tool: `other_tool_${i}_*`, decision: i % 2 ? 'deny' : 'ask' }));
-const fenced = [
-  ...Array.from({ length: 10 }, (_, i) => ({
-    tool: i === 9 ? 'echo' : `other_${i}`,
-    paths: { args: ['/path'], outside: [join(dir, 'project')] },
-    decision: 'deny',
-  })),
-  ...Array.from({ length: 10 }, (_, i) => ({
-    tool: i === 9 ? 'echo' : `other_${i}`,
-    hosts: { args: ['/url'], outside: ['docs.python.org', '*.mozilla.org'] },
-    decision: 'deny',
-  })),
-];
+const fenced = fencedRules(join(dir, 'project'));
 // A file to be written in the project (its directory exists, the file not yet), and an allowed URL: both rules judge, neither matches.
 const args = { value: () => ({ path: join(dir, 'project', 'src', 'main.py'), url: 'https://docs.python.org/3/' }) };
 const limited = [...names.slice(1), { tool: 'echo', limit: { calls: 1000, per: '1m' }, decision: 'deny' }];

@@ -21,6 +21,18 @@ export const STDERR_FLOOD = `${ROOT}bench/fixtures/stderr-flood.js`;
 export const POLICY_20 = `${ROOT}bench/fixtures/policy-20.json`;
 export const STDERR_READER = `${ROOT}bench/fixtures/stderr-reader.js`;
 
+/** The 20 rules of that policy: 10 fence `/path` to `project`, 10 fence `/url` to two hosts; the 10th of each is the echo tool's. */
+export function fencedRules(project) {
+  return [
+    ...Array.from({ length: 10 }, (_, i) => ({ tool: i === 9 ? 'echo' : `other_${i}`, paths: { args: ['/path'], outside: [project] }, decision: 'deny' })),
+    ...Array.from({ length: 10 }, (_, i) => ({
+      tool: i === 9 ? 'echo' : `other_${i}`,
+      hosts: { args: ['/url'], outside: ['docs.python.org', '*.mozilla.org'] },
+      decision: 'deny',
+    })),
+  ];
+}
+
 /**
  * A policy of 20 rules, 10 fencing a path and 10 a URL host, one of each on
  * the echo tool (bench/policy-rules.js has the same rules, for decide() alone),
@@ -32,18 +44,7 @@ export function fencedPolicy(under) {
   if (!existsSync(join(dirname(MCPGUARD), '..', 'dist', 'gate', 'paths.js'))) return null;
   const dir = mkdtempSync(join(under, 'paths-'));
   mkdirSync(join(dir, 'project', 'src'), { recursive: true });
-  const rules = [
-    ...Array.from({ length: 10 }, (_, i) => ({
-      tool: i === 9 ? 'echo' : `other_${i}`,
-      paths: { args: ['/path'], outside: [join(dir, 'project')] },
-      decision: 'deny',
-    })),
-    ...Array.from({ length: 10 }, (_, i) => ({
-      tool: i === 9 ? 'echo' : `other_${i}`,
-      hosts: { args: ['/url'], outside: ['docs.python.org', '*.mozilla.org'] },
-      decision: 'deny',
-    })),
-  ];
+  const rules = fencedRules(join(dir, 'project'));
   const file = join(dir, 'policy-paths-20.json');
   writeFileSync(file, JSON.stringify({ default: 'allow', rules }));
   return { file, call: { name: 'echo', arguments: { size: 64, path: join(dir, 'project', 'src', 'main.py'), url: 'https://docs.python.org/3/' } } };
