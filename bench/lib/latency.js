@@ -120,7 +120,14 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
         );
       } else if (v.name === 'policyPaths') {
         // Against the same call through mcpguard without a policy.
-        lines.push(line(row, v.label, num(median(values)), ratioText(pairedRatio(values, series('fencedArgs', key)), 'the same call without policy')));
+        lines.push(
+          line(
+            row,
+            v.label,
+            num(median(values)),
+            `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('fencedArgs', key)), 'the same call without policy')}`,
+          ),
+        );
       } else if (v.name === 'novalidate' || v.name === 'policy20' || v.name === 'before') {
         // Against mcpguard with its defaults (the gate checking each call's arguments, no policy).
         lines.push(
