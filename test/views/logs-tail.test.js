@@ -5,8 +5,9 @@
 // waits until mcpguard has mirrored the line: the order is forced, not timed.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import { fixture, killStarted, runGuard } from '../helpers/run.js';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
 import { conversation, endOf } from '../helpers/conversation.js';
 
 after(killStarted);
@@ -135,5 +136,92 @@ describe('logs SESSION: stderr outside any call in stream order', () => {
         `^==> call ${two.call_id} [^\\n]*\\nserver\\| call 2: working\\n${tailHeader(3).replace(/[()]/g, '\\$&')}\\nserver\\| outside: after the last call\\n$`,
       ),
     );
+  });
+});
+
+describe('logs SESSION: what a session record says about its tail', () => {
+  const id = 's_20261130T000000Z_0badcafe';
+  /** A session log with these calls (text, where their stderr ends) and this session record's stderr. */
+  function writeLog(dir, calls, stderr) {
+    const lines = [{ created_at: '2026-11-30T00:00:00.000Z', log_id: id, seq: 0, type: 'header' }];
+    calls.forEach(([text, end], i) =>
+      lines.push({
+        call_id: `c_00000000000${i}`,
+        ended_at: '2026-11-30T00:00:01.000Z',
+        method: 'tools/call',
+        state: 'completed',
+        stderr: text,
+        stderr_bytes_retained: text.length,
+        stderr_bytes_seen: text.length,
+        stderr_stream_end: end,
+        stderr_truncated: false,
+        tool: 't',
+        type: 'call_end',
+      }),
+    );
+    lines.push({ ended_at: '2026-11-30T00:00:02.000Z', stderr, type: 'session_end' });
+    writeFileSync(join(dir, `${id}.jsonl`), `${lines.map((l, seq) => JSON.stringify({ ...l, seq })).join('\n')}\n`);
+  }
+  const call = (i, text) => `==> call c_00000000000${i}  tools/call t  completed  2026-11-30 00:00:01 UTC <==\n${text}`;
+  const outside = (which) => `==> session ${id}: stderr outside any call${which} <==\n`;
+
+  test('head+tail: the marker above the first stretch, the omission line above the stretch after it, in mcpguard voice', async (t) => {
+    const { dir, cleanup } = tempDir();
+    t.after(cleanup);
+    const marker = '[stderr truncated: kept first 2 and last 2 of 6 bytes, omitted 2]';
+    const omission = '[... 2 bytes omitted ...]\n';
+    writeLog(
+      dir,
+      [
+        ['A1\n', 5],
+        ['B1\n', 10],
+      ],
+      {
+        tail: `[captured stderr]\n${marker}\na\n${omission}c\n`,
+        tail_bytes_seen: 6,
+        tail_truncated: true,
+        tail_stretches: [
+          { start: 0, end: 2, bytes: 2 },
+          { omitted: 2, bytes: omission.length },
+          { start: 10, end: 12, bytes: 2 },
+        ],
+      },
+    );
+    const r = await logs(dir, id, '--utc');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(
+      r.stdout.toString(),
+      `${outside(' (1 of 2)')}${marker}\nserver| a\n${call(0, 'server| A1\n')}${call(1, 'server| B1\n')}${outside(' (2 of 2)')}${omission}server| c\n`,
+    );
+  });
+
+  test("a merged stretch says calls wrote between its lines; a server line shaped like mcpguard's stays the server's", async (t) => {
+    const { dir, cleanup } = tempDir();
+    t.after(cleanup);
+    const forged = '[... 9 bytes omitted ...]\n';
+    writeLog(dir, [['A1\n', 33]], {
+      tail: `[captured stderr]\n${forged}c\n`,
+      tail_bytes_seen: forged.length + 2,
+      tail_truncated: false,
+      tail_stretches: [
+        { start: 0, end: 40, bytes: forged.length, merged: true },
+        { start: 40, end: 42, bytes: 2 },
+      ],
+    });
+    const r = await logs(dir, id, '--utc');
+    assert.equal(
+      r.stdout.toString(),
+      `${outside(' (1 of 2; calls wrote between its lines)')}server| ${forged}${call(0, 'server| A1\n')}${outside(' (2 of 2)')}server| c\n`,
+    );
+  });
+
+  test('entries that do not add up to the text, or none: the tail whole after the calls, as before', async (t) => {
+    const { dir, cleanup } = tempDir();
+    t.after(cleanup);
+    for (const stretches of [[{ start: 0, end: 2, bytes: 3 }], [{ start: 0, end: 1, bytes: 1 }], undefined, null]) {
+      writeLog(dir, [['A1\n', 5]], { tail: '[captured stderr]\na\n', tail_bytes_seen: 2, tail_truncated: false, tail_stretches: stretches });
+      const r = await logs(dir, id, '--utc');
+      assert.equal(r.stdout.toString(), `${call(0, 'server| A1\n')}${outside('  2026-11-30 00:00:02 UTC')}server| a\n`, JSON.stringify(stretches));
+    }
   });
 });
