@@ -144,7 +144,7 @@ describe('logs SESSION: what a session record says about its tail', () => {
   /** A session log with these calls (text, where their stderr ends) and this session record's stderr. */
   function writeLog(dir, calls, stderr) {
     const lines = [{ created_at: '2026-11-30T00:00:00.000Z', log_id: id, seq: 0, type: 'header' }];
-    calls.forEach(([text, end], i) =>
+    for (const [i, [text, end]] of calls.entries()) {
       lines.push({
         call_id: `c_00000000000${i}`,
         ended_at: '2026-11-30T00:00:01.000Z',
@@ -157,8 +157,8 @@ describe('logs SESSION: what a session record says about its tail', () => {
         stderr_truncated: false,
         tool: 't',
         type: 'call_end',
-      }),
-    );
+      });
+    }
     lines.push({ ended_at: '2026-11-30T00:00:02.000Z', stderr, type: 'session_end' });
     writeFileSync(join(dir, `${id}.jsonl`), `${lines.map((l, seq) => JSON.stringify({ ...l, seq })).join('\n')}\n`);
   }
