@@ -87,3 +87,26 @@ test('a character split by a call between two stretches goes whole with the firs
   bad.end();
   assert.equal(bad.summary().tail_stretches, null);
 });
+
+test('a secret split across the start of a call is masked before the stream is counted: no stretch holds a part of it', () => {
+  const secret = 'Zq7vN2kLp9xR4tW8mB3cY6hJ1dF5gS0a';
+  const t = new StderrTap(
+    { callBytes: 4096, processBytes: 1 << 20, excerptBytes: 4096, retain: 'tail', passthroughBytes: null },
+    { SERVICE_API_TOKEN: secret },
+    () => true,
+  );
+  t.write(Buffer.from(`boot token=${secret.slice(0, 16)}`), []);
+  const call = { callId: 'a' };
+  t.write(Buffer.from(`${secret.slice(16)} ok\n`), ['a']);
+  t.write(Buffer.from('after\n'), []);
+  t.end();
+  t.callEnded(call);
+  const s = t.summary();
+  const texts = [s.tail, call.stderr.text];
+  for (let i = 0; i + 6 <= secret.length; i++) for (const text of texts) assert.ok(!text.includes(secret.slice(i, i + 6)), `${text} holds part of the secret`);
+  assert.equal(
+    s.tail_stretches.reduce((n, e) => n + e.bytes, 0),
+    Buffer.byteLength(body(s)),
+  );
+  assert.equal(s.tail_stretches.length, 2);
+});
