@@ -10,7 +10,7 @@
  * is dropped as the ring moves past it, and past MAX_TAIL_STRETCHES the two
  * neighbours with the smallest stretch of the stream between them are merged
  * into one `merged` stretch, whose bytes are known to lie within [start, end)
- * with calls' stderr between them. A session with thousands of gaps between
+ * with calls' stderr between them (in one pass, down to half the bound). A session with thousands of gaps between
  * calls keeps at most MAX_TAIL_STRETCHES entries, ordered at worst to the
  * nearest merged stretch, never lost.
  *
@@ -124,16 +124,38 @@ export class TailStretches {
     }
   }
 
-  /** Merge the two neighbours with the least of the stream between them. */
+  /**
+   * Merge down to half the bound in one pass, closing the smallest gaps of
+   * the stream between neighbours first (the oldest first among equal gaps):
+   * a sort of MAX_TAIL_STRETCHES numbers once every MAX_TAIL_STRETCHES / 2
+   * new stretches, not a scan for every one.
+   */
   #mergeClosest(): void {
-    let best = 0;
-    for (let i = 1; i < this.#list.length - 1; i++) if (gap(this.#list, i) < gap(this.#list, best)) best = i;
-    const a = this.#list[best]!;
-    const b = this.#list[best + 1]!;
-    this.#list.splice(best, 2, { start: a.start, end: b.end, from: a.from, bytes: a.bytes + b.bytes, merged: true });
+    const list = this.#list;
+    const gaps = new Float64Array(list.length - 1);
+    for (let i = 0; i < gaps.length; i++) gaps[i] = list[i + 1]!.start - list[i]!.end;
+    let merges = list.length - MAX_TAIL_STRETCHES / 2;
+    // The gap at which enough are closed (a typed array sorts numerically, without a callback).
+    const limit = Float64Array.from(gaps).sort()[merges - 1]!;
+    let below = 0;
+    for (const g of gaps) if (g < limit) below++;
+    let atLimit = merges - below; // gaps equal to the limit closed too, oldest first
+    let kept = 0;
+    for (let i = 0; i < list.length; i++) {
+      const s = list[i]!;
+      const g = i > 0 ? gaps[i - 1]! : Number.POSITIVE_INFINITY;
+      const close = merges > 0 && (g < limit || (g === limit && atLimit > 0));
+      if (!close) {
+        list[kept++] = s;
+        continue;
+      }
+      if (g === limit) atLimit--;
+      merges--;
+      const into = list[kept - 1]!;
+      into.end = s.end;
+      into.bytes += s.bytes;
+      into.merged = true;
+    }
+    list.length = kept;
   }
-}
-
-function gap(list: Stretch[], i: number): number {
-  return list[i + 1]!.start - list[i]!.end;
 }

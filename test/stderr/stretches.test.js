@@ -61,7 +61,8 @@ test('thousands of gaps between calls: at most MAX_TAIL_STRETCHES entries, the c
   }
   t.end();
   const s = t.summary();
-  assert.equal(s.tail_stretches.length, MAX_TAIL_STRETCHES);
+  // Merged down to half the bound whenever it is passed.
+  assert.ok(s.tail_stretches.length <= MAX_TAIL_STRETCHES && s.tail_stretches.length >= MAX_TAIL_STRETCHES / 2, `${s.tail_stretches.length}`);
   assert.ok(s.tail_stretches.some((e) => e.merged));
   assert.equal(
     s.tail_stretches.reduce((n, e) => n + e.bytes, 0),
