@@ -7,12 +7,13 @@
  * own bytes end: `stderr_stream_end`), each byte once.
  *
  * Bounded twice over: a stretch none of whose bytes the ring can still hold
- * is dropped as the ring moves past it, and past MAX_TAIL_STRETCHES the two
- * neighbours with the smallest stretch of the stream between them are merged
- * into one `merged` stretch, whose bytes are known to lie within [start, end)
- * with calls' stderr between them (in one pass, down to half the bound). A session with thousands of gaps between
- * calls keeps at most MAX_TAIL_STRETCHES entries, ordered at worst to the
- * nearest merged stretch, never lost.
+ * is dropped as the ring moves past it, and past MAX_TAIL_STRETCHES
+ * neighbours are merged, down to half the bound in one pass, those with the
+ * least of the stream between them first: a `merged` stretch's bytes are
+ * known to lie within [start, end), with calls' stderr between them. A
+ * session with thousands of gaps between calls keeps at most
+ * MAX_TAIL_STRETCHES entries, ordered at worst to the nearest merged stretch,
+ * never lost.
  *
  * Offsets are those of the stream as retained: after redaction, the stream in
  * which calls' `stderr_stream_end` is counted. A secret is masked before any
@@ -20,7 +21,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 
-/** Most stretches kept for a session tail (and written in its record): 128 entries are about 5 KB of JSON. */
+/** Most stretches kept for a session tail (and written in its record): 128 entries are about 6 KB of JSON. */
 export const MAX_TAIL_STRETCHES = 128;
 
 interface Stretch {
