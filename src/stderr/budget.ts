@@ -19,6 +19,7 @@
  * read. The ring counts the evicted bytes, so its marker stays truthful.
  */
 import { ByteRing, type RetainMode, type RingSnapshot } from './ring.js';
+import { TailStretches } from './stretches.js';
 
 export const DEFAULT_CALL_BYTES = 16384;
 export const DEFAULT_PROCESS_BYTES = 262144;
@@ -69,6 +70,8 @@ export class StderrStore {
   readonly #open = new Map<string, Entry>();
   readonly #ended = new Map<string, Entry>();
   readonly #session: ByteRing;
+  /** Where the session ring's bytes came in the stream. */
+  readonly #stretches = new TailStretches();
   #retained = 0;
   #seen = 0;
 
@@ -106,7 +109,10 @@ export class StderrStore {
     if (chunk.length === 0) return;
     this.#seen += chunk.length;
     if (inFlight.length === 0) {
+      this.#stretches.add(this.#seen - chunk.length, chunk.length);
       this.#push(this.#session, chunk);
+      const ring = this.#session;
+      this.#stretches.prune(ring.headCapacity, ring.capacity - ring.headCapacity);
       return;
     }
     const shared = inFlight.length > 1;
@@ -154,6 +160,11 @@ export class StderrStore {
   /** The session ring: stderr that arrived while no call was in flight. */
   sessionSnapshot(): RingSnapshot {
     return this.#session.snapshot();
+  }
+
+  /** Where the session ring's bytes lie in the stream (stretches.ts). */
+  get sessionStretches(): TailStretches {
+    return this.#stretches;
   }
 
   #push(ring: ByteRing, chunk: Buffer): void {

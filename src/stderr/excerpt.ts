@@ -13,7 +13,7 @@
  * In head+tail mode the marker states both parts and the omitted count, and an
  * omission line stands where the bytes are missing.
  */
-import type { RingSnapshot } from './ring.js';
+import type { RetainMode, RingSnapshot } from './ring.js';
 
 export const CAPTURED_LABEL = '[captured stderr]';
 
@@ -24,7 +24,7 @@ export interface ExcerptOptions {
   label: boolean;
 }
 
-interface View {
+export interface View {
   head: Buffer;
   tail: Buffer;
   /** Bytes of the stream between head and tail that are not shown. */
@@ -35,20 +35,26 @@ const EMPTY = Buffer.alloc(0);
 
 /** Render a snapshot as labelled, marked, boundary-aligned text within `maxBytes`. */
 export function renderExcerpt(snapshot: RingSnapshot, options: ExcerptOptions): string {
+  return renderExcerptShown(snapshot, options).text;
+}
+
+/** The rendered text and the ring's bytes it shows: a prefix (`head`) and a suffix (`tail`) of the stream, `omitted` between. */
+export function renderExcerptShown(snapshot: RingSnapshot, options: ExcerptOptions): { text: string } & View {
   const label = options.label ? `${CAPTURED_LABEL}\n` : '';
   const whole = viewOf(snapshot, Infinity);
   if (whole.omitted === 0) {
     const text = compose(snapshot, whole, label);
-    if (Buffer.byteLength(text) <= options.maxBytes) return text;
+    if (Buffer.byteLength(text) <= options.maxBytes) return { text, ...whole };
   }
   // Room for the longest marker this snapshot can have: every number as large as `seen`.
   const n = snapshot.seen;
   const reserve = Buffer.byteLength(label + marker(snapshot, n, n, n) + '\n' + (snapshot.mode === 'head+tail' ? '\n' + omissionLine(n) : ''));
   let max = options.maxBytes - reserve;
   for (;;) {
-    const text = compose(snapshot, viewOf(snapshot, max), label);
+    const view = viewOf(snapshot, max);
+    const text = compose(snapshot, view, label);
     const over = Buffer.byteLength(text) - options.maxBytes;
-    if (over <= 0 || max <= 0) return text;
+    if (over <= 0 || max <= 0) return { text, ...view };
     // Invalid bytes decode to a 3-byte U+FFFD, so text can outgrow its bytes.
     max -= over;
   }
@@ -58,12 +64,13 @@ function compose(snapshot: RingSnapshot, view: View, label: string): string {
   const head = view.head.toString('utf8');
   const tail = view.tail.toString('utf8');
   if (view.omitted === 0) return label + head + tail;
-  let out = label + marker(snapshot, view.head.length, view.tail.length, view.omitted) + '\n' + head;
-  if (snapshot.mode === 'head+tail') {
-    if (head.length > 0 && !head.endsWith('\n')) out += '\n';
-    out += omissionLine(view.omitted);
-  }
-  return out + tail;
+  return label + marker(snapshot, view.head.length, view.tail.length, view.omitted) + '\n' + head + omission(snapshot.mode, head, view.omitted) + tail;
+}
+
+/** What stands between the head's and the tail's text: in head+tail retention with bytes omitted, the omission line (on a line of its own). */
+export function omission(mode: RetainMode, head: string, omitted: number): string {
+  if (mode !== 'head+tail' || omitted === 0) return '';
+  return (head.length > 0 && !head.endsWith('\n') ? '\n' : '') + omissionLine(omitted);
 }
 
 function marker(s: RingSnapshot, head: number, tail: number, omitted: number): string {

@@ -68,6 +68,10 @@ export class ByteRing {
   get capacity(): number {
     return this.#capacity;
   }
+  /** Of `capacity`, the first bytes of the stream it keeps (the rest keeps the last bytes). */
+  get headCapacity(): number {
+    return this.#headCap;
+  }
   /** Retained bytes later dropped by `limit()`. */
   get evicted(): number {
     return this.#evicted;

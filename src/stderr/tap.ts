@@ -9,10 +9,11 @@
 import type { Call } from '../mcp/call.js';
 import type { SessionObserver } from '../relay/observer.js';
 import { StderrStore, type CallStderr } from './budget.js';
-import { CAPTURED_LABEL, renderExcerpt } from './excerpt.js';
+import { CAPTURED_LABEL, omission, renderExcerpt, renderExcerptShown } from './excerpt.js';
 import { Passthrough } from './passthrough.js';
 import { Redactor } from '../mask/redact.js';
 import type { RetainMode } from './ring.js';
+import type { TailStretch } from './stretches.js';
 
 export interface StderrOptions {
   callBytes: number;
@@ -39,6 +40,15 @@ export interface StderrSummary {
   suppressed_bytes: number;
   /** The session ring (bytes outside any call), rendered with its marker. */
   tail: string;
+  /**
+   * Where `tail`'s text (after its label and marker) came in the session's
+   * stderr stream, in text order: `{start, end, bytes}` per stretch between
+   * calls (`merged`: its bytes lie within [start, end), calls' stderr between
+   * them), and in head+tail retention `{omitted, bytes}` for the omission
+   * line. Absent when there is no tail; null when the text is not exactly the
+   * bytes kept (invalid UTF-8). stretches.ts.
+   */
+  tail_stretches?: TailStretch[] | null;
 }
 
 const QUIET = Object.freeze({ seen: 0, retained: 0, truncated: false, shared: false, evicted: 0, end: null, text: null });
@@ -114,7 +124,8 @@ export class StderrTap implements SessionObserver {
 
   summary(): StderrSummary {
     const session = this.store.sessionSnapshot();
-    const tail = session.seen === 0 ? '' : renderExcerpt(session, { maxBytes: this.options.callBytes + 256, label: true });
+    const shown = session.seen === 0 ? null : renderExcerptShown(session, { maxBytes: this.options.callBytes + 256, label: true });
+    const tail = shown?.text ?? '';
     // Marked when the ring lost bytes, or when the text had to be cut to fit (invalid bytes grow as U+FFFD).
     const tailTruncated = session.seen > 0 && tail !== `${CAPTURED_LABEL}\n${Buffer.concat([session.head, session.tail]).toString('utf8')}`;
     return {
@@ -127,6 +138,14 @@ export class StderrTap implements SessionObserver {
       suppressed_bytes: this.mirror?.suppressed ?? 0,
       tail,
       tail_truncated: tailTruncated,
+      ...(shown === null
+        ? {}
+        : {
+            tail_stretches: this.store.sessionStretches.shown({
+              ...shown,
+              omissionText: Buffer.byteLength(omission(session.mode, shown.head.toString('utf8'), shown.omitted)),
+            }),
+          }),
     };
   }
 }

@@ -9,7 +9,9 @@
  * bytes (tail retention; head+tail text carries an omission line, and older
  * records no offset: those are printed whole, as before). Blocks are sorted by
  * where their text starts, and each prints only what no block before it did;
- * its header names the calls that were open with it.
+ * its header names the calls that were open with it. The session tail's
+ * stretches (logs-tail.ts), when the session record places them, go in
+ * between: each before the first call block that starts after it.
  */
 import type { Block } from './logs.js';
 
@@ -32,8 +34,10 @@ function spanOf(b: Block): { start: number; end: number } | null {
  * Order one batch of blocks (calls that were in flight together, with any
  * session tail last) and cut from each what was printed already. `printed` is
  * how far into the stream the output has gone; the new value is returned.
+ * `outside`: the tail's stretches not printed yet, in stream order; those
+ * that came before a call block are taken from it and put before that block.
  */
-export function inStreamOrder(blocks: Block[], printed: number): { blocks: Block[]; printed: number } {
+export function inStreamOrder(blocks: Block[], printed: number, outside: Block[] = []): { blocks: Block[]; printed: number } {
   const key = (b: Block): number => windowOf(b)?.start ?? spanOf(b)?.start ?? Number.POSITIVE_INFINITY;
   const calls = blocks.filter((b) => b.kind === 'call');
   const rest = blocks.filter((b) => b.kind !== 'call');
@@ -43,7 +47,13 @@ export function inStreamOrder(blocks: Block[], printed: number): { blocks: Block
     .sort((x, y) => x.k - y.k || x.i - y.i)
     .map((x) => x.b);
   let to = printed;
+  const out: Block[] = [];
   for (const b of sorted) {
+    // Tail bytes and a call's bytes never share a stream offset: a stretch that starts first came first.
+    while (outside.length > 0 && outside[0]!.stretch!.start < key(b)) {
+      out.push(outside.shift()!);
+    }
+    out.push(b);
     const span = spanOf(b);
     if (span !== null) {
       const also = sorted.filter((o) => o !== b && o.call_id !== null && overlaps(span, spanOf(o))).map((o) => o.call_id!);
@@ -63,7 +73,7 @@ export function inStreamOrder(blocks: Block[], printed: number): { blocks: Block
     }
     to = Math.max(to, w.end);
   }
-  return { blocks: [...sorted, ...rest], printed: to };
+  return { blocks: [...out, ...rest], printed: to };
 }
 
 function overlaps(a: { start: number; end: number }, b: { start: number; end: number } | null): boolean {

@@ -34,7 +34,6 @@ import { EXIT_USAGE } from '../base/errors.js';
 import { processMasker } from '../mask/mask.js';
 import { jsonLine, writeOut } from '../mask/escape.js';
 import { serverText } from '../mask/diagnostics.js';
-import { CAPTURED_LABEL } from '../stderr/excerpt.js';
 import { Clock } from './when.js';
 import { describe as describeError, recordDirFor, resolveRecordDir } from '../records/location.js';
 import type { LogRecord } from '../records/chain.js';
@@ -44,10 +43,10 @@ import { listLogs, logEnds } from './views.js';
 import { NEWEST } from './view-kit.js';
 import { nothingHereNote } from './elsewhere.js';
 import { inStreamOrder } from './logs-order.js';
+import { placedTail, splitMarker, splitTail, stretchLines, tailBlock, type Stretch } from './logs-tail.js';
 import type { CommandIO } from './commands.js';
 import type { Output } from './output.js';
 
-const MARKER_START = '[stderr truncated: ';
 const SESSION_END = '"type":"session_end"';
 /** While a follow sees nothing new, the writer's liveness is checked every this many polls. */
 const LIVENESS_EVERY = 5;
@@ -74,6 +73,8 @@ export interface Block {
   shown_above: number;
   /** In a session: the calls with stderr that were in flight with this one. */
   also_open: string[];
+  /** A session tail printed as the stretches it came in: which one this is, and where it came (logs-tail.ts); else null. */
+  stretch: Stretch | null;
 }
 
 /**
@@ -299,8 +300,19 @@ function sessionSource(follow: boolean, file: string): Source {
   let held: Block[] = [];
   let heldBytes = 0;
   let printed = 0;
+  // The tail's stretches, placed between the calls when the session record (read first, at the log's end) says where.
+  let outside: Block[] | null = null;
+  let placed = false;
+  const stretches = (): Block[] => {
+    if (outside === null) {
+      const tail = placedTail(file);
+      placed = tail !== null;
+      outside = tail ?? [];
+    }
+    return outside;
+  };
   const release = (): Block[] => {
-    const r = inStreamOrder(held, printed);
+    const r = inStreamOrder(held, printed, stretches());
     printed = r.printed;
     held = [];
     heldBytes = 0;
@@ -322,14 +334,23 @@ function sessionSource(follow: boolean, file: string): Source {
           if (record.type === 'header' && typeof record.log_id === 'string') sessionId = record.log_id;
           if (record.type === 'call_attempt' && typeof record.call_id === 'string') open.add(record.call_id);
           if (record.type === 'call_end' && typeof record.call_id === 'string') open.delete(record.call_id);
-          const block = sessionBlock(record, sessionId);
+          let block = sessionBlock(record, sessionId);
+          if (block !== null && record.type === 'session_end') {
+            // A session followed live: its tail is placed only now, after every call (in stream order among its stretches).
+            stretches();
+            const tail = placed ? null : splitTail(block, (record.stderr as Record<string, unknown>).tail_stretches);
+            if (tail !== null) [outside, placed] = [tail, true];
+            if (placed) block = null;
+          }
           if (block !== null) {
             held.push(block);
             heldBytes += block.text?.length ?? 0;
           }
           if (record.type === 'session_end') done = true;
           // A call that never ends (a hang to the end, a crash) must not hold the rest back without bound.
-          if (held.length > 0 && (open.size === 0 || heldBytes > HELD_BYTES)) blocks.push(...release());
+          if (held.length > 0 && (open.size === 0 || heldBytes > HELD_BYTES || done)) blocks.push(...release());
+          // What of the tail came after every call block.
+          if (done && outside !== null) blocks.push(...outside.splice(0));
         },
         SESSION_BATCH,
       ));
@@ -343,31 +364,7 @@ function sessionSource(follow: boolean, file: string): Source {
 /** A session record's block: a call that saw stderr, or the session tail; null for anything else. */
 function sessionBlock(record: Record<string, unknown>, sessionId: string): Block | null {
   if (record.type === 'call_end') return num(record.stderr_bytes_seen) > 0 ? callBlock(record, sessionId) : null;
-  if (record.type !== 'session_end') return null;
-  const s = record.stderr as Record<string, unknown> | undefined;
-  if (s === undefined || typeof s.tail !== 'string' || s.tail === '') return null;
-  let text = s.tail.startsWith(`${CAPTURED_LABEL}\n`) ? s.tail.slice(CAPTURED_LABEL.length + 1) : s.tail;
-  // Older records do not say whether the tail lost bytes; a marker-shaped first line is then taken as the marker.
-  const truncated = typeof s.tail_truncated === 'boolean' ? s.tail_truncated : text.startsWith(MARKER_START);
-  let marker: string | null = null;
-  if (truncated) ({ marker, text } = splitMarker(text));
-  return {
-    kind: 'session_tail',
-    session_id: sessionId,
-    call_id: null,
-    method: null,
-    tool: null,
-    state: null,
-    ended_at: str(record.ended_at),
-    bytes_seen: typeof s.tail_bytes_seen === 'number' ? s.tail_bytes_seen : Buffer.byteLength(text),
-    bytes_retained: null,
-    truncated,
-    marker,
-    text,
-    stream_end: null,
-    shown_above: 0,
-    also_open: [],
-  };
+  return record.type === 'session_end' ? tailBlock(record, sessionId) : null;
 }
 
 function callBlock(r: Record<string, unknown>, sessionId: string): Block {
@@ -392,13 +389,8 @@ function callBlock(r: Record<string, unknown>, sessionId: string): Block {
     stream_end: typeof r.stderr_stream_end === 'number' ? r.stderr_stream_end : null,
     shown_above: 0,
     also_open: [],
+    stretch: null,
   };
-}
-
-function splitMarker(text: string): { marker: string | null; text: string } {
-  const nl = text.indexOf('\n');
-  if (!text.startsWith(MARKER_START) || nl === -1) return { marker: null, text };
-  return { marker: text.slice(0, nl), text: text.slice(nl + 1) };
 }
 
 /** The last `n` lines over all blocks, blocks left without lines dropped (their headers and markers go with them). */
@@ -424,8 +416,8 @@ function splitKeepingEnds(text: string): string[] {
 }
 
 function render(b: Block, header: boolean, clock: Clock): string {
-  let out = '';
-  if (header) {
+  let out = b.stretch === null ? '' : stretchLines(b);
+  if (header && b.stretch === null) {
     const when = b.ended_at === null ? '' : `  ${clock.full(b.ended_at)}`;
     out +=
       b.kind === 'call'
@@ -434,10 +426,11 @@ function render(b: Block, header: boolean, clock: Clock): string {
     // What overlapping calls share is printed once, under the first of them.
     if (b.shown_above > 0) out += `[${b.shown_above} bytes shown above${b.text === '' ? ", all of this call's" : ''}]\n`;
   }
-  if (b.marker !== null) out += `${b.marker}\n`;
+  if (b.marker !== null && b.stretch === null) out += `${b.marker}\n`;
   if (b.text === null) return `${out}[stderr text not in the record: ${b.bytes_seen} bytes seen; the record predates stderr text]\n`;
   // The server's lines behind a prefix: a header or marker of its own making cannot pass for mcpguard's.
-  out += shownText(b.text, b.marker);
+  // A stretch's text holds no omission line (logs-tail.ts put it above, as mcpguard's): every line is the server's.
+  out += shownText(b.text, b.stretch === null ? b.marker : null);
   if (b.text.length > 0 && !b.text.endsWith('\n')) out += '\n';
   return terminalSafe(out);
 }

@@ -98,16 +98,16 @@ describe('stderr text in the records and in mcpguard logs', () => {
     const tail = await logs(s.recordDir, one.call_id, '--tail', '2');
     assert.equal(tail.stdout.toString(), `${marker}\n${srv(shown.split('\n').slice(-3).join('\n'))}`, 'the marker stays; then the last 2 lines');
 
-    // logs SESSION (a unique prefix): every call with stderr under a header, in order, then the tail.
+    // logs SESSION (a unique prefix): each block where it came in the stream: the tail (the banner, before any call), then every call with stderr under a header.
     const bySession = await logs(s.recordDir, s.sessionId.slice(0, 12));
     assert.equal(bySession.code, 0, bySession.stderr);
     const text = bySession.stdout.toString();
     const headers = text.split('\n').filter((l) => l.startsWith('==> '));
     assert.equal(headers.length, 3, text.slice(0, 400));
-    assert.match(headers[0], new RegExp(`^==> call ${one.call_id}  tools/call stderr  completed  `));
-    assert.match(headers[1], new RegExp(`^==> call ${two.call_id}  tools/call stderr  tool_error  `));
-    assert.match(headers[2], new RegExp(`^==> session ${s.sessionId}: stderr outside any call`));
-    assert.equal(text, `${headers[0]}\n${marker}\n${srv(shown)}${headers[1]}\n${srv(written('ab\n', 30))}${headers[2]}\nserver| server starting\n`);
+    assert.equal(headers[0], `==> session ${s.sessionId}: stderr outside any call <==`);
+    assert.match(headers[1], new RegExp(`^==> call ${one.call_id}  tools/call stderr  completed  `));
+    assert.match(headers[2], new RegExp(`^==> call ${two.call_id}  tools/call stderr  tool_error  `));
+    assert.equal(text, `${headers[0]}\nserver| server starting\n${headers[1]}\n${marker}\n${srv(shown)}${headers[2]}\n${srv(written('ab\n', 30))}`);
 
     // --json: one object per block, the marker apart from the text.
     const json = await logs(s.recordDir, s.sessionId, '--json');
@@ -119,9 +119,9 @@ describe('stderr text in the records and in mcpguard logs', () => {
     assert.deepEqual(
       blocks.map((b) => [b.kind, b.call_id, b.marker, b.text]),
       [
+        ['session_tail', null, null, 'server starting\n'],
         ['call', one.call_id, marker, kept],
         ['call', two.call_id, null, written('ab\n', 30)],
-        ['session_tail', null, null, 'server starting\n'],
       ],
     );
   });
@@ -170,7 +170,8 @@ describe('stderr text in the records and in mcpguard logs', () => {
     const out = await logs(c.recordDir, one.session_id); // runCommand scans what logs prints
     assert.equal(out.code, 0, out.stderr);
     assert.match(out.stdout.toString(), /auth \[REDACTED:MCPGUARD_TEST_API_TOKEN\] via ghp_\[REDACTED\] ok\n/);
-    assert.match(out.stdout.toString(), /boot with \[REDACTED:MCPGUARD_TEST_API_TOKEN\]\n$/);
+    // The banner came before the call: its stretch of the tail is printed first.
+    assert.match(out.stdout.toString(), /^==> session [^\n]*: stderr outside any call <==\nserver\| boot with \[REDACTED:MCPGUARD_TEST_API_TOKEN\]\n==> call /);
   });
 
   test('logs refuses what it cannot name: nothing matches, an ambiguous prefix, a bad --tail', { timeout: TIMEOUT }, async (t) => {
@@ -434,10 +435,24 @@ describe('logs SESSION with calls in flight together', () => {
   test('the README hang walkthrough: each stderr line once, in order, headers naming the calls open together; logs CALL keeps its own', {
     timeout: TIMEOUT * 2,
   }, async (t) => {
-    const { dir, cleanup } = tempDir();
-    t.after(cleanup);
-    const guard = `(cat examples/hang.jsonl; sleep 4) | ${JSON.stringify(process.execPath)} bin/mcpguard.js --record-dir ${JSON.stringify(dir)} --call-timeout 2s -- python3 examples/hanging-server.py`;
-    await runCommand('sh', ['-c', guard], { cwd: ROOT, timeout: TIMEOUT }).done;
+    // The walkthrough's input, sent once mcpguard has mirrored the server's banner: the banner then came with no call in
+    // flight (the session tail), the way a loaded machine once ordered it, and it must still be printed first. Which call
+    // a line came in depends on the two pipes' timing; the order printed must not.
+    const c = conversation(['python3', join(ROOT, 'examples', 'hanging-server.py')], ['--call-timeout', '2s']);
+    t.after(c.cleanup);
+    let mirrored = '';
+    c.child.stderr.on('data', (chunk) => {
+      mirrored += chunk;
+    });
+    for (let waited = 0; !mirrored.includes('hanging-server: starting'); waited += 20) {
+      if (waited > 10000) assert.fail(`no banner mirrored: ${mirrored}`);
+      await sleep(20);
+    }
+    c.child.stdin.write(readFileSync(join(ROOT, 'examples', 'hang.jsonl')));
+    await c.waitFor((m) => m.id === 4, 'the hung call timed out', TIMEOUT / 2);
+    await c.waitFor((m) => m.id === 5, 'answer to 5');
+    await c.finish();
+    const dir = c.recordDir;
     const r = await logs(dir, 'last');
     assert.equal(r.code, 0, r.stderr);
     const out = r.stdout.toString();
