@@ -111,7 +111,17 @@ export async function tailRows({ rounds, requests, warmup, warmupRounds = 1 }, p
     const copy = samples.copy.map((s) => s[key]);
     for (const v of variants) {
       const values = samples[v.name].map((s) => s[key]);
-      const ratio = v.name === 'copy' ? 'baseline' : ratioText(pairedRatio(values, copy), 'copy');
+      let ratio = v.name === 'copy' ? 'baseline' : ratioText(pairedRatio(values, copy), 'copy');
+      // The build before a change against this one, round by round (the figure a change is judged by on a busy machine).
+      const pairedWith = { before: 'mcpguard', beforeNorecords: 'norecords' }[v.name];
+      if (pairedWith !== undefined)
+        ratio += `; this build ${ratioText(
+          pairedRatio(
+            samples[pairedWith].map((s) => s[key]),
+            values,
+          ),
+          'before',
+        )}`;
       let target = '';
       let ok = null;
       if ((v.name === 'mcpguard' || v.name === 'before') && key === 'p99') {

@@ -46,14 +46,55 @@ interface Frame {
 }
 
 /**
+ * The open arrays and objects of the text being walked, one slot per level,
+ * kept between calls: this runs for every tools/call the gate checks, and a
+ * stack of frame objects (with a key pair each) was ~300 bytes of garbage
+ * per small call. Only `pointed` (a number found: rare) makes Frame objects.
+ * Not re-entrant, and needs not be: nothing here calls out.
+ */
+const scratch = {
+  object: new Uint8Array(64),
+  expectKey: new Uint8Array(64),
+  keyStart: new Int32Array(64),
+  keyEnd: new Int32Array(64),
+  index: new Int32Array(64),
+};
+
+/** Room for level `depth` in `scratch` (a deeper text than any before: every array twice as long, contents kept). */
+function room(depth: number): void {
+  if (depth < scratch.index.length) return;
+  const grow = <T extends Uint8Array | Int32Array>(a: T): T => {
+    const b = new (a.constructor as new (n: number) => T)(2 * a.length);
+    b.set(a);
+    return b;
+  };
+  scratch.object = grow(scratch.object);
+  scratch.expectKey = grow(scratch.expectKey);
+  scratch.keyStart = grow(scratch.keyStart);
+  scratch.keyEnd = grow(scratch.keyEnd);
+  scratch.index = grow(scratch.index);
+}
+
+/** Levels 0 .. depth-1 of `scratch` as Frame objects (for `pointed`). */
+function framesOf(depth: number): Frame[] {
+  const frames: Frame[] = [];
+  for (let d = 0; d < depth; d++) {
+    const object = scratch.object[d] === 1;
+    const key: [number, number] | null = scratch.keyStart[d]! < 0 ? null : [scratch.keyStart[d]!, scratch.keyEnd[d]!];
+    frames.push({ object, key, expectKey: scratch.expectKey[d] === 1, index: scratch.index[d]! });
+  }
+  return frames;
+}
+
+/**
  * The first number in the JSON text `buf[start, end)` (scanned: valid) whose
  * double is infinite, or else the first integer literal it rounds; null when
  * every number is exact. Strings are skipped with indexOf, so long text costs
  * little.
  */
 export function inexactNumber(buf: Buffer, start: number, end: number): InexactNumber | null {
-  const stack: Frame[] = [];
-  let found: { at: number; finite: boolean; path: Frame[] } | null = null;
+  let depth = 0;
+  let found: Frame[] | null = null;
   let i = start;
   while (i < end) {
     const c = buf[i]!;
@@ -62,28 +103,38 @@ export function inexactNumber(buf: Buffer, start: number, end: number): InexactN
       do j = buf.indexOf(QUOTE, j + 1);
       while (j > 0 && escaped(buf, j));
       if (j < 0 || j >= end) break; // not JSON after all: nothing more to find
-      const top = stack[stack.length - 1];
-      if (top?.object && top.expectKey) {
-        top.key = [i, j + 1];
-        top.expectKey = false;
+      const top = depth - 1;
+      if (top >= 0 && scratch.object[top] === 1 && scratch.expectKey[top] === 1) {
+        scratch.keyStart[top] = i;
+        scratch.keyEnd[top] = j + 1;
+        scratch.expectKey[top] = 0;
       }
       i = j + 1;
       continue;
     }
     if (c === LBRACE || c === LBRACKET) {
-      stack.push({ object: c === LBRACE, key: null, expectKey: c === LBRACE, index: 0 });
+      room(depth);
+      scratch.object[depth] = c === LBRACE ? 1 : 0;
+      scratch.expectKey[depth] = c === LBRACE ? 1 : 0;
+      scratch.keyStart[depth] = -1;
+      scratch.index[depth] = 0;
+      depth++;
       i++;
       continue;
     }
     if (c === RBRACE || c === RBRACKET) {
-      stack.pop();
+      if (depth > 0) depth--;
       i++;
       continue;
     }
     if (c === COMMA) {
-      const top = stack[stack.length - 1]!;
-      if (top.object) top.expectKey = true;
-      else top.index++;
+      const top = depth - 1;
+      if (top < 0) {
+        i++;
+        continue;
+      }
+      if (scratch.object[top] === 1) scratch.expectKey[top] = 1;
+      else scratch.index[top]!++;
       i++;
       continue;
     }
@@ -103,8 +154,8 @@ export function inexactNumber(buf: Buffer, start: number, end: number): InexactN
       if (!plain || j - i > 15) {
         const text = buf.toString('latin1', i, j);
         const n = Number(text);
-        if (!Number.isFinite(n)) return pointed(buf, stack, false);
-        if (plain && found === null && BigInt(text) !== BigInt(n)) found = { at: i, finite: true, path: stack.map((f) => ({ ...f })) };
+        if (!Number.isFinite(n)) return pointed(buf, framesOf(depth), false);
+        if (plain && found === null && BigInt(text) !== BigInt(n)) found = framesOf(depth);
       }
       i = j;
       continue;
@@ -115,7 +166,7 @@ export function inexactNumber(buf: Buffer, start: number, end: number): InexactN
     }
     i++;
   }
-  return found === null ? null : pointed(buf, found.path, true);
+  return found === null ? null : pointed(buf, found, true);
 }
 
 /** The quote at `j` is escaped (an odd run of backslashes before it). */

@@ -20,6 +20,17 @@ describe('inexact numbers in arguments', () => {
     assert.deepEqual(find(`{"k":1${'0'.repeat(400)}}`), { path: '/k', finite: false });
   });
 
+  test('levels are kept between calls without leaking into the next: deep texts (past the first 64 levels), then shallow ones, point right', () => {
+    const deep = (n, inner) => `${'{"k":['.repeat(n)}${inner}${']}'.repeat(n)}`;
+    const path = (n, tail) => `${'/k/0'.repeat(n)}${tail}`;
+    assert.deepEqual(find(deep(100, '{"x":1,"y":[2,9007199254740993]}')), { path: path(100, '/y/1'), finite: true });
+    assert.deepEqual(find(deep(200, '1e400')), { path: path(200, ''), finite: false });
+    assert.equal(find(deep(150, '{"a":"9007199254740993"}')), null);
+    assert.deepEqual(find('[1,{"b":[3,{"c":1e999}]}]'), { path: '/1/b/1/c', finite: false });
+    assert.deepEqual(find('{"a":{"b":1},"c":9007199254740993}'), { path: '/c', finite: true }, 'a key of a closed object is not the next one');
+    assert.equal(find('{"size":64}'), null);
+  });
+
   test("random JSON: found exactly where an integer literal's BigInt differs from its double's, or a double is infinite", () => {
     const big = fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map((n) => ({ raw: String(n) }));
     const value = fc.letrec((tie) => ({
