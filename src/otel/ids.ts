@@ -70,7 +70,7 @@ export function callSpanId(sessionId: string, callId: string): string {
   sipHash24(callKey, callId);
   let zero = true;
   for (let i = 0; i < 8; i++) {
-    const b = i < 4 ? (outLo >>> (8 * i)) & 0xff : (outHi >>> (8 * (i - 4))) & 0xff;
+    const b = i < 4 ? (OUT[1]! >>> (8 * i)) & 0xff : (OUT[0]! >>> (8 * (i - 4))) & 0xff;
     if (b !== 0) zero = false;
     hexCodes[2 * i] = HEX.charCodeAt(b >>> 4);
     hexCodes[2 * i + 1] = HEX.charCodeAt(b & 15);
@@ -89,24 +89,27 @@ export function sipHash24Hex(key: Uint8Array, message: string): string {
   for (let i = 0; i < 4; i++) k[i] = (key[4 * i]! | (key[4 * i + 1]! << 8) | (key[4 * i + 2]! << 16) | (key[4 * i + 3]! << 24)) >>> 0;
   sipHash24(k, message);
   const out = Buffer.alloc(8);
-  out.writeUInt32LE(outLo, 0);
-  out.writeUInt32LE(outHi, 4);
+  out.writeUInt32LE(OUT[1]!, 0);
+  out.writeUInt32LE(OUT[0]!, 4);
   return out.toString('hex');
 }
 
-// SipHash-2-4 (Aumasson and Bernstein) on 32-bit halves: each 64-bit word is a (hi, lo) pair of locals, so a hash allocates nothing.
-let v0h = 0;
-let v0l = 0;
-let v1h = 0;
-let v1l = 0;
-let v2h = 0;
-let v2l = 0;
-let v3h = 0;
-let v3l = 0;
-let outHi = 0;
-let outLo = 0;
+// SipHash-2-4 (Aumasson and Bernstein) on 32-bit halves, its state in a typed array: v0..v3 as (hi, lo) pairs at
+// 0..7. Numbers of 32 bits kept in module variables would be boxed on every write (a few KB per hash); here a hash
+// allocates nothing.
+const V = new Uint32Array(8);
+/** The last hash: its high and low 32 bits. */
+const OUT = new Uint32Array(2);
 
 function sipRound(): void {
+  let v0h = V[0]!;
+  let v0l = V[1]!;
+  let v1h = V[2]!;
+  let v1l = V[3]!;
+  let v2h = V[4]!;
+  let v2l = V[5]!;
+  let v3h = V[6]!;
+  let v3l = V[7]!;
   let lo: number;
   let t: number;
   // v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32)
@@ -115,8 +118,7 @@ function sipRound(): void {
   v0l = lo;
   t = ((v1h << 13) | (v1l >>> 19)) >>> 0;
   v1l = ((v1l << 13) | (v1h >>> 19)) >>> 0;
-  v1h = t;
-  v1h = (v1h ^ v0h) >>> 0;
+  v1h = (t ^ v0h) >>> 0;
   v1l = (v1l ^ v0l) >>> 0;
   t = v0h;
   v0h = v0l;
@@ -127,8 +129,7 @@ function sipRound(): void {
   v2l = lo;
   t = ((v3h << 16) | (v3l >>> 16)) >>> 0;
   v3l = ((v3l << 16) | (v3h >>> 16)) >>> 0;
-  v3h = t;
-  v3h = (v3h ^ v2h) >>> 0;
+  v3h = (t ^ v2h) >>> 0;
   v3l = (v3l ^ v2l) >>> 0;
   // v0 += v3; v3 = rotl(v3, 21); v3 ^= v0
   lo = (v0l + v3l) >>> 0;
@@ -136,8 +137,7 @@ function sipRound(): void {
   v0l = lo;
   t = ((v3h << 21) | (v3l >>> 11)) >>> 0;
   v3l = ((v3l << 21) | (v3h >>> 11)) >>> 0;
-  v3h = t;
-  v3h = (v3h ^ v0h) >>> 0;
+  v3h = (t ^ v0h) >>> 0;
   v3l = (v3l ^ v0l) >>> 0;
   // v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32)
   lo = (v2l + v1l) >>> 0;
@@ -145,21 +145,25 @@ function sipRound(): void {
   v2l = lo;
   t = ((v1h << 17) | (v1l >>> 15)) >>> 0;
   v1l = ((v1l << 17) | (v1h >>> 15)) >>> 0;
-  v1h = t;
-  v1h = (v1h ^ v2h) >>> 0;
+  v1h = (t ^ v2h) >>> 0;
   v1l = (v1l ^ v2l) >>> 0;
-  t = v2h;
-  v2h = v2l;
-  v2l = t;
+  V[0] = v0h;
+  V[1] = v0l;
+  V[2] = v1h;
+  V[3] = v1l;
+  V[4] = v2l;
+  V[5] = v2h;
+  V[6] = v3h;
+  V[7] = v3l;
 }
 
 function compress(mh: number, ml: number): void {
-  v3h = (v3h ^ mh) >>> 0;
-  v3l = (v3l ^ ml) >>> 0;
+  V[6] = V[6]! ^ mh;
+  V[7] = V[7]! ^ ml;
   sipRound();
   sipRound();
-  v0h = (v0h ^ mh) >>> 0;
-  v0l = (v0l ^ ml) >>> 0;
+  V[0] = V[0]! ^ mh;
+  V[1] = V[1]! ^ ml;
 }
 
 // The message being hashed (module state, not a closure per hash).
@@ -184,14 +188,14 @@ function sipHash24(k: Uint32Array, message: string): void {
   const k0h = k[1]!;
   const k1l = k[2]!;
   const k1h = k[3]!;
-  v0h = (k0h ^ 0x736f6d65) >>> 0;
-  v0l = (k0l ^ 0x70736575) >>> 0;
-  v1h = (k1h ^ 0x646f7261) >>> 0;
-  v1l = (k1l ^ 0x6e646f6d) >>> 0;
-  v2h = (k0h ^ 0x6c796765) >>> 0;
-  v2l = (k0l ^ 0x6e657261) >>> 0;
-  v3h = (k1h ^ 0x74656462) >>> 0;
-  v3l = (k1l ^ 0x79746573) >>> 0;
+  V[0] = k0h ^ 0x736f6d65;
+  V[1] = k0l ^ 0x70736575;
+  V[2] = k1h ^ 0x646f7261;
+  V[3] = k1l ^ 0x6e646f6d;
+  V[4] = k0h ^ 0x6c796765;
+  V[5] = k0l ^ 0x6e657261;
+  V[6] = k1h ^ 0x74656462;
+  V[7] = k1l ^ 0x79746573;
   const whole = n - (n % 8);
   for (let i = 0; i < whole; i += 8) {
     const ml = (at(i) | (at(i + 1) << 8) | (at(i + 2) << 16) | (at(i + 3) << 24)) >>> 0;
@@ -207,11 +211,11 @@ function sipHash24(k: Uint32Array, message: string): void {
     else mh = (mh | (at(i) << (shift - 32))) >>> 0;
   }
   compress(mh, ml);
-  v2l = (v2l ^ 0xff) >>> 0;
+  V[5] = V[5]! ^ 0xff;
   sipRound();
   sipRound();
   sipRound();
   sipRound();
-  outHi = (v0h ^ v1h ^ v2h ^ v3h) >>> 0;
-  outLo = (v0l ^ v1l ^ v2l ^ v3l) >>> 0;
+  OUT[0] = V[0]! ^ V[2]! ^ V[4]! ^ V[6]!;
+  OUT[1] = V[1]! ^ V[3]! ^ V[5]! ^ V[7]!;
 }
