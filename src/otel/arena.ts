@@ -9,7 +9,7 @@
  * `spans` field of ScopeSpans, copied as it is into the export request.
  */
 import type { EncodedSpans } from './api.js';
-import { keyValue, Writer } from './encode-proto.js';
+import { keyValue, keyValueOf, Writer } from './encode-proto.js';
 import type { AttributeValue, SpanKind, StatusCode } from './model.js';
 
 /** A sealed batch of encoded spans. */
@@ -76,6 +76,10 @@ export class SpanArena implements EncodedSpans {
 
   attr(kv: readonly [string, AttributeValue]): void {
     keyValue(this.w!, this.inEvent ? 3 : 9, kv);
+  }
+
+  own(key: string, value: AttributeValue): void {
+    keyValueOf(this.w!, this.inEvent ? 3 : 9, key, value);
   }
 
   event(name: string, timeMs: number): void {

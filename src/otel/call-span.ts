@@ -173,7 +173,7 @@ export function writeCallSpan(f: CallFacts, s: SessionFacts, masker: Masker, out
   out.attr(attr('mcp.method.name', method));
   out.attr(attr('mcp.session.id', s.sessionId));
   out.attr(attr('network.transport', 'pipe'));
-  if (f.requestId !== null) out.attr(['jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId)]);
+  if (f.requestId !== null) out.own('jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId));
   if (tool !== null) {
     out.attr(attr('gen_ai.tool.name', masker.text(tool)));
     out.attr(attr('gen_ai.operation.name', 'execute_tool'));
@@ -182,22 +182,22 @@ export function writeCallSpan(f: CallFacts, s: SessionFacts, masker: Masker, out
   if (f.protocolVersion !== null) out.attr(attr('mcp.protocol.version', masker.text(f.protocolVersion)));
   if (error !== null) out.attr(attr('error.type', error));
   if (f.state === 'error' && f.errorCode !== null) out.attr(attr('rpc.response.status_code', String(f.errorCode)));
-  out.attr(['mcpguard.call.id', f.callId]);
+  out.own('mcpguard.call.id', f.callId);
   out.attr(attr('mcpguard.call.state', f.state));
   if (f.generation !== null) out.attr(attr('mcpguard.generation', f.generation));
-  if (f.dispatchedAt !== null) out.attr(['mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt]);
+  if (f.dispatchedAt !== null) out.own('mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt);
   if (f.cancelRequested) out.attr(attr('mcpguard.cancel_requested', true));
   const e = f.stderr;
   if (e !== null && e.seen > 0) {
-    out.attr(['mcpguard.stderr.bytes_seen', e.seen]);
-    out.attr(['mcpguard.stderr.bytes_retained', e.retained]);
+    out.own('mcpguard.stderr.bytes_seen', e.seen);
+    out.own('mcpguard.stderr.bytes_retained', e.retained);
     out.attr(attr('mcpguard.stderr.truncated', e.truncated));
     if (e.shared) out.attr(attr('mcpguard.stderr.shared', true));
   }
   const c = f.content;
   if (c !== undefined) {
-    if (c.arguments !== null) out.attr(['gen_ai.tool.call.arguments', contentText(masker, c.arguments, c.argumentsBytes)]);
-    if (c.result !== null) out.attr(['gen_ai.tool.call.result', contentText(masker, c.result, c.resultBytes)]);
+    if (c.arguments !== null) out.own('gen_ai.tool.call.arguments', contentText(masker, c.arguments, c.argumentsBytes));
+    if (c.result !== null) out.own('gen_ai.tool.call.result', contentText(masker, c.result, c.resultBytes));
   }
   guardrailEvents(f, s, out);
   out.end(error === null ? 0 : 2, error === null ? undefined : f.state);
@@ -253,6 +253,10 @@ class ObjectSpan implements SpanWriter {
 
   attr(kv: readonly [string, AttributeValue]): void {
     (this.eventOpen ? EVENT_PAIRS : SPAN_PAIRS).add(kv);
+  }
+
+  own(key: string, value: AttributeValue): void {
+    (this.eventOpen ? EVENT_PAIRS : SPAN_PAIRS).add([key, value]);
   }
 
   event(name: string, timeMs: number): void {
@@ -367,7 +371,7 @@ function step(
   out.attr(attr('gen_ai.guardrail.component.name', COMPONENT[component]));
   out.attr(attr('gen_ai.guardrail.target.type', 'input'));
   out.attr(attr('gen_ai.guardrail.target.subtype', subtype));
-  out.attr(['gen_ai.guardrail.target.id', f.callId]);
+  out.own('gen_ai.guardrail.target.id', f.callId);
   out.attr(attr('gen_ai.guardrail.verdict.type', verdict));
   out.attr(attr('gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict));
   if (reason !== null) out.attr(attr('gen_ai.guardrail.verdict.reason', reason));
@@ -375,7 +379,7 @@ function step(
     out.attr(attr('gen_ai.guardrail.security.policy.id', policy));
     if (rule !== null) out.attr(attr('gen_ai.guardrail.security.policy.rule.id', String(rule)));
   }
-  if (durationMs !== null) out.attr(['mcpguard.guardrail.duration_ms', Math.max(0, durationMs)]);
+  if (durationMs !== null) out.own('mcpguard.guardrail.duration_ms', Math.max(0, durationMs));
   if (channel !== null) out.attr(attr('mcpguard.approval.channel', channel));
 }
 

@@ -252,10 +252,15 @@ export function keyValue(w: Writer, field: number, kv: readonly [string, Attribu
     w.bytes(pre);
     return;
   }
+  keyValueOf(w, field, kv[0], kv[1]);
+}
+
+/** A KeyValue in `field` from its key and value. */
+export function keyValueOf(w: Writer, field: number, key: string, value: AttributeValue): void {
   w.begin(field); // KeyValue
-  w.string(1, kv[0]);
+  w.string(1, key);
   w.begin(2);
-  anyValue(w, kv[1]);
+  anyValue(w, value);
   w.end();
   w.end();
 }

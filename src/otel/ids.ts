@@ -5,7 +5,9 @@
  * derived ids are as unpredictable as random ones to anyone who does not hold
  * the records, and the live export and a backfill from the records (`mcpguard
  * export otlp`) name the same span the same way: exporting twice replaces,
- * never duplicates.
+ * never duplicates. The session's two ids are one SHA-256 each, made once; a
+ * call's is SipHash-2-4 under a key made once per session (callSpanId), so a
+ * call costs no hash object and no digest string.
  */
 import * as crypto from 'node:crypto';
 

@@ -61,6 +61,8 @@ export interface SpanWriter {
   ): void;
   /** An attribute of the span, or, once event() was called, of the last event. */
   attr(kv: readonly [string, AttributeValue]): void;
+  /** An attribute of this span's own (an id, a duration), given as its key and value: no pair is made to write it. */
+  own(key: string, value: AttributeValue): void;
   event(name: string, timeMs: number): void;
   /** The span's status, which completes it. */
   end(code: StatusCode, message: string | undefined): void;

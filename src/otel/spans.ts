@@ -2,9 +2,10 @@
  * The span builder: a session observer that turns each call's final state
  * into a SERVER span (call-span.ts), its stderr into log records, and keeps
  * the session's metrics; at the session's end, the session's root span. It
- * hands everything to an `Exporter` (api.ts), which never blocks: the
- * builder's cost on the relay is one span object per call, made after the
- * call's answer went out (observers run when the call ends).
+ * hands everything to an `Exporter` (api.ts), which never blocks. With
+ * OTLP/protobuf (the default) a call's span is written straight into the
+ * batch's bytes (arena.ts), with OTLP/JSON it is one span object; either way
+ * after the call's answer went out (observers run when the call ends).
  */
 import type { Call } from '../mcp/call.js';
 import type { Masker } from '../mask/mask.js';
