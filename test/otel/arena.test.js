@@ -13,6 +13,7 @@ import { callSpan, writeCallSpan } from '../../dist/otel/call-span.js';
 import { otlpConfig } from '../../dist/otel/config.js';
 import { encodeProto } from '../../dist/otel/encode-proto.js';
 import { createExporter } from '../../dist/otel/exporter.js';
+import { callSpanId, sipHash24Hex } from '../../dist/otel/ids.js';
 import { SpanBuilder } from '../../dist/otel/spans.js';
 import { attrs, decodeOtlp, downUrl, startReceiver } from '../helpers/otlp-receiver.js';
 
@@ -85,6 +86,24 @@ test('a call span written into the arena is byte for byte the span the object pa
     assert.equal(attrs(span.attributes)['mcpguard.call.id'], 'c_0123456789ab', name);
   }
   assert.equal(writeCallSpan(facts({ method: null }), SESSION, masker, new SpanArena(1, 1, () => {})), false, 'no method, no span');
+});
+
+test("call span ids: SipHash-2-4 by the reference vectors (key 00..0f, messages 00.., the paper's output bytes), keyed per session", () => {
+  const key = Buffer.from([...Array(16).keys()]);
+  const message = (n) => String.fromCharCode(...Array(n).keys());
+  assert.equal(sipHash24Hex(key, message(0)), '310e0edd47db6f72');
+  assert.equal(sipHash24Hex(key, message(7)), '37d1018bf50002ab');
+  assert.equal(sipHash24Hex(key, message(8)), '6224939a79f5f593');
+  assert.equal(sipHash24Hex(key, message(15)), 'e545be4961ca29a1');
+  assert.equal(sipHash24Hex(key, message(63)), '724506eb4c328a95');
+  // Non-ASCII is hashed as its UTF-8 bytes (a call id read back from edited records).
+  assert.equal(sipHash24Hex(key, '\u00e9'), sipHash24Hex(key, '\u00c3\u00a9'));
+  const a = callSpanId(SESSION.sessionId, 'c_0123456789ab');
+  assert.match(a, /^[0-9a-f]{16}$/);
+  assert.equal(callSpanId('s_other', 'c_x'), callSpanId('s_other', 'c_x'));
+  assert.equal(callSpanId(SESSION.sessionId, 'c_0123456789ab'), a, 'the same after another session was hashed');
+  assert.notEqual(callSpanId(SESSION.sessionId, 'c_0123456789ac'), a);
+  assert.match(callSpanId(SESSION.sessionId, 'c_\u00e9'), /^[0-9a-f]{16}$/);
 });
 
 test('arena: spans sealed per batch, the oldest batch dropped whole over the bound and counted; an abandoned span leaves no bytes', () => {
