@@ -13,18 +13,9 @@
 import { CONTENT_BYTES, type CallContent, type Decision } from '../mcp/call.js';
 import type { Masker } from '../mask/mask.js';
 import { callSpanId, sessionSpanId, sessionTraceId } from './ids.js';
-import { attr, Collector, spaced } from './interned.js';
-import {
-  SpanKind,
-  parseTraceparent,
-  type Attributes,
-  type AttributeValue,
-  type LogData,
-  type SpanData,
-  type SpanEvent,
-  type SpanWriter,
-  type StatusCode,
-} from './model.js';
+import { attr, spaced } from './interned.js';
+import { ObjectSpan } from './object-span.js';
+import { SpanKind, parseTraceparent, type Attributes, type LogData, type SpanData, type SpanWriter } from './model.js';
 
 /** What a span is built from: the fields of a `Call` that a `call_end` record also keeps. */
 export interface CallFacts {
@@ -85,16 +76,8 @@ export function parentOf(
 /** The session's own parent, made once (a process exports one session at a time); callers only read it. */
 let sessionParent = { session: '', parent: { traceId: '', parentSpanId: '', sampled: null as boolean | null } };
 
-/** The span's and the guardrail event's attributes are collected here (interned.ts Collector): one exact array each. */
-const SPAN_PAIRS = new Collector<readonly [string, AttributeValue]>();
-const EVENT_PAIRS = new Collector<readonly [string, AttributeValue]>();
-const EVENTS = new Collector<SpanEvent>();
-/** A call without events or stderr lines shares these (callers only read them). */
-const NO_EVENTS: readonly SpanEvent[] = Object.freeze([]);
+/** A call without stderr lines shares this (callers only read it). */
 const NO_LOGS: readonly LogData[] = Object.freeze([]);
-
-/** The status of every span that did not fail, shared (encoders only read it). */
-const UNSET: SpanData['status'] = Object.freeze({ code: 0 });
 
 const ns = (ms: number): bigint => BigInt(Math.round(ms)) * 1_000_000n;
 
@@ -139,6 +122,9 @@ function toolOf(f: CallFacts): string | null {
 function promptOf(f: CallFacts): string | null {
   return f.method === 'prompts/get' && f.target !== null && f.target.startsWith('prompts/get ') ? f.target.slice(12) : null;
 }
+
+/** The one object writer (callSpan): spans are written one at a time, each taken before the next begins. */
+const AS_OBJECT = new ObjectSpan();
 
 /** The call's span; null for a call with no method (nothing to name it by). */
 export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanData | null {
@@ -202,100 +188,6 @@ export function writeCallSpan(f: CallFacts, s: SessionFacts, masker: Masker, out
   guardrailEvents(f, s, out);
   out.end(error === null ? 0 : 2, error === null ? undefined : f.state);
   return true;
-}
-
-/**
- * A span as a SpanData: its attributes and events collected in arrays kept
- * between spans (interned.ts Collector) and copied out at their exact length.
- * One per process, not re-entrant (a span is written in one go).
- */
-class ObjectSpan implements SpanWriter {
-  private head = {
-    traceId: '',
-    spanId: '',
-    parentSpanId: '',
-    traceState: undefined as string | undefined,
-    name: '',
-    kind: 0 as SpanKind,
-    startMs: 0,
-    endMs: 0,
-  };
-  private status: SpanData['status'] = UNSET;
-  private events = 0;
-  private eventOpen = false;
-  private eventName = '';
-  private eventMs = 0;
-
-  begin(
-    traceId: string,
-    spanId: string,
-    parentSpanId: string,
-    traceState: string | undefined,
-    name: string,
-    kind: SpanKind,
-    startMs: number,
-    endMs: number,
-  ): void {
-    const h = this.head;
-    h.traceId = traceId;
-    h.spanId = spanId;
-    h.parentSpanId = parentSpanId;
-    h.traceState = traceState;
-    h.name = name;
-    h.kind = kind;
-    h.startMs = startMs;
-    h.endMs = endMs;
-    SPAN_PAIRS.start();
-    EVENTS.start();
-    this.events = 0;
-    this.eventOpen = false;
-  }
-
-  attr(kv: readonly [string, AttributeValue]): void {
-    (this.eventOpen ? EVENT_PAIRS : SPAN_PAIRS).add(kv);
-  }
-
-  own(key: string, value: AttributeValue): void {
-    (this.eventOpen ? EVENT_PAIRS : SPAN_PAIRS).add([key, value]);
-  }
-
-  event(name: string, timeMs: number): void {
-    this.closeEvent();
-    this.events += 1;
-    this.eventOpen = true;
-    this.eventName = name;
-    this.eventMs = timeMs;
-    EVENT_PAIRS.start();
-  }
-
-  end(code: StatusCode, message: string | undefined): void {
-    this.closeEvent();
-    this.status = code === 0 && message === undefined ? UNSET : message === undefined ? { code } : { code, message };
-  }
-
-  /** The span written since begin(). */
-  take(): SpanData {
-    const h = this.head;
-    return {
-      traceId: h.traceId,
-      spanId: h.spanId,
-      parentSpanId: h.parentSpanId,
-      ...(h.traceState === undefined ? {} : { traceState: h.traceState }),
-      name: h.name,
-      kind: h.kind,
-      startNs: ns(h.startMs),
-      endNs: ns(h.endMs),
-      attributes: SPAN_PAIRS.take(),
-      events: this.events === 0 ? NO_EVENTS : EVENTS.take(),
-      status: this.status,
-    };
-  }
-
-  private closeEvent(): void {
-    if (!this.eventOpen) return;
-    EVENTS.add({ name: this.eventName, timeNs: ns(this.eventMs), attributes: EVENT_PAIRS.take() });
-    this.eventOpen = false;
-  }
 }
 
 /**
@@ -382,9 +274,6 @@ function step(
   if (durationMs !== null) out.own('mcpguard.guardrail.duration_ms', Math.max(0, durationMs));
   if (channel !== null) out.attr(attr('mcpguard.approval.channel', channel));
 }
-
-/** The one object writer (callSpan): spans are written one at a time, each taken before the next begins. */
-const AS_OBJECT = new ObjectSpan();
 
 /**
  * The call's retained stderr (already masked, within --stderr-call-bytes) as
