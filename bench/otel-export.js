@@ -5,6 +5,9 @@
 //   npm run build && node bench/otel-export.js [--quick]
 //
 // Rows (median over rounds; µs and JS-heap bytes allocated per span):
+// - call span into the batch: what a tools/call's span costs the span builder with
+//   OTLP/protobuf (writeCallSpan into the exporter's arena: encoded as it is written);
+// - call span as a SpanData: the same span as an object (the OTLP/JSON path);
 // - queue: Exporter.span() into the bounded ring (no encode: the batch is never full);
 // - encode protobuf / encode JSON: one ExportTraceServiceRequest of 512 spans;
 // - gzip: the protobuf batch compressed (run off the main thread by the
@@ -15,6 +18,9 @@
 import { randomBytes } from 'node:crypto';
 import v8 from 'node:v8';
 import { gzipSync } from 'node:zlib';
+import { processMasker } from '../dist/mask/mask.js';
+import { SpanArena } from '../dist/otel/arena.js';
+import { callSpan, writeCallSpan } from '../dist/otel/call-span.js';
 import { otlpConfig } from '../dist/otel/config.js';
 import { encodeJson } from '../dist/otel/encode-json.js';
 import { encodeProto } from '../dist/otel/encode-proto.js';
@@ -102,10 +108,49 @@ function measure(fn) {
   return { us: median(samples), bytes: allocated / ROUNDS / BATCH };
 }
 
+// A tools/call that passed the schema and the policy, as the builder sees it when the call ends.
+const session = { sessionId: 's_20261202T000000Z_0123456789ab', schema: true, policy: 'policy.json' };
+const masker = processMasker();
+const facts = Array.from({ length: BATCH }, (_, i) => ({
+  callId: `c_${randomBytes(6).toString('hex')}`,
+  requestId: i * 7919,
+  method: 'tools/call',
+  tool: 'read_file',
+  target: null,
+  state: 'completed',
+  startedAt: 1_764_000_000_000 + i,
+  dispatchedAt: 1_764_000_000_001 + i,
+  endedAt: 1_764_000_000_003 + i,
+  protocolVersion: '2025-06-18',
+  traceparent: null,
+  tracestate: null,
+  decision: null,
+  generation: 1,
+  cancelRequested: false,
+  errorCode: null,
+  stderr: null,
+  steps: { schemaMs: 0.12, policyMs: 0.05 },
+}));
+
 const proto = encodeProto('traces', batch);
 const json = encodeJson('traces', batch);
 const zipped = gzipSync(proto);
 const rows = [
+  [
+    'call span into the batch (arena, OTLP/protobuf)',
+    measure(() => {
+      const arena = new SpanArena(BATCH, BATCH, () => {});
+      for (const f of facts) writeCallSpan(f, session, masker, arena);
+    }),
+    '',
+  ],
+  [
+    'call span as a SpanData (OTLP/JSON path)',
+    measure(() => {
+      for (const f of facts) callSpan(f, session, masker);
+    }),
+    '',
+  ],
   [
     'queue: Exporter.span() into the ring',
     measure(() => {

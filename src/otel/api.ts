@@ -4,7 +4,7 @@
  * items to an `Exporter`, which batches, encodes and delivers them in the
  * background. Nothing here may block or throw into the relay.
  */
-import type { Attributes, LogData, MetricData, SpanData } from './model.js';
+import type { Attributes, LogData, MetricData, SpanData, SpanWriter } from './model.js';
 
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
@@ -43,9 +43,21 @@ export interface DeliveryStats {
   errors: number;
 }
 
+/** A SpanWriter into the exporter's queue of encoded spans: a span is queued when end() returns. */
+export interface EncodedSpans extends SpanWriter {
+  /** The span being written is abandoned (its writer threw midway): nothing of it is sent. */
+  abort(): void;
+}
+
 export interface Exporter {
   /** Queues a finished span (never blocks; over the queue's bound the oldest is dropped and counted). */
   span(span: SpanData): void;
+  /**
+   * Where a span can be written straight into the request's encoding (OTLP/protobuf; arena.ts), with no
+   * SpanData made: the default path of a call's span. Null (or absent) when spans go as objects: OTLP/JSON,
+   * no traces target, or after shutdown began.
+   */
+  spanWriter?(): EncodedSpans | null;
   log(log: LogData): void;
   /** Replaces the pending metrics snapshot (cumulative points: the newest snapshot is the one sent). */
   metrics(metrics: readonly MetricData[]): void;

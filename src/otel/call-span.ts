@@ -13,8 +13,9 @@
 import { CONTENT_BYTES, type CallContent, type Decision } from '../mcp/call.js';
 import type { Masker } from '../mask/mask.js';
 import { callSpanId, sessionSpanId, sessionTraceId } from './ids.js';
-import { attr, Collector, spaced } from './interned.js';
-import { SpanKind, parseTraceparent, type Attributes, type AttributeValue, type LogData, type SpanData, type SpanEvent } from './model.js';
+import { attr, spaced } from './interned.js';
+import { ObjectSpan } from './object-span.js';
+import { SpanKind, parseTraceparent, type Attributes, type LogData, type SpanData, type SpanWriter } from './model.js';
 
 /** What a span is built from: the fields of a `Call` that a `call_end` record also keeps. */
 export interface CallFacts {
@@ -75,16 +76,8 @@ export function parentOf(
 /** The session's own parent, made once (a process exports one session at a time); callers only read it. */
 let sessionParent = { session: '', parent: { traceId: '', parentSpanId: '', sampled: null as boolean | null } };
 
-/** The span's and the guardrail event's attributes are collected here (interned.ts Collector): one exact array each. */
-const SPAN_PAIRS = new Collector<readonly [string, AttributeValue]>();
-const EVENT_PAIRS = new Collector<readonly [string, AttributeValue]>();
-const EVENTS = new Collector<SpanEvent>();
-/** A call without events or stderr lines shares these (callers only read them). */
-const NO_EVENTS: readonly SpanEvent[] = Object.freeze([]);
+/** A call without stderr lines shares this (callers only read it). */
 const NO_LOGS: readonly LogData[] = Object.freeze([]);
-
-/** The status of every span that did not fail, shared (encoders only read it). */
-const UNSET: SpanData['status'] = Object.freeze({ code: 0 });
 
 const ns = (ms: number): bigint => BigInt(Math.round(ms)) * 1_000_000n;
 
@@ -130,50 +123,71 @@ function promptOf(f: CallFacts): string | null {
   return f.method === 'prompts/get' && f.target !== null && f.target.startsWith('prompts/get ') ? f.target.slice(12) : null;
 }
 
+/** The one object writer (callSpan): spans are written one at a time, each taken before the next begins. */
+const AS_OBJECT = new ObjectSpan();
+
 /** The call's span; null for a call with no method (nothing to name it by). */
 export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanData | null {
-  if (f.method === null) return null;
+  return writeCallSpan(f, s, masker, AS_OBJECT) ? AS_OBJECT.take() : null;
+}
+
+/**
+ * The call's span, written field by field into `out`: a SpanData (callSpan),
+ * or protobuf bytes in the exporter's batch (arena.ts), so that the live
+ * export's default path makes no span object. False, and nothing written, for
+ * a call with no method.
+ */
+export function writeCallSpan(f: CallFacts, s: SessionFacts, masker: Masker, out: SpanWriter): boolean {
+  if (f.method === null) return false;
   const method = masker.text(f.method);
   const tool = toolOf(f);
   const prompt = promptOf(f);
   const target = tool ?? prompt;
-  // Pairs that repeat from span to span are shared (interned.ts); ids and durations are the call's own.
-  const at = SPAN_PAIRS.start().add(attr('mcp.method.name', method)).add(attr('mcp.session.id', s.sessionId)).add(attr('network.transport', 'pipe'));
-  if (f.requestId !== null) at.add(['jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId)]);
-  if (tool !== null) at.add(attr('gen_ai.tool.name', masker.text(tool))).add(attr('gen_ai.operation.name', 'execute_tool'));
-  if (prompt !== null) at.add(attr('gen_ai.prompt.name', masker.text(prompt)));
-  if (f.protocolVersion !== null) at.add(attr('mcp.protocol.version', masker.text(f.protocolVersion)));
   const error = errorType(f);
-  if (error !== null) at.add(attr('error.type', error));
-  if (f.state === 'error' && f.errorCode !== null) at.add(attr('rpc.response.status_code', String(f.errorCode)));
-  at.add(['mcpguard.call.id', f.callId]).add(attr('mcpguard.call.state', f.state));
-  if (f.generation !== null) at.add(attr('mcpguard.generation', f.generation));
-  if (f.dispatchedAt !== null) at.add(['mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt]);
-  if (f.cancelRequested) at.add(attr('mcpguard.cancel_requested', true));
+  const parent = parentOf(s.sessionId, f.traceparent, f.tracestate ?? null);
+  out.begin(
+    parent.traceId,
+    callSpanId(s.sessionId, f.callId),
+    parent.parentSpanId,
+    parent.traceState === undefined ? undefined : masker.text(parent.traceState),
+    target === null ? method : spaced(method, masker.text(target)),
+    SpanKind.server,
+    f.startedAt,
+    Math.max(f.endedAt, f.startedAt),
+  );
+  // Pairs that repeat from span to span are shared (interned.ts); ids and durations are the call's own.
+  out.attr(attr('mcp.method.name', method));
+  out.attr(attr('mcp.session.id', s.sessionId));
+  out.attr(attr('network.transport', 'pipe'));
+  if (f.requestId !== null) out.own('jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId));
+  if (tool !== null) {
+    out.attr(attr('gen_ai.tool.name', masker.text(tool)));
+    out.attr(attr('gen_ai.operation.name', 'execute_tool'));
+  }
+  if (prompt !== null) out.attr(attr('gen_ai.prompt.name', masker.text(prompt)));
+  if (f.protocolVersion !== null) out.attr(attr('mcp.protocol.version', masker.text(f.protocolVersion)));
+  if (error !== null) out.attr(attr('error.type', error));
+  if (f.state === 'error' && f.errorCode !== null) out.attr(attr('rpc.response.status_code', String(f.errorCode)));
+  out.own('mcpguard.call.id', f.callId);
+  out.attr(attr('mcpguard.call.state', f.state));
+  if (f.generation !== null) out.attr(attr('mcpguard.generation', f.generation));
+  if (f.dispatchedAt !== null) out.own('mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt);
+  if (f.cancelRequested) out.attr(attr('mcpguard.cancel_requested', true));
   const e = f.stderr;
   if (e !== null && e.seen > 0) {
-    at.add(['mcpguard.stderr.bytes_seen', e.seen]).add(['mcpguard.stderr.bytes_retained', e.retained]).add(attr('mcpguard.stderr.truncated', e.truncated));
-    if (e.shared) at.add(attr('mcpguard.stderr.shared', true));
+    out.own('mcpguard.stderr.bytes_seen', e.seen);
+    out.own('mcpguard.stderr.bytes_retained', e.retained);
+    out.attr(attr('mcpguard.stderr.truncated', e.truncated));
+    if (e.shared) out.attr(attr('mcpguard.stderr.shared', true));
   }
   const c = f.content;
   if (c !== undefined) {
-    if (c.arguments !== null) at.add(['gen_ai.tool.call.arguments', contentText(masker, c.arguments, c.argumentsBytes)]);
-    if (c.result !== null) at.add(['gen_ai.tool.call.result', contentText(masker, c.result, c.resultBytes)]);
+    if (c.arguments !== null) out.own('gen_ai.tool.call.arguments', contentText(masker, c.arguments, c.argumentsBytes));
+    if (c.result !== null) out.own('gen_ai.tool.call.result', contentText(masker, c.result, c.resultBytes));
   }
-  const parent = parentOf(s.sessionId, f.traceparent, f.tracestate ?? null);
-  return {
-    traceId: parent.traceId,
-    spanId: callSpanId(s.sessionId, f.callId),
-    parentSpanId: parent.parentSpanId,
-    ...(parent.traceState === undefined ? {} : { traceState: masker.text(parent.traceState) }),
-    name: target === null ? method : spaced(method, masker.text(target)),
-    kind: SpanKind.server,
-    startNs: ns(f.startedAt),
-    endNs: ns(Math.max(f.endedAt, f.startedAt)),
-    attributes: at.take(),
-    events: guardrailEvents(f, s),
-    status: error === null ? UNSET : { code: 2, message: f.state },
-  };
+  guardrailEvents(f, s, out);
+  out.end(error === null ? 0 : 2, error === null ? undefined : f.state);
+  return true;
 }
 
 /**
@@ -183,30 +197,29 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
  * low-cardinality phrase (the conventions forbid user content in it): the
  * rule's number and who answered, never the arguments a rule quoted.
  */
-export function guardrailEvents(f: CallFacts, s: SessionFacts): readonly SpanEvent[] {
-  if (f.method !== 'tools/call') return NO_EVENTS;
+function guardrailEvents(f: CallFacts, s: SessionFacts, events: SpanWriter): void {
+  if (f.method !== 'tools/call') return;
   const d = f.decision;
-  const events = EVENTS.start();
   const decidedAt = f.dispatchedAt ?? f.endedAt;
   const by = d?.by ?? null;
   const passed = by === null && f.dispatchedAt !== null;
   const gateMs = decidedAt - f.startedAt;
   if (s.schema && (by !== null || passed)) {
     const verdict = by === 'schema' ? 'deny' : 'allow';
-    events.add(
-      step(
-        f,
-        'schema',
-        verdict,
-        by === 'schema' ? f.endedAt : decidedAt,
-        f.steps?.schemaMs ?? (by === 'schema' ? gateMs : null),
-        'tool_call',
-        null,
-        verdict === 'deny' ? 'arguments do not match the inputSchema' : null,
-      ),
+    step(
+      events,
+      f,
+      'schema',
+      verdict,
+      by === 'schema' ? f.endedAt : decidedAt,
+      f.steps?.schemaMs ?? (by === 'schema' ? gateMs : null),
+      'tool_call',
+      null,
+      null,
+      verdict === 'deny' ? 'arguments do not match the inputSchema' : null,
     );
   }
-  if (by === 'pins') events.add(step(f, 'pins', 'deny', f.endedAt, gateMs, 'tool_definition', null, 'the tool changed since it was pinned'));
+  if (by === 'pins') step(events, f, 'pins', 'deny', f.endedAt, gateMs, 'tool_definition', null, null, 'the tool changed since it was pinned');
   if (s.policy !== null && by !== 'schema' && by !== 'pins' && (by !== null || passed)) {
     const asked = by === 'approval' || by === 'approve-cmd';
     const verdict = by === 'policy' ? 'deny' : asked ? 'escalate' : 'allow';
@@ -215,7 +228,7 @@ export function guardrailEvents(f: CallFacts, s: SessionFacts): readonly SpanEve
     const which = rule === null ? "the policy's default" : `policy rule ${rule}`;
     const reason = verdict === 'deny' ? `${which} denies` : verdict === 'escalate' ? `${which} asks a person` : null;
     const at = d?.card?.shown_at ? Date.parse(d.card.shown_at) : by === 'policy' ? f.endedAt : decidedAt;
-    events.add(step(f, 'policy', verdict, at, f.steps?.policyMs ?? null, 'tool_call', { policy: s.policy, rule }, reason));
+    step(events, f, 'policy', verdict, at, f.steps?.policyMs ?? null, 'tool_call', s.policy, rule, reason);
   }
   if (by === 'approval' || by === 'approve-cmd') {
     const card = d!.card;
@@ -225,41 +238,41 @@ export function guardrailEvents(f: CallFacts, s: SessionFacts): readonly SpanEve
     const verdict = dispatched ? 'allow' : f.state === 'input_required' ? 'escalate' : 'deny';
     const wait = (answered ?? decidedAt) - shown;
     const reason = dispatched ? null : verdict === 'escalate' ? 'a card was shown; the answer comes with the retry' : `not approved (${d!.channel ?? by})`;
-    events.add(step(f, 'approval', verdict, answered ?? decidedAt, wait, 'tool_call', null, reason, d!.channel));
+    step(events, f, 'approval', verdict, answered ?? decidedAt, wait, 'tool_call', null, null, reason, d!.channel);
   }
-  return events.take();
 }
 
 /** The gate's steps by their component names (no string made per event). */
 const COMPONENT = { schema: 'mcpguard.schema', policy: 'mcpguard.policy', pins: 'mcpguard.pins', approval: 'mcpguard.approval' } as const;
 
 function step(
+  out: SpanWriter,
   f: CallFacts,
   component: keyof typeof COMPONENT,
   verdict: 'allow' | 'deny' | 'escalate',
   atMs: number,
   durationMs: number | null,
   subtype: 'tool_call' | 'tool_definition',
-  policy: { policy: string; rule: number | null } | null,
+  policy: string | null,
+  rule: number | null,
   reason: string | null,
   channel: string | null = null,
-): SpanEvent {
-  const at = EVENT_PAIRS.start()
-    .add(attr('gen_ai.operation.name', 'run_guardrail'))
-    .add(attr('gen_ai.guardrail.component.name', COMPONENT[component]))
-    .add(attr('gen_ai.guardrail.target.type', 'input'))
-    .add(attr('gen_ai.guardrail.target.subtype', subtype))
-    .add(['gen_ai.guardrail.target.id', f.callId])
-    .add(attr('gen_ai.guardrail.verdict.type', verdict))
-    .add(attr('gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict));
-  if (reason !== null) at.add(attr('gen_ai.guardrail.verdict.reason', reason));
+): void {
+  out.event(spaced('run_guardrail', COMPONENT[component]), Number.isFinite(atMs) ? atMs : f.endedAt);
+  out.attr(attr('gen_ai.operation.name', 'run_guardrail'));
+  out.attr(attr('gen_ai.guardrail.component.name', COMPONENT[component]));
+  out.attr(attr('gen_ai.guardrail.target.type', 'input'));
+  out.attr(attr('gen_ai.guardrail.target.subtype', subtype));
+  out.own('gen_ai.guardrail.target.id', f.callId);
+  out.attr(attr('gen_ai.guardrail.verdict.type', verdict));
+  out.attr(attr('gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict));
+  if (reason !== null) out.attr(attr('gen_ai.guardrail.verdict.reason', reason));
   if (policy !== null) {
-    at.add(attr('gen_ai.guardrail.security.policy.id', policy.policy));
-    if (policy.rule !== null) at.add(attr('gen_ai.guardrail.security.policy.rule.id', String(policy.rule)));
+    out.attr(attr('gen_ai.guardrail.security.policy.id', policy));
+    if (rule !== null) out.attr(attr('gen_ai.guardrail.security.policy.rule.id', String(rule)));
   }
-  if (durationMs !== null) at.add(['mcpguard.guardrail.duration_ms', Math.max(0, durationMs)]);
-  if (channel !== null) at.add(attr('mcpguard.approval.channel', channel));
-  return { name: spaced('run_guardrail', COMPONENT[component]), timeNs: ns(Number.isFinite(atMs) ? atMs : f.endedAt), attributes: at.take() };
+  if (durationMs !== null) out.own('mcpguard.guardrail.duration_ms', Math.max(0, durationMs));
+  if (channel !== null) out.attr(attr('mcpguard.approval.channel', channel));
 }
 
 /**

@@ -26,12 +26,24 @@ const MAX_U64 = 2n ** 64n - 1n;
  * more, moves the body up to make room for a longer varint (one copy per
  * level, only for the messages that need it).
  */
-class Writer {
-  buf = Buffer.allocUnsafe(4096);
+export class Writer {
+  buf: Buffer;
   /** The same memory as `buf`: DataView's 64-bit setters take a BigInt as is (Buffer's allocate two more per call). */
-  private view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
+  private view: DataView;
   pos = 0;
   private readonly open: number[] = [];
+
+  /** `size`: the first buffer's bytes (a batch that knows its usual size grows no copies). */
+  constructor(size = 4096) {
+    this.buf = Buffer.allocUnsafe(Math.max(64, size));
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
+  }
+
+  /** Back to `pos`, with no message open: what was written after it is discarded. */
+  reset(pos: number): void {
+    this.pos = pos;
+    this.open.length = 0;
+  }
 
   private room(n: number): void {
     if (this.pos + n <= this.buf.length) return;
@@ -83,6 +95,31 @@ class Writer {
     this.tag(field, I64);
     this.room(8);
     this.view.setBigUint64(this.pos, n >= 0n && n <= MAX_U64 ? n : BigInt.asUintN(64, n), true);
+    this.pos += 8;
+  }
+
+  /**
+   * A time in fixed64 nanoseconds from milliseconds since the epoch (rounded
+   * to whole ms, as the model's times are) and nanoseconds within the ms, in
+   * two 32-bit halves: no BigInt. Not a finite time ≥ 0: written as 0.
+   */
+  fixed64Ms(field: number, ms: number, subNs = 0): void {
+    this.tag(field, I64);
+    this.room(8);
+    let lo = 0;
+    let hi = 0;
+    const m = Math.round(ms);
+    if (m >= 0 && Number.isFinite(m)) {
+      // m * 1e6 + subNs exceeds 2^53: split m at 2^16, so that every product and sum below is exact.
+      const mHi = Math.floor(m / 65536);
+      const a = mHi * 1_000_000;
+      const aLo = a % 65536;
+      const low = aLo * 65536 + (m - mHi * 65536) * 1_000_000 + subNs;
+      lo = low % 4294967296;
+      hi = ((a - aLo) / 65536 + (low - lo) / 4294967296) % 4294967296;
+    }
+    this.buf.writeUInt32LE(lo, this.pos);
+    this.buf.writeUInt32LE(hi, this.pos + 4);
     this.pos += 8;
   }
 
@@ -178,9 +215,12 @@ function nibble(c: number): number {
   return 0;
 }
 
-/** One signal of a batch as the body of an OTLP/HTTP protobuf request. */
-export function encodeProto(signal: Signal, batch: Batch): Buffer {
-  const w = new Writer();
+/**
+ * One signal of a batch as the body of an OTLP/HTTP protobuf request.
+ * `encoded`: spans encoded already (arena.ts), sent before the batch's own.
+ */
+export function encodeProto(signal: Signal, batch: Batch, encoded?: Uint8Array): Buffer {
+  const w = new Writer(encoded === undefined ? 4096 : encoded.length + 4096);
   w.begin(1); // resource_spans / resource_logs / resource_metrics
   w.begin(1); // resource
   attributes(w, 1, batch.resource);
@@ -190,6 +230,7 @@ export function encodeProto(signal: Signal, batch: Batch): Buffer {
   w.string(1, batch.scope.name);
   w.string(2, batch.scope.version);
   w.end();
+  if (encoded !== undefined) w.bytes(encoded);
   if (signal === 'traces') for (const s of batch.spans) span(w, s);
   else if (signal === 'logs') for (const l of batch.logs) log(w, l);
   else for (const m of batch.metrics) metric(w, m);
@@ -199,22 +240,29 @@ export function encodeProto(signal: Signal, batch: Batch): Buffer {
 }
 
 function attributes(w: Writer, field: number, attrs: Attributes): void {
-  for (const kv of attrs) {
-    const pre = ENCODED.get(kv);
-    if (pre !== undefined) {
-      w.tag(field, LEN);
-      w.varint(pre.length);
-      w.bytes(pre);
-      continue;
-    }
-    const [key, value] = kv;
-    w.begin(field); // KeyValue
-    w.string(1, key);
-    w.begin(2);
-    anyValue(w, value);
-    w.end();
-    w.end();
+  for (const kv of attrs) keyValue(w, field, kv);
+}
+
+/** One attribute as a KeyValue in `field`: its bytes made once when the pair is shared (preencode), else written here. */
+export function keyValue(w: Writer, field: number, kv: readonly [string, AttributeValue]): void {
+  const pre = ENCODED.get(kv);
+  if (pre !== undefined) {
+    w.tag(field, LEN);
+    w.varint(pre.length);
+    w.bytes(pre);
+    return;
   }
+  keyValueOf(w, field, kv[0], kv[1]);
+}
+
+/** A KeyValue in `field` from its key and value. */
+export function keyValueOf(w: Writer, field: number, key: string, value: AttributeValue): void {
+  w.begin(field); // KeyValue
+  w.string(1, key);
+  w.begin(2);
+  anyValue(w, value);
+  w.end();
+  w.end();
 }
 
 /** KeyValue bodies of the constant attributes (model.ts `constant`), encoded on first use. */

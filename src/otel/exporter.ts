@@ -12,6 +12,7 @@
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
 import type { DeliveryStats, Exporter, OtlpConfig, SignalTarget } from './api.js';
+import { SpanArena } from './arena.js';
 import { encodeJson } from './encode-json.js';
 import { encodeProto, type Signal } from './encode-proto.js';
 import type { Batch, LogData, MetricData, SpanData } from './model.js';
@@ -74,6 +75,7 @@ export function createExporter(config: OtlpConfig, scope: { name: string; versio
   const metrics = new Lane<readonly MetricData[]>('metrics', 'metrics', config.metrics, shared, 1, opts.metricsIntervalMs, points);
   return {
     span: (s) => spans.push(s),
+    spanWriter: () => (shared.closed ? null : spans.arena),
     log: (l) => logs.push(l),
     metrics: (m) => metrics.push(m),
     stats: () => copy(stats),
@@ -109,6 +111,8 @@ class Lane<T> {
   private current: Promise<void> | null = null;
   private inflight: InFlight | null = null;
   private readonly agent: ReturnType<typeof agentFor> | null;
+  /** Spans encoded as they end (OTLP/protobuf traces only): the queue holds their bytes; the ring, spans handed over as objects. */
+  readonly arena: SpanArena | null;
 
   constructor(
     private readonly signal: Signal,
@@ -121,19 +125,35 @@ class Lane<T> {
   ) {
     this.ring = new Ring<T>(capacity);
     this.agent = target === null ? null : agentFor(target.url, target.tls);
+    this.arena =
+      signal === 'traces' && target !== null && target.protocol === 'http/protobuf'
+        ? new SpanArena(Math.min(shared.opts.maxBatch, capacity), capacity, (dropped) => {
+            shared.stats.dropped[counter] += dropped;
+            this.schedule();
+          })
+        : null;
+  }
+
+  /** Items waiting: in the ring, and encoded in the arena. */
+  private queued(): number {
+    return this.ring.length + (this.arena?.length ?? 0);
   }
 
   push(item: T): void {
     if (this.target === null) return;
-    const { stats, opts } = this.shared;
+    const { stats } = this.shared;
     if (this.shared.closed) {
       stats.dropped[this.counter] += this.count(item);
       return;
     }
     // A metrics snapshot replaces the last one (cumulative points): that is not a loss.
     if (this.ring.push(item) && this.signal !== 'metrics') stats.dropped[this.counter] += 1;
-    // A full batch is encoded on the next turn, never inside the caller's span() or log().
-    if (this.ring.length >= opts.maxBatch) {
+    this.schedule();
+  }
+
+  /** A full batch is sent from the next turn, never inside the caller's span() or log(); a partial one after the delay. */
+  private schedule(): void {
+    if (this.queued() >= this.shared.opts.maxBatch) {
       if (this.soon === null && this.current === null) {
         this.soon = setImmediate(() => {
           this.soon = null;
@@ -151,19 +171,21 @@ class Lane<T> {
   private kick(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    if (this.current !== null || this.target === null || this.ring.length === 0) return;
-    const items = this.ring.take(this.signal === 'metrics' ? 1 : this.shared.opts.maxBatch);
+    if (this.current !== null || this.target === null || this.queued() === 0) return;
+    const chunk = this.arena?.take() ?? null;
+    const room = this.shared.opts.maxBatch - (chunk?.spans ?? 0);
+    const items = room > 0 ? this.ring.take(this.signal === 'metrics' ? 1 : room) : [];
     const batch = this.batch(items);
-    const flight: InFlight = { n: items.reduce((sum, item) => sum + this.count(item), 0), settled: false };
+    const flight: InFlight = { n: items.reduce((sum, item) => sum + this.count(item), chunk?.spans ?? 0), settled: false };
     this.inflight = flight;
-    this.current = this.send(this.target, batch, flight)
+    this.current = this.send(this.target, batch, flight, chunk?.bytes)
       .catch(() => this.settle(flight, 'failed'))
       .finally(() => {
         this.current = null;
         this.inflight = null;
         if (this.shared.closed) return;
-        if (this.ring.length >= this.shared.opts.maxBatch) this.kick();
-        else if (this.ring.length > 0 && this.timer === null) {
+        if (this.queued() >= this.shared.opts.maxBatch) this.kick();
+        else if (this.queued() > 0 && this.timer === null) {
           this.timer = setTimeout(() => this.kick(), this.delayMs);
           this.timer.unref();
         }
@@ -188,10 +210,10 @@ class Lane<T> {
     } else stats[how][this.counter] += flight.n;
   }
 
-  private async send(target: SignalTarget, batch: Batch, flight: InFlight): Promise<void> {
+  private async send(target: SignalTarget, batch: Batch, flight: InFlight, encoded?: Buffer): Promise<void> {
     const { opts, abort, stats } = this.shared;
     const json = target.protocol === 'http/json';
-    let body = json ? encodeJson(this.signal, batch) : encodeProto(this.signal, batch);
+    let body = json ? encodeJson(this.signal, batch) : encodeProto(this.signal, batch, encoded);
     if (body.length > MAX_REQUEST_BYTES) return this.settle(flight, 'failed');
     const headers: Record<string, string> = { ...target.headers, 'content-type': json ? 'application/json' : 'application/x-protobuf' };
     if (target.compression === 'gzip') {
@@ -229,7 +251,7 @@ class Lane<T> {
     if (this.soon !== null) clearImmediate(this.soon);
     this.timer = null;
     this.soon = null;
-    while (!abort.aborted && (this.current !== null || (this.ring.length > 0 && this.target !== null))) {
+    while (!abort.aborted && (this.current !== null || (this.queued() > 0 && this.target !== null))) {
       if (this.current === null) this.kick();
       await this.current;
     }
@@ -240,6 +262,7 @@ class Lane<T> {
     if (this.inflight !== null) this.settle(this.inflight, 'dropped');
     const left = this.ring.take(this.ring.length);
     for (const item of left) this.shared.stats.dropped[this.counter] += this.count(item);
+    this.shared.stats.dropped[this.counter] += this.arena?.clear() ?? 0;
   }
 }
 

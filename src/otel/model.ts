@@ -41,6 +41,33 @@ export interface SpanData {
   status: { code: StatusCode; message?: string };
 }
 
+/**
+ * A span written field by field, in this order: begin, the span's attributes,
+ * then each event followed by its attributes, then end. call-span.ts writes a
+ * call's span this way, into a SpanData or straight into protobuf bytes
+ * (arena.ts: no span object, no BigInt). Times are milliseconds since the
+ * epoch, rounded to whole ms as mcpguard's clocks give them.
+ */
+export interface SpanWriter {
+  begin(
+    traceId: string,
+    spanId: string,
+    parentSpanId: string,
+    traceState: string | undefined,
+    name: string,
+    kind: SpanKind,
+    startMs: number,
+    endMs: number,
+  ): void;
+  /** An attribute of the span, or, once event() was called, of the last event. */
+  attr(kv: readonly [string, AttributeValue]): void;
+  /** An attribute of this span's own (an id, a duration), given as its key and value: no pair is made to write it. */
+  own(key: string, value: AttributeValue): void;
+  event(name: string, timeMs: number): void;
+  /** The span's status, which completes it. */
+  end(code: StatusCode, message: string | undefined): void;
+}
+
 export interface LogData {
   timeNs: bigint;
   /** OTLP SeverityNumber (9 INFO, 13 WARN, 17 ERROR). */

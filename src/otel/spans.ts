@@ -2,16 +2,17 @@
  * The span builder: a session observer that turns each call's final state
  * into a SERVER span (call-span.ts), its stderr into log records, and keeps
  * the session's metrics; at the session's end, the session's root span. It
- * hands everything to an `Exporter` (api.ts), which never blocks: the
- * builder's cost on the relay is one span object per call, made after the
- * call's answer went out (observers run when the call ends).
+ * hands everything to an `Exporter` (api.ts), which never blocks. With
+ * OTLP/protobuf (the default) a call's span is written straight into the
+ * batch's bytes (arena.ts), with OTLP/JSON it is one span object; either way
+ * after the call's answer went out (observers run when the call ends).
  */
 import type { Call } from '../mcp/call.js';
 import type { Masker } from '../mask/mask.js';
 import type { Rejection, SessionObserver } from '../relay/observer.js';
 import { RawId } from '../wire/request-id.js';
 import type { Exporter, OtlpConfig } from './api.js';
-import { callLogs, callSpan, errorType, parentOf, tailLogs, type CallFacts, type SessionFacts } from './call-span.js';
+import { callLogs, callSpan, errorType, parentOf, tailLogs, writeCallSpan, type CallFacts, type SessionFacts } from './call-span.js';
 import { sessionSpanId, sessionTraceId } from './ids.js';
 import { SessionMetrics } from './metrics.js';
 import { SpanKind, type Attributes, type AttributeValue, type LogData, type SpanData } from './model.js';
@@ -75,8 +76,7 @@ export class SpanBuilder implements SessionObserver {
 
   callEnded(call: Call): void {
     const f = factsOf(call, this.scratch);
-    const span = callSpan(f, this.facts, this.o.masker);
-    if (span !== null && this.sampled(f)) this.exporter.span(span);
+    const span = this.writeSpan(f);
     for (const log of callLogs(f, span, this.facts.sessionId)) this.exporter.log(log);
     if (f.method !== null) {
       const error = errorType(f);
@@ -132,6 +132,28 @@ export class SpanBuilder implements SessionObserver {
     this.metrics.stderrSeen.set(e.stderrSeen);
     this.metrics.stderrKept.set(this.stderrKept + e.stderrRetained);
     this.exporter.metrics(this.metrics.snapshot(ns(e.endedAt)));
+  }
+
+  /**
+   * The call's span into the exporter: encoded straight into its queue when it
+   * takes bytes (no SpanData: the cost per call is the bytes), else as a
+   * SpanData; the SpanData, when one was made, for the call's stderr logs.
+   */
+  private writeSpan(f: CallFacts): SpanData | null {
+    const out = this.exporter.spanWriter?.() ?? null;
+    if (out === null) {
+      const span = callSpan(f, this.facts, this.o.masker);
+      if (span !== null && this.sampled(f)) this.exporter.span(span);
+      return span;
+    }
+    if (f.method === null || !this.sampled(f)) return null;
+    try {
+      writeCallSpan(f, this.facts, this.o.masker, out);
+    } catch {
+      // A span that cannot be written is lost alone; the batch around it stays whole.
+      out.abort();
+    }
+    return null;
   }
 
   private sampled(f: CallFacts): boolean {

@@ -1,0 +1,150 @@
+/**
+ * Spans encoded as they end: the protobuf lane's queue (exporter.ts). The
+ * span builder writes a call's span field by field (call-span.ts
+ * writeCallSpan) straight into the bytes of the batch being filled, so a call
+ * makes no span object, attribute arrays, events or BigInt times; the queue
+ * holds bytes. A full batch (maxBatch spans) is sealed as one chunk; over the
+ * queue's bound the oldest chunk is dropped whole and its spans counted, as
+ * the object ring drops its oldest span. Each chunk's body is the repeated
+ * `spans` field of ScopeSpans, copied as it is into the export request.
+ */
+import type { EncodedSpans } from './api.js';
+import { keyValue, keyValueOf, Writer } from './encode-proto.js';
+import type { AttributeValue, SpanKind, StatusCode } from './model.js';
+
+/** A sealed batch of encoded spans. */
+export interface Chunk {
+  bytes: Buffer;
+  spans: number;
+}
+
+export class SpanArena implements EncodedSpans {
+  private w: Writer | null = null;
+  /** Spans complete in `w`. */
+  private n = 0;
+  private readonly sealed: Chunk[] = [];
+  private sealedSpans = 0;
+  /** Where the span being written began in `w` (abort goes back to it). */
+  private mark = 0;
+  private inEvent = false;
+  /** A span is being written (begin called, end not yet). */
+  private writing = false;
+  /** The last chunk's size: the next one starts at it, so a batch grows no copies. */
+  private lastBytes = 4096;
+
+  /**
+   * @param perChunk spans per sealed chunk (the batch size, at most the bound)
+   * @param bound spans held at most before the oldest chunk is dropped
+   * @param written told after each span with the spans dropped to make room (0 mostly)
+   */
+  constructor(
+    private readonly perChunk: number,
+    private readonly bound: number,
+    private readonly written: (dropped: number) => void,
+  ) {}
+
+  /** Spans held, sealed or not. */
+  get length(): number {
+    return this.sealedSpans + this.n;
+  }
+
+  begin(
+    traceId: string,
+    spanId: string,
+    parentSpanId: string,
+    traceState: string | undefined,
+    name: string,
+    kind: SpanKind,
+    startMs: number,
+    endMs: number,
+  ): void {
+    this.w ??= new Writer(this.lastBytes);
+    const w = this.w;
+    this.mark = w.pos;
+    this.inEvent = false;
+    this.writing = true;
+    w.begin(2); // ScopeSpans.spans
+    w.hexBytes(1, traceId);
+    w.hexBytes(2, spanId);
+    if (traceState !== undefined && traceState !== '') w.string(3, traceState);
+    if (parentSpanId !== '') w.hexBytes(4, parentSpanId);
+    w.string(5, name);
+    w.uint(6, kind);
+    w.fixed64Ms(7, startMs);
+    w.fixed64Ms(8, endMs);
+  }
+
+  attr(kv: readonly [string, AttributeValue]): void {
+    keyValue(this.w!, this.inEvent ? 3 : 9, kv);
+  }
+
+  own(key: string, value: AttributeValue): void {
+    keyValueOf(this.w!, this.inEvent ? 3 : 9, key, value);
+  }
+
+  event(name: string, timeMs: number): void {
+    const w = this.w!;
+    if (this.inEvent) w.end();
+    w.begin(11);
+    w.fixed64Ms(1, timeMs);
+    w.string(2, name);
+    this.inEvent = true;
+  }
+
+  end(code: StatusCode, message: string | undefined): void {
+    const w = this.w!;
+    if (this.inEvent) w.end();
+    this.inEvent = false;
+    w.begin(15);
+    if (message !== undefined && message !== '') w.string(2, message);
+    if (code !== 0) w.uint(3, code);
+    w.end();
+    w.end();
+    this.writing = false;
+    this.n += 1;
+    if (this.n >= this.perChunk) this.seal();
+    let dropped = 0;
+    while (this.sealedSpans + this.n > this.bound && this.sealed.length > 0) {
+      const oldest = this.sealed.shift()!;
+      this.sealedSpans -= oldest.spans;
+      dropped += oldest.spans;
+    }
+    this.written(dropped);
+  }
+
+  /** The span being written is abandoned (its writer threw): its bytes are discarded. */
+  abort(): void {
+    // A writer that threw before begin() wrote nothing: the spans before it stay.
+    if (this.writing) this.w?.reset(this.mark);
+    this.writing = false;
+    this.inEvent = false;
+  }
+
+  /** The oldest chunk, sealing the open one when none is sealed; null when empty. */
+  take(): Chunk | null {
+    if (this.sealed.length === 0) this.seal();
+    const chunk = this.sealed.shift() ?? null;
+    if (chunk !== null) this.sealedSpans -= chunk.spans;
+    return chunk;
+  }
+
+  /** Empties the arena; returns how many spans it held. */
+  clear(): number {
+    const n = this.length;
+    this.sealed.length = 0;
+    this.sealedSpans = 0;
+    this.w = null;
+    this.n = 0;
+    return n;
+  }
+
+  private seal(): void {
+    if (this.w === null || this.n === 0) return;
+    const bytes = this.w.done();
+    this.sealed.push({ bytes, spans: this.n });
+    this.sealedSpans += this.n;
+    this.lastBytes = bytes.length + 1024;
+    this.w = null;
+    this.n = 0;
+  }
+}
