@@ -13,7 +13,7 @@
 //   node bench/run.js --rows=warmup     p50 by call index as the JIT warms up (run only when named)
 //   node bench/run.js --rows=consent    time to the approval card, server quiet vs flooding its stderr
 //   node bench/run.js --rows=idle       idle RSS of a session against a bare node (and the copy relay, the floor)
-//   taskset -c 0 node bench/run.js --rows=otel   small calls with the OTLP export off / on (collector up) / on (collector down) (run only when named)
+//   taskset -c 0 node bench/run.js --rows=otel   small calls with the OTLP export off / on (collector up, on the relays' CPU and on another) / on (collector down) (run only when named)
 //   node bench/run.js --profile=throughput|latency|flood|shutdown|startup [--keep-profile] [--top=N] [--guard-opts='--records off']
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';

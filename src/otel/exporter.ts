@@ -20,6 +20,13 @@ import { agentFor, post, rejectedCount, retryAfterMs } from './post.js';
 import { Ring } from './queue.js';
 
 const gzip = promisify(gzipCb);
+/**
+ * Level 1 (zlib's fastest): on a real 512-span batch (442 KB of OTLP/protobuf)
+ * 0.64 ms of CPU against 1.8 ms at the default level (1.25 against 3.5 µs a
+ * span), for 8 % more bytes on the wire (26.9 against 24.9 KB). The thread
+ * pool's CPU is the relay's CPU on a loaded or one-CPU host.
+ */
+const GZIP = { level: 1 };
 
 /** The bounds and pacing of delivery; the defaults are the OpenTelemetry batch processor's where it has one. */
 export interface DeliveryOptions {
@@ -217,7 +224,7 @@ class Lane<T> {
     if (body.length > MAX_REQUEST_BYTES) return this.settle(flight, 'failed');
     const headers: Record<string, string> = { ...target.headers, 'content-type': json ? 'application/json' : 'application/x-protobuf' };
     if (target.compression === 'gzip') {
-      body = await gzip(body);
+      body = await gzip(body, GZIP);
       headers['content-encoding'] = 'gzip';
     }
     for (let attempt = 1; ; attempt++) {

@@ -84,6 +84,20 @@ for (const protocol of ['http/protobuf', 'http/json']) {
   });
 }
 
+test('exporter: gzip at its fastest level (the gzip header says so), and the body decodes', async (t) => {
+  const rx = await startReceiver();
+  t.after(() => rx.close());
+  const ex = exporterFor(rx.url);
+  for (let i = 0; i < 50; i++) ex.span(span(i));
+  await ex.shutdown(5000);
+  const traces = rx.requests.filter((r) => r.path === '/v1/traces');
+  assert.equal(traces.length, 1);
+  assert.equal(traces[0].headers['content-encoding'], 'gzip');
+  // RFC 1952: XFL (byte 8) is 4 when the compressor used its fastest algorithm (zlib: level 1), 0 at the default level.
+  assert.deepEqual([traces[0].raw[0], traces[0].raw[1], traces[0].raw[8]], [0x1f, 0x8b, 4]);
+  assert.equal(spansOf(traces).length, 50);
+});
+
 test('exporter: a signal without an endpoint is not sent (and not counted); the per-signal URL is used as is', async (t) => {
   const rx = await startReceiver();
   t.after(() => rx.close());
