@@ -319,30 +319,13 @@ describe('SDK v1 client (legacy era): the card offers a scope, and a session gra
   });
 
   test('a definition change drops the grant: after list_changed with a new description, the tool gets a card again', { timeout: TIMEOUT }, async () => {
-    const scratch = tempDir('mcpguard-grants-variant-');
-    cleanups.push(scratch.cleanup);
-    const variant = join(scratch.dir, 'variant');
-    writeFileSync(variant, 'base');
-    let changed;
-    const listChanged = new Promise((resolve) => {
-      changed = resolve;
-    });
-    const run = await guarded({
-      make: (params, answers) => {
-        const peer = v1(params, answers);
-        peer.client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
-        return peer;
-      },
-      policy: { default: 'allow', rules: [{ tool: 'read_file', decision: 'ask' }] },
-      server: () => ['python3', fixture('pins-server.py')],
-      env: { PINS_VARIANT_FILE: variant, WATCH_VARIANT: '1' },
+    const run = await changingTool({
       args: ['--on-tool-change', 'off'],
       answers: [accept('session-tool'), accept()],
-      script: async (client) => {
+      script: async (client, change) => {
         await client.callTool({ name: 'read_file', arguments: { path: 'a' } });
         await client.callTool({ name: 'read_file', arguments: { path: 'b' } });
-        writeFileSync(variant, 'description');
-        await listChanged;
+        await change();
         await client.callTool({ name: 'read_file', arguments: { path: 'c' } });
       },
     });
@@ -360,31 +343,14 @@ describe('a grant never skips the pin hold', () => {
   test("a tool changed after its grant: the held change's card offers no scope (a scope answer is refused); accepting it once updates the pin, and the old grant is gone", {
     timeout: TIMEOUT,
   }, async () => {
-    const scratch = tempDir('mcpguard-grants-pins-');
-    cleanups.push(scratch.cleanup);
-    const variant = join(scratch.dir, 'variant');
-    writeFileSync(variant, 'base');
-    let changed;
-    const listChanged = new Promise((resolve) => {
-      changed = resolve;
-    });
-    const run = await guarded({
-      make: (params, answers) => {
-        const peer = v1(params, answers);
-        peer.client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
-        return peer;
-      },
-      policy: { default: 'allow', rules: [{ tool: 'read_file', decision: 'ask' }] },
-      server: () => ['python3', fixture('pins-server.py')],
-      env: { PINS_VARIANT_FILE: variant, WATCH_VARIANT: '1' },
+    const run = await changingTool({
       answers: [accept('session-tool'), accept('session-tool'), accept(), { action: 'decline' }],
-      script: async (client) => {
+      script: async (client, change) => {
         const out = [];
         const read = async (path) => out.push(await client.callTool({ name: 'read_file', arguments: { path } }));
         await read('a');
         await read('b');
-        writeFileSync(variant, 'description');
-        await listChanged;
+        await change();
         await read('c');
         await read('d');
         await read('e');
@@ -468,3 +434,35 @@ describe('SDK v2 client (2026-07-28): the scope travels in the retry', () => {
     assert.equal(ends[2].decision.grant.channel, 'input_required');
   });
 });
+
+/**
+ * read_file asked about by the policy, behind pins-server.py through an SDK v1 client; the script's `change()`
+ * gives the tool a new description and resolves once the client has had list_changed.
+ */
+async function changingTool({ args = [], answers, script }) {
+  const scratch = tempDir('mcpguard-grants-variant-');
+  cleanups.push(scratch.cleanup);
+  const variant = join(scratch.dir, 'variant');
+  writeFileSync(variant, 'base');
+  let changed;
+  const listChanged = new Promise((resolve) => {
+    changed = resolve;
+  });
+  const change = async () => {
+    writeFileSync(variant, 'description');
+    await listChanged;
+  };
+  return guarded({
+    make: (params, answers) => {
+      const peer = v1(params, answers);
+      peer.client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
+      return peer;
+    },
+    policy: { default: 'allow', rules: [{ tool: 'read_file', decision: 'ask' }] },
+    server: () => ['python3', fixture('pins-server.py')],
+    env: { PINS_VARIANT_FILE: variant, WATCH_VARIANT: '1' },
+    args,
+    answers,
+    script: (client) => script(client, change),
+  });
+}
