@@ -11,7 +11,7 @@
  * multi-round calls (plan).
  */
 import type { LogRecord } from '../records/chain.js';
-import { endCall, plan, rejectRow, type ActivityRow, type CallRow, type Plan } from './activity.js';
+import { endCall, openRow, plan, rejectRow, type ActivityRow, type CallRow, type Plan } from './activity.js';
 import { BackwardLineReader } from './backwards.js';
 import { parseRecord } from '../records/read.js';
 import { isCallRecord, num, str } from './views.js';
@@ -58,7 +58,7 @@ export function* activityRowsNewestFirst(
     if (!isCallRecord(r)) continue;
     let slot = held.get(r.call_id);
     if (slot === undefined) {
-      slot = { row: blankRow(r, sessionId), ended: false };
+      slot = { row: openRow(r, sessionId), ended: false };
       const head = heads.get(r.call_id);
       if (head !== undefined) Object.assign(slot.row, { legs: head.legs, chain_state: head.state });
       held.set(r.call_id, slot);
@@ -89,27 +89,6 @@ export function* activityRowsNewestFirst(
   // A damaged log: calls whose first record was never found, and legs whose first leg was not.
   for (const { row, ended: hasEnd } of held.values()) yield firstRecord(row, null, hasEnd, ended);
   for (const legs of gathered.values()) yield* legs;
-}
-
-function blankRow(r: LogRecord & { call_id: string }, sessionId: string): CallRow {
-  return {
-    kind: 'call',
-    session_id: sessionId,
-    call_id: r.call_id,
-    time: str(r.ts),
-    request_id: r.request_id ?? null,
-    method: str(r.method),
-    tool: str(r.tool),
-    state: 'open',
-    stderr_bytes_seen: null,
-    stderr_bytes_retained: null,
-    stderr_truncated: null,
-    duration_ms: null,
-    chain: null,
-    leg: null,
-    detail: null,
-    generation: null,
-  };
 }
 
 /** What the call's first record adds: the row's time, and what the later records lacked. */

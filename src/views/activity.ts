@@ -191,24 +191,7 @@ export function* activityRows(
       let slot = byCall.get(r.call_id);
       if (slot === undefined) {
         const never = unfinished.has(r.call_id);
-        const row: CallRow = {
-          kind: 'call',
-          session_id: sessionId,
-          call_id: r.call_id,
-          time: str(r.ts),
-          request_id: r.request_id ?? null,
-          method: str(r.method),
-          tool: str(r.tool),
-          state: never && ended ? 'no_final_record' : 'open',
-          stderr_bytes_seen: null,
-          stderr_bytes_retained: null,
-          stderr_truncated: null,
-          duration_ms: null,
-          chain: null,
-          leg: null,
-          detail: null,
-          generation: null,
-        };
+        const row: CallRow = { ...openRow(r, sessionId), state: never && ended ? 'no_final_record' : 'open' };
         const head = heads.get(r.call_id);
         if (head !== undefined) Object.assign(row, { legs: head.legs, chain_state: head.state });
         slot = { row, done: never };
@@ -260,4 +243,26 @@ export function endCall(row: CallRow, r: LogRecord, leg: number | null): void {
   });
   const approval = approvalOf(r.decision);
   if (approval !== null) row.approval = approval;
+}
+
+/** A call's row from its first record, before anything says how it ended. */
+export function openRow(r: LogRecord & { call_id: string }, sessionId: string): CallRow {
+  return {
+    kind: 'call',
+    session_id: sessionId,
+    call_id: r.call_id,
+    time: str(r.ts),
+    request_id: r.request_id ?? null,
+    method: str(r.method),
+    tool: str(r.tool),
+    state: 'open',
+    stderr_bytes_seen: null,
+    stderr_bytes_retained: null,
+    stderr_truncated: null,
+    duration_ms: null,
+    chain: null,
+    leg: null,
+    detail: null,
+    generation: null,
+  };
 }

@@ -90,11 +90,7 @@ async function floodedSession(args) {
   return c;
 }
 
-const calledAtServer = (c) =>
-  c
-    .atServer()
-    .filter((m) => m.method === 'tools/call')
-    .map((m) => m.id);
+const calledAtServer = (c) => c.callsAtServer();
 
 describe('approval under a stderr flood (seed 004)', () => {
   test('a card nobody answers is denied at its wall-clock deadline: never before it, and not moved by the flood or by other calls', {

@@ -21,11 +21,7 @@ const init = (capabilities = {}) => ({
 });
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-const calledAtServer = (c) =>
-  c
-    .atServer()
-    .filter((m) => m.method === 'tools/call')
-    .map((m) => m.id);
+const calledAtServer = (c) => c.callsAtServer();
 
 /** A legacy session, initialized, with these mcpguard options and (optionally) a policy file. */
 async function legacy(args = [], { policy, capabilities, env } = {}) {

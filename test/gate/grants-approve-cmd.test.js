@@ -51,10 +51,7 @@ describe('--approve-cmd answers a scope on its stdout', () => {
     }
     const r = await c.finish();
     const ran = existsSync(runs) ? readFileSync(runs, 'utf8').split('\n').filter(Boolean).length : 0;
-    const reached = c
-      .atServer()
-      .filter((m) => m.method === 'tools/call')
-      .map((m) => m.id);
+    const reached = c.callsAtServer();
     return { answers, records: r.records, ran, reached };
   }
 

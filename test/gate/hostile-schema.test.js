@@ -24,11 +24,7 @@ const call = (id, name, args) => ({ jsonrpc: '2.0', id, method: 'tools/call', pa
 /** A tools/call line written by hand, so numbers keep every digit. */
 const callLine = (id, name, args) =>
   `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${args}}}\n`;
-const calledAtServer = (c) =>
-  c
-    .atServer()
-    .filter((m) => m.method === 'tools/call')
-    .map((m) => m.id);
+const calledAtServer = (c) => c.callsAtServer();
 const textOf = (m) => m.result.content[0].text;
 const pongs = (m) => Number(/^pong (\d+)$/.exec(textOf(m))[1]);
 

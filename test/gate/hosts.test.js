@@ -132,10 +132,7 @@ describe('through the relay', () => {
       const answers = {};
       for (const id of Object.keys(calls)) answers[id] = (await c.waitFor((m) => m.id === Number(id), `answer to ${id}`)).result;
       const r = await c.finish();
-      const reached = c
-        .atServer()
-        .filter((m) => m.method === 'tools/call')
-        .map((m) => m.id);
+      const reached = c.callsAtServer();
       assert.deepEqual(reached, [1, 3], 'only the documentation hosts reached the server');
       assert.match(
         answers[2].content[0].text,

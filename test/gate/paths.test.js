@@ -229,10 +229,7 @@ describe('through the relay', () => {
       const answers = {};
       for (const id of Object.keys(calls)) answers[id] = (await c.waitFor((m) => m.id === Number(id), `answer to ${id}`)).result;
       const r = await c.finish();
-      const reached = c
-        .atServer()
-        .filter((m) => m.method === 'tools/call')
-        .map((m) => m.id);
+      const reached = c.callsAtServer();
       assert.deepEqual(reached, [1, 4, 10], 'only the paths inside the project reached the server');
       for (const id of [2, 3, 5, 6, 7, 8, 9]) assert.equal(answers[id].isError, true, `call ${id}`);
       assert.match(answers[3].content[0].text, /denied by policy rule 1 \(outside the project; \/path is ".*\/outside\/secret", outside ".*\/project"\)/);

@@ -314,12 +314,7 @@ describe('policy test --tools against the relay', () => {
       const answers = [];
       for (let i = 0; i < calls.length; i++) answers.push((await c.waitFor((m) => m.id === i + 1, `answer to ${i + 1}`)).result);
       await c.finish();
-      const reached = new Set(
-        c
-          .atServer()
-          .filter((m) => m.method === 'tools/call')
-          .map((m) => m.id),
-      );
+      const reached = new Set(c.callsAtServer());
       const outcomes = [];
       for (const [i, [name, args]] of calls.entries()) {
         const r = await policy(['test', file, '--tools', lists, '--tool', name, '--args', JSON.stringify(args), '--json']);

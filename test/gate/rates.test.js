@@ -163,10 +163,7 @@ describe('through the relay', () => {
       c.send(call(6, 'four'));
       answers[6] = (await c.waitFor((m) => m.id === 6, 'answer to 6')).result;
       const r = await c.finish();
-      const reached = c
-        .atServer()
-        .filter((m) => m.method === 'tools/call')
-        .map((m) => m.id);
+      const reached = c.callsAtServer();
       assert.deepEqual(reached, [2, 3, 5], 'the call over the limit left zero bytes at the server; another tool is not limited');
       assert.equal(answers[1].isError, true);
       assert.equal(answers[2].isError, undefined);
@@ -218,10 +215,7 @@ describe('through the relay: who counts, and for how long', () => {
         answers[id] = (await c.waitFor((m) => m.id === id, `answer to ${id}`)).result;
       }
       const r = await c.finish();
-      const reached = c
-        .atServer()
-        .filter((m) => m.method === 'tools/call')
-        .map((m) => m.id);
+      const reached = c.callsAtServer();
       assert.deepEqual(reached, [2]);
       assert.match(answers[1].content[0].text, /not approved/);
       assert.equal(answers[2].isError, undefined);
@@ -271,10 +265,7 @@ describe('through the relay: who counts, and for how long', () => {
         'no card past the limit',
       );
       await c.finish();
-      const reached = c
-        .atServer()
-        .filter((m) => m.method === 'tools/call')
-        .map((m) => m.id);
+      const reached = c.callsAtServer();
       assert.deepEqual(reached, [3]);
     } finally {
       c.cleanup();

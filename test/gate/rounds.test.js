@@ -29,11 +29,7 @@ const accept = { [APPROVAL]: { action: 'accept', content: {} } };
 const more = { more: { action: 'accept', content: {} } };
 const mcall = (id, name, args, extra = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...extra, _meta: META } });
 const lcall = (id, name, args, extra = {}) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...extra } });
-const calledAtServer = (c) =>
-  c
-    .atServer()
-    .filter((m) => m.method === 'tools/call')
-    .map((m) => m.id);
+const calledAtServer = (c) => c.callsAtServer();
 const bob = { to: 'bob' };
 
 function guarded(args = []) {

@@ -44,11 +44,7 @@ async function session(args, env = {}, capabilities = {}) {
   return c;
 }
 
-const reached = (c) =>
-  c
-    .atServer()
-    .filter((m) => m.method === 'tools/call')
-    .map((m) => m.id);
+const reached = (c) => c.callsAtServer();
 
 /** JSON inside JSON inside a string, its first character escaped in the innermost text: beyond the card's one level of unescaping. */
 const deepCommand = JSON.stringify({ x: `{"y":"${uEscaped(TOKEN.slice(0, 1))}${TOKEN.slice(1)}"}` });

@@ -58,6 +58,12 @@ export function conversation(server, args = [], env = {}, timeout = 30000) {
     },
     /** Lines the server read, parsed. */
     atServer: () => readLines(atServer).map((l) => JSON.parse(l)),
+    /** The ids of the tools/call requests that reached the server, in the order it read them. */
+    callsAtServer: () =>
+      readLines(atServer)
+        .map((l) => JSON.parse(l))
+        .filter((m) => m.method === 'tools/call')
+        .map((m) => m.id),
     /** Close stdin, wait for mcpguard to exit, and read the summary and every record. */
     async finish() {
       run.child.stdin.end();
