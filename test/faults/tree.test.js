@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fixture, frame, killStarted, readLines, runGuard, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
+import { fixture, frame, killStarted, readLines, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
 
 const linux = process.platform === 'linux';
 const DAEMON = fixture('daemon.py');
@@ -245,7 +245,7 @@ describe('a descendant that leaves the group during the shutdown', { skip: !linu
     const dir = workDir();
     const pidfile = join(dir, 'pids');
     const call = frame({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'leaver', arguments: {} } });
-    const g = runGuardUngated(['--grace=500', '--records=off', '--', 'python3', fixture('lifecycle.py')], {
+    const g = runGuard(['--grace=500', '--records=off', '--', 'python3', fixture('lifecycle.py')], {
       keepOpen: true,
       timeout: 25000,
       env: { PIDFILE: pidfile },

@@ -217,8 +217,9 @@ describe('a server that stops reading its stdin', () => {
     const { dir, cleanup } = tempDir();
     try {
       const N = 10000; // ~400 KB: far more than the server's pipe and mcpguard's queue (16 MiB at 16 KiB a frame) hold
-      const g = start(['--grace=300', `--record-dir=${dir}`, '--', 'python3', fixture('lifecycle.py')], { timeout: 80000 });
-      g.child.stdin.write(init + tool(2, 'hang')); // the server answers initialize, then never reads again
+      // The user's defaults (--validate-args on): the call to hang waits for mcpguard's own tools/list first.
+      const g = start(['--validate-args=on', '--grace=300', `--record-dir=${dir}`, '--', 'python3', fixture('lifecycle.py')], { timeout: 80000 });
+      g.child.stdin.write(init + tool(2, 'hang')); // the server answers initialize and tools/list, then never reads again
       assert.ok(await g.lines(1));
       await sleep(300);
       let pings = '';
@@ -252,6 +253,8 @@ describe('a server that stops reading its stdin', () => {
         file.slice(-2).map((x) => x.type),
         ['session_end', 'seal'],
       );
+      const hang = file.find((x) => x.type === 'call_end' && x.request_id === 2);
+      assert.notEqual(hang.dispatched_at, null, `the gate passed hang to the server, which read it and stopped: ${JSON.stringify(hang)}`);
     } finally {
       cleanup();
     }
