@@ -396,7 +396,8 @@ describe('crash loops', { timeout: TIMEOUT }, () => {
 
 describe('generations that die or dawdle before they take over', { timeout: TIMEOUT }, () => {
   test("a crash loop before the handshake (the client initialized, then every generation dies at start) ends at --max-restarts with the server's status", async () => {
-    const wire = open(['--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '50ms'], { CRASH_ON_START: '7' });
+    // The gate as users get it (--validate-args on): only the --restart options are chosen.
+    const wire = open(['--validate-args=on', '--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '50ms'], { CRASH_ON_START: '7' });
     const init = await wire.initialize();
     // Generation 1 may die before or after its stdin took the initialize: never a result, one answer either way.
     assert.ok(['unknown_after_dispatch', 'cancelled_before_dispatch'].includes(init.error?.data?.state), JSON.stringify(init));
@@ -415,7 +416,9 @@ describe('generations that die or dawdle before they take over', { timeout: TIME
   });
 
   test('a generation that exits on the replayed initialize counts as a crash: every restart is used, none waits out --restart-wait', async () => {
-    const wire = open(['--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '50ms', '--restart-wait', '60000'], { CRASH_ON_INIT_GEN: '2,3,4' });
+    const wire = open(['--validate-args=on', '--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '50ms', '--restart-wait', '60000'], {
+      CRASH_ON_INIT_GEN: '2,3,4',
+    });
     await wire.initialize();
     await wire.tool('crash', { code: 5 });
     const { code, stderr } = await wire.run.done; // within the test's timeout, far below the 60 s wait
