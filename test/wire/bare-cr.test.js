@@ -44,12 +44,13 @@ const init =
   frame({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }) +
   frame({ jsonrpc: '2.0', method: 'notifications/initialized' });
 
-async function throughGuard(input, extra = []) {
+/** mcpguard in front of voice-server.py; `extra` replaces the default --on-invalid=reject ([] for the user's defaults). */
+async function throughGuard(input, extra = ['--on-invalid=reject']) {
   const { dir, cleanup } = tempDir();
   try {
     const lines = join(dir, 'lines');
     const actions = join(dir, 'actions');
-    const { done } = runGuard([...extra, '--on-invalid=reject', '--', 'python3', fixture('voice-server.py')], {
+    const { done } = runGuard([...extra, '--', 'python3', fixture('voice-server.py')], {
       input,
       env: { RECORD_LINES: lines, RECORD_ACTIONS: actions },
     });
@@ -79,6 +80,20 @@ describe('a bare CR through the relay', () => {
       'the session went on',
     );
     assert.equal(sessionEnd(r.stderr).rejected.client, 1);
+  });
+
+  test("client → server with the user's defaults (--on-invalid close): the carrier is answered -32700, the session ends, the smuggled call never runs", {
+    timeout: 30000,
+  }, async () => {
+    const r = await throughGuard(init + carrier + frame({ jsonrpc: '2.0', id: 3, method: 'ping' }), []);
+    assert.deepEqual(r.actions, [], 'the smuggled tools/call never ran');
+    assert.equal(r.childLines.length, 2, `only initialize and initialized arrived: ${r.childLines}`);
+    const refused = messages(r.stdout).find((m) => m.id === 1);
+    assert.equal(refused.error.code, -32700);
+    assert.match(refused.error.message, /^mcpguard rejected the frame: not JSON: bare CR/);
+    const end = sessionEnd(r.stderr);
+    assert.equal(end.end_reason, 'invalid_client_frame');
+    assert.equal(end.rejected.client, 1);
   });
 
   test('server → client: a line with a bare CR never reaches the client', { timeout: 30000 }, async () => {
