@@ -2,7 +2,7 @@
 // finished span costs the relay's process between the span builder and the
 // wire, per span, in batches of 512 like the exporter sends.
 //
-//   npm run build && node bench/otel-export.js [--quick]
+//   npm run build && node bench/otel-export.js [--quick] [--before=OTHER/dist]
 //
 // Rows (median over rounds; µs and JS-heap bytes allocated per span):
 // - call span into the batch: what a tools/call's span costs the span builder with
@@ -17,6 +17,8 @@
 // (Node 20 has no total_allocated_bytes): the heap's growth between collections.
 import { randomBytes } from 'node:crypto';
 import v8 from 'node:v8';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 /** The exporter's level (src/otel/exporter.ts: level 1, zlib's fastest). */
@@ -171,3 +173,33 @@ console.log(`otel export: per span, batches of ${BATCH}, median of ${ROUNDS} rou
 const width = Math.max(...rows.map(([label]) => label.length));
 for (const [label, { us, bytes }, note] of rows)
   console.log(`  ${label.padEnd(width)}  ${us.toFixed(2).padStart(6)} µs  ${bytes.toFixed(0).padStart(6)} B allocated  ${note}`);
+
+// --before=DIR (the dist/ of another build): the first row again, this build and that one in alternate rounds
+// (A B A B …), so that a change to the span writer is read against the build before it under the same load.
+const before = process.argv.find((a) => a.startsWith('--before='))?.slice(9);
+if (before !== undefined) {
+  const dir = pathToFileURL(`${resolve(before)}/`).href;
+  const builds = [
+    ['this build', { SpanArena, writeCallSpan, masker }],
+    [
+      'before',
+      {
+        SpanArena: (await import(`${dir}otel/arena.js`)).SpanArena,
+        writeCallSpan: (await import(`${dir}otel/call-span.js`)).writeCallSpan,
+        masker: (await import(`${dir}mask/mask.js`)).processMasker(),
+      },
+    ],
+  ];
+  const times = builds.map(() => []);
+  for (let r = 0; r < ROUNDS * 2; r++)
+    builds.forEach(([, b], k) => {
+      const arena = new b.SpanArena(BATCH, BATCH, () => {});
+      const start = process.hrtime.bigint();
+      for (const f of facts) b.writeCallSpan(f, session, b.masker, arena);
+      times[k].push(Number(process.hrtime.bigint() - start) / 1e3 / BATCH);
+    });
+  const [now, then] = times.map((t) => median(t.slice(ROUNDS)));
+  console.log(
+    `  call span into the batch, paired with ${before}: ${now.toFixed(2)} µs this build, ${then.toFixed(2)} µs before (${(now / then).toFixed(2)}×), median of the last ${ROUNDS} of ${ROUNDS * 2} alternate rounds`,
+  );
+}

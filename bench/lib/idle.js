@@ -8,7 +8,7 @@
 // RSS counts the Node binary's pages a process has touched (shared with every
 // other Node process, but resident), so code run once (V8's optimising
 // compiler, OpenSSL, spawn) shows here as much as memory allocated.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { interleave, roundName } from './interleave.js';
 import { benchHome, launch, stop } from './proc.js';
@@ -16,7 +16,7 @@ import { Peer } from './rpc.js';
 import { readMemory } from './rss.js';
 import { median, pairedRatio } from './stats.js';
 import { line, num, ratioText } from './table.js';
-import { ECHO_SERVER, NODE, relayVariants } from './variants.js';
+import { CODE_RELAY, ECHO_SERVER, NODE, relayVariants } from './variants.js';
 
 const SETTLE_MS = 2000;
 const SMALL = { name: 'echo', arguments: { size: 64 } };
@@ -92,6 +92,11 @@ export async function idleRows({ rounds, warmupRounds = 0 }, progress) {
       .filter((v) => v.name !== 'direct')
       .map((v) => ({ ...v, run: () => idleSession(v.argv) })),
   ];
+  // The copy relay with mcpguard's modules loaded and unused: between it and the copy relay is mcpguard's code, above it its running state.
+  if (existsSync(CODE_RELAY)) {
+    const argv = [NODE, CODE_RELAY, NODE, ECHO_SERVER];
+    variants.splice(3, 0, { name: 'code', label: "byte-copy relay + mcpguard's modules loaded, unused", argv, run: () => idleSession(argv) });
+  }
   // MCPGUARD_BENCH_BEFORE=path/to/bin/mcpguard.js: another build (the one before a change) interleaved in the same rounds.
   const before = process.env.MCPGUARD_BENCH_BEFORE;
   if (before !== undefined) {
@@ -126,7 +131,7 @@ export async function idleRows({ rounds, warmupRounds = 0 }, progress) {
   return {
     lines,
     notes: [
-      `idle rows: VmRSS read after ${SETTLE_MS} ms without traffic; the byte-copy relay is the floor for a Node relay, ${ESM_MODULES} empty ES modules the floor for a program of mcpguard's module count (Node's ES module loader, and V8's optimising compiler, which its path functions wake)`,
+      `idle rows: VmRSS read after ${SETTLE_MS} ms without traffic; the byte-copy relay is the floor for a Node relay, ${ESM_MODULES} empty ES modules the floor for a program of mcpguard's module count (Node's ES module loader, and V8's optimising compiler, which its path functions wake); "modules loaded, unused" is the copy relay after importing the 137 modules a session loads (bench/fixtures/code-relay.js): the floor for mcpguard's code`,
     ],
   };
 }

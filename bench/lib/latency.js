@@ -9,13 +9,14 @@
 // steady-state rows measure after `warmup` calls, and the first `cold` calls
 // of the same connection are reported as a row of their own: what the first
 // calls of a short agent session see.
+import { existsSync } from 'node:fs';
 import { interleave, roundName } from './interleave.js';
 import { benchHome, launch, stop } from './proc.js';
 import { Peer, requestFrame } from './rpc.js';
 import { readMemory } from './rss.js';
 import { median, pairedRatio, percentiles } from './stats.js';
 import { line, num, ratioText } from './table.js';
-import { ECHO_SERVER, NODE, POLICY_20, VALIDATE_RELAY, fencedPolicy, guarded, mcpguardHelp, relayVariants } from './variants.js';
+import { ECHO_SERVER, FLOOR_RELAY, NODE, POLICY_20, VALIDATE_RELAY, fencedPolicy, guarded, mcpguardHelp, relayVariants } from './variants.js';
 
 const SMALL = { name: 'echo', arguments: { size: 64 } };
 
@@ -84,6 +85,10 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
   if (before !== undefined) variants.push({ name: 'before', label: 'mcpguard before (MCPGUARD_BENCH_BEFORE)', argv: [NODE, before, '--', NODE, ECHO_SERVER] });
   // What validation alone costs: the copy relay plus mcpguard's classifyFrame on every line.
   variants.splice(2, 0, { name: 'validate', label: 'copy + mcpguard validator', argv: [NODE, VALIDATE_RELAY, NODE, ECHO_SERVER] });
+  // The floor of the promises on a small call: that, plus the schema check, the secrets scan and a quick call's records (bench/fixtures/floor-relay.js).
+  if (existsSync(FLOOR_RELAY)) {
+    variants.splice(3, 0, { name: 'floor', label: 'floor: validator + schema + secrets + records', argv: [NODE, FLOOR_RELAY, NODE, ECHO_SERVER] });
+  }
   const samples = await interleave(
     variants,
     rounds,
@@ -133,7 +138,7 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
         lines.push(
           line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('mcpguard', key)), 'default')}`),
         );
-      } else if ((v.name === 'norecords' && key === 'p50') || (v.name === 'mcpguard' && key === 'coldP50')) {
+      } else if (v.name === 'floor' || (v.name === 'norecords' && key === 'p50') || (v.name === 'mcpguard' && key === 'coldP50')) {
         lines.push(line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, sdk), 'sdk')}`));
       } else {
         lines.push(line(row, v.label, num(median(values)), v.name === 'copy' ? 'baseline' : ratioText(vsCopy, 'copy')));

@@ -9,7 +9,8 @@
  * `spans` field of ScopeSpans, copied as it is into the export request.
  */
 import type { EncodedSpans } from './api.js';
-import { keyValue, keyValueOf, Writer } from './encode-proto.js';
+import { keyValue, keyValueKeyed, stringField, Writer } from './encode-proto.js';
+import type { AttrRun, OwnKey } from './interned.js';
 import type { AttributeValue, SpanKind, StatusCode } from './model.js';
 
 /** A sealed batch of encoded spans. */
@@ -31,6 +32,16 @@ export class SpanArena implements EncodedSpans {
   private writing = false;
   /** The last chunk's size: the next one starts at it, so a batch grows no copies. */
   private lastBytes = 4096;
+  /** The last trace id and parent span id written, and their encoded fields. */
+  private traceText = '';
+  private traceField: Uint8Array = new Uint8Array(0);
+  private parentText = '';
+  private parentField: Uint8Array = new Uint8Array(0);
+  /** The last span name and its field; event names (a few constants) and theirs. */
+  private nameText = '';
+  private nameField: Uint8Array = new Uint8Array(0);
+  private readonly eventNames: string[] = [];
+  private readonly eventFields: Uint8Array[] = [];
 
   /**
    * @param perChunk spans per sealed chunk (the batch size, at most the bound)
@@ -64,11 +75,26 @@ export class SpanArena implements EncodedSpans {
     this.inEvent = false;
     this.writing = true;
     w.begin(2); // ScopeSpans.spans
-    w.hexBytes(1, traceId);
+    // Calls without the client's trace context share the session's trace and parent: their fields are encoded once.
+    if (traceId !== this.traceText) {
+      this.traceText = traceId;
+      this.traceField = fieldBytes(1, traceId);
+    }
+    w.bytes(this.traceField);
     w.hexBytes(2, spanId);
     if (traceState !== undefined && traceState !== '') w.string(3, traceState);
-    if (parentSpanId !== '') w.hexBytes(4, parentSpanId);
-    w.string(5, name);
+    if (parentSpanId !== '') {
+      if (parentSpanId !== this.parentText) {
+        this.parentText = parentSpanId;
+        this.parentField = fieldBytes(4, parentSpanId);
+      }
+      w.bytes(this.parentField);
+    }
+    if (name !== this.nameText) {
+      this.nameText = name;
+      this.nameField = stringField(5, name);
+    }
+    w.bytes(this.nameField);
     w.uint(6, kind);
     w.fixed64Ms(7, startMs);
     w.fixed64Ms(8, endMs);
@@ -78,8 +104,12 @@ export class SpanArena implements EncodedSpans {
     keyValue(this.w!, this.inEvent ? 3 : 9, kv);
   }
 
-  own(key: string, value: AttributeValue): void {
-    keyValueOf(this.w!, this.inEvent ? 3 : 9, key, value);
+  attrs(run: AttrRun): void {
+    this.w!.bytes(this.inEvent ? run.event : run.span);
+  }
+
+  own(key: OwnKey, value: AttributeValue): void {
+    keyValueKeyed(this.w!, this.inEvent ? 3 : 9, key.field, value);
   }
 
   event(name: string, timeMs: number): void {
@@ -87,7 +117,7 @@ export class SpanArena implements EncodedSpans {
     if (this.inEvent) w.end();
     w.begin(11);
     w.fixed64Ms(1, timeMs);
-    w.string(2, name);
+    w.bytes(this.eventName(name));
     this.inEvent = true;
   }
 
@@ -110,6 +140,18 @@ export class SpanArena implements EncodedSpans {
       dropped += oldest.spans;
     }
     this.written(dropped);
+  }
+
+  /** An event name's field (Event.name): the few names the builder uses are encoded once; others are not kept. */
+  private eventName(name: string): Uint8Array {
+    const names = this.eventNames;
+    for (let i = 0; i < names.length; i++) if (names[i] === name) return this.eventFields[i]!;
+    const field = stringField(2, name);
+    if (names.length < 8) {
+      names.push(name);
+      this.eventFields.push(field);
+    }
+    return field;
   }
 
   /** The span being written is abandoned (its writer threw): its bytes are discarded. */
@@ -147,4 +189,11 @@ export class SpanArena implements EncodedSpans {
     this.w = null;
     this.n = 0;
   }
+}
+
+/** A hex id's field (tag, length, bytes) as the span writes it. */
+function fieldBytes(field: number, hex: string): Uint8Array {
+  const w = new Writer(64);
+  w.hexBytes(field, hex);
+  return Buffer.from(w.done());
 }

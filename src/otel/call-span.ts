@@ -13,7 +13,7 @@
 import { CONTENT_BYTES, type CallContent, type Decision } from '../mcp/call.js';
 import type { Masker } from '../mask/mask.js';
 import { callSpanId, sessionSpanId, sessionTraceId } from './ids.js';
-import { attr, spaced } from './interned.js';
+import { attr, attrRun, LastText, OwnKey, RunCache, spaced, type AttrRun } from './interned.js';
 import { ObjectSpan } from './object-span.js';
 import { SpanKind, parseTraceparent, type Attributes, type LogData, type SpanData, type SpanWriter } from './model.js';
 
@@ -139,55 +139,92 @@ export function callSpan(f: CallFacts, s: SessionFacts, masker: Masker): SpanDat
  */
 export function writeCallSpan(f: CallFacts, s: SessionFacts, masker: Masker, out: SpanWriter): boolean {
   if (f.method === null) return false;
-  const method = masker.text(f.method);
+  const method = METHOD_TEXT.of(masker, f.method);
   const tool = toolOf(f);
   const prompt = promptOf(f);
-  const target = tool ?? prompt;
+  const toolText = tool === null ? null : TOOL_TEXT.of(masker, tool);
+  const promptText = prompt === null ? null : PROMPT_TEXT.of(masker, prompt);
+  const targetText = toolText ?? promptText;
+  const version = f.protocolVersion === null ? null : VERSION_TEXT.of(masker, f.protocolVersion);
   const error = errorType(f);
+  const status = f.state === 'error' && f.errorCode !== null ? String(f.errorCode) : null;
   const parent = parentOf(s.sessionId, f.traceparent, f.tracestate ?? null);
   out.begin(
     parent.traceId,
     callSpanId(s.sessionId, f.callId),
     parent.parentSpanId,
     parent.traceState === undefined ? undefined : masker.text(parent.traceState),
-    target === null ? method : spaced(method, masker.text(target)),
+    targetText === null ? method : spaced(method, targetText),
     SpanKind.server,
     f.startedAt,
     Math.max(f.endedAt, f.startedAt),
   );
-  // Pairs that repeat from span to span are shared (interned.ts); ids and durations are the call's own.
-  out.attr(attr('mcp.method.name', method));
-  out.attr(attr('mcp.session.id', s.sessionId));
-  out.attr(attr('network.transport', 'pipe'));
-  if (f.requestId !== null) out.own('jsonrpc.request.id', typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId));
-  if (tool !== null) {
-    out.attr(attr('gen_ai.tool.name', masker.text(tool)));
-    out.attr(attr('gen_ai.operation.name', 'execute_tool'));
-  }
-  if (prompt !== null) out.attr(attr('gen_ai.prompt.name', masker.text(prompt)));
-  if (f.protocolVersion !== null) out.attr(attr('mcp.protocol.version', masker.text(f.protocolVersion)));
-  if (error !== null) out.attr(attr('error.type', error));
-  if (f.state === 'error' && f.errorCode !== null) out.attr(attr('rpc.response.status_code', String(f.errorCode)));
-  out.own('mcpguard.call.id', f.callId);
-  out.attr(attr('mcpguard.call.state', f.state));
-  if (f.generation !== null) out.attr(attr('mcpguard.generation', f.generation));
-  if (f.dispatchedAt !== null) out.own('mcpguard.gate.duration_ms', f.dispatchedAt - f.startedAt);
+  // Pairs that repeat from span to span are shared (interned.ts), and written in runs; ids and durations are the call's own.
+  out.attrs(HEAD.find(method, s.sessionId, null, null, null) ?? HEAD.put(method, s.sessionId, null, null, null, headRun(method, s.sessionId)));
+  if (f.requestId !== null) out.own(JSONRPC_REQUEST_ID, typeof f.requestId === 'string' ? masker.text(f.requestId) : String(f.requestId));
+  const what =
+    WHAT.find(toolText, promptText, version, error, status) ??
+    WHAT.put(toolText, promptText, version, error, status, whatRun(toolText, promptText, version, error, status));
+  if (what.pairs.length > 0) out.attrs(what);
+  out.own(MCPGUARD_CALL_ID, f.callId);
+  out.attrs(STATE.find(f.state, f.generation, null, null, null) ?? STATE.put(f.state, f.generation, null, null, null, stateRun(f.state, f.generation)));
+  if (f.dispatchedAt !== null) out.own(MCPGUARD_GATE_DURATION_MS, f.dispatchedAt - f.startedAt);
   if (f.cancelRequested) out.attr(attr('mcpguard.cancel_requested', true));
   const e = f.stderr;
   if (e !== null && e.seen > 0) {
-    out.own('mcpguard.stderr.bytes_seen', e.seen);
-    out.own('mcpguard.stderr.bytes_retained', e.retained);
+    out.own(MCPGUARD_STDERR_BYTES_SEEN, e.seen);
+    out.own(MCPGUARD_STDERR_BYTES_RETAINED, e.retained);
     out.attr(attr('mcpguard.stderr.truncated', e.truncated));
     if (e.shared) out.attr(attr('mcpguard.stderr.shared', true));
   }
   const c = f.content;
   if (c !== undefined) {
-    if (c.arguments !== null) out.own('gen_ai.tool.call.arguments', contentText(masker, c.arguments, c.argumentsBytes));
-    if (c.result !== null) out.own('gen_ai.tool.call.result', contentText(masker, c.result, c.resultBytes));
+    if (c.arguments !== null) out.own(GEN_AI_TOOL_CALL_ARGUMENTS, contentText(masker, c.arguments, c.argumentsBytes));
+    if (c.result !== null) out.own(GEN_AI_TOOL_CALL_RESULT, contentText(masker, c.result, c.resultBytes));
   }
   guardrailEvents(f, s, out);
   out.end(error === null ? 0 : 2, error === null ? undefined : f.state);
   return true;
+}
+
+/** The keys of a call span's own attributes, encoded once. */
+const JSONRPC_REQUEST_ID = new OwnKey('jsonrpc.request.id');
+const MCPGUARD_CALL_ID = new OwnKey('mcpguard.call.id');
+const MCPGUARD_GATE_DURATION_MS = new OwnKey('mcpguard.gate.duration_ms');
+const MCPGUARD_STDERR_BYTES_SEEN = new OwnKey('mcpguard.stderr.bytes_seen');
+const MCPGUARD_STDERR_BYTES_RETAINED = new OwnKey('mcpguard.stderr.bytes_retained');
+const GEN_AI_TOOL_CALL_ARGUMENTS = new OwnKey('gen_ai.tool.call.arguments');
+const GEN_AI_TOOL_CALL_RESULT = new OwnKey('gen_ai.tool.call.result');
+const GEN_AI_GUARDRAIL_TARGET_ID = new OwnKey('gen_ai.guardrail.target.id');
+const MCPGUARD_GUARDRAIL_DURATION_MS = new OwnKey('mcpguard.guardrail.duration_ms');
+
+/** The runs of a call span's shared pairs, by the values they are made from. */
+const HEAD = new RunCache();
+const WHAT = new RunCache();
+const STATE = new RunCache();
+const METHOD_TEXT = new LastText();
+const TOOL_TEXT = new LastText();
+const PROMPT_TEXT = new LastText();
+const VERSION_TEXT = new LastText();
+
+function headRun(method: string, sessionId: string): AttrRun {
+  return attrRun([attr('mcp.method.name', method), attr('mcp.session.id', sessionId), attr('network.transport', 'pipe')]);
+}
+
+function whatRun(tool: string | null, prompt: string | null, version: string | null, error: string | null, status: string | null): AttrRun {
+  const pairs = [];
+  if (tool !== null) pairs.push(attr('gen_ai.tool.name', tool), attr('gen_ai.operation.name', 'execute_tool'));
+  if (prompt !== null) pairs.push(attr('gen_ai.prompt.name', prompt));
+  if (version !== null) pairs.push(attr('mcp.protocol.version', version));
+  if (error !== null) pairs.push(attr('error.type', error));
+  if (status !== null) pairs.push(attr('rpc.response.status_code', status));
+  return attrRun(pairs);
+}
+
+function stateRun(state: string, generation: number | null): AttrRun {
+  const pairs = [attr('mcpguard.call.state', state)];
+  if (generation !== null) pairs.push(attr('mcpguard.generation', generation));
+  return attrRun(pairs);
 }
 
 /**
@@ -244,6 +281,35 @@ function guardrailEvents(f: CallFacts, s: SessionFacts, events: SpanWriter): voi
 
 /** The gate's steps by their component names (no string made per event). */
 const COMPONENT = { schema: 'mcpguard.schema', policy: 'mcpguard.policy', pins: 'mcpguard.pins', approval: 'mcpguard.approval' } as const;
+/** Each step's event name. */
+const EVENT_NAME = {
+  schema: 'run_guardrail mcpguard.schema',
+  policy: 'run_guardrail mcpguard.policy',
+  pins: 'run_guardrail mcpguard.pins',
+  approval: 'run_guardrail mcpguard.approval',
+} as const;
+/** A step event's shared pairs: what it guards, then its verdict. */
+const STEP = new RunCache();
+const VERDICT = new RunCache();
+
+function stepRun(component: keyof typeof COMPONENT, subtype: 'tool_call' | 'tool_definition'): AttrRun {
+  return attrRun([
+    attr('gen_ai.operation.name', 'run_guardrail'),
+    attr('gen_ai.guardrail.component.name', COMPONENT[component]),
+    attr('gen_ai.guardrail.target.type', 'input'),
+    attr('gen_ai.guardrail.target.subtype', subtype),
+  ]);
+}
+
+function verdictRun(verdict: 'allow' | 'deny' | 'escalate', reason: string | null, policy: string | null, rule: number | null): AttrRun {
+  const pairs = [attr('gen_ai.guardrail.verdict.type', verdict), attr('gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict)];
+  if (reason !== null) pairs.push(attr('gen_ai.guardrail.verdict.reason', reason));
+  if (policy !== null) {
+    pairs.push(attr('gen_ai.guardrail.security.policy.id', policy));
+    if (rule !== null) pairs.push(attr('gen_ai.guardrail.security.policy.rule.id', String(rule)));
+  }
+  return attrRun(pairs);
+}
 
 function step(
   out: SpanWriter,
@@ -258,20 +324,11 @@ function step(
   reason: string | null,
   channel: string | null = null,
 ): void {
-  out.event(spaced('run_guardrail', COMPONENT[component]), Number.isFinite(atMs) ? atMs : f.endedAt);
-  out.attr(attr('gen_ai.operation.name', 'run_guardrail'));
-  out.attr(attr('gen_ai.guardrail.component.name', COMPONENT[component]));
-  out.attr(attr('gen_ai.guardrail.target.type', 'input'));
-  out.attr(attr('gen_ai.guardrail.target.subtype', subtype));
-  out.own('gen_ai.guardrail.target.id', f.callId);
-  out.attr(attr('gen_ai.guardrail.verdict.type', verdict));
-  out.attr(attr('gen_ai.guardrail.action.type', verdict === 'deny' ? 'block' : verdict));
-  if (reason !== null) out.attr(attr('gen_ai.guardrail.verdict.reason', reason));
-  if (policy !== null) {
-    out.attr(attr('gen_ai.guardrail.security.policy.id', policy));
-    if (rule !== null) out.attr(attr('gen_ai.guardrail.security.policy.rule.id', String(rule)));
-  }
-  if (durationMs !== null) out.own('mcpguard.guardrail.duration_ms', Math.max(0, durationMs));
+  out.event(EVENT_NAME[component], Number.isFinite(atMs) ? atMs : f.endedAt);
+  out.attrs(STEP.find(component, subtype, null, null, null) ?? STEP.put(component, subtype, null, null, null, stepRun(component, subtype)));
+  out.own(GEN_AI_GUARDRAIL_TARGET_ID, f.callId);
+  out.attrs(VERDICT.find(verdict, reason, policy, rule, null) ?? VERDICT.put(verdict, reason, policy, rule, null, verdictRun(verdict, reason, policy, rule)));
+  if (durationMs !== null) out.own(MCPGUARD_GUARDRAIL_DURATION_MS, Math.max(0, durationMs));
   if (channel !== null) out.attr(attr('mcpguard.approval.channel', channel));
 }
 

@@ -118,8 +118,8 @@ export class Writer {
       lo = low % 4294967296;
       hi = ((a - aLo) / 65536 + (low - lo) / 4294967296) % 4294967296;
     }
-    this.buf.writeUInt32LE(lo, this.pos);
-    this.buf.writeUInt32LE(hi, this.pos + 4);
+    this.view.setUint32(this.pos, lo, true);
+    this.view.setUint32(this.pos + 4, hi, true);
     this.pos += 8;
   }
 
@@ -168,7 +168,7 @@ export class Writer {
     this.tag(field, LEN);
     this.varint(n);
     this.room(n);
-    for (let i = 0; i < n; i++) this.buf[this.pos + i] = (nibble(hex.charCodeAt(2 * i)) << 4) | nibble(hex.charCodeAt(2 * i + 1));
+    for (let i = 0; i < n; i++) this.buf[this.pos + i] = ((NIBBLE[hex.charCodeAt(2 * i)] ?? 0) << 4) | (NIBBLE[hex.charCodeAt(2 * i + 1)] ?? 0);
     this.pos += n;
   }
 
@@ -208,11 +208,12 @@ export class Writer {
   }
 }
 
-function nibble(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  if (c >= 97 && c <= 102) return c - 87;
-  if (c >= 65 && c <= 70) return c - 55;
-  return 0;
+/** A hex digit's value by its code; any other code reads as 0 (past the table: undefined, taken as 0). */
+const NIBBLE = new Uint8Array(128);
+for (let c = 0; c < 10; c++) NIBBLE[48 + c] = c;
+for (let c = 0; c < 6; c++) {
+  NIBBLE[97 + c] = 10 + c;
+  NIBBLE[65 + c] = 10 + c;
 }
 
 /**
@@ -263,6 +264,23 @@ export function keyValueOf(w: Writer, field: number, key: string, value: Attribu
   anyValue(w, value);
   w.end();
   w.end();
+}
+
+/** keyValueOf with the key's field (KeyValue.key) encoded already (interned.ts OwnKey). */
+export function keyValueKeyed(w: Writer, field: number, keyField: Uint8Array, value: AttributeValue): void {
+  w.begin(field); // KeyValue
+  w.bytes(keyField);
+  w.begin(2);
+  anyValue(w, value);
+  w.end();
+  w.end();
+}
+
+/** A string field's bytes (tag, length, UTF-8), to be copied with Writer.bytes. */
+export function stringField(field: number, s: string): Uint8Array {
+  const w = new Writer(s.length * 3 + 16);
+  w.string(field, s);
+  return Buffer.from(w.done());
 }
 
 /** KeyValue bodies of the constant attributes (model.ts `constant`), encoded on first use. */

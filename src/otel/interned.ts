@@ -7,7 +7,7 @@
  * so each key keeps a bounded number of them; past that, pairs are made per
  * span as before.
  */
-import { preencode } from './encode-proto.js';
+import { keyValue, preencode, stringField, Writer } from './encode-proto.js';
 import type { AttributeValue } from './model.js';
 
 /** Distinct values kept per key; the rest are made per span. */
@@ -77,5 +77,91 @@ export class Collector<T> {
   /** The items added since start(), as a new array of their exact length. */
   take(): T[] {
     return this.items.slice(0, this.n);
+  }
+}
+
+/**
+ * Consecutive shared pairs written as one: their KeyValue bytes, tagged as a
+ * span's attributes (field 9) and as an event's (field 3), concatenated once.
+ * A span then copies one run where it looked up and copied each pair.
+ */
+export interface AttrRun {
+  readonly pairs: readonly Pair[];
+  readonly span: Uint8Array;
+  readonly event: Uint8Array;
+}
+
+/** A run of `pairs` (shared pairs from attr(), so that their encoding is made once). */
+export function attrRun(pairs: readonly Pair[]): AttrRun {
+  return { pairs, span: encodeRun(pairs, 9), event: encodeRun(pairs, 3) };
+}
+
+function encodeRun(pairs: readonly Pair[], field: number): Uint8Array {
+  const w = new Writer(256);
+  for (const kv of pairs) keyValue(w, field, kv);
+  return Buffer.from(w.done());
+}
+
+type Key = string | number | boolean | null;
+
+/** Runs kept per cache: the shapes calls take in a session are few (a handful of tools and states). */
+const RUNS_KEPT = 8;
+
+/**
+ * Runs by up to five key values (compared with ===, no string made to look
+ * one up), the last RUNS_KEPT kept; past that the oldest is replaced. The
+ * caller makes a run from exactly the values it keys it by, so a run found
+ * is the run those values make.
+ */
+export class RunCache {
+  private readonly keys: Key[] = [];
+  private readonly runs: AttrRun[] = [];
+  private next = 0;
+
+  find(a: Key, b: Key, c: Key, d: Key, e: Key): AttrRun | null {
+    const k = this.keys;
+    for (let i = 0; i < this.runs.length; i++) {
+      const at = 5 * i;
+      if (k[at] === a && k[at + 1] === b && k[at + 2] === c && k[at + 3] === d && k[at + 4] === e) return this.runs[i]!;
+    }
+    return null;
+  }
+
+  put(a: Key, b: Key, c: Key, d: Key, e: Key, run: AttrRun): AttrRun {
+    const i = this.runs.length < RUNS_KEPT ? this.runs.length : this.next;
+    this.next = (i + 1) % RUNS_KEPT;
+    this.runs[i] = run;
+    const at = 5 * i;
+    this.keys[at] = a;
+    this.keys[at + 1] = b;
+    this.keys[at + 2] = c;
+    this.keys[at + 3] = d;
+    this.keys[at + 4] = e;
+    return run;
+  }
+}
+
+/** masker.text of a value that repeats from call to call (a method, a tool's name), the last one kept. */
+export class LastText {
+  private masker: unknown = null;
+  private input = '';
+  private output = '';
+
+  of(masker: { text(input: string): string }, input: string): string {
+    if (input !== this.input || masker !== this.masker) {
+      this.output = masker.text(input);
+      this.input = input;
+      this.masker = masker;
+    }
+    return this.output;
+  }
+}
+
+/** The key of an attribute a span writes with its own value (an id, a duration): its KeyValue.key field encoded once. */
+export class OwnKey {
+  readonly field: Uint8Array;
+
+  constructor(readonly text: string) {
+    this.field = stringField(1, text);
   }
 }

@@ -6,6 +6,7 @@
  * model free of both sides lets the live export and the backfill from records
  * share one encoder, and lets tests decode what was sent without mcpguard's code.
  */
+import type { AttrRun, OwnKey } from './interned.js';
 
 /** An attribute value as OTLP carries it: integers (safe ones) become intValue, other numbers doubleValue. */
 export type AttributeValue = string | number | boolean | readonly string[];
@@ -61,8 +62,10 @@ export interface SpanWriter {
   ): void;
   /** An attribute of the span, or, once event() was called, of the last event. */
   attr(kv: readonly [string, AttributeValue]): void;
+  /** Shared pairs in a row (interned.ts AttrRun), as attr() of each. */
+  attrs(run: AttrRun): void;
   /** An attribute of this span's own (an id, a duration), given as its key and value: no pair is made to write it. */
-  own(key: string, value: AttributeValue): void;
+  own(key: OwnKey, value: AttributeValue): void;
   event(name: string, timeMs: number): void;
   /** The span's status, which completes it. */
   end(code: StatusCode, message: string | undefined): void;

@@ -3,7 +3,7 @@
  * what call-span.ts callSpan returns, for OTLP/JSON, the backfill and tests
  * (the live protobuf path writes bytes instead, arena.ts).
  */
-import { Collector } from './interned.js';
+import { Collector, type AttrRun, type OwnKey } from './interned.js';
 import type { AttributeValue, SpanData, SpanEvent, SpanKind, SpanWriter, StatusCode } from './model.js';
 
 /** The span's and the guardrail event's attributes are collected here (interned.ts Collector): one exact array each. */
@@ -69,8 +69,13 @@ export class ObjectSpan implements SpanWriter {
     (this.eventOpen ? EVENT_PAIRS : SPAN_PAIRS).add(kv);
   }
 
-  own(key: string, value: AttributeValue): void {
-    (this.eventOpen ? EVENT_PAIRS : SPAN_PAIRS).add([key, value]);
+  attrs(run: AttrRun): void {
+    const to = this.eventOpen ? EVENT_PAIRS : SPAN_PAIRS;
+    for (const kv of run.pairs) to.add(kv);
+  }
+
+  own(key: OwnKey, value: AttributeValue): void {
+    (this.eventOpen ? EVENT_PAIRS : SPAN_PAIRS).add([key.text, value]);
   }
 
   event(name: string, timeMs: number): void {

@@ -88,6 +88,34 @@ test('a call span written into the arena is byte for byte the span the object pa
   assert.equal(writeCallSpan(facts({ method: null }), SESSION, masker, new SpanArena(1, 1, () => {})), false, 'no method, no span');
 });
 
+test('a span is the same whatever spans came before it: the runs of shared pairs are found by every value they were made from', async () => {
+  const masker = processMasker();
+  const one = (mod, f) => {
+    const arena = new SpanArena(512, 2048, () => {});
+    // Two sessions in turn (a backfill exports one after another): the session's id is in a run.
+    mod.writeCallSpan(f, f.generation === 2 ? { ...SESSION, sessionId: 's_20260701T000000Z_ba9876543210' } : SESSION, masker, arena);
+    return arena.take().bytes;
+  };
+  // Each case alone, in a module of its own (no run made by another case), against every case after every other, both ways,
+  // and against more shapes than the runs keep (so that each was made again after it was replaced).
+  const cases = Object.entries(CASES);
+  // 12 shapes that share a tool, a version or a state pairwise: a run keyed by fewer values than it was made from is found by the wrong one.
+  const tools = Array.from({ length: 12 }, (_, i) => [
+    `shape ${i}`,
+    facts({
+      tool: `tool_${i % 3}`,
+      protocolVersion: i % 2 ? '2025-06-18' : '2025-03-26',
+      state: i % 4 < 2 ? 'completed' : 'tool_error',
+      generation: 1 + (i % 5),
+    }),
+  ]);
+  const alone = new Map();
+  for (const [name, f] of [...cases, ...tools]) alone.set(name, one(await import(`../../dist/otel/call-span.js?alone=${encodeURIComponent(name)}`), f));
+  const shared = await import('../../dist/otel/call-span.js?shared');
+  for (const order of [cases, [...cases].reverse(), [...tools, ...cases, ...tools].reverse()])
+    for (const [name, f] of order) assert.deepEqual(one(shared, f), alone.get(name), name);
+});
+
 test("call span ids: SipHash-2-4 by the reference vectors (key 00..0f, messages 00.., the paper's output bytes), keyed per session", () => {
   const key = Buffer.from([...Array(16).keys()]);
   const message = (n) => String.fromCharCode(...Array(n).keys());
