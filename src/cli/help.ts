@@ -82,7 +82,7 @@ ${TIMES}`,
       { name: 'name', arg: 'GLOB', help: "sessions whose name matches GLOB (*, ?, [...]; e.g. 'files*')" },
       {
         name: 'failed',
-        help: 'sessions whose server exited non-zero, was killed (SIGKILL) or did not start, whose mcpguard crashed, or with a failed call (see activity --failed)',
+        help: 'sessions whose server exited non-zero, was killed (SIGKILL) or did not start, whose mcpguard crashed, or with a failed call (see activity --failed); why, on a line under each row',
       },
       { name: 'running', help: 'only the sessions whose mcpguard is running' },
       UTC,

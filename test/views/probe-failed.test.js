@@ -66,3 +66,27 @@ test('a server/discover probe answered "method not found" does not make a sessio
   assert.equal(failed.length, 1);
   assert.equal(failed[0].failed_calls, 1);
 });
+
+test('sessions --failed says under each row why it counts as failed: a failed call, a server that exited non-zero', { timeout: 60000 }, async () => {
+  const t = tempDir();
+  temps.push(t);
+  await session(t.dir, [discover, init, initialized, { jsonrpc: '2.0', id: 2, method: 'no/such/method' }]);
+  const exited = await runCommand(process.execPath, [BIN, `--record-dir=${t.dir}`, '--', 'python3', '-c', 'import sys; sys.exit(3)'], {
+    input: '',
+    timeout: 20000,
+  }).done;
+  assert.equal(exited.code, 3, exited.stderr);
+  const rows = await sessionsJson(t.dir, '--failed');
+  assert.equal(rows.length, 2, 'both sessions count as failed');
+  const exited3 = rows.find((r) => r.command.includes('-c')).session_id;
+  const callFailed = rows.find((r) => !r.command.includes('-c')).session_id;
+  const table = await runCommand(process.execPath, [BIN, 'sessions', '--failed', `--record-dir=${t.dir}`], { env: { COLUMNS: '80' }, timeout: 20000 }).done;
+  assert.equal(table.code, 0, table.stderr);
+  const lines = table.stdout.toString('utf8').split('\n');
+  const under = (id) => lines[lines.findIndex((l) => l.startsWith(id)) + 1];
+  // The declined era probe is not a reason; the unknown method is the one failed call.
+  assert.equal(under(callFailed), '    failed: 1 failed call', table.stdout.toString());
+  assert.equal(under(exited3), '    failed: server exited 3', table.stdout.toString());
+  const plain = await runCommand(process.execPath, [BIN, 'sessions', `--record-dir=${t.dir}`], { env: { COLUMNS: '80' }, timeout: 20000 }).done;
+  assert.doesNotMatch(plain.stdout.toString('utf8'), /failed:/, 'without --failed the table is as before');
+});
