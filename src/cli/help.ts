@@ -220,7 +220,7 @@ ${TIMES}`,
       { name: 'utc', help: 'show times in UTC (default: local time, the zone in the header)' },
       JSON_OUT,
     ],
-    exit: 'Exit status: 0 success; 1 nothing found (no such NAME, one that fits more than one\nserver, nothing held to accept, no decision recorded) or decisions.log does not verify;\n125 bad usage.',
+    exit: 'Exit status: 0 success; 1 nothing found (no such NAME, one that fits more than one\nserver, nothing held to accept, no decision recorded about NAME) or decisions.log does not verify;\n125 bad usage. pins log with no decision recorded yet is an empty table, exit 0.',
   },
   export: {
     summary: 'send recorded sessions to an OpenTelemetry backend, as the live export sends them',
