@@ -131,7 +131,8 @@ export function callFilters(values: FilterValues, utc: boolean, now = Date.now()
     const glob = globToRegExp(values.tool);
     filters.push((r) => r.kind === 'call' && r.tool !== null && glob.test(r.tool));
   }
-  if (values.failed === true) filters.push((r) => r.kind === 'call' && FAILED_STATES.has(r.state));
+  // A declined era probe keeps its state (error) for --state, but is not a failure.
+  if (values.failed === true) filters.push((r) => r.kind === 'call' && FAILED_STATES.has(r.state) && r.probe_declined !== true);
   return filters;
 }
 
