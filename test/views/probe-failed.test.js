@@ -68,6 +68,8 @@ test('a server/discover probe answered "method not found" does not make a sessio
   assert.equal(probe.state, 'error');
   assert.equal(probe.probe_declined, true, JSON.stringify(probe));
   assert.deepEqual(await viewJson('activity', t.dir, '--failed'), [], 'no failed call');
+  const shown = await runCommand(process.execPath, [BIN, 'show', 'last', `--record-dir=${t.dir}`], { timeout: 20000 }).done;
+  assert.match(shown.stdout.toString('utf8'), /\n {2}calls +2: completed 1, error 1 \(1 a declined era probe, not a failure\)\n/);
   const table = await runCommand(process.execPath, [BIN, 'activity', `--record-dir=${t.dir}`], { env: { COLUMNS: '100' }, timeout: 20000 }).done;
   assert.match(
     table.stdout.toString('utf8'),
