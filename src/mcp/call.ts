@@ -108,7 +108,7 @@ export interface Call {
   gated: boolean;
   /** What the gate decided, and who decided it (null: the gate did not look at it). */
   decision: Decision | null;
-  /** Era rules this call's answer broke without being refused (e.g. a result without resultType). */
+  /** Era rules this call's answer broke without being refused (e.g. a result without resultType), and ERA_PROBE_DECLINED. */
   flags: string[] | null;
   startedAt: number;
   dispatchedAt: number | null;
@@ -171,3 +171,11 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
     stderr: null,
   };
 }
+
+/**
+ * The flag on a `server/discover` answered "method not found": a legacy
+ * server telling a probing client its era (Python `mcp` 2.x and fastmcp 4
+ * ask first), not a failure. The call keeps its state (`error`: the server
+ * did answer with an error); the views leave it out of what failed.
+ */
+export const ERA_PROBE_DECLINED = 'era_probe_declined';

@@ -7,7 +7,7 @@
  * cannot be forwarded gives that call mcpguard's error instead. The Relay
  * (relay.ts) hands each line here, after its taps.
  */
-import type { Call, CallState } from '../mcp/call.js';
+import { ERA_PROBE_DECLINED, type Call, type CallState } from '../mcp/call.js';
 import { escapeBytes, type Diagnostics } from '../mask/diagnostics.js';
 import { processMasker } from '../mask/mask.js';
 import type { LineEvent } from '../wire/framing.js';
@@ -140,8 +140,10 @@ export class ChildLines {
         }
         const failedTool = toolError(call, item) && outcome.state === 'completed';
         const state = failedTool ? 'tool_error' : outcome.state;
-        if (state === 'error' && call.method === 'server/discover' && memberId(item.frame, item.body, 'code') === METHOD_NOT_FOUND)
+        if (state === 'error' && call.method === 'server/discover' && memberId(item.frame, item.body, 'code') === METHOD_NOT_FOUND) {
           this.counters.eraProbesDeclined++;
+          call.flags = [...(call.flags ?? []), ERA_PROBE_DECLINED];
+        }
         const detail = failedTool ? TOOL_ERROR_DETAIL : outcome.detail;
         if (first === null) {
           first = call;

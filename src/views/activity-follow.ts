@@ -8,7 +8,7 @@
  * The log is read from where the table stopped, with the same line reader as
  * `logs --follow` (read.ts `forEachLine`), polling every FOLLOW_POLL_MS.
  */
-import { rejectRow, type ActivityRow } from './activity.js';
+import { probeDeclined, rejectRow, type ActivityRow } from './activity.js';
 import type { LogRecord } from '../records/chain.js';
 import { liveness } from '../records/live.js';
 import { FOLLOW_POLL_MS, forEachLine } from '../records/read.js';
@@ -87,6 +87,7 @@ function rowOf(r: LogRecord, sessionId: string): ActivityRow | null {
     detail: end ? str(r.detail) : null,
     generation: end ? num(r.generation) : null,
     ...withApproval(end ? r.decision : null),
+    ...(end && probeDeclined(r.flags) ? { probe_declined: true as const } : {}),
   };
 }
 

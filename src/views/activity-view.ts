@@ -163,8 +163,9 @@ function activityCells(
     return [cells, { colours, notes: [`${r.reason ?? '?'}${code}`] }];
   }
   const state = r.legs !== undefined && r.legs > 1 ? `${r.state} → ${r.chain_state!} (${r.legs} legs)` : r.state;
-  const failed = FAILED_STATES.has(r.state) || (r.chain_state !== undefined && FAILED_STATES.has(r.chain_state));
+  const failed = (FAILED_STATES.has(r.state) && r.probe_declined !== true) || (r.chain_state !== undefined && FAILED_STATES.has(r.chain_state));
   const notes = r.detail !== null && r.state !== 'tool_error' && (failed || r.state.startsWith('cancelled_')) ? [r.detail.split('\n')[0]!] : [];
+  if (r.probe_declined === true) notes.push('era probe declined: a legacy server answered "method not found"; not a failure');
   if (r.approval !== undefined) notes.push(approvalNote(r.approval));
   const [cells, colours] = gen(
     [

@@ -14,6 +14,7 @@ import type { LogRecord } from '../records/chain.js';
 import { LineReader, parseRecord } from '../records/read.js';
 import { isCallRecord, num, str, timeOf } from './views.js';
 import { approvalOf, type ApprovalFacts } from './approval-facts.js';
+import { ERA_PROBE_DECLINED } from '../mcp/call.js';
 
 /** One call, or one rejected frame, as a row of `mcpguard activity`. */
 export type ActivityRow =
@@ -42,6 +43,8 @@ export type ActivityRow =
       chain_state?: string;
       /** A card answered, or a session grant that allowed the call without one (approval-facts.ts). */
       approval?: ApprovalFacts;
+      /** A `server/discover` a legacy server answered "method not found" (ERA_PROBE_DECLINED): state error, not a failure. */
+      probe_declined?: true;
     }
   | {
       kind: 'reject';
@@ -243,6 +246,12 @@ export function endCall(row: CallRow, r: LogRecord, leg: number | null): void {
   });
   const approval = approvalOf(r.decision);
   if (approval !== null) row.approval = approval;
+  if (probeDeclined(r.flags)) row.probe_declined = true;
+}
+
+/** A final record's `flags` hold ERA_PROBE_DECLINED. */
+export function probeDeclined(flags: unknown): boolean {
+  return Array.isArray(flags) && flags.includes(ERA_PROBE_DECLINED);
 }
 
 /** A call's row from its first record, before anything says how it ended. */

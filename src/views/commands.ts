@@ -215,7 +215,7 @@ async function runCommand(name: RecordsCommandName, argv: string[], io: CommandI
       if (logs.length === 0) io.stderr.write(nothingHereNote(name, dir, values['record-dir'], name !== 'sessions', positionals));
       return code;
     };
-    if (name === 'sessions') return elsewhere(await sessionsView(ctx, filters.sessions, limit, values.running === true));
+    if (name === 'sessions') return elsewhere(await sessionsView(ctx, filters.sessions, limit, values.running === true, values.failed === true));
     if (name === 'activity')
       return elsewhere(
         await activityView(ctx, { session: positionals[0], filters: filters.calls, limit, since: filters.since, follow: values.follow === true }),

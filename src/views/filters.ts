@@ -36,13 +36,24 @@ export { CALL_STATES };
  * here, `unknown`, is not counted).
  */
 export function sessionFailed(row: SessionRow): boolean {
-  return (
-    (row.exit_code !== null && row.exit_code !== 0) ||
-    row.forced_kill === true ||
-    row.spawn_failed === true ||
-    (row.failed_calls ?? 0) > 0 ||
-    row.liveness === 'crashed'
-  );
+  return failedBecause(row).length > 0;
+}
+
+/**
+ * Why a session counts as failed, in words, one reason each (empty: it did
+ * not fail). `sessions --failed` prints them under the row: a row that is red
+ * for a failed call and a row that is red for its exit look alike otherwise,
+ * and without colour nothing says why a row is listed at all.
+ */
+export function failedBecause(row: SessionRow): string[] {
+  const why: string[] = [];
+  if (row.spawn_failed === true) why.push('server did not start');
+  if (row.exit_code !== null && row.exit_code !== 0) why.push(`server exited ${row.exit_code}`);
+  if (row.forced_kill === true) why.push('server killed (SIGKILL)');
+  const calls = row.failed_calls ?? 0;
+  if (calls > 0) why.push(`${calls} failed call${calls === 1 ? '' : 's'}`);
+  if (row.liveness === 'crashed') why.push('mcpguard crashed');
+  return why;
 }
 
 /** A glob (`*`, `?`, `[...]`) as an anchored RegExp; everything else matches itself. */
@@ -120,7 +131,8 @@ export function callFilters(values: FilterValues, utc: boolean, now = Date.now()
     const glob = globToRegExp(values.tool);
     filters.push((r) => r.kind === 'call' && r.tool !== null && glob.test(r.tool));
   }
-  if (values.failed === true) filters.push((r) => r.kind === 'call' && FAILED_STATES.has(r.state));
+  // A declined era probe keeps its state (error) for --state, but is not a failure.
+  if (values.failed === true) filters.push((r) => r.kind === 'call' && FAILED_STATES.has(r.state) && r.probe_declined !== true);
   return filters;
 }
 

@@ -10,7 +10,7 @@
  * NAME is a pin file's id (or a unique prefix of one, at least 4 hex
  * digits), or a server's name: its --name, else its serverInfo.name.
  * Exit status: 0 success; 1 nothing found (no such NAME, a NAME that fits
- * more than one, nothing held to accept, no decision recorded), or the
+ * more than one, nothing held to accept, no decision recorded about NAME), or the
  * decision chain does not verify or cannot be written; 125 bad usage.
  */
 import { parseArgs } from 'node:util';
@@ -321,19 +321,23 @@ function accept(store: PinStore, pins: PinFile, tool: string | undefined, key: B
   return 0;
 }
 
-/** The recorded decisions (of NAME's pins: an id prefix or a server name), oldest first. */
+/**
+ * The recorded decisions (of NAME's pins: an id prefix or a server name),
+ * oldest first. No decision yet is an empty log (exit 0, as `sessions` with
+ * none); a NAME with no decision is nothing found (exit 1).
+ */
 function log(store: PinStore, name: string | undefined, key: Buffer | undefined, json: boolean, out: (text: string) => void, io: IO, look: Look): number {
   const bytes = readDecisions(store.dir);
-  if (bytes === null) throw new Failure(`no decision recorded in ${store.dir}`, 1);
-  const verdict = verifyDecisions(bytes, key);
-  const intact = verdict.status === 'ok';
-  if (!intact)
+  if (bytes === null && name !== undefined) throw new Failure(`no decision recorded in ${store.dir}`, 1);
+  const verdict = bytes === null ? null : verifyDecisions(bytes, key);
+  const intact = verdict === null || verdict.status === 'ok';
+  if (verdict !== null && !intact)
     io.stderr.write(
       `mcpguard pins log: ${store.dir}/decisions.log does not verify (${verdict.status}${verdict.line === null ? '' : ` at line ${verdict.line}`}: ${verdict.reason}); what follows is what it says\n`,
     );
   const wanted = (r: Record<string, unknown>): boolean =>
     name === undefined || (/^[0-9a-f]{4,32}$/.test(name) && typeof r.pin_id === 'string' && r.pin_id.startsWith(name)) || r.server === name;
-  const records = decisionRecords(bytes).filter(wanted);
+  const records = bytes === null ? [] : decisionRecords(bytes).filter(wanted);
   if (json) for (const r of records) out(`${jsonLine(processMasker().value(r))}\n`);
   else {
     const columns: Column[] = [
@@ -361,7 +365,8 @@ function log(store: PinStore, name: string | undefined, key: Buffer | undefined,
     );
   }
   if (records.length === 0 && name !== undefined) io.stderr.write(`mcpguard pins log: no decision about '${name}'\n`);
-  return intact && records.length > 0 ? 0 : 1;
+  if (records.length === 0 && name === undefined) io.stderr.write(`mcpguard pins log: no decision recorded in ${shown(store.dir)} yet\n`);
+  return intact && (records.length > 0 || name === undefined) ? 0 : 1;
 }
 
 /** Text from a server or a command line, as a terminal can show it: secrets masked, hidden characters written out. */

@@ -6,7 +6,7 @@ import { jsonLine } from '../mask/escape.js';
 import { formatDuration, StreamingTable, type Colour, type Column } from './format.js';
 import { liveness, type Liveness } from '../records/live.js';
 import { describe } from '../records/location.js';
-import { passes, sessionFailed, type Predicate } from './filters.js';
+import { failedBecause, passes, type Predicate } from './filters.js';
 import { emit, skipped, warnUnreadable, type ViewContext } from './view-kit.js';
 import { sessionRow, summarizeLog, type SessionRow } from './views.js';
 
@@ -35,8 +35,18 @@ function columns(zone: string): Column[] {
   ];
 }
 
-/** List the sessions that pass `filters`, newest first, at most `limit` of them. */
-export async function sessionsView(ctx: ViewContext, filters: Array<Predicate<SessionRow>>, limit: number | null, runningOnly = false): Promise<number> {
+/**
+ * List the sessions that pass `filters`, newest first, at most `limit` of
+ * them; `why` (--failed): each row's reasons for counting as failed on an
+ * indented line under it.
+ */
+export async function sessionsView(
+  ctx: ViewContext,
+  filters: Array<Predicate<SessionRow>>,
+  limit: number | null,
+  runningOnly = false,
+  why = false,
+): Promise<number> {
   const grid = new StreamingTable(columns(ctx.clock.zone), ctx.style);
   let shown = 0;
   for (let i = ctx.logs.length - 1; i >= 0 && (limit === null || shown < limit); i--) {
@@ -55,15 +65,15 @@ export async function sessionsView(ctx: ViewContext, filters: Array<Predicate<Se
     if (runningOnly && live !== 'running') continue;
     if (!passes(r, filters)) continue;
     shown++;
-    if (!(await emit(ctx.output, ctx.json ? `${jsonLine(r)}\n` : sessionLine(grid, r, live, ctx)))) return 0;
+    if (!(await emit(ctx.output, ctx.json ? `${jsonLine(r)}\n` : sessionLine(grid, r, live, ctx, why)))) return 0;
   }
   if (!ctx.json) ctx.output.write(grid.end());
   return 0;
 }
 
-function sessionLine(grid: StreamingTable, r: SessionRow, live: Liveness | null, ctx: ViewContext): string {
-  const failed = sessionFailed(r);
-  const red: Colour | undefined = failed ? 'red' : undefined;
+function sessionLine(grid: StreamingTable, r: SessionRow, live: Liveness | null, ctx: ViewContext, why: boolean): string {
+  const reasons = failedBecause(r);
+  const red: Colour | undefined = reasons.length > 0 ? 'red' : undefined;
   return grid.add(
     [
       r.session_id,
@@ -94,6 +104,7 @@ function sessionLine(grid: StreamingTable, r: SessionRow, live: Liveness | null,
         undefined,
         r.torn ? 'red' : r.sealed ? undefined : 'yellow',
       ],
+      notes: why && reasons.length > 0 ? [`failed: ${reasons.join('; ')}`] : [],
     },
   );
 }

@@ -50,7 +50,7 @@ export function showSession(log: LogSummary, json: boolean, clock = new Clock(fa
       ['survivors', survivors(end.survivors)],
       ['trigger to exit', end.trigger_to_exit_ms === undefined || end.trigger_to_exit_ms === null ? '-' : formatDuration(Number(end.trigger_to_exit_ms))],
       ['stderr', stderrText(end)],
-      ['calls', callsText(end.calls, row.calls)],
+      ['calls', callsText(end.calls, row.calls, end.era_probes_declined)],
       ['rejected', rejectedText(end.rejected, row.rejected)],
     );
     // Only a session run with --restart has these fields.
@@ -118,11 +118,18 @@ function stderrTail(end: LogRecord | undefined): string {
   return typeof s === 'object' && s !== null && typeof (s as { tail?: unknown }).tail === 'string' ? (s as { tail: string }).tail : '';
 }
 
-/** `12: completed 10, error 2`, from the session record's per-state counts. */
-function callsText(value: unknown, total: number): string {
+/**
+ * `12: completed 10, error 2`, from the session record's per-state counts;
+ * errors that were declined era probes (`era_probes_declined`) are said to be
+ * no failure, as `sessions --failed` counts them.
+ */
+function callsText(value: unknown, total: number, declined: unknown): string {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return String(total);
   const states = Object.entries(value as Record<string, unknown>).filter(([, n]) => typeof n === 'number' && n > 0);
-  return states.length === 0 ? '0' : `${total}: ${states.map(([state, n]) => `${state} ${String(n)}`).join(', ')}`;
+  const probes = typeof declined === 'number' && declined > 0 ? declined : 0;
+  const stateText = ([state, n]: [string, unknown]): string =>
+    `${state} ${String(n)}${state === 'error' && probes > 0 ? ` (${probes} ${probes === 1 ? 'a declined era probe' : 'declined era probes'}, not a failure)` : ''}`;
+  return states.length === 0 ? '0' : `${total}: ${states.map(stateText).join(', ')}`;
 }
 
 function rejectedText(value: unknown, total: number): string {

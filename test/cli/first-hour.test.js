@@ -1,12 +1,15 @@
 // Small gaps a new user meets in the first hour: what --help calls option
 // values, what completion offers after `pins`, what the man page's SYNOPSIS
-// lists. The real binary, a real bash sourcing its completion script.
+// lists, and the configuration the README gives for the MCP Inspector. The
+// real binary, a real bash sourcing its completion script, a real SDK client.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, ROOT, killStarted, runGuard } from '../helpers/run.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { BIN, ROOT, fixture, killStarted, runGuard, tempDir } from '../helpers/run.js';
 
 const TIMEOUT = 30000;
 after(killStarted);
@@ -52,4 +55,44 @@ test("the man page's SYNOPSIS lists every subcommand", () => {
   for (const word of ['check', 'sessions', 'activity', 'show', 'logs', 'verify', 'prune', 'pins', 'completion']) {
     assert.match(synopsis, new RegExp(`\\b${word}\\b`), `SYNOPSIS names ${word}`);
   }
+});
+
+test("the README's MCP Inspector configuration (no --, so the Inspector's own --method stays its own): mcpguard takes the first word that is not an option as the server, with its defaults", {
+  timeout: TIMEOUT,
+}, async (t) => {
+  const tmp = tempDir('mcpguard-inspector-');
+  t.after(tmp.cleanup);
+  const client = new Client({ name: 'inspector-form', version: '1.0.0' });
+  // The README's "args" for the Inspector: options, then the server's command, no --.
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [BIN, '--record-dir', tmp.dir, 'python3', fixture('stdlib_server.py')],
+    cwd: ROOT,
+    stderr: 'pipe',
+  });
+  transport.stderr.on('data', () => {});
+  try {
+    await client.connect(transport);
+    const { tools } = await client.listTools();
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      ['add'],
+    );
+    const sum = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } });
+    assert.equal(sum.isError, undefined, JSON.stringify(sum));
+    // The gate is on (the defaults): arguments the schema refuses never reach the server.
+    const bad = await client.callTool({ name: 'add', arguments: { a: 'two', b: 3 } });
+    assert.equal(bad.isError, true);
+    assert.match(bad.content[0].text, /^mcpguard refused this call before it reached the server/);
+  } finally {
+    await client.close().catch(() => {});
+  }
+  const logs = readdirSync(tmp.dir).filter((f) => f.endsWith('.jsonl'));
+  assert.equal(logs.length, 1, 'recorded where --record-dir said');
+  const start = readFileSync(join(tmp.dir, logs[0]), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .find((r) => r.type === 'session_start');
+  assert.deepEqual([start.command, ...start.args], ['python3', fixture('stdlib_server.py')], 'the server is the first word that is not an option');
 });

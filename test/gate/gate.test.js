@@ -499,6 +499,21 @@ describe('structuredContent against outputSchema', () => {
     }
   });
 
+  test('report (the default): a tool error (isError: true) is forwarded as it came, not flagged, no warning', { timeout: TIMEOUT }, async () => {
+    const c = await legacy();
+    try {
+      c.send(call(1, 'count', { n: 'fail' }));
+      const one = await c.waitFor((m) => m.id === 1, 'answer to 1');
+      assert.equal(one.result.content[0].text, 'Access denied - path outside allowed directories');
+      const r = await c.finish();
+      assert.equal(endOf(r.records, 1).state, 'tool_error');
+      assert.equal(endOf(r.records, 1).flags, null, 'not flagged output_schema_mismatch');
+      assert.ok(!r.stderr.includes('outputSchema') && !r.stderr.includes('does not match'), r.stderr);
+    } finally {
+      c.cleanup();
+    }
+  });
+
   test('a tool error (isError: true) is not checked: its own words reach the client, under enforce too, with no warning', { timeout: TIMEOUT }, async () => {
     const c = await legacy(['--validate-output=enforce']);
     try {

@@ -386,8 +386,14 @@ describe('pin decisions are recorded', () => {
     timeout: TIMEOUT,
   }, async () => {
     const h = home();
+    const never = await pins(h, 'log');
+    assert.equal(never.code, 0, `no pins, no decisions.log yet: an empty log, not an error: ${never.stderr}`);
     await run(h, { args: ['--on-tool-change', 'block'], script: listAndCall('read_file') });
-    assert.equal((await pins(h, 'log')).code, 1, 'no decision yet');
+    const empty = await pins(h, 'log');
+    assert.equal(empty.code, 0, `no decision yet is an empty log, not an error: ${empty.stderr}`);
+    assert.match(empty.out, /^TIME \S+ +PIN +SERVER +DECISION +TOOL +USER\n$/, 'the table, empty');
+    assert.match(empty.stderr, /^mcpguard pins log: no decision recorded in .* yet\n$/);
+    assert.equal((await pins(h, 'log', 'pins-fixture')).code, 1, 'a NAME asked about, with no decision: nothing found');
     h.setVariant('description');
     await run(h, { args: ['--on-tool-change', 'block'], script: async (client) => client.listTools() });
     const before = JSON.parse((await pins(h, 'show', 'pins-fixture', '--json')).out.split('\n')[0]);
