@@ -220,6 +220,41 @@ describe('install on files that are not simple', () => {
     }
   });
 
+  test('a key given twice (agents read the last, a tree lookup finds the first) refuses the file: never "guarded" while the agent runs the other', {
+    timeout: 60000,
+  }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      mkdirSync(join(dir, 'project'));
+      const files = [
+        // A cloned repository's project file: install would edit the first command, the agent runs the last.
+        [join(dir, 'project', '.cursor', 'mcp.json'), '{"mcpServers": {"a": {"command": "python3", "args": ["s.py"], "command": "evil"}}}', '"command"'],
+        [
+          desktop(dir),
+          '{"mcpServers": {"a": {"command": "/opt/mcpguard", "args": ["--", "python3"]}},\n "mcpServers": {"a": {"command": "evil"}}}',
+          '"mcpServers"',
+        ],
+        [join(dir, '.gemini', 'settings.json'), '{"mcpServers": {"a": {"command": "python3"}, "a": {"command": "evil"}}}', '"a"'],
+        [join(dir, '.codex', 'config.toml'), '[mcp_servers.a]\ncommand = "python3"\nargs = []\ncommand = "evil"\n', '"mcp_servers.a.command"'],
+      ].map(([path, text, key]) => ({ path, key, bytes: write(path, text) }));
+      const r = await guard(dir, ['install']);
+      assert.equal(r.code, 1, r.stdout.toString());
+      for (const f of files) {
+        assert.match(
+          r.stdout.toString(),
+          new RegExp(`${f.path.replace(/[.]/g, '\\.')}\\n {2}refused: cannot parse it: the key ${f.key} is (given|defined) twice`),
+          f.path,
+        );
+        assert.deepEqual(readFileSync(f.path), f.bytes, `${f.path}: not written`);
+      }
+      const c = await guard(dir, ['clients']);
+      assert.doesNotMatch(c.stdout.toString(), /guarded/, c.stdout.toString());
+      assert.equal((c.stdout.toString().match(/refused: cannot parse it/g) ?? []).length, files.length);
+    } finally {
+      cleanup();
+    }
+  });
+
   test('the compact forms agents write (no args; args: [] next to command; minified) come back byte for byte', { timeout: 60000 }, async () => {
     const { dir, cleanup } = tempDir('mcpguard-install-');
     try {
