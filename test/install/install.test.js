@@ -161,6 +161,37 @@ describe('install on every client', () => {
     }
   });
 
+  test('secrets in a config (an entry env value repeated in args, a credential shape) are masked in the dry-run diff and in clients', {
+    timeout: 60000,
+  }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const [f] = layOut(dir, (t) =>
+        t
+          .replace(
+            `"args": ["${SERVER}"]`,
+            `"args": [${JSON.stringify(SERVER)}, "--key", "s3cr3t-value-123456", "--gh", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"]`,
+          )
+          .replace('"RECORD_LINES"', '"API_KEY": "s3cr3t-value-123456",\n        "RECORD_LINES"'),
+      );
+      assert.match(readFileSync(f.path, 'utf8'), /s3cr3t-value-123456[\s\S]*"API_KEY"/, 'the secret is in the file');
+      const dry = await guard(dir, ['install', '--dry-run', 'claude-desktop']);
+      const listed = await guard(dir, ['clients', 'claude-desktop']);
+      for (const [what, r] of [
+        ['dry run', dry],
+        ['clients', listed],
+      ]) {
+        assert.equal(r.code, 0, r.stdout.toString());
+        const text = r.stdout.toString();
+        assert.doesNotMatch(text, /s3cr3t-value-123456|ghp_abcdef/, what);
+        assert.match(text, /--key \S*\[REDACTED:API_KEY\]\S* --gh \S*ghp_\[REDACTED\]|"--key", "\[REDACTED:API_KEY\]", "--gh", "ghp_\[REDACTED\]"/, what);
+      }
+      assert.deepEqual(readFileSync(f.path), f.bytes, 'the dry run wrote nothing');
+    } finally {
+      cleanup();
+    }
+  });
+
   test('clients lists each file, its servers, and which are guarded', { timeout: 60000 }, async () => {
     const { dir, cleanup } = tempDir('mcpguard-install-');
     try {
