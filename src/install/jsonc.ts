@@ -32,15 +32,48 @@ export async function jsonEntries(text: string, key: string, projects: boolean):
   const found: Entry[] = [];
   const collect = (servers: Node | undefined, scope: string | null): void => {
     if (servers?.type !== 'object') return;
-    for (const p of servers.children ?? []) found.push(entryOf(text, p, scope, findNodeAtLocation));
+    once(text, servers);
+    for (const p of servers.children ?? []) {
+      once(text, p.children?.[1], true);
+      found.push(entryOf(text, p, scope, findNodeAtLocation));
+    }
   };
+  once(text, root, false, projects ? [key, 'projects'] : [key]);
   collect(findNodeAtLocation(root, [key]), null);
   const projectsNode = projects ? findNodeAtLocation(root, ['projects']) : undefined;
   if (projectsNode?.type === 'object') {
-    for (const p of projectsNode.children ?? [])
+    once(text, projectsNode);
+    for (const p of projectsNode.children ?? []) {
+      once(text, p.children?.[1], false, [key]);
       collect(p.children?.[1] === undefined ? undefined : findNodeAtLocation(p.children[1], [key]), String(p.children?.[0]?.value));
+    }
   }
   return found;
+}
+
+/**
+ * Refuse an object on the way to a server (or, with `deep`, anywhere in its
+ * entry) that holds a key twice (of `only`, if given): the agents keep the
+ * last (JSON.parse, jsonc-parser's parse), the tree lookup finds the first,
+ * so install would edit one command while the agent runs the other, and
+ * `clients` would call an unguarded server guarded.
+ */
+function once(text: string, node: Node | undefined, deep = false, only?: readonly string[]): void {
+  if (node === undefined) return;
+  const seen = new Set<string>();
+  for (const p of node.type === 'object' ? (node.children ?? []) : []) {
+    const k = p.children?.[0];
+    const name = String(k?.value);
+    if (k === undefined || (only !== undefined && !only.includes(name))) continue;
+    if (seen.has(name))
+      throw new GuardError(
+        'install_parse',
+        `cannot parse it: the key ${JSON.stringify(name)} is given twice (at ${where(text, k.offset)}); the agent reads the last one and mcpguard would edit the first, so it edits neither`,
+        1,
+      );
+    seen.add(name);
+  }
+  if (deep) for (const c of node.children ?? []) once(text, node.type === 'object' ? c.children?.[1] : c, true);
 }
 
 function where(text: string, offset: number): string {

@@ -178,6 +178,11 @@ function flatten(text: string): Map<string, Member> {
   let table: string[] = [];
   const put = (prefix: string[], m: Member): void => {
     const path = [...prefix, ...m.path];
+    // TOML 1.0 forbids a key defined twice (Codex refuses such a file); the scanner would keep the last one silently.
+    if (path[0] === 'mcp_servers' && flat.has(JSON.stringify(path))) {
+      s.i = m.keyStart;
+      s.fail(`the key ${JSON.stringify(path.join('.'))} is defined twice`);
+    }
     flat.set(JSON.stringify(path), { ...m, path });
     for (const inner of m.value.kind === 'table' ? (m.value.members ?? []) : []) put(path, inner);
   };

@@ -45,6 +45,11 @@ describe('install on every client', () => {
           assert.equal(run.end?.calls?.completed, 3);
         }
       }
+      // An args array written one element per line gets mcpguard's elements one per line too.
+      assert.ok(
+        readFileSync(files[4].path, 'utf8').includes(`"args": [\n        ${JSON.stringify(realpathSync(BIN))},\n        "--name",\n        "adder",\n`),
+        'windsurf: one per line',
+      );
       // Bytes reached the fixture through mcpguard: the entry's env (RECORD_LINES) went with it.
       for (const lines of ['adder', 'local', 'windsurf', 'gemini', 'vscode', 'codex', 'codex2', 'zed']) {
         assert.match(readFileSync(join(dir, `${lines}.lines`), 'utf8'), /"method":"tools\/call"/, lines);
@@ -67,6 +72,7 @@ describe('install on every client', () => {
       const u = await guard(dir, ['uninstall']);
       assert.equal(u.code, 0, u.stdout.toString());
       for (const f of files) assert.equal(readFileSync(f.path, 'utf8'), f.bytes.toString('utf8'), `${f.src}: original bytes`);
+      for (const f of files) assert.deepEqual(readFileSync(bak(f)), f.bytes, `${f.src}: uninstall's write left the backup the first original`);
       assert.equal((await guard(dir, ['install'])).code, 0);
       for (const f of files) assert.deepEqual(readFileSync(bak(f)), f.bytes, `${f.src}: the backup is still the first original`);
     } finally {
@@ -82,7 +88,16 @@ describe('install on every client', () => {
       for (const f of files) {
         const text = readFileSync(f.path, 'utf8');
         assert.doesNotMatch(text, /[^\r]\n/, `${f.src}: no bare LF`);
-        assert.equal(serversOf(f).filter((s) => s.command === process.execPath).length > 0, true, f.src);
+        const guarded = serversOf(f).filter((s) => s.command === process.execPath);
+        assert.equal(guarded.length > 0, true, f.src);
+        for (const s of guarded) {
+          const run = await startAsAgent(s, dir);
+          assert.deepEqual(
+            run.answers.find((a) => a.id === 3)?.result?.content,
+            [{ type: 'text', text: '{"a": 2, "b": 3}' }],
+            `${f.src}: ${s.name}: ${run.stderr}`,
+          );
+        }
       }
       assert.equal((await guard(dir, ['uninstall'])).code, 0);
       for (const f of files) assert.deepEqual(readFileSync(f.path), f.bytes, `${f.src}: original bytes`);
@@ -104,6 +119,74 @@ describe('install on every client', () => {
       assert.ok(text.includes(`+args = [${JSON.stringify(realpathSync(BIN))}, "--name", "adder", "--", "python3", `), text);
       assert.doesNotMatch(text, /Claude/, 'only the named client');
       for (const f of files) assert.deepEqual(readFileSync(f.path), f.bytes, `${f.src}: not written`);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('--server limits the run to the servers named; a name found in no file is reported, exit 1', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const files = layOut(dir);
+      const r = await guard(dir, ['install', 'claude-code', '--server', 'local-adder']);
+      assert.equal(r.code, 0, r.stdout.toString());
+      const named = Object.fromEntries(serversOf(files[1]).map((s) => [s.name, s]));
+      assert.equal(named.adder.command, 'python3', 'a server not named stays as it was');
+      assert.equal(named['local-adder'].command, process.execPath);
+      assert.match(r.stdout.toString(), /\.mcp\.json: nothing to change\n/);
+      const none = await guard(dir, ['install', '--server', 'nosuch']);
+      assert.equal(none.code, 1);
+      assert.match(none.stdout.toString(), /^no server named 'nosuch' in the files above$/m);
+      for (const f of files.filter((f) => f !== files[1])) assert.deepEqual(readFileSync(f.path), f.bytes, `${f.src}: not written`);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('uninstall --dry-run prints the diff back to the original and writes nothing', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const files = layOut(dir);
+      assert.equal((await guard(dir, ['install', 'codex'])).code, 0);
+      const installed = readFileSync(files[7].path);
+      const r = await guard(dir, ['uninstall', '--dry-run']);
+      assert.equal(r.code, 0, r.stdout.toString());
+      const text = r.stdout.toString();
+      assert.match(text, /config\.toml: would change \(dry run, nothing written\)\n {2}adder: unguarded \(dry run\)/);
+      assert.ok(text.includes(`\n-command = ${JSON.stringify(process.execPath)}          # the interpreter\n`), text);
+      assert.ok(text.includes('\n+command = "python3"          # the interpreter\n'), text);
+      assert.deepEqual(readFileSync(files[7].path), installed, 'not written');
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('secrets in a config (an entry env value repeated in args, a credential shape) are masked in the dry-run diff and in clients', {
+    timeout: 60000,
+  }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const [f] = layOut(dir, (t) =>
+        t
+          .replace(
+            `"args": ["${SERVER}"]`,
+            `"args": [${JSON.stringify(SERVER)}, "--key", "s3cr3t-value-123456", "--gh", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"]`,
+          )
+          .replace('"RECORD_LINES"', '"API_KEY": "s3cr3t-value-123456",\n        "RECORD_LINES"'),
+      );
+      assert.match(readFileSync(f.path, 'utf8'), /s3cr3t-value-123456[\s\S]*"API_KEY"/, 'the secret is in the file');
+      const dry = await guard(dir, ['install', '--dry-run', 'claude-desktop']);
+      const listed = await guard(dir, ['clients', 'claude-desktop']);
+      for (const [what, r] of [
+        ['dry run', dry],
+        ['clients', listed],
+      ]) {
+        assert.equal(r.code, 0, r.stdout.toString());
+        const text = r.stdout.toString();
+        assert.doesNotMatch(text, /s3cr3t-value-123456|ghp_abcdef/, what);
+        assert.match(text, /--key \S*\[REDACTED:API_KEY\]\S* --gh \S*ghp_\[REDACTED\]|"--key", "\[REDACTED:API_KEY\]", "--gh", "ghp_\[REDACTED\]"/, what);
+      }
+      assert.deepEqual(readFileSync(f.path), f.bytes, 'the dry run wrote nothing');
     } finally {
       cleanup();
     }

@@ -128,6 +128,9 @@ test('TOML: the same, checked by tomllib', async () => {
       text,
       entries.flatMap((e) => installEdits(text, e, NODE, guardFor(e.name))),
     );
+    const bareLf = (t) => (t.match(/(^|[^\r])\n/g) ?? []).length;
+    // A CRLF file stays CRLF (args that install adds to an entry without them end with the file's own line ending).
+    if (bareLf(text) === 0) assert.equal(bareLf(installed), 0, `no bare LF: ${JSON.stringify(installed)}`);
     const back = tomlEntries(installed);
     assert.equal(
       applyEdits(

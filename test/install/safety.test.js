@@ -4,9 +4,24 @@
 // compact forms agents write themselves, and mcpguard already there by hand.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, chownSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, killStarted, tempDir } from '../helpers/run.js';
+import { BIN, ROOT, killStarted, tempDir } from '../helpers/run.js';
 import { SERVER, guard, layOut, serversOf, startAsAgent } from '../helpers/install.js';
 
 after(killStarted);
@@ -40,6 +55,8 @@ describe('install on files that are not simple', () => {
       if (process.getuid() === 0) assert.deepEqual([statSync(target).uid, statSync(target).gid], [4321, 4321], "still the owner's file");
       assert.equal(readlinkSync(f.path), target);
       assert.equal(serversOf(f)[0].command, process.execPath);
+      const run = await startAsAgent(serversOf(f)[0], dir);
+      assert.deepEqual(run.answers.find((a) => a.id === 3)?.result?.content, [{ type: 'text', text: '{"a": 2, "b": 3}' }], run.stderr);
       assert.deepEqual(readFileSync(`${target}.mcpguard.bak`), f.bytes);
       assert.equal((await guard(dir, ['uninstall', 'claude-desktop'])).code, 0);
       assert.deepEqual(readFileSync(target), f.bytes);
@@ -116,7 +133,7 @@ describe('install on files that are not simple', () => {
         };
       }
       const text = JSON.stringify(
-        { numStartups: 40, mcpServers: { adder: { type: 'stdio', command: 'python3', args: ['x.py'], env: {} } }, projects },
+        { numStartups: 40, mcpServers: { adder: { type: 'stdio', command: 'python3', args: [SERVER], env: {} } }, projects },
         null,
         2,
       );
@@ -128,9 +145,111 @@ describe('install on files that are not simple', () => {
       assert.equal(r.code, 0, r.stdout.toString());
       const servers = serversOf(file);
       assert.equal(servers.length, 7);
-      assert.ok(servers.every((s) => s.command === process.execPath && s.args.at(-1) === (s.name === 'adder' ? 'x.py' : 'python3')));
+      assert.ok(servers.every((s) => s.command === process.execPath && s.args.at(-1) === (s.name === 'adder' ? SERVER : 'python3')));
+      const run = await startAsAgent(servers[0], dir);
+      assert.deepEqual(run.answers.find((a) => a.id === 3)?.result?.content, [{ type: 'text', text: '{"a": 2, "b": 3}' }], run.stderr);
       assert.equal((await guard(dir, ['uninstall', 'claude-code'])).code, 0);
       assert.deepEqual(readFileSync(file.path), original);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('the new text is renamed over the file: its mode stays (600), and a reader that had it open still reads the whole original', {
+    timeout: 60000,
+  }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      const f = layOut(dir)[1];
+      chmodSync(f.path, 0o600);
+      // An agent in the middle of reading ~/.claude.json: its open file is never truncated under it.
+      const fd = openSync(f.path, 'r');
+      try {
+        assert.equal((await guard(dir, ['install', 'claude-code'])).code, 0);
+        assert.deepEqual(readFileSync(fd), f.bytes, 'the open file still holds every original byte');
+      } finally {
+        closeSync(fd);
+      }
+      assert.equal(statSync(f.path).mode & 0o777, 0o600, 'not made readable by others');
+      assert.equal(serversOf(f)[0].command, process.execPath);
+      assert.deepEqual(
+        readdirSync(dir).filter((n) => n.endsWith('.mcpguard.tmp')),
+        [],
+        'no temporary file left',
+      );
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('Codex: servers as inline tables, with CRLF, comments and number forms: installed, started as the agent starts them, and back byte for byte', {
+    timeout: 60000,
+  }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      mkdirSync(join(dir, 'project'));
+      const path = join(dir, '.codex', 'config.toml');
+      const text = [
+        '# mine',
+        'model = "o3" # the model',
+        '',
+        '[mcp_servers] # every server',
+        `inline = { command = "python3", args = [${JSON.stringify(SERVER)}], env = { RECORD_LINES = ${JSON.stringify(join(dir, 'inline.lines'))} }, tool_timeout_sec = 1e3 } # kept`,
+        "bare = { command = 'python3', startup_timeout_sec = 1_000 }",
+        '',
+      ].join('\r\n');
+      const original = write(path, text);
+      const r = await guard(dir, ['install', 'codex']);
+      assert.equal(r.code, 0, r.stdout.toString());
+      const installed = readFileSync(path, 'utf8');
+      assert.doesNotMatch(installed, /[^\r]\n/, 'no bare LF');
+      assert.ok(
+        installed.includes('} # kept\r\n') && installed.includes('tool_timeout_sec = 1e3') && installed.includes('startup_timeout_sec = 1_000'),
+        installed,
+      );
+      const [inline, bare] = serversOf({ path, toml: true });
+      assert.deepEqual(bare.args, [realpathSync(BIN), '--name=bare', '--', 'python3']);
+      assert.equal(inline.command, process.execPath);
+      const run = await startAsAgent(inline, dir);
+      assert.deepEqual(run.answers.find((a) => a.id === 3)?.result?.content, [{ type: 'text', text: '{"a": 2, "b": 3}' }], run.stderr);
+      assert.match(readFileSync(join(dir, 'inline.lines'), 'utf8'), /"method":"tools\/call"/);
+      assert.equal((await guard(dir, ['uninstall', 'codex'])).code, 0);
+      assert.deepEqual(readFileSync(path), original);
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('a key given twice (agents read the last, a tree lookup finds the first) refuses the file: never "guarded" while the agent runs the other', {
+    timeout: 60000,
+  }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      mkdirSync(join(dir, 'project'));
+      const files = [
+        // A cloned repository's project file: install would edit the first command, the agent runs the last.
+        [join(dir, 'project', '.cursor', 'mcp.json'), '{"mcpServers": {"a": {"command": "python3", "args": ["s.py"], "command": "evil"}}}', '"command"'],
+        [
+          desktop(dir),
+          '{"mcpServers": {"a": {"command": "/opt/mcpguard", "args": ["--", "python3"]}},\n "mcpServers": {"a": {"command": "evil"}}}',
+          '"mcpServers"',
+        ],
+        [join(dir, '.gemini', 'settings.json'), '{"mcpServers": {"a": {"command": "python3"}, "a": {"command": "evil"}}}', '"a"'],
+        [join(dir, '.codex', 'config.toml'), '[mcp_servers.a]\ncommand = "python3"\nargs = []\ncommand = "evil"\n', '"mcp_servers.a.command"'],
+      ].map(([path, text, key]) => ({ path, key, bytes: write(path, text) }));
+      const r = await guard(dir, ['install']);
+      assert.equal(r.code, 1, r.stdout.toString());
+      for (const f of files) {
+        assert.match(
+          r.stdout.toString(),
+          new RegExp(`${f.path.replace(/[.]/g, '\\.')}\\n {2}refused: cannot parse it: the key ${f.key} is (given|defined) twice`),
+          f.path,
+        );
+        assert.deepEqual(readFileSync(f.path), f.bytes, `${f.path}: not written`);
+      }
+      const c = await guard(dir, ['clients']);
+      assert.doesNotMatch(c.stdout.toString(), /guarded/, c.stdout.toString());
+      assert.equal((c.stdout.toString().match(/refused: cannot parse it/g) ?? []).length, files.length);
     } finally {
       cleanup();
     }
