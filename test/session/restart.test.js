@@ -415,7 +415,9 @@ describe('generations that die or dawdle before they take over', { timeout: TIME
   });
 
   test('a generation that exits on the replayed initialize counts as a crash: every restart is used, none waits out --restart-wait', async () => {
-    const wire = open(['--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '50ms', '--restart-wait', '60000'], { CRASH_ON_INIT_GEN: '2,3,4' });
+    const wire = open(['--validate-args=on', '--restart', 'on-failure', '--max-restarts', '3', '--restart-delay', '50ms', '--restart-wait', '60000'], {
+      CRASH_ON_INIT_GEN: '2,3,4',
+    });
     await wire.initialize();
     await wire.tool('crash', { code: 5 });
     const { code, stderr } = await wire.run.done; // within the test's timeout, far below the 60 s wait
@@ -449,7 +451,7 @@ describe('generations that die or dawdle before they take over', { timeout: TIME
   });
 
   test('a session that ends restart_incompatible exits with the status of the crash it could not recover from', async () => {
-    const wire = open(['--restart', 'on-failure', '--restart-delay', '0'], { PROTO_BY_GEN: '2:2025-03-26' });
+    const wire = open(['--validate-args=on', '--restart', 'on-failure', '--restart-delay', '0'], { PROTO_BY_GEN: '2:2025-03-26' });
     await wire.initialize('2025-06-18');
     await wire.tool('crash', { code: 6 });
     const { code, stderr } = await wire.run.done;
