@@ -171,7 +171,7 @@ export class CallEndings {
    * queued for that generation), never with the dead one's.
    */
   serverDown(): void {
-    this.gate?.tools.forget();
+    this.gate?.tools.serverDown();
   }
 
   /** A new generation of the server runs: forget what only the last one knew. */

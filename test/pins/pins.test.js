@@ -692,6 +692,51 @@ for (const kind of ['v1', 'v2']) {
   });
 }
 
+describe("a card is valid only for the definition it showed: the dead server's last answer", () => {
+  test("a tools/list answered by the dead server's helper while mcpguard closes it teaches the gate nothing: the old card is still refused", {
+    timeout: TIMEOUT,
+  }, async () => {
+    const h = home();
+    const die = join(h.dir, 'die-on-list');
+    const args = [policyFile(h, { default: 'ask' }), '--restart', 'on-failure', '--restart-delay', '0', '--grace', '1s'];
+    const env = { DIE_ON_LIST: die };
+    await run(h, { args, env, script: listAndCall('read_file') });
+    let cards = 0;
+    let relisted = null;
+    // While the card is open the tool changes; the client lists again, and the server dies on that request,
+    // leaving a helper that answers it with the old tools while mcpguard is still closing that generation.
+    const person = async (client) => {
+      if (cards++ === 0) {
+        h.setVariant('description');
+        writeFileSync(die, '');
+        relisted = await client.listTools();
+      }
+      return 'accept';
+    };
+    const r = await run(h, {
+      answer: person,
+      args,
+      env,
+      script: async (client) => ({
+        listed: await client.listTools(),
+        old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
+        again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
+      }),
+    });
+    assert.equal(existsSync(die), false, 'the server died on the tools/list');
+    assert.equal(
+      relisted.tools.find((t) => t.name === 'read_file').description,
+      'Reads a file and returns its text.',
+      "the dead server's old list reached the client",
+    );
+    assert.match(r.stderr, /restarting it/);
+    assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
+    assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed/);
+    assert.ok(!linesRead(h).includes('/stale-card-marker'), "zero bytes of the stale card's call at either generation");
+    assert.equal(r.result.again.isError, undefined, JSON.stringify(r.result.again));
+  });
+});
+
 describe('pins keep and show secrets masked', () => {
   test('definitions, instructions, tool names and the command line: masked in the pin file, the decision chain and every pins view; compared by the raw hash', {
     timeout: TIMEOUT,
