@@ -37,6 +37,8 @@ export class ToolBook {
   private nextId = 1;
   /** Own requests that timed out: their answers, if they come, are swallowed. */
   private readonly late = new Set<string>();
+  /** The server died and is still being closed: no tools/list answer teaches anything. */
+  private down = false;
   constructor(
     private readonly schemas: Schemas,
     private readonly io: Pick<Own, 'toChild' | 'diag'>,
@@ -59,12 +61,29 @@ export class ToolBook {
   }
 
   /**
+   * The server died and a restart is on its way (--restart): its tools are
+   * unknown from now on, and until the dead one is closed (restarted()) no
+   * answer teaches any (what is still read from it, or from a process it left
+   * holding its stdout, describes a server that is gone). Own requests are
+   * asked again, of the next generation, as restarted() does.
+   */
+  serverDown(): void {
+    if (this.down) return;
+    this.restarted();
+    this.down = true;
+  }
+
+  /**
    * The server was restarted (--restart): its tools are learned again, and
    * mcpguard's own requests the dead one never answered are asked again (of
    * the new one), so a call waiting for them is not refused for the crash.
    */
   restarted(): void {
+    // Asked again when the server went down: those requests wait for this generation already.
+    const askedAgain = this.down;
+    this.down = false;
     this.schemas.forget();
+    if (askedAgain) return;
     for (const [key, resolve] of [...this.pending]) {
       this.pending.delete(key);
       this.late.add(key);
@@ -119,7 +138,7 @@ export class ToolBook {
     const node = rescanArray(frame, result.members?.get('tools'));
     if (node === null) return null;
     const list = JSON.parse(nodeText(frame, node)) as Array<Record<string, unknown> | null>;
-    this.schemas.learnPage(list, first, this.version());
+    if (!this.down) this.schemas.learnPage(list, first, this.version());
     return { node, list };
   }
 

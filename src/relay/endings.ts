@@ -163,6 +163,17 @@ export class CallEndings {
   /** Ids of the dead generation's requests to the client: the client's late answers to them are dropped. */
   readonly retiredChildRequests = new Set<string>();
 
+  /**
+   * The server died and a restart is on its way: its tools are unknown from
+   * now on, not from when the next generation runs. Closing the dead one can
+   * take a while (--grace, --drain-ms), and a card answered meanwhile must be
+   * compared with the definition the next generation lists (its call would be
+   * queued for that generation), never with the dead one's.
+   */
+  serverDown(): void {
+    this.gate?.tools.serverDown();
+  }
+
   /** A new generation of the server runs: forget what only the last one knew. */
   serverRestarted(): void {
     for (const key of this.calls.childRequests.keys()) this.retiredChildRequests.add(key);

@@ -169,6 +169,11 @@ export class Relay {
     this.endings.answerCrashed(waiting, why, observed);
   }
 
+  /** The server died and is being restarted: what it listed no longer holds (see CallEndings.serverDown). */
+  serverDown(): void {
+    this.endings.serverDown();
+  }
+
   /** A new generation of the server runs: forget what only the last one knew. */
   serverRestarted(): void {
     this.endings.serverRestarted();

@@ -93,6 +93,7 @@ export class Supervisor {
       // The server crashed with the client still connected: a new generation takes over, and
       // gets what this one never took (frames still in mcpguard's queue, not in its stdin).
       link.goDown();
+      relay.serverDown();
       link.requeue(gen.toChild.takeQueued());
       this.session.holdInput(false);
       const how = gen.lostStream === null ? 'exited' : 'was stopped and exited';

@@ -45,6 +45,17 @@ describe('files that decide what is allowed', () => {
     assert.equal(oneLine(r.stderr), `mcpguard: --policy '${policy}': duplicate key "decision" at line 2, column 40; a key may appear only once`);
     assert.equal(existsSync(marker), false);
   });
+
+  test('a --config file with a duplicate key (a "deny" rule made "allow" inside its policy) is refused at start; nothing starts', {
+    timeout: 20000,
+  }, async () => {
+    const config = file('dup-config.json', '{"policy": {"rules": [\n  {"tool": "exec", "decision": "deny", "decision": "allow"}]}}');
+    const { marker, command } = markerCommand();
+    const r = await runGuard(['--config', config, '--', ...command], { timeout: 15000 }).done;
+    assert.equal(r.code, 125);
+    assert.equal(oneLine(r.stderr), `mcpguard: --config '${config}': duplicate key "decision" at line 2, column 40; a key may appear only once`);
+    assert.equal(existsSync(marker), false);
+  });
 });
 
 describe('prototype names are no options', () => {
@@ -228,28 +239,31 @@ describe('files that never end', () => {
     assert.equal(existsSync(marker), false);
   });
 
-  test('a --config FIFO whose writer trickles a byte now and then: refused at the overall deadline, naming the option and the file', {
-    timeout: 45000,
+  test('a --config or --policy FIFO whose writer trickles a byte now and then: refused at the overall deadline, naming the option and the file', {
+    timeout: 70000,
   }, async () => {
     const fifo = join(dir, 'trickle-fifo');
     if (!existsSync(fifo)) assert.equal((await runCommand('mkfifo', [fifo]).done).code, 0);
     // Opened read-write, the FIFO has a writer before mcpguard opens it; a byte a second keeps the silence timer from firing.
     const trickle =
-      'import os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR)\nos.write(fd, b"{")\nprint("ready", flush=True)\nfor _ in range(40):\n    time.sleep(1)\n    os.write(fd, b" ")\n';
-    const writer = runCommand('python3', ['-c', trickle, fifo], { timeout: 44000 });
+      'import os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR)\nos.write(fd, b"{")\nprint("ready", flush=True)\nfor _ in range(60):\n    time.sleep(1)\n    os.write(fd, b" ")\n';
+    const writer = runCommand('python3', ['-c', trickle, fifo], { timeout: 69000 });
     writer.done.catch(() => {});
     try {
       await new Promise((resolve) => writer.child.stdout.once('data', resolve));
-      const { marker, command } = markerCommand();
-      const c = await runGuard(['--config', fifo, '--', ...command], { timeout: 30000 }).done;
-      assert.equal(c.code, 125);
-      assert.match(
-        oneLine(c.stderr),
-        new RegExp(
-          `^mcpguard: --config cannot read '${fifo}': not read to its end within 10000 ms \\(\\d+ bytes so far: a FIFO or terminal whose writer trickles\\)$`,
-        ),
-      );
-      assert.equal(existsSync(marker), false, 'nothing started');
+      // The same reader serves both files that decide what is allowed (and --audit-key-file).
+      for (const option of ['--config', '--policy']) {
+        const { marker, command } = markerCommand();
+        const c = await runGuard([option, fifo, '--', ...command], { timeout: 30000 }).done;
+        assert.equal(c.code, 125, option);
+        assert.match(
+          oneLine(c.stderr),
+          new RegExp(
+            `^mcpguard: ${option} cannot read '${fifo}': not read to its end within 10000 ms \\(\\d+ bytes so far: a FIFO or terminal whose writer trickles\\)$`,
+          ),
+        );
+        assert.equal(existsSync(marker), false, `${option}: nothing started`);
+      }
     } finally {
       writer.child.kill('SIGKILL');
     }

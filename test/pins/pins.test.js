@@ -622,6 +622,127 @@ describe('a card is valid only for the definition it showed: list_changed while 
   });
 });
 
+/** Live pins-server.py processes of `h` (told apart from other sessions' servers by their RECORD_LINES). */
+function serverPids(h) {
+  const pids = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      // The server itself, not mcpguard (whose arguments name it too).
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (!argv[0].includes('python') || argv[1] !== SERVER) continue;
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`RECORD_LINES=${h.lines}`)) pids.push(Number(pid));
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return pids;
+}
+
+// The old generation's end can take a while (a helper process that holds its stdout and ignores SIGTERM: --grace):
+// a card answered then is compared with the definition the new generation will list, not the one the old had.
+const restartCases = [
+  { when: 'after the new generation took over', env: {}, grace: [] },
+  { when: 'while the dead generation is still being closed', env: { HOLD_STDOUT: '1' }, grace: ['--grace', '1s'] },
+];
+for (const kind of ['v1', 'v2']) {
+  describe(`a card is valid only for the definition it showed: a restart while it is open (SDK ${kind} client)`, () => {
+    for (const { when, env, grace } of restartCases) {
+      test(`the server is killed and comes back (--restart) with the tool changed; the old card accepted ${when}: refused, zero bytes at the server`, {
+        timeout: TIMEOUT,
+      }, async () => {
+        const h = home();
+        const args = [policyFile(h, { default: 'ask' }), '--restart', 'on-failure', '--restart-delay', '0', ...grace];
+        await run(h, { kind, args, env, script: listAndCall('read_file') });
+        let cards = 0;
+        let killed = [];
+        const sleep = () => new Promise((r) => setTimeout(r, 25));
+        // While the first card is open the server changes read_file and dies; a new generation takes over.
+        const person = async () => {
+          if (cards++ === 0) {
+            h.setVariant('description');
+            killed = serverPids(h);
+            assert.equal(killed.length, 1, 'one server of this session');
+            process.kill(killed[0], 'SIGKILL');
+            if (env.HOLD_STDOUT) {
+              // Reaped: mcpguard has seen the exit, and is closing that generation (its helper holds the pipe).
+              for (let i = 0; i < 400 && existsSync(`/proc/${killed[0]}`); i++) await sleep();
+            } else {
+              for (let i = 0; i < 400 && !serverPids(h).some((pid) => !killed.includes(pid)); i++) await sleep();
+              // Legacy era: the new generation took the replayed handshake, tools/list included.
+              for (let i = 0; kind === 'v1' && i < 400 && !/mcpguard-restart-[^"]*", ?"method": ?"tools\/list"/.test(linesRead(h)); i++) await sleep();
+            }
+          }
+          return 'accept';
+        };
+        const r = await run(h, {
+          kind,
+          answer: person,
+          args,
+          env,
+          script: async (client) => ({
+            listed: await client.listTools(),
+            old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
+            again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
+          }),
+        });
+        assert.equal(killed.length, 1);
+        assert.match(r.stderr, /restarting it/, 'the server was restarted');
+        assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
+        assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed/);
+        assert.ok(!linesRead(h).includes('/stale-card-marker'), "zero bytes of the stale card's call at either generation");
+        assert.match(r.handled[1], /What changed since the tool was pinned/, 'the next call is asked about the tool as it is now');
+        assert.equal(r.result.again.isError, undefined, JSON.stringify(r.result.again));
+        assert.ok(linesRead(h).includes('/fresh-card-marker'));
+      });
+    }
+  });
+}
+
+describe("a card is valid only for the definition it showed: the dead server's last answer", () => {
+  test("a tools/list answered by the dead server's helper while mcpguard closes it teaches the gate nothing: the old card is still refused", {
+    timeout: TIMEOUT,
+  }, async () => {
+    const h = home();
+    const die = join(h.dir, 'die-on-list');
+    const args = [policyFile(h, { default: 'ask' }), '--restart', 'on-failure', '--restart-delay', '0', '--grace', '1s'];
+    const env = { DIE_ON_LIST: die };
+    await run(h, { args, env, script: listAndCall('read_file') });
+    let cards = 0;
+    let relisted = null;
+    // While the card is open the tool changes; the client lists again, and the server dies on that request,
+    // leaving a helper that answers it with the old tools while mcpguard is still closing that generation.
+    const person = async (client) => {
+      if (cards++ === 0) {
+        h.setVariant('description');
+        writeFileSync(die, '');
+        relisted = await client.listTools();
+      }
+      return 'accept';
+    };
+    const r = await run(h, {
+      answer: person,
+      args,
+      env,
+      script: async (client) => ({
+        listed: await client.listTools(),
+        old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
+        again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
+      }),
+    });
+    assert.equal(existsSync(die), false, 'the server died on the tools/list');
+    assert.equal(
+      relisted.tools.find((t) => t.name === 'read_file').description,
+      'Reads a file and returns its text.',
+      "the dead server's old list reached the client",
+    );
+    assert.match(r.stderr, /restarting it/);
+    assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
+    assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed/);
+    assert.ok(!linesRead(h).includes('/stale-card-marker'), "zero bytes of the stale card's call at either generation");
+    assert.equal(r.result.again.isError, undefined, JSON.stringify(r.result.again));
+  });
+});
+
 describe('pins keep and show secrets masked', () => {
   test('definitions, instructions, tool names and the command line: masked in the pin file, the decision chain and every pins view; compared by the raw hash', {
     timeout: TIMEOUT,

@@ -82,6 +82,14 @@ describe('a server answer mcpguard cannot forward still answers its call', () =>
       extra: ['--max-frame-bytes=1048576'],
       why: /exceeds --max-frame-bytes 1048576/,
     },
+    // The case, at the limit a user gets (16 MiB): a legitimate 17 MiB result.
+    {
+      name: 'over the default --max-frame-bytes (a 17 MiB result)',
+      tool: 'big',
+      args: { bytes: 17 * 1024 * 1024 },
+      extra: [],
+      why: /exceeds --max-frame-bytes 16777216/,
+    },
     { name: 'a duplicate key', tool: 'dup', args: {}, extra: [], why: /duplicate key "text"/ },
     { name: 'nested past the limit', tool: 'deep', args: {}, extra: [], why: /nesting deeper than 512/ },
   ];

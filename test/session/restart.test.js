@@ -452,7 +452,7 @@ describe('generations that die or dawdle before they take over', { timeout: TIME
   });
 
   test('a session that ends restart_incompatible exits with the status of the crash it could not recover from', async () => {
-    const wire = open(['--restart', 'on-failure', '--restart-delay', '0'], { PROTO_BY_GEN: '2:2025-03-26' });
+    const wire = open(['--validate-args=on', '--restart', 'on-failure', '--restart-delay', '0'], { PROTO_BY_GEN: '2:2025-03-26' });
     await wire.initialize('2025-06-18');
     await wire.tool('crash', { code: 6 });
     const { code, stderr } = await wire.run.done;
