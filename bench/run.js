@@ -14,6 +14,7 @@
 //   node bench/run.js --rows=consent    time to the approval card, server quiet vs flooding its stderr
 //   node bench/run.js --rows=idle       idle RSS of a session against a bare node (and the copy relay, the floor)
 //   taskset -c 0 node bench/run.js --rows=otel   small calls with the OTLP export off / on (collector up, on the relays' CPU and on another) / on (collector down) (run only when named)
+//   node bench/run.js --rows=sdkclient  small calls from the official SDK v1 client: direct, mcpguard --records off, mcpguard (run only when named)
 //   node bench/run.js --profile=throughput|latency|flood|shutdown|startup [--keep-profile] [--top=N] [--guard-opts='--records off']
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,6 +25,7 @@ import { idleRows } from './lib/idle.js';
 import { latencyRows } from './lib/latency.js';
 import { microSections } from './lib/micro.js';
 import { otelRows } from './lib/otel-row.js';
+import { sdkClientRows } from './lib/sdk-client.js';
 import { warmupRows } from './lib/warmup.js';
 import { describeBuild, describeMachine, load } from './lib/machine.js';
 import { benchHome, killAll } from './lib/proc.js';
@@ -38,9 +40,9 @@ import { tailRows } from './lib/tail.js';
 import { throughputRows } from './lib/throughput.js';
 import { ROOT, mcpguardHelp, snapshotGuard } from './lib/variants.js';
 
-const ROWS = ['latency', 'throughput', 'single', 'startup', 'idle', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup', 'tail', 'otel'];
+const ROWS = ['latency', 'throughput', 'single', 'startup', 'idle', 'flood', 'stall', 'shutdown', 'records', 'consent', 'warmup', 'tail', 'otel', 'sdkclient'];
 /** Rows run only when --rows names them. */
-const ON_REQUEST = ['warmup', 'tail', 'otel'];
+const ON_REQUEST = ['warmup', 'tail', 'otel', 'sdkclient'];
 /** Not table rows: other helpers' micro-benchmarks, appended when present (full runs of all rows, or --rows=micro). */
 const EXTRA = ['micro'];
 const MODES = {
@@ -58,6 +60,7 @@ const MODES = {
     warmup: { rounds: 2 },
     tail: { rounds: 3, requests: 2000, warmup: 2000 },
     otel: { rounds: 3, requests: 2000, warmup: 2000 },
+    sdkclient: { rounds: 3, requests: 1000, warmup: 500 },
   },
   full: {
     latency: { rounds: 11, requests: 2000, warmup: 5000, cold: 200 },
@@ -73,6 +76,7 @@ const MODES = {
     warmup: { rounds: 5 },
     tail: { rounds: 9, requests: 10000, warmup: 5000 },
     otel: { rounds: 9, requests: 10000, warmup: 5000 },
+    sdkclient: { rounds: 5, requests: 3000, warmup: 2000 },
   },
 };
 
@@ -167,6 +171,7 @@ const RUNNERS = {
   consent: consentRows,
   tail: tailRows,
   otel: otelRows,
+  sdkclient: sdkClientRows,
 };
 const started = Date.now();
 const lines = [];
