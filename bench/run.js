@@ -137,7 +137,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exi
 
 const build = describeBuild(ROOT);
 const guard = snapshotGuard(join(benchHome, 'mcpguard'));
-const recordsNote = /--records\s+on\|off[^\n]*\n\s+.*\(default on\)/.test(mcpguardHelp())
+const recordsNote = /--records\s+on\|[^\n]*\n\s+.*\(default on\)/.test(mcpguardHelp())
   ? ' (records on: the audit log goes to a scratch $MCPGUARD_HOME)'
   : '';
 const loadBefore = load();

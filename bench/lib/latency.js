@@ -56,7 +56,7 @@ export async function roundTrips(argv, requests, warmup, cold = 0, call = SMALL)
 export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds = 1 }, progress) {
   const variants = relayVariants();
   // Records are on by default once issue 5 landed: show what the relay costs without them.
-  if (/--records\s+on\|off/.test(mcpguardHelp())) {
+  if (/--records\s+on\|/.test(mcpguardHelp())) {
     variants.splice(3, 0, { name: 'norecords', label: 'mcpguard --records off', argv: guarded([NODE, ECHO_SERVER], ['--records', 'off']) });
   }
   // The gate (on by default once issue 14 landed): what checking each call's arguments costs, and what a 20-rule policy adds.

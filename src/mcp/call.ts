@@ -169,6 +169,12 @@ export function newCall(requestId: RequestId | null, idKey: string | null, metho
     exitStatus: null,
     streamEnd: null,
     stderr: null,
+    // Set later only for some calls (an error's code, a tracestate, what the export keeps): present from the start, so
+    // that every call has one shape and the code reading calls stays monomorphic (a field added later is a new shape).
+    tracestate: null,
+    errorCode: null,
+    content: undefined,
+    steps: undefined,
   };
 }
 
