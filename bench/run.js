@@ -137,9 +137,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exi
 
 const build = describeBuild(ROOT);
 const guard = snapshotGuard(join(benchHome, 'mcpguard'));
-const recordsNote = /--records\s+on\|[^\n]*\n\s+.*\(default on\)/.test(mcpguardHelp())
-  ? ' (records on: the audit log goes to a scratch $MCPGUARD_HOME)'
-  : '';
+const recordsNote = /--records\s+on\|[^\n]*\n\s+.*\(default on\)/.test(mcpguardHelp()) ? ' (records on: the audit log goes to a scratch $MCPGUARD_HOME)' : '';
 const loadBefore = load();
 const command = `node bench/run.js ${process.argv.slice(2).join(' ')}`.trim();
 

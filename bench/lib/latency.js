@@ -71,6 +71,14 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
     if (fenced !== null) {
       variants.push(
         { name: 'fencedArgs', label: 'mcpguard, a call with a path and a URL', argv: guarded([NODE, ECHO_SERVER]), call: fenced.call },
+        // What the path rule's two system calls cost at least, in a relay: the plain-promises relay with and without them.
+        { name: 'floorArgs', label: 'plain relay, the call with a path and a URL', argv: [NODE, FLOOR_RELAY, NODE, ECHO_SERVER], call: fenced.call },
+        {
+          name: 'floorPaths',
+          label: 'the same + realpath(3) and lstat of its path',
+          argv: [NODE, FLOOR_RELAY, '--paths', NODE, ECHO_SERVER],
+          call: fenced.call,
+        },
         {
           name: 'policyPaths',
           label: 'the same, --policy (20 rules: 10 paths, 10 hosts)',
@@ -85,9 +93,9 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
   if (before !== undefined) variants.push({ name: 'before', label: 'mcpguard before (MCPGUARD_BENCH_BEFORE)', argv: [NODE, before, '--', NODE, ECHO_SERVER] });
   // What validation alone costs: the copy relay plus mcpguard's classifyFrame on every line.
   variants.splice(2, 0, { name: 'validate', label: 'copy + mcpguard validator', argv: [NODE, VALIDATE_RELAY, NODE, ECHO_SERVER] });
-  // The floor of the promises on a small call: that, plus the schema check, the secrets scan and a quick call's records (bench/fixtures/floor-relay.js).
+  // The promises on a small call done plainly: that, plus the schema check, the secrets scan and a quick call's records (bench/fixtures/floor-relay.js).
   if (existsSync(FLOOR_RELAY)) {
-    variants.splice(3, 0, { name: 'floor', label: 'floor: validator + schema + secrets + records', argv: [NODE, FLOOR_RELAY, NODE, ECHO_SERVER] });
+    variants.splice(3, 0, { name: 'floor', label: 'plain relay: validator + schema + secrets + records', argv: [NODE, FLOOR_RELAY, NODE, ECHO_SERVER] });
   }
   const samples = await interleave(
     variants,
@@ -131,6 +139,15 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
             v.label,
             num(median(values)),
             `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('fencedArgs', key)), 'the same call without policy')}`,
+          ),
+        );
+      } else if (v.name === 'floorPaths') {
+        lines.push(
+          line(
+            row,
+            v.label,
+            num(median(values)),
+            `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('floorArgs', key)), 'the same without them')}`,
           ),
         );
       } else if (v.name === 'novalidate' || v.name === 'policy20' || v.name === 'before') {
