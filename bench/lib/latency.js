@@ -16,7 +16,7 @@ import { Peer, requestFrame } from './rpc.js';
 import { readMemory } from './rss.js';
 import { median, pairedRatio, percentiles } from './stats.js';
 import { line, num, ratioText } from './table.js';
-import { ECHO_SERVER, FLOOR_RELAY, NODE, POLICY_20, VALIDATE_RELAY, fencedPolicy, guarded, mcpguardHelp, relayVariants } from './variants.js';
+import { ECHO_SERVER, PLAIN_RELAY, NODE, POLICY_20, VALIDATE_RELAY, fencedPolicy, guarded, mcpguardHelp, relayVariants } from './variants.js';
 
 const SMALL = { name: 'echo', arguments: { size: 64 } };
 
@@ -72,11 +72,11 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
       variants.push(
         { name: 'fencedArgs', label: 'mcpguard, a call with a path and a URL', argv: guarded([NODE, ECHO_SERVER]), call: fenced.call },
         // What the path rule's two system calls cost at least, in a relay: the plain-promises relay with and without them.
-        { name: 'floorArgs', label: 'plain relay, the call with a path and a URL', argv: [NODE, FLOOR_RELAY, NODE, ECHO_SERVER], call: fenced.call },
+        { name: 'plainArgs', label: 'plain relay, the call with a path and a URL', argv: [NODE, PLAIN_RELAY, NODE, ECHO_SERVER], call: fenced.call },
         {
-          name: 'floorPaths',
+          name: 'plainPaths',
           label: 'the same + realpath(3) and lstat of its path',
-          argv: [NODE, FLOOR_RELAY, '--paths', NODE, ECHO_SERVER],
+          argv: [NODE, PLAIN_RELAY, '--paths', NODE, ECHO_SERVER],
           call: fenced.call,
         },
         {
@@ -93,9 +93,9 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
   if (before !== undefined) variants.push({ name: 'before', label: 'mcpguard before (MCPGUARD_BENCH_BEFORE)', argv: [NODE, before, '--', NODE, ECHO_SERVER] });
   // What validation alone costs: the copy relay plus mcpguard's classifyFrame on every line.
   variants.splice(2, 0, { name: 'validate', label: 'copy + mcpguard validator', argv: [NODE, VALIDATE_RELAY, NODE, ECHO_SERVER] });
-  // The promises on a small call done plainly: that, plus the schema check, the secrets scan and a quick call's records (bench/fixtures/floor-relay.js).
-  if (existsSync(FLOOR_RELAY)) {
-    variants.splice(3, 0, { name: 'floor', label: 'plain relay: validator + schema + secrets + records', argv: [NODE, FLOOR_RELAY, NODE, ECHO_SERVER] });
+  // The promises on a small call done plainly: that, plus the schema check, the secrets scan and a quick call's records (bench/fixtures/plain-relay.js).
+  if (existsSync(PLAIN_RELAY)) {
+    variants.splice(3, 0, { name: 'plain', label: 'plain relay: validator + schema + secrets + records', argv: [NODE, PLAIN_RELAY, NODE, ECHO_SERVER] });
   }
   const samples = await interleave(
     variants,
@@ -141,13 +141,13 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
             `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('fencedArgs', key)), 'the same call without policy')}`,
           ),
         );
-      } else if (v.name === 'floorPaths') {
+      } else if (v.name === 'plainPaths') {
         lines.push(
           line(
             row,
             v.label,
             num(median(values)),
-            `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('floorArgs', key)), 'the same without them')}`,
+            `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('plainArgs', key)), 'the same without them')}`,
           ),
         );
       } else if (v.name === 'novalidate' || v.name === 'policy20' || v.name === 'before') {
@@ -155,7 +155,7 @@ export async function latencyRows({ rounds, requests, warmup, cold, warmupRounds
         lines.push(
           line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, series('mcpguard', key)), 'default')}`),
         );
-      } else if (v.name === 'floor' || (v.name === 'norecords' && key === 'p50') || (v.name === 'mcpguard' && key === 'coldP50')) {
+      } else if (v.name === 'plain' || (v.name === 'norecords' && key === 'p50') || (v.name === 'mcpguard' && key === 'coldP50')) {
         lines.push(line(row, v.label, num(median(values)), `${ratioText(vsCopy, 'copy')}; ${ratioText(pairedRatio(values, sdk), 'sdk')}`));
       } else {
         lines.push(line(row, v.label, num(median(values)), v.name === 'copy' ? 'baseline' : ratioText(vsCopy, 'copy')));

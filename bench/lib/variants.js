@@ -17,7 +17,7 @@ export const SDK_RELAY = `${ROOT}bench/fixtures/sdk-relay.js`;
 /** The copy relay plus mcpguard's validator (a live binding: `snapshotGuard` repoints it to the snapshot's copy). */
 export let VALIDATE_RELAY = `${ROOT}bench/fixtures/validate-relay.js`;
 /** The validator relay plus the schema check, the secrets scan and the records of a quick call: the floor of mcpguard's promises (live binding, as above). */
-export let FLOOR_RELAY = `${ROOT}bench/fixtures/floor-relay.js`;
+export let PLAIN_RELAY = `${ROOT}bench/fixtures/plain-relay.js`;
 /** The copy relay after loading every module an mcpguard session loads (live binding, as above). */
 export let CODE_RELAY = `${ROOT}bench/fixtures/code-relay.js`;
 export const STDERR_FLOOD = `${ROOT}bench/fixtures/stderr-flood.js`;
@@ -77,13 +77,13 @@ export function relayVariants(server = [NODE, ECHO_SERVER]) {
  */
 export function snapshotGuard(dir) {
   mkdirSync(dir, { recursive: true });
-  for (const part of ['bin', 'dist', 'package.json', 'bench/fixtures/validate-relay.js', 'bench/fixtures/floor-relay.js', 'bench/fixtures/code-relay.js'])
+  for (const part of ['bin', 'dist', 'package.json', 'bench/fixtures/validate-relay.js', 'bench/fixtures/plain-relay.js', 'bench/fixtures/code-relay.js'])
     cpSync(join(ROOT, part), join(dir, part), { recursive: true });
   // Runtime dependencies (the gate's JSON Schema engine) resolve from the snapshot as from the repository.
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
   MCPGUARD = join(dir, 'bin', 'mcpguard.js');
   VALIDATE_RELAY = join(dir, 'bench', 'fixtures', 'validate-relay.js');
-  FLOOR_RELAY = join(dir, 'bench', 'fixtures', 'floor-relay.js');
+  PLAIN_RELAY = join(dir, 'bench', 'fixtures', 'plain-relay.js');
   CODE_RELAY = join(dir, 'bench', 'fixtures', 'code-relay.js');
   help = null;
   return MCPGUARD;
