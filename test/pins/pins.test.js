@@ -565,10 +565,7 @@ for (const kind of ['v1', 'v2']) {
         kind,
         answer: person,
         args: [askAll],
-        script: async (client) => ({
-          old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
-          again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
-        }),
+        script: staleThenFresh,
       });
       assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
       assert.match(
@@ -584,6 +581,26 @@ for (const kind of ['v1', 'v2']) {
       assert.ok(linesRead(h).includes('/fresh-card-marker'));
     });
   });
+}
+
+/** What a stale card's test asks after it: the call under the old card, then the same tool again. */
+async function staleThenFresh(client) {
+  return {
+    old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
+    again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
+  };
+}
+
+/** The same, after the client listed the tools (what it was shown is in `listed`). */
+async function listThenStale(client) {
+  return { listed: await client.listTools(), ...(await staleThenFresh(client)) };
+}
+
+/** The call under a card answered after the tool changed is refused, and no byte of it reached any server generation. */
+function staleCardRefused(r, h) {
+  assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
+  assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed/);
+  assert.ok(!linesRead(h).includes('/stale-card-marker'), "zero bytes of the stale card's call at the server");
 }
 
 describe('a card is valid only for the definition it showed: list_changed while it is open', () => {
@@ -607,15 +624,9 @@ describe('a card is valid only for the definition it showed: list_changed while 
       answer: person,
       args: [askAll],
       env: { WATCH_VARIANT: '1' },
-      script: async (client) => ({
-        listed: await client.listTools(),
-        old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
-        again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
-      }),
+      script: listThenStale,
     });
-    assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
-    assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed/);
-    assert.ok(!linesRead(h).includes('/stale-card-marker'), "zero bytes of the stale card's call at the server");
+    staleCardRefused(r, h);
     assert.match(linesRead(h), /"id": ?"mcpguard-tools-list-[^"]+"/, "mcpguard's own tools/list learned the tools again");
     assert.match(r.handled[1], /What changed since the tool was pinned/);
     assert.equal(r.result.again.isError, undefined);
@@ -679,17 +690,11 @@ for (const kind of ['v1', 'v2']) {
           answer: person,
           args,
           env,
-          script: async (client) => ({
-            listed: await client.listTools(),
-            old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
-            again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
-          }),
+          script: listThenStale,
         });
         assert.equal(killed.length, 1);
         assert.match(r.stderr, /restarting it/, 'the server was restarted');
-        assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
-        assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed/);
-        assert.ok(!linesRead(h).includes('/stale-card-marker'), "zero bytes of the stale card's call at either generation");
+        staleCardRefused(r, h);
         assert.match(r.handled[1], /What changed since the tool was pinned/, 'the next call is asked about the tool as it is now');
         assert.equal(r.result.again.isError, undefined, JSON.stringify(r.result.again));
         assert.ok(linesRead(h).includes('/fresh-card-marker'));
@@ -723,11 +728,7 @@ describe("a card is valid only for the definition it showed: the dead server's l
       answer: person,
       args,
       env,
-      script: async (client) => ({
-        listed: await client.listTools(),
-        old: await client.callTool({ name: 'read_file', arguments: { path: '/stale-card-marker' } }),
-        again: await client.callTool({ name: 'read_file', arguments: { path: '/fresh-card-marker' } }),
-      }),
+      script: listThenStale,
     });
     assert.equal(existsSync(die), false, 'the server died on the tools/list');
     assert.equal(
@@ -736,9 +737,7 @@ describe("a card is valid only for the definition it showed: the dead server's l
       "the dead server's old list reached the client",
     );
     assert.match(r.stderr, /restarting it/);
-    assert.equal(r.result.old.isError, true, JSON.stringify(r.result.old));
-    assert.match(r.result.old.content[0].text, /the approval card for tool "read_file" was answered after the tool changed/);
-    assert.ok(!linesRead(h).includes('/stale-card-marker'), "zero bytes of the stale card's call at either generation");
+    staleCardRefused(r, h);
     assert.equal(r.result.again.isError, undefined, JSON.stringify(r.result.again));
   });
 });
