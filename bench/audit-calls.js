@@ -5,7 +5,9 @@
 // own overhead included, the same for every build), and write(2)s per call
 // from /proc/self/io. With --before=DIR (a build's root: DIR/dist/...) the
 // other build runs interleaved in the same rounds (A B B A ...), so load on a
-// shared machine moves both alike; ratios are medians of per-round pairs.
+// shared machine moves both alike; ratios are medians of per-round pairs. The
+// min of a build's rounds is its least disturbed one (on a busy machine, the
+// figure to compare).
 //   npm run build && node bench/audit-calls.js [--before=DIR] [--rounds=N] [--calls=N]
 //   taskset -c 0 node bench/audit-calls.js --before=/path/to/build   # one CPU
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -102,6 +104,6 @@ for (const [i, b] of builds.entries()) {
   const cpu = samples[i].map((s) => s.cpu);
   const ratio = median(cpu.map((x, k) => x / samples[0][k].cpu));
   process.stdout.write(
-    `${b.label.padEnd(12)} CPU ${median(cpu).toFixed(2)} µs per call (rounds ${cpu.map((x) => x.toFixed(1)).join(' ')}; ${ratio.toFixed(3)}× this build), write(2)s per call ${median(samples[i].map((s) => s.writes)).toFixed(2)}\n`,
+    `${b.label.padEnd(12)} CPU ${median(cpu).toFixed(2)} µs per call, min ${Math.min(...cpu).toFixed(2)} (rounds ${cpu.map((x) => x.toFixed(1)).join(' ')}; ${ratio.toFixed(3)}× this build), write(2)s per call ${median(samples[i].map((s) => s.writes)).toFixed(2)}\n`,
   );
 }

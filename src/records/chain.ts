@@ -89,6 +89,11 @@ export function sealLine(unhashed: LogRecord, key: Buffer | undefined): string {
 /** Values arrays a shape keeps for reuse (deferred records of pipelined calls can hold more at once; those are made anew). */
 const SPARE_VALUES = 16;
 
+/** A member's bytes kept for the next line of its shape (its part and value) when they are no longer than this. */
+const KEPT_BYTES = 64;
+/** No value kept for a member: `===` to no value a record can hold. */
+const NOT_KEPT: unique symbol = Symbol('not kept');
+
 /** Where a member of a shaped record comes from: an index into its values, or a chain field. */
 const SEQ = -1;
 const PREV = -2;
@@ -115,6 +120,20 @@ export class RecordShape {
 
   /** Per member in canonical order: its value is a time in ms (or null), written as an ISO 8601 string. */
   private readonly time: boolean[];
+
+  /**
+   * Per member in canonical order: the last primitive value written there
+   * (NOT_KEPT if none), and in `lastBytes` the bytes its part and value came
+   * to. Most of a call's members repeat from one call to the next
+   * (the session id, the method, the state, the nulls, the ms of its times),
+   * so such a member costs one copy of bytes this shape wrote before, not a
+   * part and a value spelled again. A primitive's bytes depend only on the
+   * value (`===`: 0 and -0 are both `0`) and the member, so they are the same.
+   * Only bytes up to KEPT_BYTES are kept: what a shape holds on to between
+   * calls is a few short strings, never a call's stderr text.
+   */
+  private readonly lastValue: unknown[];
+  private readonly lastBytes: Buffer[];
 
   /**
    * Values arrays made by `values()` and given back by the log once their
@@ -157,6 +176,8 @@ export class RecordShape {
     });
     texts[texts.length - 1] += '}\n';
     this.parts = texts.map((text) => Buffer.from(text, 'utf8'));
+    this.lastValue = keys.map(() => NOT_KEPT);
+    this.lastBytes = keys.map(() => Buffer.alloc(0));
   }
 
   /** An array for one record's values, in the order of `fields`: fill every slot, then hand it to SessionLog.appendShaped. */
@@ -195,24 +216,41 @@ export class RecordShape {
     try {
       const from = this.from;
       const parts = this.parts;
+      const lastValue = this.lastValue;
       for (let i = 0; i < from.length; i++) {
-        out.raw(parts[i]!);
         const at = from[i]!;
         if (at >= 0) {
           const value = values[at];
+          if (value === lastValue[i]) {
+            out.raw(this.lastBytes[i]!);
+            continue;
+          }
           if (value === undefined) {
             out.length = start;
             return out.utf8(this.sparseLine(values, seq, prev, ts));
           }
+          const memberStart = out.length;
+          out.raw(parts[i]!);
           if (this.time[i] === true && typeof value === 'number') out.isoTime(value, true);
           else out.value(value);
-        } else if (at === SEQ) out.number(seq);
+          if (value === null || (typeof value !== 'object' && typeof value !== 'function')) this.keep(i, value, out, memberStart);
+          continue;
+        }
+        if (at === TS && typeof ts === 'number' && ts === lastValue[i]) {
+          out.raw(this.lastBytes[i]!);
+          continue;
+        }
+        const memberStart = out.length;
+        out.raw(parts[i]!);
+        if (at === SEQ) out.number(seq);
         else if (at === PREV) {
           if (prev.length === RAW_DIGEST_CHARS) out.hexOf(prev);
           else out.ascii(prev);
         } else if (at === TS) {
-          if (typeof ts === 'number') out.isoTime(ts, false);
-          else out.ascii(ts);
+          if (typeof ts === 'number') {
+            out.isoTime(ts, false);
+            this.keep(i, ts, out, memberStart);
+          } else out.ascii(ts);
         }
       }
       out.raw(parts[from.length]!);
@@ -220,6 +258,24 @@ export class RecordShape {
       out.length = start;
       throw error;
     }
+  }
+
+  /** Member `i` just wrote `value` as bytes [start, out.length) of `out`: kept for the next line, if short. */
+  private keep(i: number, value: unknown, out: LineBuffer, start: number): void {
+    const n = out.length - start;
+    if (n > KEPT_BYTES) {
+      this.lastValue[i] = NOT_KEPT;
+      return;
+    }
+    // A buffer of its own per member, made anew only when the length changes (a request id's digits, say): no allocation per line.
+    let kept = this.lastBytes[i]!;
+    if (kept.length !== n) {
+      kept = Buffer.allocUnsafe(n);
+      this.lastBytes[i] = kept;
+    }
+    const bytes = out.bytes;
+    for (let k = 0; k < n; k++) kept[k] = bytes[start + k]!;
+    this.lastValue[i] = value;
   }
 
   /** A record with members left out: rare, so it takes the general path. */

@@ -274,3 +274,42 @@ test('property: times in ms are written as toISOString() spells them', async () 
   // A field not named as a time keeps its number.
   assert.match(shape.line([null, 1_700_000_000_000], 0, prev, 0), /"n":1700000000000/);
 });
+
+test('property: a shape writing record after record (members repeating, changing, left out) writes each line as canonical() of its record', async () => {
+  const { RecordShape } = await import('../../dist/records/chain.js');
+  const { LineBuffer } = await import('../../dist/records/line-buffer.js');
+  const { lineDigest } = await import('../../dist/records/chain.js');
+  // Few values, so members repeat from one line to the next (the shape then copies the bytes it wrote last): 0 and -0,
+  // strings that need escaping, one past the bytes a member keeps, objects (never kept), times in ms and as text.
+  const long = 'x'.repeat(70);
+  const value = fc.oneof(
+    fc.constantFrom(null, true, false, 0, -0, 1, 12, 1.5, 'completed', 'a"b', 'é', '\u2028', '', long, `${long}y`, 1_796_196_551_500, 1_796_196_551_501),
+    fc.constantFrom({ a: 1 }, [1, 'x'], undefined),
+    fc.string({ unit: 'binary', maxLength: 5 }),
+  );
+  const record = fc.tuple(fc.array(value, { minLength: 4, maxLength: 4 }), fc.constantFrom(1_796_196_551_500, 1_796_196_551_501, '2026-12-02T07:29:11.622Z'));
+  fc.assert(
+    fc.property(fc.array(record, { minLength: 1, maxLength: 12 }), (records) => {
+      const shape = new RecordShape('call_end', ['call_id', 'started_at', 'state', 'zz'], ['started_at']);
+      const out = new LineBuffer();
+      records.forEach(([values, ts], seq) => {
+        const prev = seq % 2 === 0 ? 'ab'.repeat(32) : lineDigest(`line ${seq}`, undefined);
+        const iso = (t) => (typeof t === 'number' ? new Date(t).toISOString() : t);
+        const expected = `${canonical({
+          call_id: values[0],
+          started_at: typeof values[1] === 'number' ? iso(values[1]) : values[1],
+          state: values[2],
+          zz: values[3],
+          type: 'call_end',
+          ts: iso(ts),
+          seq,
+          prev: prev.length === 64 ? prev : Buffer.from(prev, 'latin1').toString('hex'),
+        })}\n`;
+        const start = out.length;
+        shape.write(out, values, seq, prev, ts);
+        assert.equal(out.bytes.toString('utf8', start, out.length), expected);
+      });
+    }),
+    { numRuns: 2000 },
+  );
+});
