@@ -188,6 +188,8 @@ function describe(e: Entry, bin: string): string {
 
 function reason(error: unknown): string {
   if (error instanceof GuardError) return error.message;
+  // A value nested deeper than the parsers' stack (a hostile file): a parse failure, not a read failure.
+  if (error instanceof RangeError) return 'cannot parse it: nested too deeply';
   const e = error as NodeJS.ErrnoException;
   return `cannot read it: ${e.code ?? e.message}`;
 }

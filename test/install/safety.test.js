@@ -255,6 +255,29 @@ describe('install on files that are not simple', () => {
     }
   });
 
+  test('a file nested deeper than the parsers go is refused as unparsable, and nothing is written', { timeout: 60000 }, async () => {
+    const { dir, cleanup } = tempDir('mcpguard-install-');
+    try {
+      mkdirSync(join(dir, 'project'));
+      const deep = `${'['.repeat(200000)}${']'.repeat(200000)}`;
+      const files = [join(dir, 'project', '.cursor', 'mcp.json'), join(dir, 'project', '.mcp.json'), join(dir, '.codex', 'config.toml')].map((path) => ({
+        path,
+        bytes: write(
+          path,
+          path.endsWith('.toml') ? `[mcp_servers.a]\ncommand = "python3"\nargs = ${deep}\n` : `{"mcpServers": {"a": {"command": "python3", "env": ${deep}}}}`,
+        ),
+      }));
+      const r = await guard(dir, ['install']);
+      assert.equal(r.code, 1, r.stdout.toString());
+      for (const f of files) {
+        assert.match(r.stdout.toString(), new RegExp(`${f.path.replace(/[.]/g, '\\.')}\\n {2}refused: cannot parse it: nested too deeply`), f.path);
+        assert.deepEqual(readFileSync(f.path), f.bytes, `${f.path}: not written`);
+      }
+    } finally {
+      cleanup();
+    }
+  });
+
   test('the compact forms agents write (no args; args: [] next to command; minified) come back byte for byte', { timeout: 60000 }, async () => {
     const { dir, cleanup } = tempDir('mcpguard-install-');
     try {
