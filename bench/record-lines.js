@@ -14,30 +14,9 @@ const { values: args } = parseArgs({
 });
 const ROUNDS = Number(args.rounds);
 const CALLS = Number(args.calls);
-const END_FIELDS = [
-  'call_id',
-  'session_id',
-  'request_id',
-  'method',
-  'tool',
-  'state',
-  'detail',
-  'cancel_requested',
-  'stderr_bytes_seen',
-  'stderr_bytes_retained',
-];
-END_FIELDS.push(
-  'stderr_truncated',
-  'stderr_shared_window',
-  'stderr',
-  'exit_status',
-  'stream_end',
-  'started_at',
-  'dispatched_at',
-  'ended_at',
-  'protocol_version',
-);
-END_FIELDS.push('traceparent', 'chain', 'continues', 'linked_by', 'request_state_sha256', 'flags', 'decision', 'generation', 'stderr_stream_end');
+// The shapes are this build's (session/audit.ts): both builds write the same fields, or their lines differ and the run stops.
+const { CALL_SHAPES } = await import('../dist/session/audit.js');
+const shape = (RecordShape, s) => new RecordShape(s.type, s.fields, s.times);
 
 async function load(root, label) {
   const dist = join(resolve(root), 'dist', 'records');
@@ -45,8 +24,8 @@ async function load(root, label) {
   const { LineBuffer } = await import(join(dist, 'line-buffer.js'));
   return {
     label,
-    attempt: new RecordShape('call_attempt', ['call_id', 'request_id', 'method', 'tool', 'started_at', 'decision'], ['started_at']),
-    end: new RecordShape('call_end', END_FIELDS, ['started_at', 'dispatched_at', 'ended_at']),
+    attempt: shape(RecordShape, CALL_SHAPES.attempt),
+    end: shape(RecordShape, CALL_SHAPES.end),
     out: new LineBuffer(),
     prev: lineDigest('the line before', undefined),
     samples: [],

@@ -78,6 +78,9 @@ const END = new RecordShape(
   ['started_at', 'dispatched_at', 'ended_at'],
 );
 
+/** A quick call's two record shapes, for what measures them (bench/record-lines.js builds its own from their type, fields and times). */
+export const CALL_SHAPES: { readonly attempt: RecordShape; readonly end: RecordShape } = { attempt: ATTEMPT, end: END };
+
 export class AuditLog implements SessionObserver {
   readonly log: SessionLog;
   /** Set once a write failed; no later record is attempted. */
