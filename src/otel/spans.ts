@@ -14,11 +14,16 @@ import { RawId } from '../wire/request-id.js';
 import type { Exporter, OtlpConfig } from './api.js';
 import { callLogs, callSpan, errorType, parentOf, tailLogs, writeCallSpan, type CallFacts, type SessionFacts } from './call-span.js';
 import { sessionSpanId, sessionTraceId } from './ids.js';
+import { LaterCalls } from './later.js';
 import { SessionMetrics } from './metrics.js';
 import { SpanKind, type Attributes, type AttributeValue, type LogData, type SpanData } from './model.js';
 
 /** How often the cumulative metrics are handed to the exporter (OTEL_METRIC_EXPORT_INTERVAL's default). */
 export const METRICS_INTERVAL_MS = 60_000;
+
+/** Calls whose spans (and logs and metrics) are written together (later.ts), and the longest one waits, ms. */
+export const LATER_SPANS = 128;
+export const LATER_MS = 200;
 
 /** What the session's root span says when the session ends. */
 export interface SessionEnd {
@@ -42,6 +47,8 @@ export interface BuilderOptions {
   masker: Masker;
   /** Interval of the periodic metrics; 0: only at the end. */
   metricsIntervalMs?: number;
+  /** Calls written together (LATER_SPANS), when spans are encoded as written; 0: each as its call ends. */
+  laterSpans?: number;
 }
 
 const ns = (ms: number): bigint => BigInt(Math.round(ms)) * 1_000_000n;
@@ -54,7 +61,9 @@ export class SpanBuilder implements SessionObserver {
   private stderrKept = 0;
   /** The facts of the call being ended (factsOf writes into it), and its operation attributes made from them only for a new series. */
   private readonly scratch = {} as CallFacts;
-  private readonly opAttributes = (): Attributes => operationAttributes(this.scratch, this.o.masker);
+  /** The facts callEnded is reading (the scratch, or a waiting call's slot). */
+  private current: CallFacts = this.scratch;
+  private readonly opAttributes = (): Attributes => operationAttributes(this.current, this.o.masker);
   private lastOp: { method: string | null; tool: string | null; version: string | null; error: string | null; key: string } = {
     method: null,
     tool: null,
@@ -63,6 +72,8 @@ export class SpanBuilder implements SessionObserver {
     key: '',
   };
   private readonly timer: NodeJS.Timeout | null;
+  /** Calls whose span, logs and metrics are written with the next batch (encoded spans only); null: each as its call ends. */
+  private readonly later: LaterCalls | null;
 
   constructor(private readonly o: BuilderOptions) {
     this.exporter = o.exporter;
@@ -70,13 +81,33 @@ export class SpanBuilder implements SessionObserver {
     this.metrics = new SessionMetrics(ns(o.startedAt));
     this.rootSampled = sample(o.sampler, sessionTraceId(o.session.sessionId), null);
     const every = o.metricsIntervalMs ?? METRICS_INTERVAL_MS;
-    this.timer = every > 0 ? setInterval(() => this.exporter.metrics(this.metrics.snapshot(ns(Date.now()))), every) : null;
+    const later = o.laterSpans ?? LATER_SPANS;
+    this.later = later > 0 ? new LaterCalls(later, LATER_MS, (f) => this.ended(f)) : null;
+    this.timer =
+      every > 0
+        ? setInterval(() => {
+            this.flushSpans();
+            this.exporter.metrics(this.metrics.snapshot(ns(Date.now())));
+          }, every)
+        : null;
     this.timer?.unref();
   }
 
   callEnded(call: Call): void {
-    const f = factsOf(call, this.scratch);
+    // Spans that go as objects (OTLP/JSON) are not kept waiting; nor is a call that does not fit a row (later.ts).
+    if (this.later !== null && (this.exporter.spanWriter?.() ?? null) !== null && this.later.add(call)) return;
+    this.ended(factsOf(call, this.scratch));
+  }
+
+  /** Writes what calls still waiting have to say: spans, logs and metrics (the session's end and each metrics snapshot do this first). */
+  flushSpans(): void {
+    this.later?.flush();
+  }
+
+  /** A call's span, its stderr as logs, and its part of the metrics. */
+  private ended(f: CallFacts): void {
     const span = this.writeSpan(f);
+    this.current = f;
     for (const log of callLogs(f, span, this.facts.sessionId)) this.exporter.log(log);
     if (f.method !== null) {
       const error = errorType(f);
@@ -99,7 +130,7 @@ export class SpanBuilder implements SessionObserver {
       if (f.decision.by === 'policy' && f.decision.rule !== null) at.push(['gen_ai.guardrail.security.policy.rule.id', String(f.decision.rule + 1)]);
       this.metrics.refusals.add(1, at);
     }
-    this.stderrKept += call.stderr?.retained ?? 0;
+    this.stderrKept += f.stderr?.retained ?? 0;
   }
 
   rejected(r: Rejection): void {
@@ -122,6 +153,7 @@ export class SpanBuilder implements SessionObserver {
   /** The session ended: its stderr tail, its root span and the last metrics, handed over (the caller then shuts the exporter down). */
   end(e: SessionEnd): void {
     if (this.timer !== null) clearInterval(this.timer);
+    this.flushSpans();
     for (const log of tailLogs(this.facts.sessionId, e.endedAt, e.stderrTail)) this.exporter.log(log);
     const span = sessionSpan(this.facts.sessionId, this.o.startedAt, e);
     if (this.rootSampled) this.exporter.span(span);

@@ -176,6 +176,7 @@ test('exporter: live call spans go through the arena; a stalled collector keeps 
   await rx.waitFor(1); // the first batch stalls in flight
   for (let i = 0; i < 30; i++)
     b.callEnded(Object.assign(newCall(i, String(i), 'tools/call', 'echo'), { state: 'completed', endedAt: Date.now(), dispatchedAt: Date.now() }));
+  b.flushSpans(); // the spans of calls that ended are written a batch at a time (later.ts); the session's end does this
   assert.equal(ex.stats().dropped.spans, 24, 'the queue kept its bound of 8 (two batches of 4), the older batches dropped');
   const stats = await ex.shutdown(300);
   assert.deepEqual([stats.sent.spans, stats.dropped.spans, stats.failed.spans], [0, 34, 0], 'all 34 spans counted once');
@@ -198,6 +199,7 @@ test('a span whose writing throws midway is lost alone: the batch around it deco
       b.callEnded(Object.assign(newCall(1, '1', 'tools/call', tool), { state: 'completed', endedAt: Date.now(), dispatchedAt: Date.now() }));
       throw new Error('returned');
     }, /returned|a masker that fails/);
+  b.flushSpans();
   const stats = await ex.shutdown(3000);
   assert.equal(stats.sent.spans, 2);
   assert.deepEqual(
