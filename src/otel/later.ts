@@ -6,8 +6,8 @@
  * own (the runs, the keys, the arena's bytes). Measured in a relay on one CPU,
  * that cost several times what the same writer costs in a loop.
  *
- * So a call's end copies the facts of an ordinary call (no client trace
- * context, no decision, no stderr, a numeric id, no content) as numbers into
+ * So a call's end copies the facts of an ordinary call (a numeric id, no
+ * tracestate, no decision, no stderr, no content) as numbers into
  * one row of a Float64Array, its strings as an index into a few shapes, and
  * nothing else: no object made, no reference kept, so a waiting call costs the
  * garbage collector nothing. The rows are written together by the same code
@@ -31,7 +31,11 @@ const SCHEMA_MS = 5;
 const POLICY_MS = 6;
 const GENERATION = 7;
 const SHAPE = 8;
-const ROW = 9;
+/** The client's traceparent (55 characters, lowercase hex): version × 256 + flags (NaN: none), the trace id in four 32-bit parts, the parent in two. */
+const TP_FLAGS = 9;
+const TP_TRACE = 10;
+const TP_PARENT = 14;
+const ROW = 16;
 
 /** What calls in a row share: their strings and the presence of the gate's timings. */
 interface Shape {
@@ -83,7 +87,6 @@ export class LaterCalls {
       typeof rid !== 'number' ||
       call.method === null ||
       call.decision !== null ||
-      call.traceparent !== null ||
       (call.tracestate ?? null) !== null ||
       call.cancelRequested ||
       call.content !== undefined ||
@@ -92,9 +95,11 @@ export class LaterCalls {
       return false;
     const callId = hexId(call.callId);
     if (callId < 0) return false;
+    // The shape first: a new one may write the waiting rows, which moves where this row goes.
     const shape = this.shapeOf(call);
     const at = this.count * ROW;
     const r = this.rows;
+    if (!keepTraceparent(call.traceparent, r, at)) return false;
     r[at + STARTED] = call.startedAt;
     r[at + DISPATCHED] = call.dispatchedAt ?? NaN;
     r[at + ENDED] = call.endedAt ?? Date.now();
@@ -137,6 +142,7 @@ export class LaterCalls {
         f.protocolVersion = shape.version;
         f.generation = orNull(r[at + GENERATION]!);
         f.errorCode = shape.errorCode;
+        f.traceparent = traceparentText(r, at);
         if (shape.steps) {
           this.steps.schemaMs = orNull(r[at + SCHEMA_MS]!);
           this.steps.policyMs = orNull(r[at + POLICY_MS]!);
@@ -188,9 +194,18 @@ const orNull = (x: number): number | null => (Number.isNaN(x) ? null : x);
 /** `c_` and 12 lowercase hex digits (records/ids.ts newCallId) as a number; -1 for any other id. */
 function hexId(id: string): number {
   if (id.length !== 14 || id.charCodeAt(0) !== 99 || id.charCodeAt(1) !== 95) return -1;
+  const high = hexAt(id, 2, 4);
+  const low = hexAt(id, 6, 8);
+  return high < 0 || low < 0 ? -1 : high * 4294967296 + low;
+}
+
+const HEX = '0123456789abcdef';
+
+/** `digits` lowercase hex digits of `s` from `from` as a number (at most 8: 32 bits); -1 if one is not. */
+function hexAt(s: string, from: number, digits: number): number {
   let n = 0;
-  for (let i = 2; i < 14; i++) {
-    const c = id.charCodeAt(i);
+  for (let i = from; i < from + digits; i++) {
+    const c = s.charCodeAt(i);
     const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1;
     if (d < 0) return -1;
     n = n * 16 + d;
@@ -198,7 +213,54 @@ function hexId(id: string): number {
   return n;
 }
 
-const HEX = '0123456789abcdef';
+/**
+ * The traceparent into the row: none, or one of exactly `vv-32 hex-16 hex-ff`
+ * in lowercase, which the row gives back character for character (valid or
+ * not: the span's writer judges it then, as it would have now). False for
+ * any other text (written at once).
+ */
+function keepTraceparent(tp: string | null, r: Float64Array, at: number): boolean {
+  if (tp === null) {
+    r[at + TP_FLAGS] = NaN;
+    return true;
+  }
+  if (tp.length !== 55 || tp.charCodeAt(2) !== 45 || tp.charCodeAt(35) !== 45 || tp.charCodeAt(52) !== 45) return false;
+  const version = hexAt(tp, 0, 2);
+  const flags = hexAt(tp, 53, 2);
+  if (version < 0 || flags < 0) return false;
+  for (let k = 0; k < 4; k++) {
+    const part = hexAt(tp, 3 + 8 * k, 8);
+    if (part < 0) return false;
+    r[at + TP_TRACE + k] = part;
+  }
+  for (let k = 0; k < 2; k++) {
+    const part = hexAt(tp, 36 + 8 * k, 8);
+    if (part < 0) return false;
+    r[at + TP_PARENT + k] = part;
+  }
+  r[at + TP_FLAGS] = version * 256 + flags;
+  return true;
+}
+
+const tpCodes = new Array<number>(55).fill(45);
+
+function putHex(n: number, digits: number, into: number[], at: number): void {
+  for (let i = at + digits - 1; i >= at; i--) {
+    into[i] = HEX.charCodeAt(n % 16);
+    n = Math.floor(n / 16);
+  }
+}
+
+/** The traceparent a row keeps, as the client sent it; null for none. */
+function traceparentText(r: Float64Array, at: number): string | null {
+  const vf = r[at + TP_FLAGS]!;
+  if (Number.isNaN(vf)) return null;
+  putHex(Math.floor(vf / 256), 2, tpCodes, 0);
+  for (let k = 0; k < 4; k++) putHex(r[at + TP_TRACE + k]!, 8, tpCodes, 3 + 8 * k);
+  for (let k = 0; k < 2; k++) putHex(r[at + TP_PARENT + k]!, 8, tpCodes, 36 + 8 * k);
+  putHex(vf % 256, 2, tpCodes, 53);
+  return String.fromCharCode.apply(null, tpCodes);
+}
 const codes = [99, 95, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 
 /** The call id a row's number came from. */

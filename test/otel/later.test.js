@@ -111,10 +111,18 @@ function variety() {
     call({ requestId: 2 ** 53 - 1 }),
     call({ callId: 'c_ffffffffffff' }),
     call({ callId: 'c_000000000000' }),
+    // In the client's trace: kept in the row as the client sent it (sampled, not sampled, and two the writer refuses).
+    call({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }),
+    call({ traceparent: '00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-00' }),
+    call({ traceparent: 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }),
+    call({ traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01' }),
     // Written at once: none of these fits a row.
     call({ requestId: 'req-ü' }),
     call({ requestId: new RawId('9007199254740993', '9007199254740993', '9007199254740993') }),
     call({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'vendor=1' }),
+    call({ traceparent: '00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01' }),
+    call({ traceparent: '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-later-fields' }),
+    call({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-' }),
     call({ state: 'denied', dispatchedAt: null, decision: { by: 'policy', rule: 2, channel: null, card: null, reason: 'r' } }),
     call({ dispatchedAt: T + 2600, decision: { by: 'approval', rule: 0, channel: 'elicitation', card, reason: 'r' } }),
     call({ stderr: { seen: 900, retained: 120, truncated: true, shared: false, text: 'line one\nline two\n' } }),
@@ -134,7 +142,7 @@ test('calls kept as rows say what they said when written at once: the same spans
   for (const c of calls) atOnce.b.callEnded(c);
   atOnce.b.end(END);
   const expected = spansOf(atOnce.exporter);
-  assert.equal(expected.size, calls.length - 1, 'every call with a method has its span');
+  assert.equal(expected.size, calls.length - 2, 'every call with a method has its span, but the one its client did not sample');
   for (const laterSpans of [1, 4, 7, 128]) {
     const later = builder(laterSpans);
     for (const c of calls) later.b.callEnded(c);
@@ -158,8 +166,8 @@ test('a batch is written when it is full; calls that do not fit a row are writte
   assert.equal(exporter.arena.length, 0, 'three calls wait');
   b.callEnded(call({ requestId: 'a string id' }));
   assert.equal(exporter.arena.length, 1, 'a string id is written at once');
-  b.callEnded(call({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }));
-  assert.equal(exporter.arena.length, 2, "a call in the client's trace is written at once");
+  b.callEnded(call({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'k=v' }));
+  assert.equal(exporter.arena.length, 2, "a call with the client's tracestate is written at once");
   b.callEnded(call());
   assert.equal(exporter.arena.length, 6, 'the fourth waiting call fills the batch: all four written');
   b.callEnded(call());
