@@ -22,7 +22,7 @@ import { SpanKind, type Attributes, type AttributeValue, type LogData, type Span
 export const METRICS_INTERVAL_MS = 60_000;
 
 /** Calls whose spans (and logs and metrics) are written together (later.ts), and the longest one waits, ms. */
-export const LATER_SPANS = 128;
+export const LATER_SPANS = 32;
 export const LATER_MS = 200;
 
 /** What the session's root span says when the session ends. */
