@@ -268,3 +268,17 @@ export function memoryExporter() {
     stats,
   };
 }
+
+/** A session's end as the span builder is told it (SessionEnd): a clean close after `endedAt`. */
+export function sessionEnd(endedAt = Date.now()) {
+  return {
+    endedAt,
+    endReason: 'client_closed',
+    protocolVersion: '2025-06-18',
+    status: 0,
+    stderrTail: '',
+    stderrSeen: 0,
+    stderrRetained: 0,
+    restarts: null,
+  };
+}

@@ -13,21 +13,12 @@ import { SpanArena } from '../../dist/otel/arena.js';
 import { encodeProto } from '../../dist/otel/encode-proto.js';
 import { LATER_MS, SpanBuilder } from '../../dist/otel/spans.js';
 import { RawId } from '../../dist/wire/request-id.js';
-import { attrs, decodeOtlp } from '../helpers/otlp-receiver.js';
+import { attrs, decodeOtlp, sessionEnd } from '../helpers/otlp-receiver.js';
 
 const SESSION = { sessionId: 's_20260701T000000Z_0123456789ab', schema: true, policy: 'p.json' };
 const T = Date.parse('2026-07-01T12:00:00.123Z');
 const SCOPE = { name: 'mcpguard', version: '0' };
-const END = {
-  endedAt: T + 60_000,
-  endReason: 'client_closed',
-  protocolVersion: '2025-06-18',
-  status: 0,
-  stderrTail: '',
-  stderrSeen: 0,
-  stderrRetained: 0,
-  restarts: null,
-};
+const END = sessionEnd(T + 60_000);
 
 /** An exporter that takes encoded spans into a real arena, and logs and metrics as they come. */
 function arenaExporter() {

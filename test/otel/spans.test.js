@@ -7,7 +7,7 @@ import { newCall } from '../../dist/mcp/call.js';
 import { processMasker } from '../../dist/mask/mask.js';
 import { SpanBuilder, sample } from '../../dist/otel/spans.js';
 import { callSpanId, sessionSpanId, sessionTraceId } from '../../dist/otel/ids.js';
-import { memoryExporter } from '../helpers/otlp-receiver.js';
+import { memoryExporter, sessionEnd } from '../helpers/otlp-receiver.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';
@@ -32,16 +32,7 @@ function ended(id, tool, state, extra = {}) {
   return call;
 }
 
-const END = {
-  endedAt: Date.now(),
-  endReason: 'client_closed',
-  protocolVersion: '2025-06-18',
-  status: 0,
-  stderrTail: '',
-  stderrSeen: 0,
-  stderrRetained: 0,
-  restarts: null,
-};
+const END = sessionEnd();
 
 test("parent-based sampling follows the client's sampled flag; a call without context follows the session's root", () => {
   const { b, exporter } = builder();
