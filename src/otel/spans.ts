@@ -61,7 +61,7 @@ export class SpanBuilder implements SessionObserver {
   private stderrKept = 0;
   /** The facts of the call being ended (factsOf writes into it), and its operation attributes made from them only for a new series. */
   private readonly scratch = {} as CallFacts;
-  /** The facts callEnded is reading (the scratch, or a waiting call's slot). */
+  /** The facts `ended` is reading (the scratch, or a row later.ts read back), for the operation attributes of a new series. */
   private current: CallFacts = this.scratch;
   private readonly opAttributes = (): Attributes => operationAttributes(this.current, this.o.masker);
   private lastOp: { method: string | null; tool: string | null; version: string | null; error: string | null; key: string } = {
