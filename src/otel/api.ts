@@ -58,6 +58,8 @@ export interface Exporter {
    * no traces target, or after shutdown began.
    */
   spanWriter?(): EncodedSpans | null;
+  /** False when no traces endpoint is configured: spans would be discarded, so the builder makes none. Absent: true. */
+  readonly tracing?: boolean;
   log(log: LogData): void;
   /** Replaces the pending metrics snapshot (cumulative points: the newest snapshot is the one sent). */
   metrics(metrics: readonly MetricData[]): void;

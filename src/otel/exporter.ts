@@ -83,6 +83,7 @@ export function createExporter(config: OtlpConfig, scope: { name: string; versio
   return {
     span: (s) => spans.push(s),
     spanWriter: () => (shared.closed ? null : spans.arena),
+    tracing: config.traces !== null,
     log: (l) => logs.push(l),
     metrics: (m) => metrics.push(m),
     stats: () => copy(stats),

@@ -94,8 +94,8 @@ export class SpanBuilder implements SessionObserver {
   }
 
   callEnded(call: Call): void {
-    // Spans that go as objects (OTLP/JSON) are not kept waiting; nor is a call that does not fit a row (later.ts).
-    if (this.later !== null && (this.exporter.spanWriter?.() ?? null) !== null && this.later.add(call)) return;
+    // Spans that go as objects (OTLP/JSON) are not kept waiting; nor is a call that does not fit a row (later.ts). Without a traces endpoint no span is made at all.
+    if (this.later !== null && (this.exporter.tracing === false || (this.exporter.spanWriter?.() ?? null) !== null) && this.later.add(call)) return;
     this.ended(factsOf(call, this.scratch));
   }
 
@@ -156,7 +156,7 @@ export class SpanBuilder implements SessionObserver {
     this.flushSpans();
     for (const log of tailLogs(this.facts.sessionId, e.endedAt, e.stderrTail)) this.exporter.log(log);
     const span = sessionSpan(this.facts.sessionId, this.o.startedAt, e);
-    if (this.rootSampled) this.exporter.span(span);
+    if (this.rootSampled && this.exporter.tracing !== false) this.exporter.span(span);
     const duration: [string, AttributeValue][] = [['network.transport', 'pipe']];
     if (e.protocolVersion !== null) duration.push(['mcp.protocol.version', this.o.masker.text(e.protocolVersion)]);
     if (span.status.code === 2) duration.push(['error.type', e.endReason]);
@@ -172,6 +172,7 @@ export class SpanBuilder implements SessionObserver {
    * SpanData; the SpanData, when one was made, for the call's stderr logs.
    */
   private writeSpan(f: CallFacts): SpanData | null {
+    if (this.exporter.tracing === false) return null;
     const out = this.exporter.spanWriter?.() ?? null;
     if (out === null) {
       const span = callSpan(f, this.facts, this.o.masker);

@@ -207,3 +207,34 @@ test('the call a row keeps is the call that ended: its id, request id and times 
     assert.equal(span.endTimeUnixNano, String(BigInt(Math.round(c.endedAt)) * 1_000_000n));
   }
 });
+
+test('without a traces endpoint no span is made, and the logs and metrics are those of a session that sends spans', async () => {
+  const { memoryExporter } = await import('../helpers/otlp-receiver.js');
+  const { otlpConfig } = await import('../../dist/otel/config.js');
+  const { createExporter } = await import('../../dist/otel/exporter.js');
+  const metricsOnly = createExporter(otlpConfig({ OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'http://127.0.0.1:9/v1/metrics' }, {}), SCOPE);
+  assert.equal(metricsOnly.tracing, false, 'an exporter with no traces endpoint says so');
+  await metricsOnly.shutdown(0);
+  const calls = variety();
+  const run = (exporter) => {
+    const b = new SpanBuilder({
+      session: SESSION,
+      startedAt: T,
+      exporter,
+      sampler: { kind: 'parentbased_always_on', ratio: 1 },
+      masker: processMasker(),
+      metricsIntervalMs: 0,
+    });
+    for (const c of calls) b.callEnded(c);
+    b.diagnostic('a line of its own');
+    b.end(END);
+    return exporter;
+  };
+  const tracing = run(memoryExporter());
+  const none = run(Object.assign(memoryExporter(), { tracing: false }));
+  assert.ok(tracing.spans.length > 20, 'with traces on, spans are made');
+  assert.deepEqual(none.spans, [], 'no span handed over, not even the session root');
+  assert.deepEqual(none.logs, tracing.logs, 'the stderr and diagnostic logs carry the same trace and span ids');
+  assert.ok(none.logs.some((l) => l.body === 'line two'));
+  assert.deepEqual(sortedPoints(none.snapshots), sortedPoints(tracing.snapshots));
+});
