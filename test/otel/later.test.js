@@ -10,10 +10,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { processMasker } from '../../dist/mask/mask.js';
 import { newCall } from '../../dist/mcp/call.js';
 import { SpanArena } from '../../dist/otel/arena.js';
+import { otlpConfig } from '../../dist/otel/config.js';
 import { encodeProto } from '../../dist/otel/encode-proto.js';
+import { createExporter } from '../../dist/otel/exporter.js';
 import { LATER_MS, SpanBuilder } from '../../dist/otel/spans.js';
 import { RawId } from '../../dist/wire/request-id.js';
-import { attrs, decodeOtlp, sessionEnd } from '../helpers/otlp-receiver.js';
+import { attrs, decodeOtlp, memoryExporter, sessionEnd } from '../helpers/otlp-receiver.js';
 
 const SESSION = { sessionId: 's_20260701T000000Z_0123456789ab', schema: true, policy: 'p.json' };
 const T = Date.parse('2026-07-01T12:00:00.123Z');
@@ -33,8 +35,7 @@ function arenaExporter() {
   return out;
 }
 
-function builder(laterSpans, metricsIntervalMs = 0) {
-  const exporter = arenaExporter();
+function builder(laterSpans, metricsIntervalMs = 0, exporter = arenaExporter()) {
   const b = new SpanBuilder({
     session: SESSION,
     startedAt: T,
@@ -209,22 +210,12 @@ test('the call a row keeps is the call that ended: its id, request id and times 
 });
 
 test('without a traces endpoint no span is made, and the logs and metrics are those of a session that sends spans', async () => {
-  const { memoryExporter } = await import('../helpers/otlp-receiver.js');
-  const { otlpConfig } = await import('../../dist/otel/config.js');
-  const { createExporter } = await import('../../dist/otel/exporter.js');
   const metricsOnly = createExporter(otlpConfig({ OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'http://127.0.0.1:9/v1/metrics' }, {}), SCOPE);
   assert.equal(metricsOnly.tracing, false, 'an exporter with no traces endpoint says so');
   await metricsOnly.shutdown(0);
   const calls = variety();
   const run = (exporter) => {
-    const b = new SpanBuilder({
-      session: SESSION,
-      startedAt: T,
-      exporter,
-      sampler: { kind: 'parentbased_always_on', ratio: 1 },
-      masker: processMasker(),
-      metricsIntervalMs: 0,
-    });
+    const { b } = builder(undefined, 0, exporter);
     for (const c of calls) b.callEnded(c);
     b.diagnostic('a line of its own');
     b.end(END);
