@@ -74,11 +74,6 @@ export class LaterCalls {
     this.rows = new Float64Array(capacity * ROW);
   }
 
-  /** Calls waiting. */
-  get length(): number {
-    return this.count;
-  }
-
   /** Keeps the call's facts for the next batch; false, and nothing kept, for a call that does not fit a row. */
   add(call: Call): boolean {
     const rid = call.requestId instanceof RawId ? call.requestId.value : call.requestId;
