@@ -17,6 +17,8 @@ import type { AttributeValue, SpanKind, StatusCode } from './model.js';
 export interface Chunk {
   bytes: Buffer;
   spans: number;
+  /** The buffer `bytes` is the start of: given back (recycle) once the chunk is copied into its request. */
+  store: Buffer;
 }
 
 export class SpanArena implements EncodedSpans {
@@ -32,6 +34,8 @@ export class SpanArena implements EncodedSpans {
   private writing = false;
   /** The last chunk's size: the next one starts at it, so a batch grows no copies. */
   private lastBytes = 4096;
+  /** A chunk's buffer given back after its request was made: the next chunk is written over it (no fresh pages). */
+  private spare: Buffer | null = null;
   /** The last trace id and parent span id written, and their encoded fields. */
   private traceText = '';
   private traceField: Uint8Array = new Uint8Array(0);
@@ -69,7 +73,10 @@ export class SpanArena implements EncodedSpans {
     startMs: number,
     endMs: number,
   ): void {
-    this.w ??= new Writer(this.lastBytes);
+    if (this.w === null) {
+      this.w = new Writer(this.lastBytes, this.spare);
+      this.spare = null;
+    }
     const w = this.w;
     this.mark = w.pos;
     this.inEvent = false;
@@ -170,6 +177,11 @@ export class SpanArena implements EncodedSpans {
     return chunk;
   }
 
+  /** A taken chunk's buffer, no longer read: the next chunk may be written over it. */
+  recycle(store: Buffer): void {
+    if (store.length > (this.spare?.length ?? 0)) this.spare = store;
+  }
+
   /** Empties the arena; returns how many spans it held. */
   clear(): number {
     const n = this.length;
@@ -183,7 +195,7 @@ export class SpanArena implements EncodedSpans {
   private seal(): void {
     if (this.w === null || this.n === 0) return;
     const bytes = this.w.done();
-    this.sealed.push({ bytes, spans: this.n });
+    this.sealed.push({ bytes, spans: this.n, store: this.w.buf });
     this.sealedSpans += this.n;
     this.lastBytes = bytes.length + 1024;
     this.w = null;

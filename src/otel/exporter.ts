@@ -12,7 +12,7 @@
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
 import type { DeliveryStats, Exporter, OtlpConfig, SignalTarget } from './api.js';
-import { SpanArena } from './arena.js';
+import { type Chunk, SpanArena } from './arena.js';
 import { encodeJson } from './encode-json.js';
 import { encodeProto, type Signal } from './encode-proto.js';
 import type { Batch, LogData, MetricData, SpanData } from './model.js';
@@ -119,6 +119,8 @@ class Lane<T> {
   private current: Promise<void> | null = null;
   private inflight: InFlight | null = null;
   private readonly agent: ReturnType<typeof agentFor> | null;
+  /** The last gzipped request's plain bytes, written over by the next (one request at a time). */
+  private scratch: Buffer | null = null;
   /** Spans encoded as they end (OTLP/protobuf traces only): the queue holds their bytes; the ring, spans handed over as objects. */
   readonly arena: SpanArena | null;
 
@@ -186,7 +188,7 @@ class Lane<T> {
     const batch = this.batch(items);
     const flight: InFlight = { n: items.reduce((sum, item) => sum + this.count(item), chunk?.spans ?? 0), settled: false };
     this.inflight = flight;
-    this.current = this.send(this.target, batch, flight, chunk?.bytes)
+    this.current = this.send(this.target, batch, flight, chunk)
       .catch(() => this.settle(flight, 'failed'))
       .finally(() => {
         this.current = null;
@@ -218,14 +220,20 @@ class Lane<T> {
     } else stats[how][this.counter] += flight.n;
   }
 
-  private async send(target: SignalTarget, batch: Batch, flight: InFlight, encoded?: Buffer): Promise<void> {
+  private async send(target: SignalTarget, batch: Batch, flight: InFlight, chunk: Chunk | null): Promise<void> {
     const { opts, abort, stats } = this.shared;
     const json = target.protocol === 'http/json';
-    let body = json ? encodeJson(this.signal, batch) : encodeProto(this.signal, batch, encoded);
+    const gzipped = target.compression === 'gzip';
+    // Gzip reads the request before anything is sent, so its buffer is reused batch after batch; sent as it is, the socket may still hold it.
+    let body = json ? encodeJson(this.signal, batch) : encodeProto(this.signal, batch, chunk?.bytes, gzipped ? this.scratch : null);
+    if (chunk !== null) this.arena?.recycle(chunk.store);
     if (body.length > MAX_REQUEST_BYTES) return this.settle(flight, 'failed');
     const headers: Record<string, string> = { ...target.headers, 'content-type': json ? 'application/json' : 'application/x-protobuf' };
-    if (target.compression === 'gzip') {
-      body = await gzip(body, GZIP);
+    if (gzipped) {
+      const plain = body;
+      body = await gzip(plain, GZIP);
+      // Only this request's bytes are in `plain` (a buffer of their size, or the scratch itself), and gzip is done with them.
+      if (!json && plain.length > (this.scratch?.length ?? 0)) this.scratch = plain;
       headers['content-encoding'] = 'gzip';
     }
     for (let attempt = 1; ; attempt++) {

@@ -256,3 +256,29 @@ test('encode protobuf: every string is valid UTF-8 on the wire (a lone surrogate
   assert.ok(raw.includes(Buffer.from('f0908fbfefbfbd', 'hex')));
   assert.ok(!raw.includes(Buffer.from('eda0', 'hex')));
 });
+
+test('encode protobuf: a snapshot of many series decodes whole, whatever byte the buffer grows at (bucket counts and bounds included)', () => {
+  // Each series is some 200 bytes, so across 1–80 series the writer's buffer grows at every kind of field,
+  // among them the packed bucket counts and bounds. Before the fix, a count written as the buffer grew went into the old buffer.
+  for (let n = 1; n <= 80; n++) {
+    const points = Array.from({ length: n }, (_, i) => ({
+      attributes: [['gen_ai.tool.name', `tool_${i}`]],
+      startNs: T0,
+      timeNs: T0 + BigInt(i),
+      count: 1000 + i,
+      sum: i / 8,
+      min: 0.5,
+      max: i + 1,
+      bounds: [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      bucketCounts: Array.from({ length: 15 }, (_, k) => i * 100 + k),
+    }));
+    const out = decode('metrics', ENCODINGS[0], batch({ metrics: [{ kind: 'histogram', name: 'h', unit: 's', description: '', points }] }));
+    const got = out.resourceMetrics[0].scopeMetrics[0].metrics[0].histogram.dataPoints;
+    assert.equal(got.length, n);
+    got.forEach((p, i) => {
+      assert.deepEqual(p.bucketCounts.map(Number), points[i].bucketCounts, `${n} series, series ${i}`);
+      assert.deepEqual(p.explicitBounds, points[i].bounds, `${n} series, series ${i}`);
+      assert.equal(Number(p.count), 1000 + i);
+    });
+  }
+});
