@@ -126,7 +126,8 @@ function signalProtocol(env: Env, signal: Signal): OtlpProtocol {
 
 function signalCompression(env: Env, signal: Signal): 'gzip' | 'none' {
   const found = pick(env, 'COMPRESSION', signal);
-  if (found === null) return 'gzip';
+  // The exporter specification: "If the value is missing, then compression is disabled."
+  if (found === null) return 'none';
   const [name, value] = found;
   if (value === 'gzip' || value === 'none') return value;
   throw bad(name, value, 'must be gzip or none');

@@ -184,6 +184,33 @@ test('exporter: live call spans go through the arena; a stalled collector keeps 
   assert.equal(rx.requests.length, 1);
 });
 
+for (const compression of ['none', 'gzip'])
+  test(`exporter (${compression}): batch after batch, each request carries its own spans (a batch's buffers are written over by the next)`, async (t) => {
+    const rx = await startReceiver();
+    t.after(() => rx.close());
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_EXPORTER_OTLP_COMPRESSION: compression };
+    const ex = createExporter(otlpConfig(env, {}), SCOPE, { maxBatch: 16, delayMs: 5 });
+    const masker = processMasker();
+    const b = new SpanBuilder({ session: SESSION, startedAt: T, exporter: ex, sampler: { kind: 'always_on', ratio: 1 }, masker, metricsIntervalMs: 0 });
+    // Tools of growing names: each batch is longer than the one before, then shorter, so a reused buffer holds the old batch's tail.
+    const tools = Array.from({ length: 160 }, (_, i) => `tool_${i}_${'x'.repeat((i * 7) % 90)}`);
+    for (const [i, tool] of tools.entries()) {
+      b.callEnded(Object.assign(newCall(i, String(i), 'tools/call', tool), { state: 'completed', endedAt: T + i, dispatchedAt: T + i }));
+      if (i % 16 === 15) {
+        b.flushSpans();
+        await rx.waitFor(Math.floor(i / 16) + 1); // one batch at a time: the next is written after this one was sent
+      }
+    }
+    const stats = await ex.shutdown(3000);
+    assert.equal(stats.sent.spans, 160);
+    assert.equal(rx.requests.length, 10);
+    for (const r of rx.requests) assert.equal(r.headers['content-encoding'], compression === 'gzip' ? 'gzip' : undefined);
+    assert.deepEqual(
+      rx.spans().map((s) => s.name),
+      tools.map((tool) => `tools/call ${tool}`),
+    );
+  });
+
 test('a span whose writing throws midway is lost alone: the batch around it decodes, with the other calls', async (t) => {
   const rx = await startReceiver();
   t.after(() => rx.close());

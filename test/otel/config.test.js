@@ -30,7 +30,7 @@ test('config: off with no endpoint, with --otlp off, with OTEL_SDK_DISABLED=true
 
 test('config: the base endpoint gets v1/traces, v1/logs, v1/metrics appended; defaults are the spec’s', () => {
   const c = otlpConfig(BASE, {});
-  assert.deepEqual(c.traces, { url: 'http://collector:4318/v1/traces', headers: {}, protocol: 'http/protobuf', compression: 'gzip', timeoutMs: 10000 });
+  assert.deepEqual(c.traces, { url: 'http://collector:4318/v1/traces', headers: {}, protocol: 'http/protobuf', compression: 'none', timeoutMs: 10000 });
   assert.equal(c.logs.url, 'http://collector:4318/v1/logs');
   assert.equal(c.metrics.url, 'http://collector:4318/v1/metrics');
   assert.equal(otlpConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://h/mycollector/' }, {}).traces.url, 'https://h/mycollector/v1/traces');

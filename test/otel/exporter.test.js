@@ -39,7 +39,11 @@ for (const protocol of ['http/protobuf', 'http/json']) {
   test(`exporter ${protocol}: spans, logs and metrics arrive decoded, gzipped, with the configured headers`, async (t) => {
     const rx = await startReceiver();
     t.after(() => rx.close());
-    const ex = exporterFor(rx.url, { OTEL_EXPORTER_OTLP_PROTOCOL: protocol, OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20k,x-team=ops' });
+    const ex = exporterFor(rx.url, {
+      OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+      OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20k,x-team=ops',
+    });
     for (let i = 0; i < 3; i++) ex.span(span(i));
     ex.log({ timeNs: 5n, severityNumber: 17, severityText: 'ERROR', body: 'boom', attributes: [], traceId: TRACE, spanId: '0000000000000001' });
     ex.metrics([{ kind: 'sum', name: 'old', unit: '1', description: '', monotonic: true, points: [{ attributes: [], startNs: 1n, timeNs: 2n, value: 1 }] }]);
@@ -84,10 +88,10 @@ for (const protocol of ['http/protobuf', 'http/json']) {
   });
 }
 
-test('exporter: gzip at its fastest level (the gzip header says so), and the body decodes', async (t) => {
+test('exporter: gzip (OTEL_EXPORTER_OTLP_COMPRESSION=gzip) at its fastest level (the gzip header says so), and the body decodes', async (t) => {
   const rx = await startReceiver();
   t.after(() => rx.close());
-  const ex = exporterFor(rx.url);
+  const ex = exporterFor(rx.url, { OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip' });
   for (let i = 0; i < 50; i++) ex.span(span(i));
   await ex.shutdown(5000);
   const traces = rx.requests.filter((r) => r.path === '/v1/traces');
@@ -116,7 +120,8 @@ test('exporter: a signal without an endpoint is not sent (and not counted); the 
 test('exporter: batches of at most maxBatch, sent as soon as one is full; the rest after the delay', async (t) => {
   const rx = await startReceiver();
   t.after(() => rx.close());
-  const ex = exporterFor(rx.url, { OTEL_EXPORTER_OTLP_COMPRESSION: 'none' }, { maxBatch: 10, delayMs: 200 });
+  // No compression unless asked for (the exporter specification's default).
+  const ex = exporterFor(rx.url, {}, { maxBatch: 10, delayMs: 200 });
   for (let i = 0; i < 25; i++) ex.span(span(i));
   await rx.waitFor(3); // the third, partial batch came by the delay: no shutdown yet
   assert.deepEqual(
