@@ -12,6 +12,7 @@ import type { EncodedSpans } from './api.js';
 import { keyValue, keyValueKeyed, stringField, Writer } from './encode-proto.js';
 import type { AttrRun, OwnKey } from './interned.js';
 import type { AttributeValue, SpanKind, StatusCode } from './model.js';
+import { ATTR, ATTRS, EVENT, fits, OWN, Recorder, SpanLog, type Template, writeFrom } from './span-template.js';
 
 /** A sealed batch of encoded spans. */
 export interface Chunk {
@@ -21,17 +22,26 @@ export interface Chunk {
   store: Buffer;
 }
 
+/** Templates kept: a session's spans come in a few shapes (a method, a tool, a final state, the gate's steps). */
+export const TEMPLATES = 8;
+
 export class SpanArena implements EncodedSpans {
   private w: Writer | null = null;
   /** Spans complete in `w`. */
   private n = 0;
   private readonly sealed: Chunk[] = [];
   private sealedSpans = 0;
-  /** Where the span being written began in `w` (abort goes back to it). */
-  private mark = 0;
-  private inEvent = false;
   /** A span is being written (begin called, end not yet). */
   private writing = false;
+  /** What the span being written was told; written at its end. */
+  private readonly log = new SpanLog();
+  private readonly recorder = new Recorder();
+  /** Spans kept as templates (span-template.ts), the one used last, and the one a new template replaces. */
+  private readonly templates: Template[] = [];
+  private lastTemplate = 0;
+  private nextTemplate = 0;
+  /** Spans written from a template so far. */
+  templated = 0;
   /** The last chunk's size: the next one starts at it, so a batch grows no copies. */
   private lastBytes = 4096;
   /** A chunk's buffer given back after its request was made: the next chunk is written over it (no fresh pages). */
@@ -51,11 +61,13 @@ export class SpanArena implements EncodedSpans {
    * @param perChunk spans per sealed chunk (the batch size, at most the bound)
    * @param bound spans held at most before the oldest chunk is dropped
    * @param written told after each span with the spans dropped to make room (0 mostly)
+   * @param maxTemplates spans kept as templates (0: none; every span written field by field)
    */
   constructor(
     private readonly perChunk: number,
     private readonly bound: number,
     private readonly written: (dropped: number) => void,
+    private readonly maxTemplates = TEMPLATES,
   ) {}
 
   /** Spans held, sealed or not. */
@@ -63,6 +75,10 @@ export class SpanArena implements EncodedSpans {
     return this.sealedSpans + this.n;
   }
 
+  /**
+   * The writer's calls are kept (SpanLog) and the span written at end():
+   * from a template when one fits (span-template.ts), else the usual way.
+   */
   begin(
     traceId: string,
     spanId: string,
@@ -73,70 +89,59 @@ export class SpanArena implements EncodedSpans {
     startMs: number,
     endMs: number,
   ): void {
+    const log = this.log;
+    log.traceId = traceId;
+    log.spanId = spanId;
+    log.parentSpanId = parentSpanId;
+    log.traceState = traceState;
+    log.name = name;
+    log.kind = kind;
+    log.startMs = startMs;
+    log.endMs = endMs;
+    log.n = 0;
+    this.writing = true;
+  }
+
+  attr(kv: readonly [string, AttributeValue]): void {
+    this.log.push(ATTR, kv, 0);
+  }
+
+  attrs(run: AttrRun): void {
+    this.log.push(ATTRS, run, 0);
+  }
+
+  own(key: OwnKey, value: AttributeValue): void {
+    this.log.push(OWN, key, value);
+  }
+
+  event(name: string, timeMs: number): void {
+    this.log.push(EVENT, name, timeMs);
+  }
+
+  end(code: StatusCode, message: string | undefined): void {
+    if (!this.writing) return;
+    const log = this.log;
+    log.code = code;
+    log.message = message;
     if (this.w === null) {
       this.w = new Writer(this.lastBytes, this.spare);
       this.spare = null;
     }
     const w = this.w;
-    this.mark = w.pos;
-    this.inEvent = false;
-    this.writing = true;
-    w.begin(2); // ScopeSpans.spans
-    // Calls without the client's trace context share the session's trace and parent: their fields are encoded once.
-    if (traceId !== this.traceText) {
-      this.traceText = traceId;
-      this.traceField = fieldBytes(1, traceId);
+    const mark = w.pos;
+    try {
+      const t = this.templateFor(log);
+      if (t !== null) {
+        writeFrom(t, log, w);
+        this.templated += 1;
+      } else this.writeLogged(log, w);
+    } catch (error) {
+      // Nothing of this span stays; the spans before it do.
+      w.reset(mark);
+      w.moved = null;
+      this.writing = false;
+      throw error;
     }
-    w.bytes(this.traceField);
-    w.hexBytes(2, spanId);
-    if (traceState !== undefined && traceState !== '') w.string(3, traceState);
-    if (parentSpanId !== '') {
-      if (parentSpanId !== this.parentText) {
-        this.parentText = parentSpanId;
-        this.parentField = fieldBytes(4, parentSpanId);
-      }
-      w.bytes(this.parentField);
-    }
-    if (name !== this.nameText) {
-      this.nameText = name;
-      this.nameField = stringField(5, name);
-    }
-    w.bytes(this.nameField);
-    w.uint(6, kind);
-    w.fixed64Ms(7, startMs);
-    w.fixed64Ms(8, endMs);
-  }
-
-  attr(kv: readonly [string, AttributeValue]): void {
-    keyValue(this.w!, this.inEvent ? 3 : 9, kv);
-  }
-
-  attrs(run: AttrRun): void {
-    this.w!.bytes(this.inEvent ? run.event : run.span);
-  }
-
-  own(key: OwnKey, value: AttributeValue): void {
-    keyValueKeyed(this.w!, this.inEvent ? 3 : 9, key.field, value);
-  }
-
-  event(name: string, timeMs: number): void {
-    const w = this.w!;
-    if (this.inEvent) w.end();
-    w.begin(11);
-    w.fixed64Ms(1, timeMs);
-    w.bytes(this.eventName(name));
-    this.inEvent = true;
-  }
-
-  end(code: StatusCode, message: string | undefined): void {
-    const w = this.w!;
-    if (this.inEvent) w.end();
-    this.inEvent = false;
-    w.begin(15);
-    if (message !== undefined && message !== '') w.string(2, message);
-    if (code !== 0) w.uint(3, code);
-    w.end();
-    w.end();
     this.writing = false;
     this.n += 1;
     if (this.n >= this.perChunk) this.seal();
@@ -145,8 +150,96 @@ export class SpanArena implements EncodedSpans {
       const oldest = this.sealed.shift()!;
       this.sealedSpans -= oldest.spans;
       dropped += oldest.spans;
+      this.recycle(oldest.store);
     }
     this.written(dropped);
+  }
+
+  /** A template `log` fits, the last one used first; null for none (or with templates off). */
+  private templateFor(log: SpanLog): Template | null {
+    const ts = this.templates;
+    const n = ts.length;
+    for (let i = 0; i < n; i++) {
+      const t = ts[(this.lastTemplate + i) % n]!;
+      if (fits(t, log)) {
+        this.lastTemplate = (this.lastTemplate + i) % n;
+        return t;
+      }
+    }
+    return null;
+  }
+
+  /** The span the usual way, field by field, its holes recorded: it becomes a template (the oldest one goes past the limit). */
+  private writeLogged(log: SpanLog, w: Writer): void {
+    const mark = w.pos;
+    const rec = this.maxTemplates > 0 ? this.recorder : null;
+    rec?.start(w, log);
+    w.begin(2); // ScopeSpans.spans
+    // Calls without the client's trace context share the session's trace and parent: their fields are encoded once.
+    if (log.traceId !== this.traceText) {
+      this.traceText = log.traceId;
+      this.traceField = fieldBytes(1, log.traceId);
+    }
+    w.bytes(this.traceField);
+    rec?.hole(0, log.traceId.length >> 1);
+    w.hexBytes(2, log.spanId);
+    rec?.hole(1, log.spanId.length >> 1);
+    if (log.traceState !== undefined && log.traceState !== '') w.string(3, log.traceState);
+    if (log.parentSpanId !== '') {
+      if (log.parentSpanId !== this.parentText) {
+        this.parentText = log.parentSpanId;
+        this.parentField = fieldBytes(4, log.parentSpanId);
+      }
+      w.bytes(this.parentField);
+      rec?.hole(2, log.parentSpanId.length >> 1);
+    }
+    if (log.name !== this.nameText) {
+      this.nameText = log.name;
+      this.nameField = stringField(5, log.name);
+    }
+    w.bytes(this.nameField);
+    w.uint(6, log.kind);
+    w.fixed64Ms(7, log.startMs);
+    rec?.hole(3, 8);
+    w.fixed64Ms(8, log.endMs);
+    rec?.hole(4, 8);
+    let inEvent = false;
+    for (let k = 0; k < log.n; k++) {
+      const ref = log.ref[k];
+      switch (log.type[k]) {
+        case ATTR:
+          keyValue(w, inEvent ? 3 : 9, ref as readonly [string, AttributeValue]);
+          break;
+        case ATTRS:
+          w.bytes(inEvent ? (ref as AttrRun).event : (ref as AttrRun).span);
+          break;
+        case OWN:
+          keyValueKeyed(w, inEvent ? 3 : 9, (ref as OwnKey).field, log.value[k]!);
+          rec?.own(k, log.value[k]!);
+          break;
+        default:
+          if (inEvent) w.end();
+          w.begin(11);
+          w.fixed64Ms(1, log.value[k] as number);
+          rec?.hole(5 + k, 8);
+          w.bytes(this.eventName(ref as string));
+          inEvent = true;
+      }
+    }
+    if (inEvent) w.end();
+    w.begin(15);
+    if (log.message !== undefined && log.message !== '') w.string(2, log.message);
+    if (log.code !== 0) w.uint(3, log.code);
+    w.end();
+    w.end();
+    const t = rec?.finish(log, mark) ?? null;
+    if (t === null) return;
+    if (this.templates.length < this.maxTemplates) this.templates.push(t);
+    else {
+      this.templates[this.nextTemplate] = t;
+      this.nextTemplate = (this.nextTemplate + 1) % this.maxTemplates;
+    }
+    this.lastTemplate = this.templates.indexOf(t);
   }
 
   /** An event name's field (Event.name): the few names the builder uses are encoded once; others are not kept. */
@@ -161,12 +254,10 @@ export class SpanArena implements EncodedSpans {
     return field;
   }
 
-  /** The span being written is abandoned (its writer threw): its bytes are discarded. */
+  /** The span being written is abandoned (its writer threw): nothing of it was written, and its log is forgotten. */
   abort(): void {
-    // A writer that threw before begin() wrote nothing: the spans before it stay.
-    if (this.writing) this.w?.reset(this.mark);
     this.writing = false;
-    this.inEvent = false;
+    this.log.n = 0;
   }
 
   /** The oldest chunk, sealing the open one when none is sealed; null when empty. */

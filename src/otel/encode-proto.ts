@@ -32,6 +32,8 @@ export class Writer {
   private view: DataView;
   pos = 0;
   private readonly open: number[] = [];
+  /** Told when end() moves a message's body up by `extra` bytes (span-template.ts keeps its holes' places by it). */
+  moved: ((start: number, extra: number) => void) | null = null;
 
   /**
    * `size`: the first buffer's bytes (a batch that knows its usual size grows no copies).
@@ -111,6 +113,12 @@ export class Writer {
   fixed64Ms(field: number, ms: number, subNs = 0): void {
     this.tag(field, I64);
     this.room(8);
+    this.msAt(this.pos, ms, subNs);
+    this.pos += 8;
+  }
+
+  /** fixed64Ms's eight bytes at `at`, written over what is there (span-template.ts). */
+  msAt(at: number, ms: number, subNs = 0): void {
     let lo = 0;
     let hi = 0;
     const m = Math.round(ms);
@@ -123,9 +131,8 @@ export class Writer {
       lo = low % 4294967296;
       hi = ((a - aLo) / 65536 + (low - lo) / 4294967296) % 4294967296;
     }
-    this.view.setUint32(this.pos, lo, true);
-    this.view.setUint32(this.pos + 4, hi, true);
-    this.pos += 8;
+    this.view.setUint32(at, lo, true);
+    this.view.setUint32(at + 4, hi, true);
   }
 
   sfixed64(field: number, n: number): void {
@@ -173,8 +180,14 @@ export class Writer {
     this.tag(field, LEN);
     this.varint(n);
     this.room(n);
-    for (let i = 0; i < n; i++) this.buf[this.pos + i] = ((NIBBLE[hex.charCodeAt(2 * i)] ?? 0) << 4) | (NIBBLE[hex.charCodeAt(2 * i + 1)] ?? 0);
+    this.hexAt(this.pos, hex);
     this.pos += n;
+  }
+
+  /** hexBytes's bytes (its length and tag excepted) at `at`, written over what is there. */
+  hexAt(at: number, hex: string): void {
+    const n = hex.length >> 1;
+    for (let i = 0; i < n; i++) this.buf[at + i] = ((NIBBLE[hex.charCodeAt(2 * i)] ?? 0) << 4) | (NIBBLE[hex.charCodeAt(2 * i + 1)] ?? 0);
   }
 
   /** Room for `n` raw bytes (a packed field's items); returns where to write them. */
@@ -202,6 +215,7 @@ export class Writer {
     for (let v = len; v >= 128; v = Math.floor(v / 128)) extra += 1;
     this.room(extra);
     this.buf.copyWithin(start + 1 + extra, start + 1, this.pos);
+    this.moved?.(start, extra);
     const body = this.pos;
     this.pos = start;
     this.varint(len);
