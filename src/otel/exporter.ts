@@ -119,7 +119,10 @@ class Lane<T> {
   private current: Promise<void> | null = null;
   private inflight: InFlight | null = null;
   private readonly agent: ReturnType<typeof agentFor> | null;
-  /** The last gzipped request's plain bytes, written over by the next (one request at a time). */
+  /**
+   * The last request's protobuf bytes, written over by the next: one request
+   * at a time, and post() resolves only once the socket is done with its body.
+   */
   private scratch: Buffer | null = null;
   /** Spans encoded as they end (OTLP/protobuf traces only): the queue holds their bytes; the ring, spans handed over as objects. */
   readonly arena: SpanArena | null;
@@ -224,16 +227,14 @@ class Lane<T> {
     const { opts, abort, stats } = this.shared;
     const json = target.protocol === 'http/json';
     const gzipped = target.compression === 'gzip';
-    // Gzip reads the request before anything is sent, so its buffer is reused batch after batch; sent as it is, the socket may still hold it.
-    let body = json ? encodeJson(this.signal, batch) : encodeProto(this.signal, batch, chunk?.bytes, gzipped ? this.scratch : null);
+    let body = json ? encodeJson(this.signal, batch) : encodeProto(this.signal, batch, chunk?.bytes, this.scratch);
+    // Only this request's bytes are in `body` (a buffer of their size, or the scratch itself): the next request may write over them.
+    if (!json && body.length > (this.scratch?.length ?? 0)) this.scratch = body;
     if (chunk !== null) this.arena?.recycle(chunk.store);
     if (body.length > MAX_REQUEST_BYTES) return this.settle(flight, 'failed');
     const headers: Record<string, string> = { ...target.headers, 'content-type': json ? 'application/json' : 'application/x-protobuf' };
     if (gzipped) {
-      const plain = body;
-      body = await gzip(plain, GZIP);
-      // Only this request's bytes are in `plain` (a buffer of their size, or the scratch itself), and gzip is done with them.
-      if (!json && plain.length > (this.scratch?.length ?? 0)) this.scratch = plain;
+      body = await gzip(body, GZIP);
       headers['content-encoding'] = 'gzip';
     }
     for (let attempt = 1; ; attempt++) {

@@ -31,6 +31,10 @@ export function agentFor(url: string, tls: Readonly<{ ca?: Buffer; cert?: Buffer
  * RESPONSE_CAP bytes (null when the answer was longer). Never rejects: a
  * refused connection, a reset, a timeout, an abort or an answer that is not
  * HTTP all resolve as `failed` with a short reason (no header value in it).
+ * Resolves only once the request is closed, its body written or dropped with
+ * the socket (a collector may answer before it read the whole body): the
+ * caller then writes its next request over `body`. The timeout bounds that
+ * too.
  */
 export function post(
   url: string,
@@ -41,13 +45,9 @@ export function post(
   agent: http.Agent = agentFor(url, undefined),
 ): Promise<PostResult> {
   return new Promise((resolve) => {
-    let settled = false;
-    const finish = (result: PostResult): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      abort.removeEventListener('abort', onAbort);
-      resolve(result);
+    let result: PostResult | null = null;
+    const finish = (r: PostResult): void => {
+      result ??= r;
     };
     let req: http.ClientRequest;
     try {
@@ -69,6 +69,12 @@ export function post(
       finish({ kind: 'failed', why: 'aborted' });
       req.destroy();
     };
+    // Every way a request ends (answered, failed, cut, destroyed) closes it.
+    req.on('close', () => {
+      clearTimeout(timer);
+      abort.removeEventListener('abort', onAbort);
+      resolve(result ?? { kind: 'failed', why: 'closed without an answer' });
+    });
     if (abort.aborted) return onAbort();
     abort.addEventListener('abort', onAbort, { once: true });
     req.on('socket', (socket) => socket.unref());

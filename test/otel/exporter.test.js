@@ -293,3 +293,65 @@ test('exporter: span() only queues: a full batch is encoded on a later turn, not
   assert.equal(read, 4);
   assert.equal((await ex.shutdown(1000)).sent.spans, 4);
 });
+
+test('exporter: a collector that answers before it read the body still gets each request whole (the next request is written over the last one only once it is sent)', {
+  timeout: 60_000,
+}, async (t) => {
+  const { createServer } = await import('node:net');
+  const { decodeOtlp } = await import('../helpers/otlp-receiver.js');
+  // Answers 200 as soon as a request's headers are in, then reads its body slowly, and keeps each body it read.
+  const bodies = [];
+  const sockets = new Set();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    let buf = Buffer.alloc(0);
+    let need = -1;
+    const take = () => {
+      for (;;) {
+        if (need < 0) {
+          const end = buf.indexOf('\r\n\r\n');
+          if (end < 0) return;
+          need = Number(/content-length: *(\d+)/i.exec(buf.subarray(0, end).toString('latin1'))[1]);
+          buf = buf.subarray(end + 4);
+          socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n');
+          socket.pause();
+          setTimeout(() => socket.resume(), 150).unref();
+        }
+        if (buf.length < need) return;
+        bodies.push(buf.subarray(0, need));
+        buf = buf.subarray(need);
+        need = -1;
+      }
+    };
+    socket.on('data', (chunk) => {
+      buf = Buffer.concat([buf, chunk]);
+      take();
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  const ex = exporterFor(`http://127.0.0.1:${server.address().port}`, {}, { maxBatch: 12_000, maxQueue: 24_000, delayMs: 10_000 });
+  // Two batches of 12,000 spans: the first some 14 MB (more than a loopback socket's buffers take while the collector
+  // does not read), the second shorter, so that it is written over the first's bytes.
+  const long = 'x'.repeat(1000);
+  for (let i = 0; i < 12_000; i++) ex.span(span(i, { name: `first ${i} ${long}` }));
+  for (let i = 0; i < 12_000; i++) ex.span(span(i, { name: `second ${i}` }));
+  const stats = await ex.shutdown(20_000);
+  assert.deepEqual(stats.sent.spans, 24_000);
+  // Sent is not yet read: the collector reads on at its own pace.
+  for (let waited = 0; bodies.length < 2 && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(bodies.length, 2);
+  const names = bodies.map((b) => decodeOtlp('/v1/traces', 'application/x-protobuf', b).body.resourceSpans[0].scopeSpans[0].spans.map((s) => s.name));
+  assert.deepEqual(
+    names[0],
+    Array.from({ length: 12_000 }, (_, i) => `first ${i} ${long}`),
+  );
+  assert.deepEqual(
+    names[1],
+    Array.from({ length: 12_000 }, (_, i) => `second ${i}`),
+  );
+});
