@@ -89,16 +89,8 @@ export class SpanArena implements EncodedSpans {
     startMs: number,
     endMs: number,
   ): void {
-    const log = this.log;
-    log.traceId = traceId;
-    log.spanId = spanId;
-    log.parentSpanId = parentSpanId;
-    log.traceState = traceState;
-    log.name = name;
-    log.kind = kind;
-    log.startMs = startMs;
-    log.endMs = endMs;
-    log.n = 0;
+    this.log.set(traceId, spanId, parentSpanId, traceState, name, kind, startMs, endMs);
+    this.log.n = 0;
     this.writing = true;
   }
 

@@ -49,6 +49,38 @@ export interface SpanData {
  * (arena.ts: no span object, no BigInt). Times are milliseconds since the
  * epoch, rounded to whole ms as mcpguard's clocks give them.
  */
+/** begin()'s arguments, kept by a SpanWriter until its span ends (object-span.ts, span-template.ts). */
+export class SpanHead {
+  traceId = '';
+  spanId = '';
+  parentSpanId = '';
+  traceState: string | undefined = undefined;
+  name = '';
+  kind = 0 as SpanKind;
+  startMs = 0;
+  endMs = 0;
+
+  set(
+    traceId: string,
+    spanId: string,
+    parentSpanId: string,
+    traceState: string | undefined,
+    name: string,
+    kind: SpanKind,
+    startMs: number,
+    endMs: number,
+  ): void {
+    this.traceId = traceId;
+    this.spanId = spanId;
+    this.parentSpanId = parentSpanId;
+    this.traceState = traceState;
+    this.name = name;
+    this.kind = kind;
+    this.startMs = startMs;
+    this.endMs = endMs;
+  }
+}
+
 export interface SpanWriter {
   begin(
     traceId: string,

@@ -4,7 +4,7 @@
  * (the live protobuf path writes bytes instead, arena.ts).
  */
 import { Collector, type AttrRun, type OwnKey } from './interned.js';
-import type { AttributeValue, SpanData, SpanEvent, SpanKind, SpanWriter, StatusCode } from './model.js';
+import { SpanHead, type AttributeValue, type SpanData, type SpanEvent, type SpanKind, type SpanWriter, type StatusCode } from './model.js';
 
 /** The span's and the guardrail event's attributes are collected here (interned.ts Collector): one exact array each. */
 const SPAN_PAIRS = new Collector<readonly [string, AttributeValue]>();
@@ -24,16 +24,7 @@ const ns = (ms: number): bigint => BigInt(Math.round(ms)) * 1_000_000n;
  * (each in one go, taken before the next begins).
  */
 export class ObjectSpan implements SpanWriter {
-  private head = {
-    traceId: '',
-    spanId: '',
-    parentSpanId: '',
-    traceState: undefined as string | undefined,
-    name: '',
-    kind: 0 as SpanKind,
-    startMs: 0,
-    endMs: 0,
-  };
+  private readonly head = new SpanHead();
   private status: SpanData['status'] = UNSET;
   private events = 0;
   private eventOpen = false;
@@ -50,15 +41,7 @@ export class ObjectSpan implements SpanWriter {
     startMs: number,
     endMs: number,
   ): void {
-    const h = this.head;
-    h.traceId = traceId;
-    h.spanId = spanId;
-    h.parentSpanId = parentSpanId;
-    h.traceState = traceState;
-    h.name = name;
-    h.kind = kind;
-    h.startMs = startMs;
-    h.endMs = endMs;
+    this.head.set(traceId, spanId, parentSpanId, traceState, name, kind, startMs, endMs);
     SPAN_PAIRS.start();
     EVENTS.start();
     this.events = 0;

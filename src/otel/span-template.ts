@@ -17,7 +17,7 @@
  * written by the Writer's own helpers.
  */
 import type { Writer } from './encode-proto.js';
-import type { AttributeValue, SpanKind, StatusCode } from './model.js';
+import { SpanHead, type AttributeValue, type SpanKind, type StatusCode } from './model.js';
 
 /** What the writer was told after begin(), one entry a call. */
 export const ATTR = 0;
@@ -26,15 +26,7 @@ export const OWN = 2;
 export const EVENT = 3;
 
 /** A span as its writer was told it: begin()'s arguments, the calls after it, and end()'s. Reused span after span. */
-export class SpanLog {
-  traceId = '';
-  spanId = '';
-  parentSpanId = '';
-  traceState: string | undefined = undefined;
-  name = '';
-  kind = 0 as SpanKind;
-  startMs = 0;
-  endMs = 0;
+export class SpanLog extends SpanHead {
   code = 0 as StatusCode;
   message: string | undefined = undefined;
   /** Calls after begin(). */
