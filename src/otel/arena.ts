@@ -9,7 +9,7 @@
  * `spans` field of ScopeSpans, copied as it is into the export request.
  */
 import type { EncodedSpans } from './api.js';
-import { keyValue, keyValueKeyed, stringField, Writer } from './encode-proto.js';
+import { keyValue, keyValueKeyed, REUSE_MAX, stringField, Writer } from './encode-proto.js';
 import type { AttrRun, OwnKey } from './interned.js';
 import type { AttributeValue, SpanKind, StatusCode } from './model.js';
 import { ATTR, ATTRS, EVENT, fits, OWN, Recorder, SpanLog, type Template, writeFrom } from './span-template.js';
@@ -262,7 +262,7 @@ export class SpanArena implements EncodedSpans {
 
   /** A taken chunk's buffer, no longer read: the next chunk may be written over it. */
   recycle(store: Buffer): void {
-    if (store.length > (this.spare?.length ?? 0)) this.spare = store;
+    if (store.length <= REUSE_MAX && store.length > (this.spare?.length ?? 0)) this.spare = store;
   }
 
   /** Empties the arena; returns how many spans it held. */

@@ -21,6 +21,13 @@ const CUMULATIVE = 2;
 const MAX_U64 = 2n ** 64n - 1n;
 
 /**
+ * The largest buffer kept to be written over (Writer's `reuse`): a usual
+ * batch is some 400 KB; one of spans with their content can be ten times
+ * that, and is not worth holding for the rest of the session.
+ */
+export const REUSE_MAX = 4 * 1024 * 1024;
+
+/**
  * A growable buffer with nested length-delimited messages: `begin` reserves
  * one byte for the length, `end` fills it in and, for a body of 128 bytes or
  * more, moves the body up to make room for a longer varint (one copy per

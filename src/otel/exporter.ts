@@ -14,7 +14,7 @@ import { gzip as gzipCb } from 'node:zlib';
 import type { DeliveryStats, Exporter, OtlpConfig, SignalTarget } from './api.js';
 import { type Chunk, SpanArena } from './arena.js';
 import { encodeJson } from './encode-json.js';
-import { encodeProto, type Signal } from './encode-proto.js';
+import { encodeProto, REUSE_MAX, type Signal } from './encode-proto.js';
 import type { Batch, LogData, MetricData, SpanData } from './model.js';
 import { agentFor, post, rejectedCount, retryAfterMs } from './post.js';
 import { Ring } from './queue.js';
@@ -45,6 +45,8 @@ export interface DeliveryOptions {
   maxBackoffMs: number;
   /** The source of jitter, 0 ≤ x < 1 (tests pass a fixed one). */
   random: () => number;
+  /** The largest request kept to write the next one over (REUSE_MAX); a larger one is made afresh each time. */
+  reuseMax: number;
 }
 
 export const DEFAULT_DELIVERY: DeliveryOptions = {
@@ -56,6 +58,7 @@ export const DEFAULT_DELIVERY: DeliveryOptions = {
   backoffMs: 500,
   maxBackoffMs: 30_000,
   random: Math.random,
+  reuseMax: REUSE_MAX,
 };
 
 /** The requests' own ceiling: above it a batch is not sent (OTLP's recommended 64 MiB), and counts as failed. */
@@ -229,7 +232,7 @@ class Lane<T> {
     const gzipped = target.compression === 'gzip';
     let body = json ? encodeJson(this.signal, batch) : encodeProto(this.signal, batch, chunk?.bytes, this.scratch);
     // Only this request's bytes are in `body` (a buffer of their size, or the scratch itself): the next request may write over them.
-    if (!json && body.length > (this.scratch?.length ?? 0)) this.scratch = body;
+    if (!json && body.length <= opts.reuseMax && body.length > (this.scratch?.length ?? 0)) this.scratch = body;
     if (chunk !== null) this.arena?.recycle(chunk.store);
     if (body.length > MAX_REQUEST_BYTES) return this.settle(flight, 'failed');
     const headers: Record<string, string> = { ...target.headers, 'content-type': json ? 'application/json' : 'application/x-protobuf' };

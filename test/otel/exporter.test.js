@@ -334,9 +334,10 @@ test('exporter: a collector that answers before it read the body still gets each
     for (const s of sockets) s.destroy();
     server.close();
   });
-  const ex = exporterFor(`http://127.0.0.1:${server.address().port}`, {}, { maxBatch: 12_000, maxQueue: 24_000, delayMs: 10_000 });
+  const ex = exporterFor(`http://127.0.0.1:${server.address().port}`, {}, { maxBatch: 12_000, maxQueue: 24_000, delayMs: 10_000, reuseMax: 64 * 1024 * 1024 });
   // Two batches of 12,000 spans: the first some 14 MB (more than a loopback socket's buffers take while the collector
-  // does not read), the second shorter, so that it is written over the first's bytes.
+  // does not read; kept for reuse, which by default only requests of up to 4 MiB are), the second shorter, written over
+  // the first's bytes.
   const long = 'x'.repeat(1000);
   for (let i = 0; i < 12_000; i++) ex.span(span(i, { name: `first ${i} ${long}` }));
   for (let i = 0; i < 12_000; i++) ex.span(span(i, { name: `second ${i}` }));
