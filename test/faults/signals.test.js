@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { BIN, fixture, frame, killStarted, runCommand, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
+import { BIN, fixture, frame, killStarted, runCommand, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
 import { messages } from '../helpers/stdout-check.js';
 
 after(killStarted);
@@ -73,7 +73,7 @@ describe('SIGQUIT', () => {
   test('mid-session with a request in flight: answered, the session ends through the shutdown, the log is sealed', { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      const g = runGuardUngated([`--record-dir=${dir}`, '--grace=300', '--', 'python3', fixture('lifecycle.py')], { keepOpen: true });
+      const g = runGuard([`--record-dir=${dir}`, '--grace=300', '--', 'python3', fixture('lifecycle.py')], { keepOpen: true });
       const seen = collect(g);
       g.child.stdin.write(frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }));
       await until(() => messages(seen.out).length === 1, 'the initialize answer');
@@ -91,7 +91,7 @@ describe('SIGQUIT', () => {
       assert.deepEqual(end.signals_sent, ['SIGTERM'], 'the hanging server went through the grace path');
       const log = records(dir);
       assert.equal(log.at(-1).type, 'seal');
-      const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
+      const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 0, v.stdout.toString() + v.stderr);
     } finally {
       cleanup();
@@ -99,7 +99,7 @@ describe('SIGQUIT', () => {
   });
 
   test('check: SIGQUIT interrupts the run like SIGTERM (reported, server stopped)', { timeout: 30000 }, async () => {
-    const g = runGuardUngated(['check', '--grace=200', '--', 'sleep', '30'], { keepOpen: true });
+    const g = runGuard(['check', '--grace=200', '--', 'sleep', '30'], { keepOpen: true });
     const seen = collect(g);
     await until(() => childrenOf(g.child.pid).length > 0, 'the server to start');
     g.child.kill('SIGQUIT');
@@ -113,7 +113,7 @@ describe('SIGQUIT', () => {
 describe('SIGUSR1 and SIGUSR2', () => {
   test('SIGUSR1 opens no inspector on 127.0.0.1:9229; SIGUSR2 kills nothing; the session goes on', { timeout: 30000 }, async () => {
     const portWasFree = !(await inspectorPortOpen());
-    const g = runGuardUngated(['--', 'python3', fixture('stdlib_server.py')], { keepOpen: true });
+    const g = runGuard(['--', 'python3', fixture('stdlib_server.py')], { keepOpen: true });
     const seen = collect(g);
     g.child.stdin.write(ping(1));
     // An answer means mcpguard's own code runs: its listeners are in place.
@@ -158,7 +158,7 @@ describe('SIGUSR1 and SIGUSR2', () => {
   });
 
   test('check: SIGUSR1 is ignored and reported, the run goes on to its end', { timeout: 30000 }, async () => {
-    const g = runGuardUngated(['check', '--grace=200', '--', 'sleep', '30'], { keepOpen: true });
+    const g = runGuard(['check', '--grace=200', '--', 'sleep', '30'], { keepOpen: true });
     const seen = collect(g);
     await until(() => childrenOf(g.child.pid).length > 0, 'the server to start');
     g.child.kill('SIGUSR1');

@@ -100,7 +100,7 @@ describe('one id, one answer', () => {
 
   test('a batch after the session closed: each request in it is refused once', { timeout: 30000 }, async () => {
     const batch = `[${frame({ jsonrpc: '2.0', id: 20, method: 'ping' }).trimEnd()},${frame({ jsonrpc: '2.0', id: 21, method: 'ping' }).trimEnd()}]\n`;
-    const r = await runGuardUngated(['--allow-batch', '--', 'python3', fixture('lifecycle.py')], { input: init + '{}\n' + batch }).done;
+    const r = await runGuard(['--allow-batch', '--', 'python3', fixture('lifecycle.py')], { input: init + '{}\n' + batch }).done;
     const out = parseLines(r.stdout);
     for (const id of [20, 21]) {
       const answers = out.filter((m) => m.id === id);
@@ -177,14 +177,14 @@ describe('a server that closes one of its pipes and stays alive', () => {
 describe('ids come back as the client wrote them', () => {
   test('an oversize line whose id is in its first bytes is answered with that id', { timeout: 30000 }, async () => {
     const big = `{"jsonrpc":"2.0","id":"req-42","method":"tools/call","params":{"name":"x","arguments":{"pad":"${'a'.repeat(5000)}"}}}\n`;
-    const r = await runGuardUngated(['--max-frame-bytes=1000', '--on-invalid=reject', '--', 'python3', fixture('lifecycle.py')], { input: big }).done;
+    const r = await runGuard(['--max-frame-bytes=1000', '--on-invalid=reject', '--', 'python3', fixture('lifecycle.py')], { input: big }).done;
     const [answer] = parseLines(r.stdout);
     assert.equal(answer.id, 'req-42');
     assert.match(answer.error.message, /exceeds --max-frame-bytes 1000/);
   });
 
   test('an integer id beyond 2^53 is refused with its own digits, unrounded', { timeout: 30000 }, async () => {
-    const r = await runGuardUngated(['--on-invalid=reject', '--', 'python3', fixture('lifecycle.py')], {
+    const r = await runGuard(['--on-invalid=reject', '--', 'python3', fixture('lifecycle.py')], {
       input: '{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}\n',
     }).done;
     const text = r.stdout.toString();

@@ -4,7 +4,7 @@
 // --era-rules enforce (the default) and warn.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixture, frame, killStarted, runGuardUngated, sessionEnd } from '../helpers/run.js';
+import { fixture, frame, killStarted, runGuard, sessionEnd } from '../helpers/run.js';
 import { conversation as converse, endOf } from '../helpers/conversation.js';
 
 after(killStarted);
@@ -45,7 +45,7 @@ describe('era detection', () => {
   });
 
   test('initialize makes it legacy with the version the server agreed; 2025-03-26 accepts batches without --allow-batch', { timeout: TIMEOUT }, async () => {
-    const r = await runGuardUngated(['--', 'python3', fixture('recorder.py')], {
+    const r = await runGuard(['--', 'python3', fixture('recorder.py')], {
       input: frame({
         jsonrpc: '2.0',
         id: 1,
@@ -75,7 +75,7 @@ describe('era detection', () => {
   });
 
   test('a dual-era probe in place: server/discover answered with an error, then initialize passes (legacy)', { timeout: TIMEOUT }, async () => {
-    const r = await runGuardUngated(['--', 'python3', fixture('recorder.py')], { keepOpen: true, timeout: TIMEOUT });
+    const r = await runGuard(['--', 'python3', fixture('recorder.py')], { keepOpen: true, timeout: TIMEOUT });
     let text = '';
     r.child.stdout.on('data', (c) => {
       text += c;
@@ -290,7 +290,7 @@ describe('multi-round-trip calls', () => {
       assert.equal(r.summary.calls.input_required, 2);
 
       // The views read the chain as one call with its legs.
-      const json = await runGuardUngated(['activity', '--json', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done;
+      const json = await runGuard(['activity', '--json', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done;
       const rows = json.stdout
         .toString()
         .trim()
@@ -300,12 +300,12 @@ describe('multi-round-trip calls', () => {
       assert.equal(head.legs, 2);
       assert.equal(head.chain_state, 'completed');
       assert.equal(rows.find((x) => x.call_id === two.call_id).leg, 2);
-      const text = (await runGuardUngated(['activity', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
+      const text = (await runGuard(['activity', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
       const lines = text.split('\n');
       const at = lines.findIndex((l) => l.startsWith(one.call_id));
       assert.match(lines[at], /input_required → completed \(2 legs\)/);
       assert.ok(lines[at + 1].includes(`↳ ${two.call_id}`), text);
-      const sessions = (await runGuardUngated(['sessions', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
+      const sessions = (await runGuard(['sessions', `--record-dir=${c.recordDir}`], { timeout: TIMEOUT }).done).stdout.toString();
       assert.match(sessions, /PROTOCOL/);
       assert.match(sessions, /2026-07-28/);
     } finally {

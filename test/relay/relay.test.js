@@ -4,7 +4,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { fixture, frame, killStarted, readLines, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
+import { fixture, frame, killStarted, readLines, runGuard, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
 import { assertProtocolStdout, messages } from '../helpers/stdout-check.js';
 
 after(killStarted);
@@ -164,7 +164,7 @@ describe('child → client: noise never reaches the client', () => {
 
   test('--on-child-noise close ends the session and answers what was in flight', { timeout: 30000 }, async () => {
     // stdin stays open: the noise, not the client, must end the session.
-    const { done } = runGuardUngated(['--on-child-noise=close', '--', 'python3', fixture('recorder.py')], {
+    const { done } = runGuard(['--on-child-noise=close', '--', 'python3', fixture('recorder.py')], {
       input: init,
       keepOpen: true,
       env: { BANNER: 'hello' },
@@ -182,7 +182,7 @@ describe('bounded memory and backpressure', () => {
     try {
       const count = join(dir, 'count');
       const total = 128 << 20;
-      const g = runGuardUngated(['--grace=60000', '--', 'python3', fixture('stdout-flood.py')], {
+      const g = runGuard(['--grace=60000', '--', 'python3', fixture('stdout-flood.py')], {
         keepOpen: true,
         env: { COUNT_FILE: count, TOTAL: String(total) },
       });

@@ -6,7 +6,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fixture, frame, killStarted, runGuardUngated, tempDir } from '../helpers/run.js';
+import { fixture, frame, killStarted, runGuard, tempDir } from '../helpers/run.js';
 
 after(killStarted);
 
@@ -33,7 +33,7 @@ function writeCalls(pid) {
 
 /** mcpguard over recorder.py, its stdin kept open; `call(id)` sends one call and resolves when its answer arrived. */
 function openRecorder(dir) {
-  const g = runGuardUngated([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { keepOpen: true, timeout: 60000 });
+  const g = runGuard([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { keepOpen: true, timeout: 60000 });
   let answers = 0;
   const waiting = [];
   g.child.stdout.on('data', (c) => {
@@ -73,7 +73,7 @@ describe('the audit log on the request path', () => {
       assert.ok(perCall >= 2.9, `fewer writes than a request and an answer per call: ${perCall.toFixed(2)}`);
       const log = recordsSoFar(dir);
       assert.equal(log.filter((r) => r.type === 'call_end').length, 20 + calls);
-      const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
+      const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 0, v.stdout.toString() + v.stderr);
     } finally {
       cleanup();
@@ -106,7 +106,7 @@ describe('the audit log on the request path', () => {
         // The ends that are there are the first ones, in order: nothing was skipped.
         assert.deepEqual(ends, attempts.slice(0, ends.length));
         // What is left verifies: intact but unsealed (2), never tampered (1).
-        const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
+        const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
         assert.equal(v.code, 2, v.stdout.toString() + v.stderr);
         assert.ok(existsSync(dir));
       } finally {

@@ -4,7 +4,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, fixture, frame, killStarted, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
+import { BIN, fixture, frame, killStarted, runGuard, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
 import { messages } from '../helpers/stdout-check.js';
 
 after(killStarted);
@@ -35,7 +35,7 @@ const tool = (id, name, args = {}) => frame({ jsonrpc: '2.0', id, method: 'tools
 
 /** mcpguard (with `options`) over recorder.py, its stdin kept open; `answered()` counts the lines it has answered so far. */
 function openRecorder(dir, options = [], env = {}) {
-  const g = runGuardUngated([`--record-dir=${dir}`, ...options, '--', 'python3', fixture('recorder.py')], { keepOpen: true, env });
+  const g = runGuard([`--record-dir=${dir}`, ...options, '--', 'python3', fixture('recorder.py')], { keepOpen: true, env });
   let answers = 0;
   g.child.stdout.on('data', (c) => {
     answers += c.toString().split('\n').length - 1;
@@ -123,7 +123,7 @@ describe('records written by a session', () => {
   test('a crash mid-call: unknown_after_dispatch with the exit status observed', { timeout: 30000 }, async () => {
     const { dir, cleanup } = tempDir();
     try {
-      await runGuardUngated([`--record-dir=${dir}`, '--', 'python3', fixture('lifecycle.py')], {
+      await runGuard([`--record-dir=${dir}`, '--', 'python3', fixture('lifecycle.py')], {
         input: frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }) + tool(2, 'crash', { code: 9 }),
         keepOpen: true,
       }).done;
@@ -157,7 +157,7 @@ describe('records written by a session', () => {
       const [log] = records(dir);
       assert.deepEqual([...finals(log).keys()].sort(), ['1', '2']);
       // Unsealed (mcpguard was killed) but intact: verify exits 2, not 1.
-      const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
+      const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 2, v.stdout.toString() + v.stderr);
     } finally {
       cleanup();
@@ -193,7 +193,7 @@ describe('records written by a session', () => {
         assert.equal(r.generation, end.generation);
       }
       assert.ok(dispatched.size < 20, `every one of 20 quick calls kept a dispatch record (${dispatched.size})`);
-      const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
+      const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 0, v.stdout.toString() + v.stderr);
     } finally {
       cleanup();
@@ -204,7 +204,7 @@ describe('records written by a session', () => {
     const { dir, cleanup } = tempDir();
     try {
       // The tool sleeps far longer than the test waits; --grace=200 ends it quickly afterwards.
-      const g = runGuardUngated([`--record-dir=${dir}`, '--grace=200', '--', 'python3', fixture('recorder.py')], {
+      const g = runGuard([`--record-dir=${dir}`, '--grace=200', '--', 'python3', fixture('recorder.py')], {
         keepOpen: true,
         env: { SLOW_TOOL_MS: '60000' },
       });
@@ -226,7 +226,7 @@ describe('records written by a session', () => {
     const { dir, cleanup } = tempDir();
     try {
       const secret = 'sk-live-DO-NOT-LOG-0123456789';
-      await runGuardUngated([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { input: `{"api_key":"${secret}"} trailing\n` }).done;
+      await runGuard([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { input: `{"api_key":"${secret}"} trailing\n` }).done;
       const text = readdirSync(dir)
         .map((f) => readFileSync(join(dir, f), 'utf8'))
         .join('');
@@ -258,7 +258,7 @@ describe('records written by a session', () => {
         assert.equal(byId.size, 10);
         for (const r of byId.values()) assert.equal(r.state, 'completed');
       }
-      const v = await runGuardUngated(['verify', `--record-dir=${dir}`]).done;
+      const v = await runGuard(['verify', `--record-dir=${dir}`]).done;
       assert.equal(v.code, 0, v.stdout.toString());
       assert.match(v.stdout.toString(), /20 logs: 20 ok/);
     } finally {
@@ -272,10 +272,10 @@ describe('records written by a session', () => {
     try {
       const key = join(keys.dir, 'audit.key');
       writeFileSync(key, 'k'.repeat(32));
-      await runGuardUngated([`--record-dir=${dir}`, `--audit-key-file=${key}`, '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') }).done;
+      await runGuard([`--record-dir=${dir}`, `--audit-key-file=${key}`, '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') }).done;
       assert.equal(records(dir)[0][0].alg, 'hmac-sha256');
-      assert.equal((await runGuardUngated(['verify', `--record-dir=${dir}`, `--audit-key-file=${key}`]).done).code, 0);
-      assert.notEqual((await runGuardUngated(['verify', `--record-dir=${dir}`]).done).code, 0);
+      assert.equal((await runGuard(['verify', `--record-dir=${dir}`, `--audit-key-file=${key}`]).done).code, 0);
+      assert.notEqual((await runGuard(['verify', `--record-dir=${dir}`]).done).code, 0);
     } finally {
       cleanup();
       keys.cleanup();
@@ -288,11 +288,11 @@ describe('records written by a session', () => {
       const file = join(dir, 'not-a-dir');
       writeFileSync(file, '');
       const marker = join(dir, 'started');
-      const r = await runGuardUngated([`--record-dir=${file}`, '--', 'sh', '-c', `touch ${marker}`]).done;
+      const r = await runGuard([`--record-dir=${file}`, '--', 'sh', '-c', `touch ${marker}`]).done;
       assert.equal(r.code, 125);
       assert.match(r.stderr, /not-a-dir/);
       assert.deepEqual(readdirSync(dir), ['not-a-dir'], 'the child never ran');
-      const k = await runGuardUngated([`--record-dir=${dir}`, `--audit-key-file=${join(dir, 'missing.key')}`, '--', 'true']).done;
+      const k = await runGuard([`--record-dir=${dir}`, `--audit-key-file=${join(dir, 'missing.key')}`, '--', 'true']).done;
       assert.equal(k.code, 125);
       assert.match(k.stderr, /missing\.key/);
     } finally {
@@ -314,7 +314,7 @@ describe('records written by a session', () => {
     const { dir, cleanup } = tempDir();
     try {
       await runGuardUngated([`--record-dir=${dir}`, '--', 'python3', fixture('recorder.py')], { input: tool(1, 'record') + 'noise\n' }).done;
-      const sessions = await runGuardUngated(['sessions', `--record-dir=${dir}`, '--json']).done;
+      const sessions = await runGuard(['sessions', `--record-dir=${dir}`, '--json']).done;
       const [row] = sessions.stdout
         .toString()
         .trim()
@@ -322,7 +322,7 @@ describe('records written by a session', () => {
         .map((l) => JSON.parse(l));
       assert.equal(row.end_reason, 'invalid_client_frame');
       assert.equal(row.sealed, true);
-      const activity = await runGuardUngated(['activity', row.session_id, `--record-dir=${dir}`, '--json']).done;
+      const activity = await runGuard(['activity', row.session_id, `--record-dir=${dir}`, '--json']).done;
       const rows = activity.stdout
         .toString()
         .trim()
@@ -332,7 +332,7 @@ describe('records written by a session', () => {
       assert.equal(call.state, 'completed');
       assert.equal(call.tool, 'record');
       assert.equal(rows.filter((x) => x.kind === 'reject').length, 1);
-      const show = await runGuardUngated(['show', call.call_id, `--record-dir=${dir}`]).done;
+      const show = await runGuard(['show', call.call_id, `--record-dir=${dir}`]).done;
       assert.equal(show.code, 0);
       assert.match(show.stdout.toString(), /call_end/);
     } finally {

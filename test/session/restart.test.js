@@ -6,7 +6,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { killStarted, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
+import { killStarted, runGuard, sessionEnd, tempDir } from '../helpers/run.js';
 import { assertAllVerify } from '../helpers/peers.js';
 import { CRASHY, clientRequests, openWire, until } from './restart-wire.js';
 
@@ -34,7 +34,7 @@ describe('--restart options are checked before the server starts', { timeout: TI
     test(args.join(' '), async () => {
       const tmp = tempDir();
       try {
-        const { code, stderr } = await runGuardUngated([...args, '--', 'python3', CRASHY], { env: { STATE_DIR: tmp.dir } }).done;
+        const { code, stderr } = await runGuard([...args, '--', 'python3', CRASHY], { env: { STATE_DIR: tmp.dir } }).done;
         assert.equal(code, 125, stderr);
         assert.match(stderr, message);
         assert.equal(existsSync(join(tmp.dir, 'starts')), false, 'the server never started');
@@ -372,7 +372,7 @@ describe('crash loops', { timeout: TIMEOUT }, () => {
     assert.equal(wire.starts().length, 4);
     assert.deepEqual(wire.alive(), [], 'no generation and no orphan outlived mcpguard');
     const [log] = await assertAllVerify(wire.records, 1);
-    const shown = await runGuardUngated(['show', end.session_id, '--record-dir', wire.records]).done;
+    const shown = await runGuard(['show', end.session_id, '--record-dir', wire.records]).done;
     assert.equal(shown.code, 0, shown.stderr);
     assert.match(shown.stdout.toString(), /restarts +3 \(4 server generations\); stopped: --max-restarts 3/);
     const ends = ofType(log, 'generation_end');

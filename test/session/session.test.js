@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, fixture, frame, killStarted, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
+import { BIN, fixture, frame, killStarted, runGuard, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
 import { messages } from '../helpers/stdout-check.js';
 
 after(killStarted);
@@ -139,8 +139,7 @@ describe('no orphans', () => {
     try {
       const pidfile = join(dir, 'pids');
       const t0 = Date.now();
-      const r = await runGuardUngated(['--grace=300', '--drain-ms=300', '--', 'sh', fixture('stderr-holder.sh')], { env: { PIDFILE: pidfile }, keepOpen: true })
-        .done;
+      const r = await runGuard(['--grace=300', '--drain-ms=300', '--', 'sh', fixture('stderr-holder.sh')], { env: { PIDFILE: pidfile }, keepOpen: true }).done;
       const s = sessionEnd(r.stderr);
       assert.equal(s.end_reason, 'child_exit');
       assert.ok(Date.now() - t0 < 10000);
@@ -214,7 +213,7 @@ describe('endings', () => {
 
   for (const n of [0, 1, 2, 42, 127, 255]) {
     test(`exit code ${n} propagates`, { timeout: 20000 }, async () => {
-      const r = await runGuardUngated(['--', 'sh', '-c', `exit ${n}`]).done;
+      const r = await runGuard(['--', 'sh', '-c', `exit ${n}`]).done;
       assert.equal(r.code, n);
     });
   }
@@ -225,14 +224,14 @@ describe('endings', () => {
     ['SEGV', 11],
   ]) {
     test(`death by SIG${sig} propagates as ${128 + num}`, { timeout: 20000 }, async () => {
-      const r = await runGuardUngated(['--', 'sh', '-c', `kill -${sig} $$`]).done;
+      const r = await runGuard(['--', 'sh', '-c', `kill -${sig} $$`]).done;
       assert.equal(r.code, 128 + num);
       assert.equal(sessionEnd(r.stderr).signal, `SIG${sig}`);
     });
   }
 
   test('a command that does not exist exits 127 with a message', { timeout: 20000 }, async () => {
-    const r = await runGuardUngated(['--', 'definitely-not-a-command-xyz']).done;
+    const r = await runGuard(['--', 'definitely-not-a-command-xyz']).done;
     assert.equal(r.code, 127);
     assert.match(r.stderr, /cannot start "definitely-not-a-command-xyz": command not found/);
     assert.equal(r.stdout.length, 0);
@@ -311,7 +310,7 @@ describe('cancellation and deadlines', () => {
     const { dir, cleanup } = tempDir();
     try {
       const lines = join(dir, 'lines');
-      const r = await runGuardUngated(['--', 'python3', fixture('recorder.py')], {
+      const r = await runGuard(['--', 'python3', fixture('recorder.py')], {
         env: { RECORD_LINES: lines },
         input: init + frame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } }),
       }).done;
@@ -355,7 +354,7 @@ describe('cancellation and deadlines', () => {
   });
 
   test('--call-timeout rejects a bad value naming the option and the value', { timeout: 20000 }, async () => {
-    const r = await runGuardUngated(['--call-timeout', 'soon', '--', 'true']).done;
+    const r = await runGuard(['--call-timeout', 'soon', '--', 'true']).done;
     assert.equal(r.code, 125);
     assert.match(r.stderr, /--call-timeout expects milliseconds .*got 'soon'/);
   });
@@ -378,7 +377,7 @@ describe('a real server that ignores stdin EOF', () => {
 
 describe('a server that exits at once', () => {
   test('its pipes ended before the session listened: still seen as EOF, not cut after --drain-ms', { timeout: 30000 }, async () => {
-    const r = await runGuardUngated(['--drain-ms=5000', '--', 'true'], { timeout: 30000 }).done;
+    const r = await runGuard(['--drain-ms=5000', '--', 'true'], { timeout: 30000 }).done;
     const s = sessionEnd(r.stderr);
     assert.equal(s.end_reason, 'child_exit');
     assert.deepEqual(s.stream_end, { stdout: 'eof', stderr: 'eof' }, 'before the fix both were cut_after_drain_timeout and mcpguard waited out --drain-ms');

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, fixture, frame, killStarted, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
+import { BIN, fixture, frame, killStarted, runGuard, runGuardUngated, sessionEnd, tempDir } from '../helpers/run.js';
 import { messages } from '../helpers/stdout-check.js';
 
 after(killStarted);
@@ -60,7 +60,7 @@ describe('budgets and markers', () => {
   });
 
   test('invalid UTF-8 is retained as bytes and decoded with replacement only when written out', { timeout: 30000 }, async () => {
-    const r = await runGuardUngated(['--', 'sh', '-c', "printf 'bad \\377\\376 bytes\\n' >&2"]).done;
+    const r = await runGuard(['--', 'sh', '-c', "printf 'bad \\377\\376 bytes\\n' >&2"]).done;
     const s = sessionEnd(r.stderr);
     assert.equal(s.stderr.bytes_seen, 13);
     assert.equal(s.stderr.tail, '[captured stderr]\nbad \ufffd\ufffd bytes\n');
@@ -108,7 +108,7 @@ describe('the drain never stops', () => {
     t.after(cleanup);
     const done = join(dir, 'flood-done');
     const flood = `(yes helper-diagnostic | head -c ${size} >&2; touch ${done}) & exec python3 ${fixture('recorder.py')}`;
-    const g = runGuardUngated(['--', 'sh', '-c', flood], { keepOpen: true, timeout: 170000 }); // 2 GiB at the masker's pace, on a loaded machine
+    const g = runGuard(['--', 'sh', '-c', flood], { keepOpen: true, timeout: 170000 }); // 2 GiB at the masker's pace, on a loaded machine
     let answered = 0;
     g.child.stdout.on('data', (c) => {
       answered += c.toString().split('\n').length - 1;
@@ -185,7 +185,7 @@ describe('config file', () => {
       try {
         const config = join(dir, 'c.json');
         writeFileSync(config, typeof content === 'string' ? content : JSON.stringify(content));
-        const r = await runGuardUngated([`--config=${config}`, '--', 'true']).done;
+        const r = await runGuard([`--config=${config}`, '--', 'true']).done;
         assert.equal(r.code, 125);
         assert.match(r.stderr, message);
       } finally {
@@ -195,7 +195,7 @@ describe('config file', () => {
   }
 
   test('a call budget above the process budget is refused', { timeout: 30000 }, async () => {
-    const r = await runGuardUngated(['--stderr-call-bytes=1MiB', '--stderr-process-bytes=64KiB', '--', 'true']).done;
+    const r = await runGuard(['--stderr-call-bytes=1MiB', '--stderr-process-bytes=64KiB', '--', 'true']).done;
     assert.equal(r.code, 125);
     assert.match(r.stderr, /--stderr-call-bytes \(1048576\) must not exceed --stderr-process-bytes \(65536\)/);
   });
